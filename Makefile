@@ -1,0 +1,71 @@
+# onceflow developer entry points. `make demo` and `make test` work on a fresh machine.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+# uv from PATH, else the copy `make setup` installs into the user site of $(PYTHON).
+UV := $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
+export UV_PYTHON_DOWNLOADS := never
+export UV_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/dev/null)
+VENV := .venv/bin
+PACKAGES := $(sort $(wildcard packages/*))
+PYTEST_ARGS ?=
+
+.PHONY: help setup check-python check-java uv sync test lint fmt typecheck pytest proto demo clean
+
+help: ## show the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+setup: check-python check-java uv sync ## check prerequisites, get uv, create .venv from uv.lock (idempotent)
+
+check-python:
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null || { \
+	  echo "onceflow needs Python >= 3.11 as '$(PYTHON)' (found: $$($(PYTHON) --version 2>&1 || echo none))."; \
+	  echo "Install it: 'apt-get install python3.11 python3.11-venv' (Debian/Ubuntu), 'brew install python@3.11' (macOS),"; \
+	  echo "or 'pyenv install 3.11', then run 'make setup PYTHON=python3.11'."; exit 1; }
+	@echo "setup: $$($(PYTHON) --version) ok"
+
+check-java:
+	@v=$$(java -version 2>&1 | awk -F'"' '/version/ {print $$2}' | awk -F. '{print ($$1 == "1") ? $$2 : $$1}'); \
+	if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then \
+	  echo "Spark needs Java 17 or newer (found: $${v:-no java on PATH})."; \
+	  echo "Install it: 'apt-get install openjdk-17-jre-headless' (Debian/Ubuntu) or 'brew install openjdk@17' (macOS),"; \
+	  echo "or point JAVA_HOME at a JDK 17+ and put \$$JAVA_HOME/bin on PATH."; exit 1; \
+	else echo "setup: Java $$v ok"; fi
+
+uv:
+	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || { \
+	  echo "setup: installing uv with pip (user site)"; \
+	  $(PYTHON) -m pip install --quiet --user uv 2>/dev/null || $(PYTHON) -m pip install --quiet uv; }
+	@echo "setup: $$($(UV) --version) ok"
+
+sync:
+	@$(UV) sync --locked --all-packages
+	@echo "setup: .venv is in sync with uv.lock"
+
+lint: setup ## ruff lint + format check, and stale gRPC stubs
+	$(VENV)/ruff check .
+	$(VENV)/ruff format --check .
+	$(VENV)/python proto/generate.py --check
+
+fmt: setup ## format and auto-fix
+	$(VENV)/ruff format .
+	$(VENV)/ruff check --fix .
+
+typecheck: setup ## mypy --strict, one package at a time (tests share module names across packages)
+	@set -e; for p in $(PACKAGES); do echo "mypy $$p"; $(VENV)/mypy $$p/src $$p/tests; done
+	$(VENV)/mypy tests proto/generate.py $(wildcard bench/*.py)
+
+pytest: setup ## the test suite (slow end-to-end and chaos tests included)
+	$(VENV)/pytest $(PYTEST_ARGS)
+
+test: lint typecheck pytest ## setup, then lint, types and every test
+
+proto: setup ## regenerate the gRPC stubs from proto/onceflow/v1
+	$(VENV)/python proto/generate.py
+
+demo: setup ## run the whole pipeline embedded
+	@echo "make demo arrives with the first issue that runs the pipeline end to end; see README.md."; exit 1
+
+clean: ## remove the venv and caches
+	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache .hypothesis

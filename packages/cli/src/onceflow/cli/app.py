@@ -1,0 +1,64 @@
+"""The ``onceflow`` command.
+
+Each service adds its own subcommand through the ``onceflow.cli`` entry-point group: an entry
+point names a function ``register(subparsers)`` that adds a sub-parser and sets ``func`` (taking
+the parsed :class:`argparse.Namespace`, returning an exit code) with ``set_defaults``. So the CLI
+does not depend on the packages it runs, and a package that is not installed has no subcommand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from importlib.metadata import entry_points
+
+from onceflow.cli.version import add_version_command
+from onceflow.core.errors import OnceflowError
+from onceflow.core.logging import configure_logging
+
+ENTRY_POINT_GROUP = "onceflow.cli"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser: global options, built-in commands, then every plugin's subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="onceflow",
+        description="onceflow: end-to-end exactly-once streaming (log producer -> Kafka -> Spark -> sinks).",
+    )
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    parser.add_argument("--log-format", default="kv", choices=["kv", "json"], help="key=value lines or JSON")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
+    add_version_command(subparsers)
+    for entry_point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name):
+        try:
+            register = entry_point.load()
+        except ImportError as exc:
+            # A broken plugin must not take the other commands down with it; say which one and why.
+            print(f"onceflow: warning: command {entry_point.name!r} is unavailable: {exc}", file=sys.stderr)
+            continue
+        register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    configure_logging(args.log_level, args.log_format)
+    try:
+        code: int = func(args)
+    except OnceflowError as exc:
+        print(f"onceflow: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""The onceflow command: help, version, plugin subcommands and clear errors."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onceflow.cli import app as cli_main
+from onceflow.core.errors import InvalidConfig
+
+ONCEFLOW = Path(sys.executable).parent / "onceflow"
+
+
+def test_help_lists_commands() -> None:
+    result = subprocess.run([str(ONCEFLOW), "--help"], capture_output=True, text=True, timeout=60, check=True)
+    assert "usage: onceflow" in result.stdout
+    assert "version" in result.stdout
+
+
+def test_version_lists_installed_packages() -> None:
+    result = subprocess.run([str(ONCEFLOW), "version"], capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout.startswith("onceflow ")
+    for name in ("onceflow-core", "onceflow-proto", "onceflow-cli"):
+        assert name in result.stdout
+
+
+def test_no_command_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main.main([]) == 2
+    assert "usage: onceflow" in capsys.readouterr().out
+
+
+def test_domain_errors_become_a_clear_message_and_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def register(subparsers: Any) -> None:
+        parser = subparsers.add_parser("boom")
+
+        def run(args: argparse.Namespace) -> int:
+            raise InvalidConfig("kafka.bootstrap_servers", "expected host:port")
+
+        parser.set_defaults(func=run)
+
+    build = cli_main.build_parser
+
+    def build_with_boom() -> argparse.ArgumentParser:
+        parser = build()
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        register(sub)
+        return parser
+
+    monkeypatch.setattr(cli_main, "build_parser", build_with_boom)
+    assert cli_main.main(["boom"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid setting 'kafka.bootstrap_servers'" in err
+    assert "expected host:port" in err
+
+
+def test_unknown_command_is_an_argparse_error() -> None:
+    result = subprocess.run([str(ONCEFLOW), "frobnicate"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert "invalid choice: 'frobnicate'" in result.stderr

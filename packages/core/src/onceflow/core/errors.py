@@ -1,0 +1,60 @@
+"""Domain exceptions shared by every onceflow package.
+
+Each error means one thing and carries the ids needed to act on it. Packages add their own
+exceptions (in their own ``exceptions`` modules) as subclasses of :class:`OnceflowError`.
+"""
+
+from __future__ import annotations
+
+
+class OnceflowError(Exception):
+    """Base class of every onceflow error."""
+
+
+class InvalidConfig(OnceflowError):  # noqa: N818 - the name the design uses
+    """A setting has a bad value. ``setting`` names it (dotted path or env var), ``reason`` says why."""
+
+    def __init__(self, setting: str, reason: str, *, source: str | None = None) -> None:
+        self.setting = setting
+        self.reason = reason
+        self.source = source
+        where = f" (from {source})" if source else ""
+        super().__init__(f"invalid setting {setting!r}{where}: {reason}")
+
+
+class SerializationError(OnceflowError):
+    """Bytes could not be turned into a record, or a record into bytes."""
+
+
+class UnknownSchema(SerializationError):  # noqa: N818
+    """A single-object encoded value names a schema fingerprint this reader does not know."""
+
+    def __init__(self, fingerprint: bytes, known: list[str]) -> None:
+        self.fingerprint = fingerprint
+        super().__init__(
+            f"unknown Avro schema fingerprint {fingerprint.hex()}; known schemas: {', '.join(known) or 'none'}"
+        )
+
+
+class CorruptRecord(SerializationError):  # noqa: N818
+    """Bytes are not a valid record: bad header, truncated, or not decodable with their schema."""
+
+
+class WriterFenced(OnceflowError):  # noqa: N818
+    """Another writer registered for the job with a higher epoch; this one must stop."""
+
+    def __init__(self, job: str, epoch: int, current_epoch: int) -> None:
+        self.job = job
+        self.epoch = epoch
+        self.current_epoch = current_epoch
+        super().__init__(
+            f"writer of job {job!r} with epoch {epoch} is fenced: another writer owns the job (epoch {current_epoch})"
+        )
+
+
+class ProducerFenced(OnceflowError):  # noqa: N818
+    """A Kafka transactional producer was fenced by a newer instance with the same transactional.id."""
+
+    def __init__(self, transactional_id: str, detail: str = "") -> None:
+        self.transactional_id = transactional_id
+        super().__init__(f"producer {transactional_id!r} was fenced by a newer instance {detail}".rstrip())

@@ -1,0 +1,23 @@
+"""Typed settings: a TOML file plus environment overrides, validated with errors that name the setting."""
+
+from onceflow.core.settings.base import (
+    GrpcServerSettings,
+    KafkaSettings,
+    LoggingSettings,
+    MetricsSettings,
+    Section,
+    Settings,
+    TlsSettings,
+)
+from onceflow.core.settings.loader import load_settings
+
+__all__ = [
+    "GrpcServerSettings",
+    "KafkaSettings",
+    "LoggingSettings",
+    "MetricsSettings",
+    "Section",
+    "Settings",
+    "TlsSettings",
+    "load_settings",
+]

@@ -1,0 +1,94 @@
+"""Typed settings models shared by every service.
+
+A service defines its settings as a subclass of :class:`Settings`, composed of the sections
+below, and loads them with :func:`onceflow.core.settings.load_settings`. Unknown keys are
+errors, values are validated, and models are immutable once loaded.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from onceflow.core import defaults
+
+
+class Section(BaseModel):
+    """A group of settings. Unknown keys are rejected, so typos never pass silently."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+class Settings(Section):
+    """Root settings of one service.
+
+    ``env_prefix`` scopes the environment overrides: ``ONCEFLOW_BROKER__LOG__LEVEL=DEBUG``
+    sets ``log.level`` of a model whose prefix is ``ONCEFLOW_BROKER__``.
+    """
+
+    env_prefix: ClassVar[str] = "ONCEFLOW__"
+
+
+class LoggingSettings(Section):
+    """Structured logging of a service."""
+
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    format: Literal["kv", "json"] = "kv"
+
+
+class MetricsSettings(Section):
+    """Prometheus exposition endpoint. Port 0 disables it."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=0, ge=0, le=65535)
+
+
+class TlsSettings(Section):
+    """gRPC transport security. Empty paths mean plaintext; ``client_ca`` on a server enables mTLS."""
+
+    cert: str = ""
+    key: str = ""
+    ca: str = ""
+    require_client_auth: bool = False
+
+
+class GrpcServerSettings(Section):
+    """Where a gRPC service listens."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=0, ge=0, le=65535)
+    tls: TlsSettings = TlsSettings()
+
+
+class KafkaSettings(Section):
+    """How to reach Kafka (the embedded broker or Apache Kafka).
+
+    ``properties`` are passed through to librdkafka unchanged, with librdkafka's own names
+    (``security.protocol``, ``sasl.mechanisms``, ``ssl.ca.location``, ...).
+    """
+
+    bootstrap_servers: str = defaults.BOOTSTRAP_SERVERS
+    properties: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _check_bootstrap(cls, value: str) -> str:
+        for server in value.split(","):
+            host, sep, port = server.strip().rpartition(":")
+            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"expected host:port[,host:port...], got {server.strip()!r}")
+        return value
+
+    @field_validator("properties")
+    @classmethod
+    def _check_properties(cls, value: dict[str, str]) -> dict[str, str]:
+        if "bootstrap.servers" in value:
+            raise ValueError("set bootstrap_servers, not properties.bootstrap.servers")
+        return value
+
+    def client_config(self, **overrides: object) -> dict[str, object]:
+        """librdkafka configuration: bootstrap servers, passthrough properties, then ``overrides``."""
+        config: dict[str, object] = {"bootstrap.servers": self.bootstrap_servers, **self.properties}
+        config.update(overrides)
+        return config
