@@ -1,0 +1,100 @@
+"""Embedded broker throughput: produce and fetch, medians over several runs.
+
+Assumptions: one machine (2 cores here), the broker as a child process on loopback with
+``--fsync interval``, confluent-kafka in this process as the client. Produce: 100-byte values,
+idempotent producer, linger.ms=5, a topic of 3 partitions. Fetch: one consumer reading the topic
+from the beginning. Both sides share the CPU, so the numbers are end-to-end, client included. The consumer
+raises librdkafka's prefetch queue limits, as a throughput-tuned consumer would.
+
+Usage:
+    .venv/bin/python bench/broker_throughput.py [--messages 500000] [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.broker.testing.clients import create_topic
+
+PARTITIONS = 3
+
+
+def produce(bootstrap: str, topic: str, messages: int, value: bytes) -> float:
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "queue.buffering.max.messages": 500_000,
+        }
+    )
+    start = time.perf_counter()
+    for _ in range(messages):
+        try:
+            producer.produce(topic, value)
+        except BufferError:
+            producer.poll(0.01)
+            producer.produce(topic, value)
+    remaining = producer.flush(120)
+    elapsed = time.perf_counter() - start
+    if remaining:
+        raise RuntimeError(f"{remaining} messages not delivered")
+    return messages / elapsed
+
+
+def fetch(bootstrap: str, topic: str, messages: int) -> float:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 52_428_800,
+            "max.partition.fetch.bytes": 10_485_760,
+            # librdkafka's prefetch queue (default 100k messages / 64 MiB) otherwise caps one consumer.
+            "queued.min.messages": 1_000_000,
+            "queued.max.messages.kbytes": 1_000_000,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    seen = 0
+    start = time.perf_counter()
+    while seen < messages:
+        batch = consumer.consume(50_000, timeout=1.0)
+        seen += sum(1 for m in batch if m.error() is None)
+    elapsed = time.perf_counter() - start
+    consumer.close()
+    return messages / elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=500_000)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    value = b"x" * 100
+    produce_rates: list[float] = []
+    fetch_rates: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp, EmbeddedBroker(Path(tmp), fsync="interval") as broker:
+        for run in range(args.runs):
+            topic = f"bench-{run}"
+            create_topic(broker.bootstrap_servers, topic, partitions=PARTITIONS)
+            produce_rates.append(produce(broker.bootstrap_servers, topic, args.messages, value))
+            fetch_rates.append(fetch(broker.bootstrap_servers, topic, args.messages))
+            rates = f"produce {produce_rates[-1]:,.0f} msgs/s, fetch {fetch_rates[-1]:,.0f} msgs/s"
+            print(f"run {run + 1}/{args.runs}: {rates}", flush=True)
+    print(f"produce median: {statistics.median(produce_rates):,.0f} msgs/s (target >= 200,000)")
+    print(f"fetch median:   {statistics.median(fetch_rates):,.0f} msgs/s (target >= 400,000)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

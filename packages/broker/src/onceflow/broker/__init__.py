@@ -1,0 +1,1 @@
+"""onceflow.broker: an embedded single-node Kafka-protocol broker."""

@@ -1,0 +1,88 @@
+"""Broker settings: one validated, immutable model loaded from TOML, environment and command line.
+
+Precedence (highest first): command-line flags, ``ONCEFLOW_BROKER__*`` environment variables, the
+``--config`` TOML file, the defaults below. A bad value raises
+:class:`onceflow.core.errors.InvalidConfig` naming the setting.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from onceflow.core.settings import LoggingSettings, Settings
+
+DAY_MS = 24 * 60 * 60 * 1000
+
+
+def parse_host_port(value: str) -> tuple[str, int]:
+    """Split ``host:port`` (``[v6]:port`` allowed); raises ValueError naming the bad part."""
+    host, sep, port = value.strip().rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected host:port, got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+class BrokerConfig(Settings):
+    """Everything the broker process is configured with. Field names are the TOML keys."""
+
+    env_prefix: ClassVar[str] = "ONCEFLOW_BROKER__"
+
+    data_dir: Path = Path("./data/broker")
+    listen: str = "127.0.0.1:9092"
+    """Where the broker accepts connections. Port 0 picks a free port."""
+    advertised: str | None = None
+    """host:port clients are told to connect to; defaults to the listen address (actual port)."""
+    fsync: Literal["always", "interval"] = "interval"
+    """``always``: fsync before acking every produce; ``interval``: fsync every ``fsync_interval_ms``."""
+    fsync_interval_ms: int = Field(default=1000, ge=1)
+    auto_create_topics: bool = True
+    default_partitions: int = Field(default=1, ge=1)
+    log_retention_ms: int = Field(default=7 * DAY_MS, ge=-1)
+    log_retention_bytes: int = Field(default=-1, ge=-1)
+    log_segment_bytes: int = Field(default=1024 * 1024 * 1024, ge=14)
+    message_max_bytes: int = Field(default=1048588, ge=0)
+    socket_request_max_bytes: int = Field(default=100 * 1024 * 1024, ge=64)
+    maintenance_interval_ms: int = Field(default=30_000, ge=100)
+    """How often retention and compaction run."""
+    snapshot_interval_ms: int = Field(default=60_000, ge=100)
+    """How often producer-state snapshots are written (also written on clean shutdown)."""
+    group_initial_rebalance_delay_ms: int = Field(default=0, ge=0)
+    log: LoggingSettings = LoggingSettings()
+
+    @field_validator("listen")
+    @classmethod
+    def _check_listen(cls, value: str) -> str:
+        parse_host_port(value)
+        return value
+
+    @field_validator("advertised")
+    @classmethod
+    def _check_advertised(cls, value: str | None) -> str | None:
+        if value is not None:
+            host, port = parse_host_port(value)
+            if not host or port == 0:
+                raise ValueError(f"advertised needs a host and a non-zero port, got {value!r}")
+        return value
+
+    @property
+    def listen_host(self) -> str:
+        """Host part of ``listen``."""
+        return parse_host_port(self.listen)[0]
+
+    @property
+    def listen_port(self) -> int:
+        """Port part of ``listen`` (0 = pick a free one)."""
+        return parse_host_port(self.listen)[1]
+
+    def advertised_address(self, bound_port: int) -> tuple[str, int]:
+        """The (host, port) given to clients in Metadata and FindCoordinator responses."""
+        if self.advertised is not None:
+            return parse_host_port(self.advertised)
+        host = self.listen_host
+        if host in ("", "0.0.0.0", "::"):
+            host = socket.gethostname()
+        return host, bound_port

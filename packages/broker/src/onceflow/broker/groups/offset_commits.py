@@ -1,0 +1,209 @@
+"""``OffsetCommits``: OffsetCommit, OffsetFetch and transactional offset commits (KIP-98, KIP-447)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+from kio.schema.errors import ErrorCode
+
+from onceflow.broker.groups.config import GroupConfig
+from onceflow.broker.groups.group import Group
+from onceflow.broker.groups.offsets import TopicPartition
+from onceflow.broker.groups.rebalance import Rebalancer
+from onceflow.broker.groups.results import NO_MEMBER_ID, OffsetAndMetadata
+from onceflow.broker.groups.state import GroupState
+from onceflow.broker.groups.store import GroupStore
+
+logger = logging.getLogger(__name__)
+
+
+class OffsetCommits:
+    """Committed and transactional offsets of every group.
+
+    Guarantees:
+
+    * An offset is in the state log before the call that commits (or stages) it returns.
+    * Staged transactional offsets are invisible to ``fetch`` until ``complete_txn`` commits them, and
+      are dropped if it aborts. A committed transaction's offset replaces a partition's committed offset
+      only if it was staged after that offset was committed. Completing is idempotent.
+    * Commits are checked as Kafka checks them: a member must be current (generation, member id,
+      instance id); a simple commit (generation -1, no member id) only while the group is Empty;
+      REBALANCE_IN_PROGRESS while the group is CompletingRebalance.
+    """
+
+    def __init__(
+        self,
+        groups: dict[str, Group],
+        rebalancer: Rebalancer,
+        store: GroupStore,
+        config: GroupConfig,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._groups = groups
+        self._rebalancer = rebalancer
+        self._store = store
+        self._config = config
+        self._wall_clock = wall_clock
+
+    def commit(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Handle OffsetCommit; returns an error code per partition."""
+        group = self._groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return dict.fromkeys(offsets, ErrorCode.illegal_generation)
+            group = self._groups[group_id] = Group(group_id)
+        error = self._validate(group, generation_id, member_id, group_instance_id, transactional=False)
+        if error is None and group.is_state(GroupState.COMPLETING_REBALANCE):
+            error = ErrorCode.rebalance_in_progress
+        if error is not None:
+            return dict.fromkeys(offsets, error)
+        member = group.members.get(member_id)
+        if member is not None:
+            self._rebalancer.schedule_heartbeat(member)
+        accepted, results = self._check_metadata(offsets)
+        for partition, entry in self._store.store_offsets(group_id, accepted).items():
+            group.offsets.commit(partition, entry)
+        logger.debug(
+            "offsets committed group=%s generation=%d member=%s partitions=%d",
+            group_id,
+            generation_id,
+            member_id,
+            len(accepted),
+        )
+        return results
+
+    def fetch(
+        self, group_id: str, partitions: Sequence[TopicPartition] | None, require_stable: bool = False
+    ) -> tuple[ErrorCode, dict[TopicPartition, OffsetAndMetadata | None]]:
+        """Handle OffsetFetch: the committed offsets of ``partitions`` (``None``: every committed one).
+
+        A partition without a committed offset maps to ``None``. With ``require_stable``, partitions
+        with staged transactional offsets map to ``None`` and the error is UNSTABLE_OFFSET_COMMIT; the
+        protocol layer reports that error on those partitions (see ``has_pending``), as Kafka does.
+        """
+        group = self._groups.get(group_id)
+        if group is None:
+            return ErrorCode.none, dict.fromkeys(partitions or [], None)
+        result: dict[TopicPartition, OffsetAndMetadata | None]
+        if partitions is None:
+            result = dict(group.offsets.all_committed())
+        else:
+            result = {partition: group.offsets.committed(partition) for partition in partitions}
+        unstable = [partition for partition in result if group.offsets.has_pending(partition)]
+        if not require_stable or not unstable:
+            return ErrorCode.none, result
+        for partition in unstable:
+            result[partition] = None
+        return ErrorCode.unstable_offset_commit, result
+
+    def stage_txn(
+        self,
+        group_id: str,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+    ) -> dict[TopicPartition, ErrorCode]:
+        """Handle TxnOffsetCommit: stage offsets as pending in ``producer_id``'s transaction."""
+        group = self._groups.get(group_id)
+        if group is None:
+            group = self._groups[group_id] = Group(group_id)
+        error = self._validate(group, generation_id, member_id, group_instance_id, transactional=True)
+        if error is not None:
+            return dict.fromkeys(offsets, error)
+        accepted, results = self._check_metadata(offsets)
+        staged = self._store.stage_txn_offsets(group_id, producer_id, producer_epoch, accepted)
+        for partition, entry in staged.items():
+            group.offsets.stage(producer_id, partition, entry)
+        logger.info(
+            "transactional offsets staged group=%s pid=%d epoch=%d partitions=%d",
+            group_id,
+            producer_id,
+            producer_epoch,
+            len(staged),
+        )
+        return results
+
+    def complete_txn(self, group_id: str, producer_id: int, commit: bool) -> None:
+        """Commit or abort the offsets ``producer_id`` staged in ``group_id`` (idempotent).
+
+        Steps:
+
+        1. Find the staged offsets; nothing staged means nothing to do (a retried completion).
+        2. On commit, pick those that win over the committed offsets (staged after them).
+        3. In one atomic write: tombstone every staged record and write the winners as committed.
+        4. Apply the same change in memory.
+        """
+        # Step 1
+        group = self._groups.get(group_id)
+        staged = group.offsets.pending(producer_id) if group is not None else {}
+        if group is None or not staged:
+            return
+        # Step 2
+        winners = group.offsets.winners_on_commit(producer_id) if commit else {}
+        # Step 3
+        written = self._store.complete_txn(
+            group_id, producer_id, staged, {partition: entry.value for partition, entry in winners.items()}
+        )
+        # Step 4
+        group.offsets.finish_transaction(producer_id, written)
+        logger.info(
+            "transactional offsets %s group=%s pid=%d partitions=%d committed=%d",
+            "committed" if commit else "aborted",
+            group_id,
+            producer_id,
+            len(staged),
+            len(written),
+        )
+
+    def has_pending(self, group_id: str, topic: str, partition: int) -> bool:
+        """Whether an open transaction has staged an offset for the partition in the group."""
+        group = self._groups.get(group_id)
+        return group is not None and group.offsets.has_pending((topic, partition))
+
+    def _validate(
+        self,
+        group: Group,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        *,
+        transactional: bool,
+    ) -> ErrorCode | None:
+        if group.is_state(GroupState.DEAD):
+            return ErrorCode.coordinator_not_available
+        if generation_id >= 0 or member_id != NO_MEMBER_ID or group_instance_id is not None:
+            return group.validate_member(member_id, group_instance_id, generation_id)
+        if not transactional and not group.is_state(GroupState.EMPTY):
+            # Only members may commit to a group that has members.
+            return ErrorCode.unknown_member_id
+        return None
+
+    def _check_metadata(
+        self, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    ) -> tuple[dict[TopicPartition, OffsetAndMetadata], dict[TopicPartition, ErrorCode]]:
+        """Split offsets into those accepted (commit time filled in) and per-partition results."""
+        now_ms = int(self._wall_clock() * 1000)
+        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+        results: dict[TopicPartition, ErrorCode] = {}
+        for partition, offset in offsets.items():
+            if offset.metadata is not None and len(offset.metadata.encode()) > self._config.max_metadata_bytes:
+                results[partition] = ErrorCode.offset_metadata_too_large
+                continue
+            stamped = offset if offset.commit_timestamp_ms >= 0 else replace(offset, commit_timestamp_ms=now_ms)
+            accepted[partition] = stamped
+            results[partition] = ErrorCode.none
+        return accepted, results

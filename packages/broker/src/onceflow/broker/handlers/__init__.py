@@ -1,0 +1,47 @@
+"""Request handlers, one module per API area, and the dispatch table by API key.
+
+Every handler is ``async def handle(ctx: RequestContext, request) -> response | None`` and is
+registered here for exactly the API keys advertised in :mod:`onceflow.broker.protocol.versions`.
+"""
+
+from __future__ import annotations
+
+from onceflow.broker.handlers import (
+    api_versions,
+    describe_configs,
+    fetch,
+    find_coordinator,
+    group_listing,
+    group_membership,
+    group_offsets,
+    list_offsets,
+    metadata,
+    produce,
+    producer_ids,
+    topics_admin,
+)
+from onceflow.broker.handlers.context import Handler, RequestContext
+from onceflow.broker.protocol import versions
+
+HANDLERS: dict[int, Handler] = {
+    versions.PRODUCE: produce.handle,
+    versions.FETCH: fetch.handle,
+    versions.LIST_OFFSETS: list_offsets.handle,
+    versions.METADATA: metadata.handle,
+    versions.FIND_COORDINATOR: find_coordinator.handle,
+    versions.API_VERSIONS: api_versions.handle,
+    versions.CREATE_TOPICS: topics_admin.handle_create,
+    versions.DELETE_TOPICS: topics_admin.handle_delete,
+    versions.INIT_PRODUCER_ID: producer_ids.handle,
+    versions.DESCRIBE_CONFIGS: describe_configs.handle,
+    versions.JOIN_GROUP: group_membership.handle_join,
+    versions.SYNC_GROUP: group_membership.handle_sync,
+    versions.HEARTBEAT: group_membership.handle_heartbeat,
+    versions.LEAVE_GROUP: group_membership.handle_leave,
+    versions.OFFSET_COMMIT: group_offsets.handle_commit,
+    versions.OFFSET_FETCH: group_offsets.handle_fetch,
+    versions.LIST_GROUPS: group_listing.handle_list,
+    versions.DESCRIBE_GROUPS: group_listing.handle_describe,
+}
+
+__all__ = ["HANDLERS", "Handler", "RequestContext"]

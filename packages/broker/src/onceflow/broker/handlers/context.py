@@ -1,0 +1,42 @@
+"""What a request handler receives besides the request body."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from kio.index import load_response_schema
+
+from onceflow.broker.protocol.shapes import build_entity
+
+if TYPE_CHECKING:
+    from onceflow.broker.broker import Broker
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    """One request's identity: connection, client and negotiated API version.
+
+    ``respond`` shapes a response description (see :mod:`onceflow.broker.protocol.shapes`) into the
+    response class of exactly the version the client sent.
+    """
+
+    broker: Broker
+    conn: str
+    client_host: str
+    client_id: str | None
+    api_key: int
+    api_version: int
+
+    def respond(self, values: Mapping[str, object]) -> Any:
+        """Build this request's response entity from ``values``."""
+        return build_entity(load_response_schema(self.api_key, self.api_version), values)
+
+    def log_fields(self) -> str:
+        """The key=value prefix every request-scoped log line carries."""
+        return f"conn={self.conn} client_id={self.client_id} api={self.api_key} v={self.api_version}"
+
+
+Handler = Callable[[RequestContext, Any], Awaitable[Any | None]]
+"""A request handler: returns the response entity, or None when no response is sent (acks=0)."""

@@ -1,0 +1,115 @@
+"""JoinGroup, SyncGroup, Heartbeat and LeaveGroup: thin adapters over :class:`GroupCoordinator`.
+
+Version differences handled here: JoinGroup v0 has no rebalance timeout (the session timeout is
+used); v4+ requires a known member id (MEMBER_ID_REQUIRED first); LeaveGroup v0-2 names one member,
+v3+ a batch.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from onceflow.broker.handlers.context import RequestContext
+
+log = logging.getLogger("onceflow.broker.groups")
+
+
+def _ms(value: Any) -> int:
+    return int(value.total_seconds() * 1000)
+
+
+async def handle_join(ctx: RequestContext, request: Any) -> Any:
+    """JoinGroup: returns when the rebalance completes."""
+    session_ms = _ms(request.session_timeout)
+    rebalance = getattr(request, "rebalance_timeout", None)
+    result = await ctx.broker.groups.join_group(
+        request.group_id,
+        request.member_id,
+        getattr(request, "group_instance_id", None),
+        request.protocol_type,
+        [(p.name, bytes(p.metadata)) for p in request.protocols],
+        session_ms,
+        _ms(rebalance) if rebalance is not None else session_ms,
+        ctx.client_id or "",
+        ctx.client_host,
+        ctx.api_version >= 4,
+        getattr(request, "reason", None),
+    )
+    log.info(
+        "group.join %s group=%s member=%s generation=%d error=%s",
+        ctx.log_fields(),
+        request.group_id,
+        result.member_id,
+        result.generation_id,
+        result.error.name,
+    )
+    return ctx.respond(
+        {
+            "throttle_time": 0,
+            "error_code": result.error,
+            "generation_id": result.generation_id,
+            "protocol_type": result.protocol_type,
+            "protocol_name": result.protocol_name or ("" if ctx.api_version < 7 else None),
+            "leader": result.leader,
+            "member_id": result.member_id,
+            "members": [
+                {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "metadata": m.metadata}
+                for m in result.members
+            ],
+        }
+    )
+
+
+async def handle_sync(ctx: RequestContext, request: Any) -> Any:
+    """SyncGroup: the leader's assignments are stored; every member gets its own."""
+    result = await ctx.broker.groups.sync_group(
+        request.group_id,
+        request.generation_id,
+        request.member_id,
+        getattr(request, "group_instance_id", None),
+        getattr(request, "protocol_type", None),
+        getattr(request, "protocol_name", None),
+        {a.member_id: bytes(a.assignment) for a in request.assignments},
+    )
+    return ctx.respond(
+        {
+            "throttle_time": 0,
+            "error_code": result.error,
+            "protocol_type": result.protocol_type,
+            "protocol_name": result.protocol_name,
+            "assignment": result.assignment,
+        }
+    )
+
+
+async def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
+    """Heartbeat."""
+    error = ctx.broker.groups.heartbeat(
+        request.group_id, request.generation_id, request.member_id, getattr(request, "group_instance_id", None)
+    )
+    return ctx.respond({"throttle_time": 0, "error_code": error})
+
+
+async def handle_leave(ctx: RequestContext, request: Any) -> Any:
+    """LeaveGroup for one member (v0-2) or a batch (v3+)."""
+    if ctx.api_version < 3:
+        members: list[tuple[str, str | None]] = [(request.member_id, None)]
+    else:
+        members = [(m.member_id, m.group_instance_id) for m in request.members]
+    error, answers = ctx.broker.groups.leave_group(request.group_id, members)
+    if ctx.api_version < 3 and error == ErrorCode.none and answers:
+        error = answers[0][2]
+    log.info("group.leave %s group=%s members=%s error=%s", ctx.log_fields(), request.group_id, members, error.name)
+    return ctx.respond(
+        {
+            "throttle_time": 0,
+            "error_code": error,
+            "members": [
+                {"member_id": member_id, "group_instance_id": instance_id, "error_code": code}
+                for member_id, instance_id, code in answers
+            ],
+        }
+    )

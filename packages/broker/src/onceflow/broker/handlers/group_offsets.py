@@ -1,0 +1,86 @@
+"""OffsetCommit and OffsetFetch: thin adapters over :class:`GroupCoordinator`.
+
+OffsetFetch v8+ carries a batch of groups; older versions one group, where a null topic list (v2+)
+asks for every committed offset of the group.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from onceflow.broker.groups import OffsetAndMetadata
+from onceflow.broker.handlers.context import RequestContext
+from onceflow.broker.partition import now_ms
+
+
+async def handle_commit(ctx: RequestContext, request: Any) -> Any:
+    """Commit offsets for the group's current generation (or a simple commit with generation -1)."""
+    timestamp = now_ms()
+    offsets = {
+        (topic.name, p.partition_index): OffsetAndMetadata(
+            offset=p.committed_offset,
+            leader_epoch=getattr(p, "committed_leader_epoch", -1),
+            metadata=p.committed_metadata,
+            commit_timestamp_ms=timestamp,
+        )
+        for topic in request.topics
+        for p in topic.partitions
+    }
+    errors = ctx.broker.groups.commit_offsets(
+        request.group_id,
+        request.generation_id_or_member_epoch,
+        request.member_id,
+        getattr(request, "group_instance_id", None),
+        offsets,
+    )
+    return ctx.respond(
+        {
+            "throttle_time": 0,
+            "topics": [
+                {
+                    "name": topic.name,
+                    "partitions": [
+                        {
+                            "partition_index": p.partition_index,
+                            "error_code": errors.get((topic.name, p.partition_index), ErrorCode.none),
+                        }
+                        for p in topic.partitions
+                    ],
+                }
+                for topic in request.topics
+            ],
+        }
+    )
+
+
+def _fetch_group(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool) -> dict[str, object]:
+    partitions = None if topics is None else [(t.name, int(p)) for t in topics for p in t.partition_indexes]
+    error, found = ctx.broker.groups.fetch_offsets(group_id, partitions, require_stable)
+    by_topic: dict[str, list[dict[str, object]]] = {}
+    for (topic, partition), entry in found.items():
+        by_topic.setdefault(topic, []).append(
+            {
+                "partition_index": partition,
+                "committed_offset": entry.offset if entry is not None else -1,
+                "committed_leader_epoch": entry.leader_epoch if entry is not None else -1,
+                "metadata": (entry.metadata if entry is not None else "") or "",
+                "error_code": ErrorCode.none,
+            }
+        )
+    return {
+        "group_id": group_id,
+        "error_code": error,
+        "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()],
+    }
+
+
+async def handle_fetch(ctx: RequestContext, request: Any) -> Any:
+    """Return committed offsets (-1 for partitions without one)."""
+    require_stable = bool(getattr(request, "require_stable", False))
+    if ctx.api_version >= 8:
+        groups = [_fetch_group(ctx, g.group_id, g.topics, require_stable) for g in request.groups]
+        return ctx.respond({"throttle_time": 0, "groups": groups})
+    single = _fetch_group(ctx, request.group_id, request.topics, require_stable)
+    return ctx.respond({"throttle_time": 0, "topics": single["topics"], "error_code": single["error_code"]})

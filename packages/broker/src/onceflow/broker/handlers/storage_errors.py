@@ -1,0 +1,40 @@
+"""Translation of storage-layer exceptions into Kafka error codes, at the request boundary."""
+
+from __future__ import annotations
+
+from kio.schema.errors import ErrorCode
+
+from onceflow.broker.storage.errors import (
+    CorruptRecordError,
+    DuplicateSequenceError,
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    InvalidTopicConfig,
+    OffsetOutOfRangeError,
+    OutOfOrderSequenceError,
+    RecordTooLargeError,
+    StorageError,
+    UnknownProducerIdError,
+    UnsupportedCompressionError,
+)
+
+_CODES: tuple[tuple[type[StorageError], ErrorCode], ...] = (
+    (CorruptRecordError, ErrorCode.corrupt_message),
+    (InvalidRecordError, ErrorCode.invalid_record),
+    (UnsupportedCompressionError, ErrorCode.unsupported_compression_type),
+    (RecordTooLargeError, ErrorCode.message_too_large),
+    (DuplicateSequenceError, ErrorCode.duplicate_sequence_number),
+    (OutOfOrderSequenceError, ErrorCode.out_of_order_sequence_number),
+    (InvalidProducerEpochError, ErrorCode.invalid_producer_epoch),
+    (UnknownProducerIdError, ErrorCode.unknown_producer_id),
+    (OffsetOutOfRangeError, ErrorCode.offset_out_of_range),
+    (InvalidTopicConfig, ErrorCode.invalid_config),
+)
+
+
+def error_code_for(exc: StorageError) -> ErrorCode:
+    """The Kafka error code a client gets for ``exc`` (KAFKA_STORAGE_ERROR if unmapped)."""
+    for kind, code in _CODES:
+        if isinstance(exc, kind):
+            return code
+    return ErrorCode.kafka_storage_error

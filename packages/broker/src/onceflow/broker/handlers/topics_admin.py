@@ -1,0 +1,121 @@
+"""CreateTopics and DeleteTopics.
+
+CreateTopics checks, per topic, in this order: duplicate in the request (INVALID_REQUEST), legal name
+(INVALID_TOPIC_EXCEPTION), not existing (TOPIC_ALREADY_EXISTS), partitions >= 1 or -1 for the default
+(INVALID_PARTITIONS; at most 10,000), replication factor 1 or -1 (INVALID_REPLICATION_FACTOR), manual assignments only
+to this broker (INVALID_REPLICA_ASSIGNMENT), configs valid (INVALID_CONFIG, message naming the config).
+With ``validate_only`` nothing is created, but the answer is the same. A created topic is durable
+before the response is sent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from onceflow.broker.handlers.config_entries import topic_entries
+from onceflow.broker.handlers.context import RequestContext
+from onceflow.broker.storage.errors import InvalidTopicConfig
+from onceflow.broker.topics import InvalidTopicName, TopicExists
+
+log = logging.getLogger("onceflow.broker.admin")
+
+MAX_PARTITIONS = 10_000
+"""More partitions than a single-node embedded broker can sensibly hold open (a guard, not a Kafka rule)."""
+
+
+def _failed(name: str, code: ErrorCode, message: str) -> dict[str, object]:
+    return {
+        "name": name,
+        "topic_id": None,
+        "error_code": code,
+        "error_message": message,
+        "num_partitions": -1,
+        "replication_factor": -1,
+        "configs": None,
+    }
+
+
+async def _create_one(ctx: RequestContext, wanted: Any, validate_only: bool) -> dict[str, object]:
+    broker = ctx.broker
+    name = wanted.name
+    partitions = wanted.num_partitions
+    assignments = wanted.assignments
+    if assignments:
+        if partitions != -1 or wanted.replication_factor != -1:
+            return _failed(
+                name,
+                ErrorCode.invalid_request,
+                "Both numPartitions or replicationFactor and replicasAssignments were set.",
+            )
+        if any(list(a.broker_ids) != [broker.node_id] for a in assignments):
+            return _failed(name, ErrorCode.invalid_replica_assignment, f"Replicas must be exactly [{broker.node_id}].")
+        partitions = len(assignments)
+    if partitions == -1:
+        partitions = broker.config.default_partitions
+    if partitions < 1:
+        return _failed(name, ErrorCode.invalid_partitions, "Number of partitions must be larger than 0.")
+    if partitions > MAX_PARTITIONS:
+        return _failed(name, ErrorCode.invalid_partitions, f"Number of partitions must be at most {MAX_PARTITIONS}.")
+    if wanted.replication_factor not in (1, -1):
+        return _failed(
+            name,
+            ErrorCode.invalid_replication_factor,
+            f"Replication factor must be 1 (or -1 for the default) on this single-node broker, got "
+            f"{wanted.replication_factor}.",
+        )
+    configs = {c.name: c.value for c in wanted.configs if c.value is not None}
+    try:
+        if validate_only:
+            log_config = broker.topics.validate(name, partitions, configs)
+            topic_id = None
+        else:
+            topic = await broker.create_topic(name, partitions, configs)
+            log_config, topic_id = topic.log_config, topic.topic_id
+    except InvalidTopicName as exc:
+        return _failed(name, ErrorCode.invalid_topic_exception, str(exc))
+    except TopicExists:
+        return _failed(name, ErrorCode.topic_already_exists, f"Topic '{name}' already exists.")
+    except InvalidTopicConfig as exc:
+        return _failed(name, ErrorCode.invalid_config, f"Invalid value for config '{exc.name}': {exc.reason}")
+    except ValueError as exc:
+        return _failed(name, ErrorCode.invalid_partitions, str(exc))
+    log.info("%s topic=%s partitions=%d validate_only=%s", "topic.create", name, partitions, validate_only)
+    return {
+        "name": name,
+        "topic_id": topic_id,
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "num_partitions": partitions,
+        "replication_factor": 1,
+        "configs": [e.describe() for e in topic_entries(configs, log_config.to_topic_configs())],
+    }
+
+
+async def handle_create(ctx: RequestContext, request: Any) -> Any:
+    """Create every requested topic (see module docs)."""
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    for wanted in request.topics:
+        if counts[wanted.name] > 1:
+            results.append(
+                _failed(wanted.name, ErrorCode.invalid_request, "Create topics request contains duplicate topic names.")
+            )
+            continue
+        results.append(await _create_one(ctx, wanted, bool(getattr(request, "validate_only", False))))
+    return ctx.respond({"throttle_time": 0, "topics": results})
+
+
+async def handle_delete(ctx: RequestContext, request: Any) -> Any:
+    """Delete every named topic; unknown ones get UNKNOWN_TOPIC_OR_PARTITION."""
+    results = []
+    for name in request.topic_names:
+        deleted = await ctx.broker.delete_topic(name)
+        if deleted is None:
+            results.append({"name": name, "error_code": ErrorCode.unknown_topic_or_partition, "error_message": None})
+        else:
+            results.append({"name": name, "error_code": ErrorCode.none, "error_message": None})
+    return ctx.respond({"throttle_time": 0, "responses": results})

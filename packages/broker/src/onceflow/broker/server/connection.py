@@ -1,0 +1,178 @@
+"""One client connection: framing, decoding, dispatch and in-order responses.
+
+Guarantees:
+- responses leave in the order their requests arrived, even when handlers finish out of order
+  (a long-polling Fetch followed by a Metadata on the same connection);
+- requests other than Fetch run one at a time, in arrival order, so pipelined Produce requests of an
+  idempotent producer append in sequence order; Fetch runs concurrently so its long poll does not
+  hold back other requests;
+- a request that gets no response (Produce with acks=0) takes no slot in the response stream;
+- bad input (a frame size that is negative or above ``socket_request_max_bytes``, an unparsable
+  frame, an unknown API key or version) is logged with the peer and closes this connection only.
+  An ApiVersions request of an unknown version is answered in v0 format with UNSUPPORTED_VERSION, so
+  the client can retry with a version the broker has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import struct
+from typing import TYPE_CHECKING, Any
+
+from onceflow.broker.handlers import HANDLERS
+from onceflow.broker.handlers.api_versions import unsupported_version_response
+from onceflow.broker.handlers.context import RequestContext
+from onceflow.broker.protocol import versions
+from onceflow.broker.protocol.codec import (
+    DecodedRequest,
+    MalformedRequestError,
+    UnsupportedRequestError,
+    decode_request,
+    encode_response,
+    peek_header,
+)
+
+if TYPE_CHECKING:
+    from onceflow.broker.broker import Broker
+
+log = logging.getLogger("onceflow.broker.server")
+
+_MAX_IN_FLIGHT = 64
+_ids = itertools.count(1)
+
+
+class ConnectionClosedError(Exception):
+    """The connection must close: the peer went away or sent something unacceptable."""
+
+
+class Connection:
+    """Serves one accepted socket until the peer disconnects or misbehaves (see module docs)."""
+
+    def __init__(self, broker: Broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._broker = broker
+        self._reader = reader
+        self._writer = writer
+        peer = writer.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
+        self.peer_host = str(peer[0]) if isinstance(peer, tuple) else str(peer)
+        self.name = f"{next(_ids)}/{self.peer}"
+        self._pending: asyncio.Queue[asyncio.Task[bytes | None]] = asyncio.Queue(_MAX_IN_FLIGHT)
+        self._serial = asyncio.Lock()
+
+    async def serve(self) -> None:
+        """Read, dispatch and answer requests until the connection ends; never raises."""
+        response_writer = asyncio.create_task(self._write_responses())
+        try:
+            await self._read_requests()
+        except ConnectionClosedError as exc:
+            if str(exc):
+                log.warning("connection.closed conn=%s reason=%s", self.name, exc)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            response_writer.cancel()
+            with contextlib.suppress(BaseException):
+                await response_writer
+            await self._drain_pending()
+            self._writer.close()
+            with contextlib.suppress(Exception):
+                await self._writer.wait_closed()
+
+    async def _read_requests(self) -> None:
+        max_bytes = self._broker.config.socket_request_max_bytes
+        while True:
+            try:
+                size_bytes = await self._reader.readexactly(4)
+            except asyncio.IncompleteReadError as exc:
+                if exc.partial:
+                    raise ConnectionClosedError("truncated frame size") from None
+                return
+            (size,) = struct.unpack(">i", size_bytes)
+            if size < 8 or size > max_bytes:
+                raise ConnectionClosedError(
+                    f"invalid frame size {size} (must be 8..{max_bytes}, socket.request.max.bytes)"
+                )
+            try:
+                frame = await self._reader.readexactly(size)
+            except asyncio.IncompleteReadError:
+                raise ConnectionClosedError(f"peer closed in the middle of a {size}-byte frame") from None
+            await self._pending.put(self._dispatch(frame))
+
+    def _dispatch(self, frame: bytes) -> asyncio.Task[bytes | None]:
+        try:
+            request = decode_request(frame)
+        except UnsupportedRequestError as exc:
+            if exc.api_key == versions.API_VERSIONS:
+                log.info(
+                    "request.unsupported_api_versions conn=%s api_version=%d answer=v0",
+                    self.name,
+                    exc.api_version,
+                )
+                return _done(encode_response(exc.correlation_id, unsupported_version_response()))
+            raise ConnectionClosedError(
+                f"unsupported request api_key={exc.api_key} api_version={exc.api_version}"
+            ) from None
+        except MalformedRequestError as exc:
+            raise ConnectionClosedError(f"malformed request: {exc}") from None
+        except Exception as exc:  # kio's native reader may raise anything on hostile bytes
+            prefix = peek_header(frame)
+            raise ConnectionClosedError(
+                f"undecodable request api_key={prefix.api_key} api_version={prefix.api_version}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
+        return asyncio.create_task(self._run(request))
+
+    async def _run(self, request: DecodedRequest) -> bytes | None:
+        ctx = RequestContext(
+            broker=self._broker,
+            conn=self.name,
+            client_host=self.peer_host,
+            client_id=request.client_id,
+            api_key=request.api_key,
+            api_version=request.api_version,
+        )
+        handler = HANDLERS[request.api_key]
+        log.debug("request.received %s correlation_id=%d", ctx.log_fields(), request.correlation_id)
+        response: Any
+        if request.api_key == versions.FETCH:
+            response = await handler(ctx, request.body)
+        else:
+            async with self._serial:
+                response = await handler(ctx, request.body)
+        log.debug("request.answered %s correlation_id=%d", ctx.log_fields(), request.correlation_id)
+        if response is None:
+            return None
+        return encode_response(request.correlation_id, response)
+
+    async def _write_responses(self) -> None:
+        while True:
+            task = await self._pending.get()
+            try:
+                data = await task
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("request.failed conn=%s closing=true", self.name)
+                self._writer.close()
+                return
+            if data is not None:
+                self._writer.write(data)
+                await self._writer.drain()
+
+    async def _drain_pending(self) -> None:
+        while not self._pending.empty():
+            task = self._pending.get_nowait()
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+
+
+def _done(data: bytes) -> asyncio.Task[bytes | None]:
+    async def ready() -> bytes | None:
+        return data
+
+    return asyncio.create_task(ready())

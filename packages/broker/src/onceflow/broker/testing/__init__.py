@@ -1,0 +1,1 @@
+"""Test support for onceflow.broker."""

@@ -1,0 +1,135 @@
+"""Small confluent-kafka helpers shared by tests of every package: create topics, produce with
+acks tracked, and read a whole topic back.
+
+They are for tests and benchmarks, not for the product: the product's clients live with the
+services that own them.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def _int(value: int | None) -> int:
+    """Partition and offset of a delivered or consumed message are always set."""
+    assert value is not None
+    return value
+
+
+@dataclass(frozen=True)
+class ConsumedRecord:
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+def create_topic(
+    bootstrap: str, topic: str, partitions: int = 1, config: Mapping[str, str] | None = None, timeout: float = 30
+) -> None:
+    """Create ``topic`` and wait for it; an existing topic is an error."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(topic, num_partitions=partitions, replication_factor=1, config=dict(config or {}))],
+        operation_timeout=timeout,
+    )
+    futures[topic].result(timeout=timeout)
+
+
+def produce_acked(
+    bootstrap: str,
+    topic: str,
+    values: Iterable[bytes],
+    *,
+    partition: int | None = None,
+    config: Mapping[str, Any] | None = None,
+    timeout: float = 120,
+) -> list[tuple[int, int, bytes]]:
+    """Produce ``values`` and return ``(partition, offset, value)`` of every acknowledged record.
+
+    Raises if any record fails for good (its delivery report carries an error).
+    """
+    acked: list[tuple[int, int, bytes]] = []
+    errors: list[KafkaError] = []
+
+    def on_delivery(err: KafkaError | None, msg: Message) -> None:
+        if err is not None:
+            errors.append(err)
+        else:
+            acked.append((_int(msg.partition()), _int(msg.offset()), msg.value() or b""))
+
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, **dict(config or {})})
+    for value in values:
+        while True:
+            try:
+                if partition is None:
+                    producer.produce(topic, value=value, on_delivery=on_delivery)
+                else:
+                    producer.produce(topic, value=value, partition=partition, on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        producer.poll(0)
+    remaining = producer.flush(timeout)
+    if remaining or errors:
+        raise AssertionError(f"{remaining} records unacknowledged, {len(errors)} failed: {errors[:3]}")
+    return acked
+
+
+def read_topic(
+    bootstrap: str,
+    topic: str,
+    *,
+    isolation_level: str = "read_committed",
+    idle_timeout: float = 3.0,
+    timeout: float = 120,
+    partitions: int | None = None,
+) -> list[ConsumedRecord]:
+    """Every record of ``topic`` from the beginning, in offset order per partition.
+
+    Reads until every partition has reached its end offset (as seen by ``isolation_level``)
+    and nothing new arrived for ``idle_timeout`` seconds.
+    """
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"read-topic-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": isolation_level,
+            "enable.partition.eof": True,
+        }
+    )
+    try:
+        metadata = consumer.list_topics(topic, timeout=30)
+        count = partitions if partitions is not None else len(metadata.topics[topic].partitions)
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(count)])
+        records: list[ConsumedRecord] = []
+        at_eof: set[int] = set()
+        deadline = time.monotonic() + timeout
+        last_data = time.monotonic()
+        while time.monotonic() < deadline:
+            batch = consumer.consume(10_000, timeout=0.2)
+            for msg in batch:
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        at_eof.add(_int(msg.partition()))
+                        continue
+                    raise KafkaException(err)
+                partition = _int(msg.partition())
+                at_eof.discard(partition)
+                records.append(ConsumedRecord(partition, _int(msg.offset()), msg.key(), msg.value()))
+                last_data = time.monotonic()
+            if len(at_eof) == count and time.monotonic() - last_data >= idle_timeout:
+                return records
+        raise TimeoutError(f"reading {topic} did not reach the end within {timeout}s ({len(records)} records)")
+    finally:
+        consumer.close()

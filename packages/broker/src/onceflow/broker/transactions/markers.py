@@ -1,0 +1,32 @@
+"""``MarkerWriter``: how the coordinator closes a transaction in a partition (a COMMIT/ABORT control batch)."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class MarkerWriter(Protocol):
+    """Writes transaction markers into the broker's partition logs (implemented by the broker wiring).
+
+    Contract:
+
+    * When ``write_marker`` returns, the marker is durable in the partition, and the partition's last
+      stable offset and aborted-transaction index account for it.
+    * It is idempotent: a marker for a producer with no open transaction in the partition is harmless
+      (the coordinator re-sends markers after a crash).
+    * It raises ``MarkerWriteError`` if the partition does not exist; the coordinator then treats the
+      partition as done. Any other exception is transient: the coordinator retries later.
+    """
+
+    def write_marker(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+    ) -> None:
+        """Append a COMMIT (``commit``) or ABORT marker for ``producer_id`` at ``producer_epoch``."""
+        ...
