@@ -1,9 +1,13 @@
-"""The broker object: configuration, topics, producer ids, group coordinator and the listener.
+"""The broker object: configuration, topics, producer ids, group and transaction coordinators, and
+the listener.
 
 Lifecycle guarantees:
-- ``start`` opens all durable state before the listener accepts its first connection;
-- ``stop`` stops accepting and closes connections first, then stops background work, snapshots
-  producer state, flushes (fsyncs) every partition log and closes all state.
+- ``start`` opens all durable state before the listener accepts its first connection, in dependency
+  order: partition logs, then the group coordinator, then the transaction coordinator (whose recovery
+  writes markers to the partitions and completes transactional offsets in the groups);
+- ``stop`` stops accepting and closes connections first, then stops background work, the transaction
+  coordinator and the group coordinator (reverse order), snapshots producer state, flushes (fsyncs)
+  every partition log and closes all state.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from onceflow.broker.producer_ids import ProducerIdAllocator
 from onceflow.broker.server import BrokerServer
 from onceflow.broker.storage.config import LogConfig
 from onceflow.broker.topics import Topic, TopicRegistry
+from onceflow.broker.transactions import TransactionCoordinator
+from onceflow.broker.txn_markers import PartitionMarkerWriter
 from onceflow.broker.waiters import PartitionWaiters
 
 log = logging.getLogger("onceflow.broker")
@@ -28,6 +34,7 @@ log = logging.getLogger("onceflow.broker")
 NODE_ID = 0
 META_FILE = "meta.json"
 GROUPS_DIR = "groups"
+TRANSACTIONS_DIR = "transactions"
 
 
 def _load_cluster_id(data_dir: Path) -> str:
@@ -66,6 +73,15 @@ class Broker:
             fsync=config.fsync == "always",
             group_initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
         )
+        self.transactions = TransactionCoordinator(
+            config.data_dir / TRANSACTIONS_DIR,
+            markers=PartitionMarkerWriter(self.topics, self.waiters),
+            groups=self.groups,
+            allocate_producer_id=self.producer_ids.allocate,
+            fsync=config.fsync == "always",
+            transaction_max_timeout_ms=config.transaction_max_timeout_ms,
+            abort_timed_out_transactions_interval_ms=config.transaction_abort_timed_out_interval_ms,
+        )
         self.server = BrokerServer(self)
         self._maintenance = Maintenance(self)
         self._topic_lock = asyncio.Lock()
@@ -84,7 +100,9 @@ class Broker:
         """Open durable state, start background work, then listen."""
         self.topics.open()
         (self.config.data_dir / GROUPS_DIR).mkdir(exist_ok=True)
+        (self.config.data_dir / TRANSACTIONS_DIR).mkdir(exist_ok=True)
         await self.groups.start()
+        await self.transactions.start()
         self._maintenance.start()
         await self.server.start()
 
@@ -92,6 +110,7 @@ class Broker:
         """Stop gracefully (see module docs). Safe to call after a failed start."""
         await self.server.stop()
         await self._maintenance.stop()
+        await self.transactions.stop()
         await self.groups.stop()
         self.topics.close()
 

@@ -4,6 +4,9 @@ Also reachable as ``python -m onceflow.broker`` (what :class:`EmbeddedBroker` sp
 logs ``broker.started listen=... advertised=... data_dir=...``, writes the ``ready`` file in the data
 dir (see :mod:`onceflow.broker.readiness`) and prints ``ONCEFLOW_BROKER_READY port=N`` on stdout
 once it accepts connections; SIGTERM or SIGINT stop it gracefully.
+
+``onceflow broker txns`` (also ``python -m onceflow.broker txns``) lists and aborts transactions of a
+running broker (see :mod:`onceflow.broker.cli_txns`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import argparse
 import sys
 from typing import Any
 
+from onceflow.broker import cli_txns
 from onceflow.core.errors import InvalidConfig
 
 _FLAG_SETTINGS = {
@@ -54,8 +58,15 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_commands(parser)
+
+
+def _add_commands(parser: argparse.ArgumentParser) -> None:
+    """The broker's flags (running it is the default) and its admin subcommands."""
     add_arguments(parser)
     parser.set_defaults(func=run)
+    commands = parser.add_subparsers(title="broker commands", metavar="COMMAND")
+    cli_txns.register(commands)
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
@@ -101,5 +112,7 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """``python -m onceflow.broker`` entry point."""
     parser = argparse.ArgumentParser(prog="python -m onceflow.broker", description=__doc__)
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
+    _add_commands(parser)
+    args = parser.parse_args(argv)
+    code: int = args.func(args)
+    return code

@@ -51,6 +51,12 @@ class BrokerConfig(Settings):
     snapshot_interval_ms: int = Field(default=60_000, ge=100)
     """How often producer-state snapshots are written (also written on clean shutdown)."""
     group_initial_rebalance_delay_ms: int = Field(default=0, ge=0)
+    transaction_max_timeout_ms: int = Field(default=15 * 60 * 1000, ge=1)
+    """Kafka's ``transaction.max.timeout.ms``: the largest ``transaction.timeout.ms`` a producer may ask
+    for (InitProducerId answers INVALID_TRANSACTION_TIMEOUT above it)."""
+    transaction_abort_timed_out_interval_ms: int = Field(default=10_000, ge=1)
+    """Kafka's ``transaction.abort.timed.out.transaction.cleanup.interval.ms``: how often the transaction
+    coordinator aborts transactions open longer than their timeout."""
     log: LoggingSettings = LoggingSettings()
 
     @field_validator("listen")

@@ -19,6 +19,8 @@ from onceflow.broker.handlers import (
     produce,
     producer_ids,
     topics_admin,
+    transactions,
+    transactions_admin,
 )
 from onceflow.broker.handlers.context import Handler, RequestContext
 from onceflow.broker.protocol import versions
@@ -33,6 +35,13 @@ HANDLERS: dict[int, Handler] = {
     versions.CREATE_TOPICS: topics_admin.handle_create,
     versions.DELETE_TOPICS: topics_admin.handle_delete,
     versions.INIT_PRODUCER_ID: producer_ids.handle,
+    versions.ADD_PARTITIONS_TO_TXN: transactions.handle_add_partitions,
+    versions.ADD_OFFSETS_TO_TXN: transactions.handle_add_offsets,
+    versions.END_TXN: transactions.handle_end_txn,
+    versions.TXN_OFFSET_COMMIT: transactions.handle_txn_offset_commit,
+    versions.DESCRIBE_PRODUCERS: transactions_admin.handle_describe_producers,
+    versions.LIST_TRANSACTIONS: transactions_admin.handle_list_transactions,
+    versions.DESCRIBE_TRANSACTIONS: transactions_admin.handle_describe_transactions,
     versions.DESCRIBE_CONFIGS: describe_configs.handle,
     versions.JOIN_GROUP: group_membership.handle_join,
     versions.SYNC_GROUP: group_membership.handle_sync,

@@ -8,9 +8,9 @@ Steps:
        Otherwise sleep until an append to a requested partition or the deadline, then repeat from 2.
 
 Guarantees: batches are returned byte-for-byte as stored, never decoded; read_committed reads stop
-at the last stable offset; fetch sessions are not kept (``session_id`` 0 means a sessionless full
-fetch, which every client accepts); an offset outside ``[log_start, high_watermark]`` gets
-OFFSET_OUT_OF_RANGE.
+at the last stable offset and carry the aborted transactions overlapping the batches returned; fetch
+sessions are not kept (``session_id`` 0 means a sessionless full fetch, which every client accepts);
+an offset outside ``[log_start, high_watermark]`` gets OFFSET_OUT_OF_RANGE.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from kio.schema.errors import ErrorCode
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.storage_errors import error_code_for
 from onceflow.broker.storage.errors import StorageError
+from onceflow.broker.storage.header import next_offset_after
 
 log = logging.getLogger("onceflow.broker.fetch")
 
@@ -75,6 +76,11 @@ def _read_all(
                 errored = True
             else:
                 entry["records"] = data
+                if read_committed and data:
+                    aborted = partition.log.aborted_transactions(item.offset, next_offset_after(data))
+                    entry["aborted_transactions"] = [
+                        {"producer_id": a.producer_id, "first_offset": a.first_offset} for a in aborted
+                    ]
                 found += len(data)
                 remaining = max(0, remaining - len(data))
         results.setdefault(item.topic, []).append(entry)

@@ -1,7 +1,9 @@
 """OffsetCommit and OffsetFetch: thin adapters over :class:`GroupCoordinator`.
 
 OffsetFetch v8+ carries a batch of groups; older versions one group, where a null topic list (v2+)
-asks for every committed offset of the group.
+asks for every committed offset of the group. With ``require_stable`` (v7+, KIP-447), a partition
+whose offset is staged by an open transaction gets UNSTABLE_OFFSET_COMMIT (offset -1) and the client
+retries; the group-level error stays NONE, as in Kafka.
 """
 
 from __future__ import annotations
@@ -57,21 +59,24 @@ async def handle_commit(ctx: RequestContext, request: Any) -> Any:
 
 def _fetch_group(ctx: RequestContext, group_id: str, topics: Any, require_stable: bool) -> dict[str, object]:
     partitions = None if topics is None else [(t.name, int(p)) for t in topics for p in t.partition_indexes]
-    error, found = ctx.broker.groups.fetch_offsets(group_id, partitions, require_stable)
+    groups = ctx.broker.groups
+    error, found = groups.fetch_offsets(group_id, partitions, require_stable)
+    unstable = error is ErrorCode.unstable_offset_commit
     by_topic: dict[str, list[dict[str, object]]] = {}
     for (topic, partition), entry in found.items():
+        pending = unstable and entry is None and groups.has_pending_txn_offsets(group_id, topic, partition)
         by_topic.setdefault(topic, []).append(
             {
                 "partition_index": partition,
                 "committed_offset": entry.offset if entry is not None else -1,
                 "committed_leader_epoch": entry.leader_epoch if entry is not None else -1,
                 "metadata": (entry.metadata if entry is not None else "") or "",
-                "error_code": ErrorCode.none,
+                "error_code": ErrorCode.unstable_offset_commit if pending else ErrorCode.none,
             }
         )
     return {
         "group_id": group_id,
-        "error_code": error,
+        "error_code": ErrorCode.none if unstable else error,
         "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()],
     }
 

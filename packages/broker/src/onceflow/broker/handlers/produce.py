@@ -3,15 +3,19 @@
 Per partition, in request order:
     1. Resolve the topic (auto-creating it when enabled) and partition; unknown ones get
        UNKNOWN_TOPIC_OR_PARTITION.
-    2. Append the batches as received (CRC, size, idempotence and transactional checks are the
+    2. A transactional produce (``transactional_id`` set) must go to a partition already in its
+       producer's open transaction (AddPartitionsToTxn): otherwise INVALID_PRODUCER_EPOCH if the
+       producer was fenced, else INVALID_TXN_STATE. This keeps a late or stray batch from opening a
+       transaction no marker will ever close (a "hanging" transaction would hold the LSO forever).
+    3. Append the batches as received (CRC, size, idempotence and transactional checks are the
        storage layer's; its errors become CORRUPT_MESSAGE, MESSAGE_TOO_LARGE, OUT_OF_ORDER_SEQUENCE_NUMBER,
-       ...). A duplicate idempotent batch is acknowledged with the offset it was first written at.
-    3. Wake fetches waiting on the partition.
+       INVALID_TXN_STATE, ...). A duplicate idempotent batch is acknowledged with the offset it was
+       first written at.
+    4. Wake fetches waiting on the partition.
 
 Guarantees: the append has returned (bytes are in the OS, fsynced too with ``fsync=always``) before
 the response is sent, so an acknowledged write survives ``kill -9``. On a single node acks=1 and
-acks=-1 mean the same thing; acks=0 gets no response at all. ``transactional_id`` is passed through
-(batches carry their own transactional flag).
+acks=-1 mean the same thing; acks=0 gets no response at all.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ from kio.schema.errors import ErrorCode
 
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.storage_errors import error_code_for
-from onceflow.broker.storage.errors import DuplicateSequenceError, StorageError
+from onceflow.broker.storage.errors import CorruptRecordError, DuplicateSequenceError, StorageError
+from onceflow.broker.storage.header import parse_header
 
 log = logging.getLogger("onceflow.broker.produce")
 
@@ -48,8 +53,34 @@ def _failure(index: int, code: ErrorCode, message: str | None = None) -> dict[st
     }
 
 
+def _transaction_error(ctx: RequestContext, transactional_id: str, topic: str, index: int, records: bytes) -> ErrorCode:
+    """Step 2: NONE if the batch may join its producer's open transaction in this partition."""
+    try:
+        header = parse_header(records)
+    except CorruptRecordError:
+        return ErrorCode.none  # the append reports it
+    coordinator = ctx.broker.transactions
+    if not header.is_transactional or coordinator.is_partition_in_open_txn(header.producer_id, topic, index):
+        return ErrorCode.none
+    (current,) = coordinator.describe_transactions([transactional_id])
+    fenced = current.producer_id == header.producer_id and current.producer_epoch > header.producer_epoch
+    code = ErrorCode.invalid_producer_epoch if fenced else ErrorCode.invalid_txn_state
+    log.info(
+        "produce.rejected %s topic=%s partition=%d transactional_id=%s pid=%d epoch=%d error=%s "
+        "reason=partition not in the producer's open transaction",
+        ctx.log_fields(),
+        topic,
+        index,
+        transactional_id,
+        header.producer_id,
+        header.producer_epoch,
+        code.name,
+    )
+    return code
+
+
 async def _produce_partition(
-    ctx: RequestContext, topic_name: str, index: int, records: bytes | None
+    ctx: RequestContext, topic_name: str, index: int, records: bytes | None, transactional_id: str | None
 ) -> dict[str, object]:
     broker = ctx.broker
     # Step 1
@@ -60,6 +91,11 @@ async def _produce_partition(
         return _failure(index, ErrorCode.invalid_record, "empty record set")
     partition = topic.partitions[index]
     # Step 2
+    if transactional_id is not None:
+        code = _transaction_error(ctx, transactional_id, topic_name, index, records)
+        if code is not ErrorCode.none:
+            return _failure(index, code)
+    # Step 3
     try:
         outcome = partition.append(bytes(records))
     except DuplicateSequenceError as dup:
@@ -85,7 +121,7 @@ async def _produce_partition(
     except Exception as exc:
         log.exception("produce.failed %s topic=%s partition=%d", ctx.log_fields(), topic_name, index)
         return _failure(index, ErrorCode.kafka_storage_error, f"{type(exc).__name__}: {exc}")
-    # Step 3
+    # Step 4
     broker.waiters.notify(topic_name, index)
     return {
         "index": index,
@@ -109,9 +145,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         ]
         return ctx.respond({"responses": responses, "throttle_time": 0})
     responses = []
+    transactional_id = getattr(request, "transactional_id", None)
     for topic_data in request.topic_data:
         partitions = [
-            await _produce_partition(ctx, topic_data.name, p.index, p.records) for p in topic_data.partition_data
+            await _produce_partition(ctx, topic_data.name, p.index, p.records, transactional_id)
+            for p in topic_data.partition_data
         ]
         responses.append({"name": topic_data.name, "partition_responses": partitions})
     if request.acks == 0:

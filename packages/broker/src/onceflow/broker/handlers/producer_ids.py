@@ -1,8 +1,12 @@
-"""InitProducerId for idempotent (non-transactional) producers.
+"""InitProducerId: a producer id and epoch for idempotent and transactional producers.
 
-Guarantee: every answer carries a producer id never handed out before on this data dir, with epoch 0.
-A producer that asks to bump its epoch (KIP-360, v3+) also gets a fresh id, which clients accept.
-Requests with a ``transactional_id`` are answered the same way until transactions are implemented.
+- With a ``transactional_id``, the request goes to the transaction coordinator: it bumps the id's
+  epoch (fencing every earlier instance), aborts a transaction the predecessor left open (markers
+  included) before answering, and honours KIP-360 bump requests (``producer_id``/``producer_epoch``).
+  PRODUCER_FENCED becomes INVALID_PRODUCER_EPOCH below v4 (KIP-588).
+- Without one (idempotent producers), every answer carries a producer id never handed out before on
+  this data dir, with epoch 0. A producer that asks to bump its epoch (KIP-360, v3+) also gets a fresh
+  id, which clients accept.
 """
 
 from __future__ import annotations
@@ -13,19 +17,32 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from onceflow.broker.handlers.context import RequestContext
+from onceflow.broker.handlers.producer_fenced import for_client
 
 log = logging.getLogger("onceflow.broker.producer_ids")
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    """Allocate a new producer id."""
+    """Answer with a producer id and epoch (see module docs)."""
+    transactional_id = request.transactional_id
+    if transactional_id is not None:
+        timeout_ms = round(request.transaction_timeout.total_seconds() * 1000)
+        result = await ctx.broker.transactions.init_producer_id(
+            transactional_id,
+            timeout_ms,
+            int(getattr(request, "producer_id", -1)),
+            int(getattr(request, "producer_epoch", -1)),
+        )
+        return ctx.respond(
+            {
+                "throttle_time": 0,
+                "error_code": for_client(result.error, ctx.api_key, ctx.api_version),
+                "producer_id": result.producer_id,
+                "producer_epoch": result.producer_epoch,
+            }
+        )
     producer_id = ctx.broker.producer_ids.allocate()
-    log.info(
-        "producer.init %s pid=%d epoch=0 transactional_id=%s",
-        ctx.log_fields(),
-        producer_id,
-        request.transactional_id,
-    )
+    log.info("producer.init %s pid=%d epoch=0 transactional_id=None", ctx.log_fields(), producer_id)
     return ctx.respond(
         {"throttle_time": 0, "error_code": ErrorCode.none, "producer_id": producer_id, "producer_epoch": 0}
     )

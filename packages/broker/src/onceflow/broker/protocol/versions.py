@@ -3,7 +3,9 @@
 Guarantee: every (api_key, version) pair advertised here has a handler and a kio schema, and each
 range reaches a version that confluent-kafka (librdkafka 2.x), aiokafka 0.14 and kafka-python 3.0 all
 negotiate. Maxima stop before versions that need features this broker does not have (topic ids in
-Fetch/Produce, KIP-848 member epochs in offset APIs).
+Fetch/Produce, KIP-848 member epochs in offset APIs, KIP-890 transaction version 2: EndTxn v5,
+TxnOffsetCommit v5 and Produce v12 imply partitions join a transaction without AddPartitionsToTxn).
+AddPartitionsToTxn v4 (batched) is a broker-to-broker version; it is answered for completeness.
 """
 
 from __future__ import annotations
@@ -27,7 +29,14 @@ API_VERSIONS: Final = 18
 CREATE_TOPICS: Final = 19
 DELETE_TOPICS: Final = 20
 INIT_PRODUCER_ID: Final = 22
+ADD_PARTITIONS_TO_TXN: Final = 24
+ADD_OFFSETS_TO_TXN: Final = 25
+END_TXN: Final = 26
+TXN_OFFSET_COMMIT: Final = 28
 DESCRIBE_CONFIGS: Final = 32
+DESCRIBE_PRODUCERS: Final = 61
+DESCRIBE_TRANSACTIONS: Final = 65
+LIST_TRANSACTIONS: Final = 66
 
 SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     PRODUCE: (3, 9),
@@ -47,7 +56,14 @@ SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     CREATE_TOPICS: (2, 7),
     DELETE_TOPICS: (1, 5),
     INIT_PRODUCER_ID: (0, 4),
+    ADD_PARTITIONS_TO_TXN: (0, 4),
+    ADD_OFFSETS_TO_TXN: (0, 3),
+    END_TXN: (0, 3),
+    TXN_OFFSET_COMMIT: (0, 3),
     DESCRIBE_CONFIGS: (1, 4),
+    DESCRIBE_PRODUCERS: (0, 0),
+    DESCRIBE_TRANSACTIONS: (0, 0),
+    LIST_TRANSACTIONS: (0, 1),
 }
 
 

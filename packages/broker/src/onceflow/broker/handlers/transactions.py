@@ -1,0 +1,156 @@
+"""AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit and EndTxn: thin adapters over
+:class:`onceflow.broker.transactions.TransactionCoordinator`.
+
+Guarantees:
+- AddPartitionsToTxn checks that every partition exists before anything joins the transaction: if
+  one does not, it gets UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED, and the
+  transaction is unchanged. v4 (batched, broker-to-broker) is answered per transaction; its
+  ``verify_only`` asks whether the partitions are already in the open transaction.
+- TxnOffsetCommit stages the offsets in the group (generation and member checked when sent, KIP-447);
+  they stay invisible to OffsetFetch until EndTxn commits them, and are discarded by an abort.
+- EndTxn returns once the outcome is durable and, normally, every marker is written and the group
+  offsets completed (see ``TransactionCoordinator.end_txn``).
+- PRODUCER_FENCED is answered only to request versions that know it (see :mod:`producer_fenced`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from onceflow.broker.groups import OffsetAndMetadata
+from onceflow.broker.handlers.context import RequestContext
+from onceflow.broker.handlers.producer_fenced import for_client
+from onceflow.broker.partition import now_ms
+
+TopicPartition = tuple[str, int]
+
+
+def _missing_partitions(ctx: RequestContext, partitions: list[TopicPartition]) -> set[TopicPartition]:
+    missing: set[TopicPartition] = set()
+    for topic_name, index in partitions:
+        topic = ctx.broker.topics.get(topic_name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            missing.add((topic_name, index))
+    return missing
+
+
+async def _add_partitions(
+    ctx: RequestContext, transactional_id: str, producer_id: int, producer_epoch: int, topics: Any
+) -> dict[TopicPartition, ErrorCode]:
+    """Errors of one transaction's AddPartitionsToTxn, by partition."""
+    partitions = [(t.name, int(p)) for t in topics for p in t.partitions]
+    missing = _missing_partitions(ctx, partitions)
+    if missing:
+        return {
+            tp: ErrorCode.unknown_topic_or_partition if tp in missing else ErrorCode.operation_not_attempted
+            for tp in partitions
+        }
+    errors = await ctx.broker.transactions.add_partitions_to_txn(
+        transactional_id, producer_id, producer_epoch, partitions
+    )
+    return {tp: for_client(code, ctx.api_key, ctx.api_version) for tp, code in errors.items()}
+
+
+def _verify_partitions(ctx: RequestContext, producer_id: int, topics: Any) -> dict[TopicPartition, ErrorCode]:
+    """v4 ``verify_only``: NONE for partitions in the producer's open transaction, else INVALID_TXN_STATE."""
+    coordinator = ctx.broker.transactions
+    return {
+        (t.name, int(p)): ErrorCode.none
+        if coordinator.is_partition_in_open_txn(producer_id, t.name, int(p))
+        else ErrorCode.invalid_txn_state
+        for t in topics
+        for p in t.partitions
+    }
+
+
+def _topic_results(errors: dict[TopicPartition, ErrorCode]) -> list[dict[str, object]]:
+    by_topic: dict[str, list[dict[str, object]]] = {}
+    for (topic, partition), code in errors.items():
+        by_topic.setdefault(topic, []).append({"partition_index": partition, "partition_error_code": code})
+    return [{"name": name, "results_by_partition": results} for name, results in by_topic.items()]
+
+
+async def handle_add_partitions(ctx: RequestContext, request: Any) -> Any:
+    """AddPartitionsToTxn (see module docs)."""
+    if ctx.api_version < 4:
+        errors = await _add_partitions(
+            ctx,
+            request.v3_and_below_transactional_id,
+            request.v3_and_below_producer_id,
+            request.v3_and_below_producer_epoch,
+            request.v3_and_below_topics,
+        )
+        return ctx.respond({"throttle_time": 0, "results_by_topic_v3_and_below": _topic_results(errors)})
+    results = []
+    for txn in request.transactions:
+        if txn.verify_only:
+            errors = _verify_partitions(ctx, txn.producer_id, txn.topics)
+        else:
+            errors = await _add_partitions(ctx, txn.transactional_id, txn.producer_id, txn.producer_epoch, txn.topics)
+        results.append({"transactional_id": txn.transactional_id, "topic_results": _topic_results(errors)})
+    return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.none, "results_by_transaction": results})
+
+
+async def handle_add_offsets(ctx: RequestContext, request: Any) -> Any:
+    """AddOffsetsToTxn: the group's transactional offsets will be completed by this transaction."""
+    code = await ctx.broker.transactions.add_offsets_to_txn(
+        request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
+    )
+    return ctx.respond({"throttle_time": 0, "error_code": for_client(code, ctx.api_key, ctx.api_version)})
+
+
+async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
+    """TxnOffsetCommit: stage offsets in the group until the transaction ends."""
+    timestamp = now_ms()
+    offsets = {
+        (topic.name, p.partition_index): OffsetAndMetadata(
+            offset=p.committed_offset,
+            leader_epoch=getattr(p, "committed_leader_epoch", -1),
+            metadata=p.committed_metadata,
+            commit_timestamp_ms=timestamp,
+        )
+        for topic in request.topics
+        for p in topic.partitions
+    }
+    errors = await ctx.broker.transactions.txn_offset_commit(
+        request.transactional_id,
+        request.group_id,
+        request.producer_id,
+        request.producer_epoch,
+        getattr(request, "generation_id", -1),
+        getattr(request, "member_id", ""),
+        getattr(request, "group_instance_id", None),
+        offsets,
+    )
+    return ctx.respond(
+        {
+            "throttle_time": 0,
+            "topics": [
+                {
+                    "name": topic.name,
+                    "partitions": [
+                        {
+                            "partition_index": p.partition_index,
+                            "error_code": for_client(
+                                errors.get((topic.name, p.partition_index), ErrorCode.none),
+                                ctx.api_key,
+                                ctx.api_version,
+                            ),
+                        }
+                        for p in topic.partitions
+                    ],
+                }
+                for topic in request.topics
+            ],
+        }
+    )
+
+
+async def handle_end_txn(ctx: RequestContext, request: Any) -> Any:
+    """EndTxn: commit or abort the producer's transaction."""
+    code = await ctx.broker.transactions.end_txn(
+        request.transactional_id, request.producer_id, request.producer_epoch, request.committed
+    )
+    return ctx.respond({"throttle_time": 0, "error_code": for_client(code, ctx.api_key, ctx.api_version)})
