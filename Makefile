@@ -11,12 +11,12 @@ VENV := .venv/bin
 PACKAGES := $(sort $(wildcard packages/*))
 PYTEST_ARGS ?=
 
-.PHONY: help setup check-python check-java uv sync test lint fmt typecheck pytest proto demo clean
+.PHONY: help setup check-python check-java postgres uv sync test lint fmt typecheck pytest proto demo clean
 
 help: ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-setup: check-python check-java uv sync ## check prerequisites, get uv, create .venv from uv.lock (idempotent)
+setup: check-python check-java postgres uv sync ## check prerequisites, get uv, create .venv from uv.lock (idempotent)
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null || { \
@@ -32,6 +32,20 @@ check-java:
 	  echo "Install it: 'apt-get install openjdk-17-jre-headless' (Debian/Ubuntu) or 'brew install openjdk@17' (macOS),"; \
 	  echo "or point JAVA_HOME at a JDK 17+ and put \$$JAVA_HOME/bin on PATH."; exit 1; \
 	else echo "setup: Java $$v ok"; fi
+
+# The PostgreSQL sink's tests start a real server (initdb + pg_ctl). Installed only when no server binaries exist.
+postgres:
+	@pgbin=$$(command -v initdb 2>/dev/null || ls /usr/lib/postgresql/*/bin/initdb 2>/dev/null | sort -V | tail -n 1); \
+	if [ -n "$$pgbin" ] && [ -x "$$(dirname "$$pgbin")/pg_ctl" -o -n "$$(command -v pg_ctl 2>/dev/null)" ]; then \
+	  echo "setup: PostgreSQL server binaries ok ($$(dirname "$$pgbin"))"; \
+	else \
+	  if [ "$$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi; \
+	  echo "setup: no PostgreSQL server binaries (initdb/pg_ctl) on PATH or in /usr/lib/postgresql/*/bin;"; \
+	  echo "setup: installing them: $${sudo:+sudo }apt-get update && $${sudo:+sudo }apt-get install -y postgresql"; \
+	  $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql || { \
+	    echo "setup: could not install PostgreSQL. Install the server yourself ('apt-get install postgresql' on"; \
+	    echo "Debian/Ubuntu, 'brew install postgresql' on macOS) so that initdb and pg_ctl are on PATH."; exit 1; }; \
+	fi
 
 uv:
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || { \

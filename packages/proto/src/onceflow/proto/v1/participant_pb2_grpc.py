@@ -61,8 +61,9 @@ class ParticipantServicer:
     """Missing associated documentation comment in .proto file."""
 
     def PrepareTransaction(self, request, context):
-        """Makes the batch durable in a form the sink can commit later, and votes. A no vote is an
-        error status (FAILED_PRECONDITION) whose message names the file or cause.
+        """Makes the batch durable in a form the sink can commit later, and votes. A no vote is a normal
+        response with vote_commit=false and a reason naming the file or cause; error statuses mean the
+        request itself was bad (INVALID_ARGUMENT, NOT_FOUND) or the participant cannot serve yet.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

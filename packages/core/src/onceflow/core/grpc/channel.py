@@ -1,0 +1,32 @@
+"""Client channels to onceflow services."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import grpc
+
+from onceflow.core.grpc.tls import channel_credentials
+from onceflow.core.settings import TlsSettings
+
+#: Channel options every onceflow client uses: fail fast on unreachable servers is left to deadlines,
+#: but reconnect quickly after a restart (the services are restarted by tests and supervisors).
+DEFAULT_CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 2_000),
+)
+
+
+def open_channel(
+    target: str,
+    tls: TlsSettings | None = None,
+    *,
+    options: Sequence[tuple[str, str | int]] = (),
+) -> grpc.Channel:
+    """A channel to ``target`` (``host:port``): TLS when ``tls.ca`` is set (mTLS with ``tls.cert``/``key``),
+    plaintext otherwise. ``options`` are extra gRPC channel arguments."""
+    merged: list[tuple[str, str | int]] = [*DEFAULT_CHANNEL_OPTIONS, *options]
+    if tls is not None and tls.ca:
+        return grpc.secure_channel(target, channel_credentials(tls), options=merged)
+    return grpc.insecure_channel(target, options=merged)

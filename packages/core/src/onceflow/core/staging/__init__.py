@@ -1,0 +1,33 @@
+"""Staged micro-batch output: Avro container files of IpCount rows, one per Spark task attempt.
+
+Spark tasks write them with :class:`StagingWriter`, sink participants read them back with
+:func:`read_staged` (verifying existence, checksum and row count), and the coordinator deletes a
+batch's files with :func:`delete_batch` once the transaction has ended. Any fsspec filesystem
+works: local paths and ``file://`` URIs out of the box, ``s3://``, ``hdfs://``, ... when the
+matching fsspec backend is installed.
+"""
+
+from onceflow.core.staging.exceptions import (
+    StagedFileChecksumMismatch,
+    StagedFileCorrupt,
+    StagedFileMissing,
+    StagedFileTruncated,
+    StagingError,
+)
+from onceflow.core.staging.files import StagedFile, batch_uri
+from onceflow.core.staging.gc import delete_batch
+from onceflow.core.staging.reader import read_staged
+from onceflow.core.staging.writer import StagingWriter
+
+__all__ = [
+    "StagedFile",
+    "StagedFileChecksumMismatch",
+    "StagedFileCorrupt",
+    "StagedFileMissing",
+    "StagedFileTruncated",
+    "StagingError",
+    "StagingWriter",
+    "batch_uri",
+    "delete_batch",
+    "read_staged",
+]

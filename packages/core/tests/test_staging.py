@@ -1,0 +1,146 @@
+"""Staged files: round trip through a real filesystem, and every way a file can be wrong."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onceflow.core.avro import IpCount
+from onceflow.core.staging import (
+    StagedFile,
+    StagedFileChecksumMismatch,
+    StagedFileCorrupt,
+    StagedFileMissing,
+    StagedFileTruncated,
+    StagingError,
+    StagingWriter,
+    batch_uri,
+    delete_batch,
+    read_staged,
+)
+
+ROWS = [
+    IpCount(window_start=1_700_000_000_000, window_end=1_700_000_005_000, ip="10.0.0.1", count=3),
+    IpCount(window_start=1_700_000_000_000, window_end=1_700_000_005_000, ip="10.0.0.2", count=1),
+    IpCount(window_start=1_700_000_005_000, window_end=1_700_000_010_000, ip="10.0.0.1", count=7),
+]
+
+
+def _local(uri: str) -> Path:
+    assert uri.startswith("file://")
+    return Path(uri.removeprefix("file://"))
+
+
+def test_round_trip_writes_under_job_and_batch(tmp_path: Path) -> None:
+    staged = StagingWriter(str(tmp_path), "ipcount", 7).write("part-0-attempt-0", ROWS)
+
+    path = _local(staged.uri)
+    assert path == tmp_path / "ipcount" / "7" / "part-0-attempt-0.avro"
+    assert staged.count == 3
+    assert staged.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    assert read_staged(staged) == ROWS
+    assert [p.name for p in path.parent.iterdir()] == ["part-0-attempt-0.avro"], "no temporary file is left"
+
+
+def test_file_uri_root_and_empty_file(tmp_path: Path) -> None:
+    staged = StagingWriter(f"file://{tmp_path}", "job", 0).write("empty", [])
+    assert staged.count == 0
+    assert read_staged(staged) == []
+
+
+def test_rewrite_of_an_attempt_replaces_the_file(tmp_path: Path) -> None:
+    writer = StagingWriter(str(tmp_path), "job", 1)
+    first = writer.write("part-0", ROWS)
+    second = writer.write("part-0", ROWS[:1])
+    assert first.uri == second.uri
+    assert read_staged(second) == ROWS[:1]
+    with pytest.raises(StagedFileChecksumMismatch):
+        read_staged(first)
+
+
+def test_missing_file_names_the_uri(tmp_path: Path) -> None:
+    uri = f"file://{tmp_path}/job/3/gone.avro"
+    with pytest.raises(StagedFileMissing, match=f"{uri} does not exist") as info:
+        read_staged(StagedFile(uri=uri, count=1, sha256="00" * 32))
+    assert info.value.uri == uri
+    assert isinstance(info.value, StagingError)
+
+
+def test_checksum_mismatch_names_uri_expected_and_actual(tmp_path: Path) -> None:
+    staged = StagingWriter(str(tmp_path), "job", 2).write("part-0", ROWS)
+    path = _local(staged.uri)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF
+    path.write_bytes(bytes(data))
+    actual = hashlib.sha256(bytes(data)).hexdigest()
+
+    with pytest.raises(StagedFileChecksumMismatch) as info:
+        read_staged(staged)
+    message = str(info.value)
+    assert staged.uri in message and staged.sha256 in message and actual in message
+    assert (info.value.expected, info.value.actual) == (staged.sha256, actual)
+
+
+def test_truncated_file_is_corrupt_and_names_the_uri(tmp_path: Path) -> None:
+    staged = StagingWriter(str(tmp_path), "job", 2).write("part-0", ROWS)
+    path = _local(staged.uri)
+    cut = path.read_bytes()[:-20]
+    path.write_bytes(cut)
+    # A writer that reported the truncated bytes' checksum still cannot pass it off as whole.
+    lying = StagedFile(staged.uri, staged.count, hashlib.sha256(cut).hexdigest())
+    with pytest.raises(StagedFileCorrupt, match=staged.uri):
+        read_staged(lying)
+
+
+def test_fewer_rows_than_reported_is_truncated(tmp_path: Path) -> None:
+    staged = StagingWriter(str(tmp_path), "job", 2).write("part-0", ROWS)
+    with pytest.raises(StagedFileTruncated, match=f"{staged.uri} holds 3 rows, expected 5"):
+        read_staged(StagedFile(staged.uri, 5, staged.sha256))
+    with pytest.raises(StagedFileCorrupt, match="holds 3 rows, expected 2"):
+        read_staged(StagedFile(staged.uri, 2, staged.sha256))
+
+
+def test_not_avro_is_corrupt(tmp_path: Path) -> None:
+    path = tmp_path / "junk.avro"
+    path.write_bytes(b"not avro at all")
+    staged = StagedFile(f"file://{path}", 1, hashlib.sha256(path.read_bytes()).hexdigest())
+    with pytest.raises(StagedFileCorrupt, match=f"{staged.uri} is not an Avro file"):
+        read_staged(staged)
+
+
+def test_delete_batch_is_idempotent_and_keeps_other_batches(tmp_path: Path) -> None:
+    StagingWriter(str(tmp_path), "job", 1).write("a", ROWS)
+    kept = StagingWriter(str(tmp_path), "job", 2).write("a", ROWS)
+
+    assert delete_batch(str(tmp_path), "job", 1) is True
+    assert delete_batch(str(tmp_path), "job", 1) is False
+    assert not (tmp_path / "job" / "1").exists()
+    assert read_staged(kept) == ROWS
+
+
+def test_bad_names_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="job name"):
+        batch_uri(str(tmp_path), "a/b", 1)
+    with pytest.raises(ValueError, match="batch must be >= 0"):
+        StagingWriter(str(tmp_path), "job", -1)
+    with pytest.raises(ValueError, match="file name"):
+        StagingWriter(str(tmp_path), "job", 1).write("../x", ROWS)
+
+
+def test_unencodable_rows_name_the_file(tmp_path: Path) -> None:
+    bad: list[Any] = [{"window_start": "soon", "window_end": 1, "ip": "x", "count": 1}]
+    with pytest.raises(StagingError, match=r"part-9\.avro"):
+        StagingWriter(str(tmp_path), "job", 1).write("part-9", bad)
+
+
+def test_any_fsspec_filesystem_works() -> None:
+    root = "memory://onceflow-staging-test"
+    staged = StagingWriter(root, "job", 4).write("part-0", ROWS)
+    assert staged.uri == f"{root}/job/4/part-0.avro"
+    assert read_staged(staged) == ROWS
+    assert delete_batch(root, "job", 4) is True
+    with pytest.raises(StagedFileMissing):
+        read_staged(staged)

@@ -1,0 +1,28 @@
+"""onceflow.sinks: two-phase-commit sink participants and the Participant gRPC server.
+
+- :mod:`onceflow.sinks.base`: the :class:`SinkParticipant` contract (Flink's 2PC sink lifecycle);
+- :mod:`onceflow.sinks.sqlite`, :mod:`onceflow.sinks.postgres`, :mod:`onceflow.sinks.kafka`: the sinks;
+- :mod:`onceflow.sinks.server`: the gRPC server hosting named sinks (``onceflow participant``);
+- :mod:`onceflow.sinks.testing`: pytest fixtures for a real PostgreSQL server.
+"""
+
+from onceflow.sinks.base import Outcome, PrepareResult, SinkParticipant, TxnId
+from onceflow.sinks.exceptions import (
+    PreparedTransactionsDisabled,
+    PrepareRejected,
+    SinkError,
+    TransactionAlreadyCommitted,
+    TransactionNotPrepared,
+)
+
+__all__ = [
+    "Outcome",
+    "PrepareRejected",
+    "PrepareResult",
+    "PreparedTransactionsDisabled",
+    "SinkError",
+    "SinkParticipant",
+    "TransactionAlreadyCommitted",
+    "TransactionNotPrepared",
+    "TxnId",
+]

@@ -1,0 +1,119 @@
+"""The two-phase-commit sink participant contract (Flink's TwoPhaseCommitSinkFunction lifecycle)."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable, Sequence
+
+from onceflow.core.avro import IpCount
+from onceflow.core.logging import get_logger
+from onceflow.core.staging import StagedFile, StagingError
+from onceflow.sinks.base.rows import load_batch
+from onceflow.sinks.base.txn import Outcome, PrepareResult, TxnId
+from onceflow.sinks.exceptions import PrepareRejected
+
+_log = get_logger(__name__)
+
+
+class SinkParticipant(abc.ABC):
+    """One sink taking part in the coordinator's presumed-abort two-phase commit.
+
+    The contract every implementation keeps:
+
+    - :meth:`prepare` (Flink's ``preCommit``) makes the batch durable in a form the sink can
+      commit later, surviving a crash of this process, and then votes. A yes vote is a promise:
+      the batch can still be committed after any crash.
+    - A :meth:`commit` after a yes vote must eventually succeed. Commit is idempotent: committing
+      an already committed transaction is a no-op.
+    - :meth:`abort` is idempotent: aborting an unknown or already aborted transaction succeeds.
+    - :meth:`list_prepared` lists the transactions prepared but neither committed nor aborted.
+    - :meth:`recover` resolves every prepared transaction with the coordinator's decision; it runs
+      before the participant takes new work.
+    - Results are upserted by (window_start, ip): a row of a later batch replaces the stored one
+      (update mode); in append mode every key arrives once, so the same upsert is correct.
+
+    Subclasses implement :meth:`prepare_rows`, :meth:`commit`, :meth:`abort`, :meth:`list_prepared`
+    and :meth:`close`. Every method is safe to call from several threads.
+    """
+
+    def __init__(self, name: str) -> None:
+        if not name or ":" in name:
+            raise ValueError(f"sink name {name!r} must be non-empty and free of ':'")
+        self.name = name
+
+    def prepare(self, txn: TxnId, files: Sequence[StagedFile]) -> PrepareResult:
+        """Make ``txn`` durable and vote.
+
+        Steps:
+            1. Read and verify every staged file. A missing, truncated or checksum-mismatched
+               file is a no vote whose reason names the file.
+            2. Make the rows durable in the sink's prepared form (:meth:`prepare_rows`). A sink
+               that refuses (:class:`PrepareRejected`) votes no with its reason.
+            3. Vote yes with the number of rows.
+        """
+        # Step 1
+        try:
+            rows = load_batch(files)
+        except StagingError as exc:
+            _log.warning("prepare.vote_no", sink=self.name, txn=txn, reason=str(exc))
+            return PrepareResult.no(str(exc))
+        # Step 2
+        try:
+            self.prepare_rows(txn, rows, files)
+        except PrepareRejected as exc:
+            _log.warning("prepare.vote_no", sink=self.name, txn=txn, reason=str(exc))
+            return PrepareResult.no(str(exc))
+        # Step 3
+        _log.info("prepare.vote_yes", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=len(rows))
+        return PrepareResult.yes(len(rows))
+
+    @abc.abstractmethod
+    def prepare_rows(self, txn: TxnId, rows: Sequence[IpCount], files: Sequence[StagedFile]) -> None:
+        """Make ``rows`` durable as the prepared state of ``txn`` (raise :class:`PrepareRejected` to vote no).
+
+        Preparing a transaction that is already prepared or committed must succeed without
+        writing the rows twice.
+        """
+
+    @abc.abstractmethod
+    def commit(self, txn: TxnId, files: Sequence[StagedFile] = ()) -> None:
+        """Commit a prepared ``txn``. Idempotent. ``files`` are the staged files again, for sinks
+        whose fast-path prepared state may be gone and that redo the batch from staging."""
+
+    @abc.abstractmethod
+    def abort(self, txn: TxnId) -> None:
+        """Abort ``txn`` and drop its prepared state. Idempotent; an unknown transaction is a no-op."""
+
+    @abc.abstractmethod
+    def list_prepared(self) -> list[TxnId]:
+        """The transactions prepared but not yet committed or aborted, oldest first."""
+
+    def recover(self, outcome_of: Callable[[TxnId], Outcome]) -> dict[TxnId, Outcome]:
+        """Resolve every prepared transaction with the coordinator's decision (Flink's ``recoverAndCommit``).
+
+        Steps:
+            1. List the prepared transactions.
+            2. Ask ``outcome_of`` for each one's decision (it blocks until the coordinator has one).
+            3. Commit the ones the coordinator committed; abort the rest (presumed abort).
+
+        Returns what was done to each transaction.
+        """
+        # Step 1
+        prepared = self.list_prepared()
+        _log.info("recover.start", sink=self.name, prepared=len(prepared))
+        done: dict[TxnId, Outcome] = {}
+        for txn in prepared:
+            # Step 2
+            outcome = outcome_of(txn)
+            # Step 3
+            if outcome is Outcome.COMMIT:
+                self.commit(txn)
+            else:
+                self.abort(txn)
+            _log.info("recover.resolved", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, outcome=outcome.value)
+            done[txn] = outcome
+        return done
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release connections and clients. Prepared state stays durable."""

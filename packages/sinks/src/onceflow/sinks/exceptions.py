@@ -1,0 +1,42 @@
+"""Errors of the sink participants. Each names the sink and the transaction it concerns."""
+
+from __future__ import annotations
+
+from onceflow.core.errors import OnceflowError
+
+
+class SinkError(OnceflowError):
+    """A sink participant could not do what it was asked."""
+
+
+class PrepareRejected(SinkError):  # noqa: N818 - a vote, not a crash
+    """The sink refuses to prepare a transaction; the participant votes no with this reason."""
+
+
+class TransactionNotPrepared(SinkError):  # noqa: N818
+    """Commit of a transaction this sink never prepared (and no staged files to redo it from)."""
+
+    def __init__(self, sink: str, txn: object) -> None:
+        self.sink = sink
+        self.txn = txn
+        super().__init__(f"sink {sink!r} cannot commit transaction {txn}: it was never prepared here (or was aborted)")
+
+
+class TransactionAlreadyCommitted(SinkError):  # noqa: N818
+    """Abort of a transaction this sink has already committed: the decision cannot be undone."""
+
+    def __init__(self, sink: str, txn: object) -> None:
+        self.sink = sink
+        self.txn = txn
+        super().__init__(f"sink {sink!r} cannot abort transaction {txn}: it is already committed")
+
+
+class PreparedTransactionsDisabled(SinkError):  # noqa: N818
+    """PostgreSQL runs with ``max_prepared_transactions = 0``, so it cannot take part in 2PC."""
+
+    def __init__(self, sink: str, value: int) -> None:
+        self.setting = "max_prepared_transactions"
+        super().__init__(
+            f"sink {sink!r}: PostgreSQL setting max_prepared_transactions is {value}; two-phase commit needs it > 0 "
+            "(set it in postgresql.conf and restart the server)"
+        )

@@ -1,0 +1,74 @@
+"""The Kafka sink's record of which staged files make up each prepared transaction."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.parse
+from collections.abc import Sequence
+from pathlib import Path
+
+from onceflow.core.staging import StagedFile
+from onceflow.sinks.base import TxnId
+
+
+class PreparedJournal:
+    """Durable ``txn -> staged files`` entries, one small JSON file per prepared transaction.
+
+    A Kafka transaction cannot be resumed by another process, so the staged files are the Kafka
+    sink's durable prepared state; this journal remembers which files belong to which prepared
+    transaction, so a restarted participant can list them and redo the committed ones. Entries
+    are written atomically and fsynced before the participant votes yes.
+    """
+
+    def __init__(self, state_dir: str | Path, sink: str) -> None:
+        self.root = Path(state_dir) / sink / "prepared"
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, txn: TxnId) -> Path:
+        return self.root / urllib.parse.quote(txn.job, safe="") / f"{txn.batch}.json"
+
+    def record(self, txn: TxnId, files: Sequence[StagedFile]) -> None:
+        """Remember ``txn``'s files durably (replacing an earlier entry for it)."""
+        path = self._path(txn)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        body = {"job": txn.job, "batch": txn.batch, "files": [vars(f) for f in files]}
+        with tmp.open("w") as out:
+            json.dump(body, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+
+    def files(self, txn: TxnId) -> list[StagedFile] | None:
+        """The files recorded for ``txn``, or None when it has no entry."""
+        try:
+            body = json.loads(self._path(txn).read_text())
+        except FileNotFoundError:
+            return None
+        return [StagedFile(**f) for f in body["files"]]
+
+    def remove(self, txn: TxnId) -> None:
+        """Forget ``txn`` (committed or aborted). Idempotent."""
+        path = self._path(txn)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return
+        _fsync_dir(path.parent)
+
+    def list(self) -> list[TxnId]:
+        """Every recorded transaction, by job then batch."""
+        found: list[TxnId] = []
+        for entry in self.root.glob("*/*.json"):
+            found.append(TxnId(urllib.parse.unquote(entry.parent.name), int(entry.stem)))
+        return sorted(found)
+
+
+def _fsync_dir(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)

@@ -1,0 +1,164 @@
+"""The PostgreSQL sink participant: real ``PREPARE TRANSACTION`` two-phase commit."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import psycopg
+from psycopg import errors, sql
+
+from onceflow.core.avro import IpCount
+from onceflow.core.logging import get_logger
+from onceflow.core.staging import StagedFile
+from onceflow.sinks.base import SinkParticipant, TxnId, load_batch
+from onceflow.sinks.exceptions import (
+    PreparedTransactionsDisabled,
+    PrepareRejected,
+    TransactionAlreadyCommitted,
+    TransactionNotPrepared,
+)
+from onceflow.sinks.postgres.schema import RECORD_COMMIT, SCHEMA, UPSERT_ROW, gid_of, gid_prefix, txn_of
+
+_log = get_logger(__name__)
+
+
+class PostgresParticipant(SinkParticipant):
+    """Writes results to ``ip_counts`` in PostgreSQL, holding each batch as a prepared transaction.
+
+    The prepared state is a PostgreSQL prepared transaction named ``onceflow:<sink>:<job>:<batch>``
+    that upserts the rows and records ``(sink, job, batch)`` in ``onceflow_commits``; the server
+    keeps it across crashes and restarts of both the participant and PostgreSQL. The commits row
+    tells a committed transaction from one that never prepared once the gid is gone.
+
+    Each operation opens its own connection, so operations on different transactions run in
+    parallel. A prepared transaction holds its row locks until it is resolved; a prepare that
+    waits on them longer than ``lock_timeout_ms`` votes no instead of hanging.
+    """
+
+    def __init__(self, name: str, dsn: str, *, lock_timeout_ms: int = 10_000, connect_timeout_s: int = 10) -> None:
+        super().__init__(name)
+        self.dsn = dsn
+        self._lock_timeout_ms = lock_timeout_ms
+        self._connect_timeout_s = connect_timeout_s
+        with self._connect() as conn:
+            # Step 0: check that two-phase commit is possible at all, then create the tables.
+            setting = conn.execute("SHOW max_prepared_transactions").fetchone()
+            value = int(str(setting[0])) if setting else 0
+            if value <= 0:
+                raise PreparedTransactionsDisabled(name, value)
+            conn.execute(SCHEMA)
+        _log.info("postgres.open", sink=name, max_prepared_transactions=value)
+
+    def _connect(self) -> psycopg.Connection[tuple[object, ...]]:
+        return psycopg.connect(self.dsn, autocommit=True, connect_timeout=self._connect_timeout_s)
+
+    @staticmethod
+    def _is_prepared(conn: psycopg.Connection[tuple[object, ...]], gid: str) -> bool:
+        found = conn.execute(
+            "SELECT 1 FROM pg_prepared_xacts WHERE gid = %s AND database = current_database()", (gid,)
+        ).fetchone()
+        return found is not None
+
+    def _is_committed(self, conn: psycopg.Connection[tuple[object, ...]], txn: TxnId) -> bool:
+        found = conn.execute(
+            "SELECT 1 FROM onceflow_commits WHERE sink = %s AND job = %s AND batch = %s",
+            (self.name, txn.job, txn.batch),
+        ).fetchone()
+        return found is not None
+
+    def prepare_rows(self, txn: TxnId, rows: Sequence[IpCount], files: Sequence[StagedFile]) -> None:
+        """Upsert the rows and record the commit inside a transaction, then ``PREPARE TRANSACTION``.
+
+        Steps:
+            1. A transaction already prepared or committed is prepared: nothing to write.
+            2. ``BEGIN``, set the lock timeout, upsert the rows, insert ``(sink, job, batch)`` into
+               ``onceflow_commits``.
+            3. ``PREPARE TRANSACTION '<gid>'``: from here the server keeps the transaction durably.
+        """
+        gid = gid_of(self.name, txn)
+        with self._connect() as conn:
+            # Step 1
+            if self._is_prepared(conn, gid) or self._is_committed(conn, txn):
+                _log.info("prepare.again", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, gid=gid)
+                return
+            # Step 2
+            try:
+                conn.execute("BEGIN")
+                conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{self._lock_timeout_ms}ms")))
+                with conn.cursor() as cur:
+                    cur.executemany(
+                        UPSERT_ROW, [(r["window_start"], r["window_end"], r["ip"], r["count"]) for r in rows]
+                    )
+                conn.execute(RECORD_COMMIT, (self.name, txn.job, txn.batch))
+                # Step 3
+                conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
+            except (errors.LockNotAvailable, errors.QueryCanceled, errors.UniqueViolation) as exc:
+                conn.execute("ROLLBACK")
+                raise PrepareRejected(
+                    f"sink {self.name!r} cannot prepare {txn}: {type(exc).__name__}: {str(exc).strip()}"
+                ) from exc
+            except BaseException:
+                if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def commit(self, txn: TxnId, files: Sequence[StagedFile] = ()) -> None:
+        """``COMMIT PREPARED '<gid>'``; idempotent.
+
+        Steps:
+            1. ``COMMIT PREPARED``. Done if it succeeds.
+            2. If no such prepared transaction exists, the commits table decides: a recorded
+               batch was already committed (no-op).
+            3. Otherwise the transaction never prepared here: redo it from ``files`` in one
+               ordinary transaction when they are given, else raise :class:`TransactionNotPrepared`.
+        """
+        gid = gid_of(self.name, txn)
+        with self._connect() as conn:
+            # Step 1
+            try:
+                conn.execute(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(gid)))
+                _log.info("commit.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, gid=gid)
+                return
+            except errors.UndefinedObject:
+                pass
+            # Step 2
+            if self._is_committed(conn, txn):
+                _log.info("commit.already_committed", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, gid=gid)
+                return
+            # Step 3
+            if not files:
+                raise TransactionNotPrepared(self.name, txn)
+            rows = load_batch(files)
+            _log.warning(
+                "commit.redo_from_staging", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=len(rows)
+            )
+            with conn.transaction(), conn.cursor() as cur:
+                cur.executemany(UPSERT_ROW, [(r["window_start"], r["window_end"], r["ip"], r["count"]) for r in rows])
+                cur.execute(RECORD_COMMIT, (self.name, txn.job, txn.batch))
+
+    def abort(self, txn: TxnId) -> None:
+        """``ROLLBACK PREPARED '<gid>'``; an unknown transaction is a no-op, a committed one an error."""
+        gid = gid_of(self.name, txn)
+        with self._connect() as conn:
+            try:
+                conn.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(gid)))
+                _log.info("abort.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, gid=gid)
+                return
+            except errors.UndefinedObject:
+                pass
+            if self._is_committed(conn, txn):
+                raise TransactionAlreadyCommitted(self.name, txn)
+            _log.info("abort.unknown", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, gid=gid)
+
+    def list_prepared(self) -> list[TxnId]:
+        """This sink's prepared transactions in this database, from ``pg_prepared_xacts``, oldest first."""
+        with self._connect() as conn:
+            found = conn.execute(
+                "SELECT gid FROM pg_prepared_xacts WHERE starts_with(gid, %s) AND database = current_database() "
+                "ORDER BY prepared, gid",
+                (gid_prefix(self.name),),
+            ).fetchall()
+        return [txn_of(self.name, str(gid)) for (gid,) in found]
+
+    def close(self) -> None:
+        """Nothing to release: every operation closes its own connection."""

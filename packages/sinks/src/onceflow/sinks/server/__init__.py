@@ -1,0 +1,34 @@
+"""The Participant gRPC server hosting named sinks (``onceflow participant``)."""
+
+from onceflow.sinks.server.app import ParticipantServer, run
+from onceflow.sinks.server.recovery import CoordinatorOutcomes, RecoveryInterrupted
+from onceflow.sinks.server.servicer import SERVICE_NAME, ParticipantServicer
+from onceflow.sinks.server.settings import (
+    CoordinatorClientSettings,
+    KafkaOptions,
+    KafkaSink,
+    ParticipantSettings,
+    PostgresOptions,
+    PostgresSink,
+    SinkSettings,
+    SqliteOptions,
+    SqliteSink,
+)
+
+__all__ = [
+    "SERVICE_NAME",
+    "CoordinatorClientSettings",
+    "CoordinatorOutcomes",
+    "KafkaOptions",
+    "KafkaSink",
+    "ParticipantServer",
+    "ParticipantServicer",
+    "ParticipantSettings",
+    "PostgresOptions",
+    "PostgresSink",
+    "RecoveryInterrupted",
+    "SinkSettings",
+    "SqliteOptions",
+    "SqliteSink",
+    "run",
+]

@@ -1,0 +1,158 @@
+"""The participant server: open the sinks, recover them, then serve the Participant RPCs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+
+import grpc
+
+from onceflow.core.errors import InvalidConfig
+from onceflow.core.grpc import build_server, open_channel
+from onceflow.core.logging import get_logger
+from onceflow.core.metrics import MetricsEndpoint, serve_metrics
+from onceflow.proto.v1 import participant_pb2_grpc
+from onceflow.sinks.base import Outcome, SinkParticipant, TxnId
+from onceflow.sinks.server.factory import open_sink
+from onceflow.sinks.server.metrics import ParticipantMetrics
+from onceflow.sinks.server.recovery import CoordinatorOutcomes
+from onceflow.sinks.server.servicer import SERVICE_NAME, ParticipantServicer
+from onceflow.sinks.server.settings import ParticipantSettings
+
+_log = get_logger(__name__)
+
+
+class ParticipantServer:
+    """Hosts the configured sinks behind one Participant gRPC server.
+
+    A started server has resolved every transaction its sinks had prepared before it took new
+    work: :meth:`start` does not return (and nothing listens) until the coordinator has answered
+    for each of them. ``stop`` interrupts a recovery that is still waiting for the coordinator.
+    """
+
+    def __init__(self, settings: ParticipantSettings, *, metrics: ParticipantMetrics | None = None) -> None:
+        self.settings = settings
+        self.metrics = metrics or ParticipantMetrics()
+        self.sinks: dict[str, SinkParticipant] = {}
+        self.port = 0
+        self._stop = threading.Event()
+        self._server: grpc.Server | None = None
+        self._metrics_endpoint: MetricsEndpoint | None = None
+
+    @property
+    def metrics_port(self) -> int:
+        return self._metrics_endpoint.port if self._metrics_endpoint is not None else 0
+
+    def start(self) -> int:
+        """Open, recover and serve; returns the bound port.
+
+        Steps:
+            1. Open every configured sink.
+            2. Recover: resolve each sink's prepared transactions with the coordinator's decision,
+               retrying with backoff while it is unreachable or undecided.
+            3. Build the gRPC server (TLS/mTLS, health, reflection), add the servicer and start it.
+            4. Expose the Prometheus metrics, when a metrics port is configured.
+        """
+        # Step 1
+        for sink_settings in self.settings.sinks:
+            self.sinks[sink_settings.name] = open_sink(sink_settings)
+        # Step 2
+        self._recover()
+        # Step 3
+        server, port = build_server(self.settings.server, service_names=[SERVICE_NAME])
+        add_servicer: Callable[[ParticipantServicer, grpc.Server], None] = (
+            participant_pb2_grpc.add_ParticipantServicer_to_server
+        )
+        add_servicer(ParticipantServicer(self.sinks, self.metrics), server)
+        server.start()
+        self._server, self.port = server, port
+        # Step 4
+        if self.settings.metrics.port:
+            self._metrics_endpoint = serve_metrics(
+                self.metrics.service, self.settings.metrics.host, self.settings.metrics.port
+            )
+        _log.info("participant.serving", port=port, sinks=",".join(self.sinks), tls=bool(self.settings.server.tls.cert))
+        return port
+
+    def _recover(self) -> None:
+        in_doubt = {name: sink.list_prepared() for name, sink in self.sinks.items()}
+        total = sum(len(txns) for txns in in_doubt.values())
+        if total == 0:
+            return
+        coordinator = self.settings.coordinator
+        if not coordinator.target:
+            raise InvalidConfig(
+                "coordinator.target", f"is needed to resolve {total} prepared transactions, but it is not set"
+            )
+        channel = open_channel(coordinator.target, coordinator.tls)
+        try:
+            outcomes = CoordinatorOutcomes(
+                channel,
+                rpc_timeout_s=coordinator.rpc_timeout_s,
+                initial_backoff_s=coordinator.initial_backoff_s,
+                max_backoff_s=coordinator.max_backoff_s,
+                stop=self._stop,
+            )
+            for name, sink in self.sinks.items():
+                done: dict[TxnId, Outcome] = sink.recover(outcomes)
+                for outcome in done.values():
+                    self.metrics.recovered.labels(name, outcome.value).inc()
+        finally:
+            channel.close()
+
+    def stop(self, grace: float | None = 5.0) -> None:
+        """Stop serving (in-flight RPCs get ``grace`` seconds) and close the sinks. Idempotent."""
+        self._stop.set()
+        if self._server is not None:
+            self._server.stop(grace).wait()
+            self._server = None
+        if self._metrics_endpoint is not None:
+            self._metrics_endpoint.stop()
+            self._metrics_endpoint = None
+        for sink in self.sinks.values():
+            sink.close()
+        self.sinks.clear()
+
+    def request_stop(self) -> None:
+        """Ask :meth:`wait_for_stop` to return and a waiting recovery to give up; safe in a signal handler."""
+        self._stop.set()
+
+    def wait_for_stop(self) -> None:
+        """Block until :meth:`stop` is called (e.g. from a signal handler)."""
+        self._stop.wait()
+
+
+def run(settings: ParticipantSettings, *, ready_file: str | None = None) -> int:
+    """Run a participant server in the foreground until SIGTERM or SIGINT; returns the exit code.
+
+    ``ready_file``, when given, receives ``{"port": ..., "pid": ..., "metrics_port": ...}`` once the
+    server is serving (written atomically), so a supervisor or test knows where to connect.
+    """
+    server = ParticipantServer(settings)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        _log.info("participant.signal", signal=signal.Signals(signum).name)
+        server.request_stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        port = server.start()
+        if ready_file:
+            _write_ready_file(Path(ready_file), {"port": port, "pid": os.getpid(), "metrics_port": server.metrics_port})
+        server.wait_for_stop()
+    finally:
+        server.stop()
+    _log.info("participant.stopped")
+    return 0
+
+
+def _write_ready_file(path: Path, content: dict[str, int]) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(content))
+    os.replace(tmp, path)

@@ -1,0 +1,148 @@
+"""The Participant gRPC service: a thin adapter over the hosted :class:`SinkParticipant` objects."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import grpc
+import psycopg
+from confluent_kafka import KafkaException
+
+from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
+from onceflow.core.staging import StagedFile, StagingError
+from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
+from onceflow.sinks.base import SinkParticipant, TxnId
+from onceflow.sinks.exceptions import SinkError
+from onceflow.sinks.server.convert import staged_files_from_proto, txn_from_proto, txn_to_proto
+from onceflow.sinks.server.metrics import ParticipantMetrics
+
+SERVICE_NAME: Final = participant_pb2.DESCRIPTOR.services_by_name["Participant"].full_name
+
+#: Domain errors of the sinks become these status codes; anything else is a bug (UNKNOWN).
+STATUS_CODES: Final[Mapping[type[BaseException], grpc.StatusCode]] = {
+    **DEFAULT_STATUS_CODES,
+    SinkError: grpc.StatusCode.FAILED_PRECONDITION,
+    StagingError: grpc.StatusCode.FAILED_PRECONDITION,
+    psycopg.OperationalError: grpc.StatusCode.UNAVAILABLE,
+    KafkaException: grpc.StatusCode.UNAVAILABLE,
+}
+
+_SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
+
+
+class InvalidRequest(Exception):  # noqa: N818 - becomes INVALID_ARGUMENT, never leaves the servicer
+    """A request argument is missing or malformed; the message names it."""
+
+
+class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
+    """Maps the Participant RPCs onto the hosted sinks.
+
+    - A missing or malformed argument is INVALID_ARGUMENT, an unknown sink NOT_FOUND; the message
+      names the argument.
+    - A no vote is a normal :class:`PrepareTransactionResponse` with ``vote_commit = false`` and a
+      reason naming the file or cause.
+    - Sink errors (commit of an unknown transaction, abort of a committed one) are
+      FAILED_PRECONDITION; an unreachable database or broker is UNAVAILABLE (the coordinator retries).
+    """
+
+    def __init__(self, sinks: Mapping[str, SinkParticipant], metrics: ParticipantMetrics | None = None) -> None:
+        self._sinks = dict(sinks)
+        self._metrics = metrics or ParticipantMetrics()
+
+    def _sink(self, name: str, context: grpc.ServicerContext) -> SinkParticipant:
+        if not name:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "sink must be set (the name of a hosted sink)")
+        sink = self._sinks.get(name)
+        if sink is None:
+            hosted = ", ".join(sorted(self._sinks))
+            context.abort(grpc.StatusCode.NOT_FOUND, f"no sink named {name!r} here; hosted sinks: {hosted}")
+        assert sink is not None  # context.abort raised
+        return sink
+
+    @staticmethod
+    def _txn(
+        request: participant_pb2.PrepareTransactionRequest
+        | participant_pb2.CommitPreparedTransactionRequest
+        | participant_pb2.AbortPreparedTransactionRequest,
+    ) -> TxnId:
+        if not request.HasField("id"):
+            raise InvalidRequest("id must be set (job and batch of the transaction)")
+        if not request.id.job:
+            raise InvalidRequest("id.job must not be empty")
+        if request.id.batch < 0:
+            raise InvalidRequest(f"id.batch must be >= 0, got {request.id.batch}")
+        return txn_from_proto(request.id)
+
+    @staticmethod
+    def _files(messages: Sequence[common_pb2.StagedFile], *, required: bool) -> list[StagedFile]:
+        if required and not messages:
+            raise InvalidRequest("files must list the batch's staged files (none given)")
+        for i, message in enumerate(messages):
+            if not message.uri:
+                raise InvalidRequest(f"files[{i}].uri must not be empty")
+            if message.count < 0:
+                raise InvalidRequest(f"files[{i}].count must be >= 0, got {message.count} ({message.uri})")
+            if not _SHA256.match(message.sha256):
+                raise InvalidRequest(f"files[{i}].sha256 must be 64 hex digits, got {message.sha256!r} ({message.uri})")
+        return staged_files_from_proto(messages)
+
+    @translate_errors(STATUS_CODES)
+    def PrepareTransaction(  # noqa: N802 - gRPC method name
+        self, request: participant_pb2.PrepareTransactionRequest, context: grpc.ServicerContext
+    ) -> participant_pb2.PrepareTransactionResponse:
+        sink = self._sink(request.sink, context)
+        try:
+            txn = self._txn(request)
+            files = self._files(request.files, required=True)
+        except InvalidRequest as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        started = time.perf_counter()
+        result = sink.prepare(txn, files)
+        self._metrics.prepare_seconds.labels(sink.name).observe(time.perf_counter() - started)
+        self._metrics.prepares.labels(sink.name, "yes" if result.vote_commit else "no").inc()
+        return participant_pb2.PrepareTransactionResponse(
+            vote_commit=result.vote_commit, reason=result.reason, rows=result.rows
+        )
+
+    @translate_errors(STATUS_CODES)
+    def CommitPreparedTransaction(  # noqa: N802
+        self, request: participant_pb2.CommitPreparedTransactionRequest, context: grpc.ServicerContext
+    ) -> participant_pb2.CommitPreparedTransactionResponse:
+        sink = self._sink(request.sink, context)
+        try:
+            txn = self._txn(request)
+            files = self._files(request.files, required=False)
+        except InvalidRequest as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        sink.commit(txn, files)
+        self._metrics.commits.labels(sink.name).inc()
+        return participant_pb2.CommitPreparedTransactionResponse()
+
+    @translate_errors(STATUS_CODES)
+    def AbortPreparedTransaction(  # noqa: N802
+        self, request: participant_pb2.AbortPreparedTransactionRequest, context: grpc.ServicerContext
+    ) -> participant_pb2.AbortPreparedTransactionResponse:
+        sink = self._sink(request.sink, context)
+        try:
+            txn = self._txn(request)
+        except InvalidRequest as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        sink.abort(txn)
+        self._metrics.aborts.labels(sink.name).inc()
+        return participant_pb2.AbortPreparedTransactionResponse()
+
+    @translate_errors(STATUS_CODES)
+    def ListPreparedTransactions(  # noqa: N802
+        self, request: participant_pb2.ListPreparedTransactionsRequest, context: grpc.ServicerContext
+    ) -> participant_pb2.ListPreparedTransactionsResponse:
+        sinks = [self._sink(request.sink, context)] if request.sink else [self._sinks[n] for n in sorted(self._sinks)]
+        return participant_pb2.ListPreparedTransactionsResponse(
+            transactions=[
+                participant_pb2.PreparedTransaction(sink=sink.name, id=txn_to_proto(txn))
+                for sink in sinks
+                for txn in sink.list_prepared()
+            ]
+        )

@@ -1,0 +1,100 @@
+"""Settings of the participant server: where it listens, the coordinator, and the sinks it hosts."""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from onceflow.core import defaults
+from onceflow.core.settings import (
+    GrpcServerSettings,
+    KafkaSettings,
+    LoggingSettings,
+    MetricsSettings,
+    Section,
+    Settings,
+    TlsSettings,
+)
+from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
+
+SinkName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
+
+
+class CoordinatorClientSettings(Section):
+    """How to reach the transaction coordinator (to learn the outcome of in-doubt transactions)."""
+
+    target: str = ""
+    tls: TlsSettings = TlsSettings()
+    #: Deadline of one GetTransaction call.
+    rpc_timeout_s: float = Field(default=5.0, gt=0)
+    #: Retry backoff while the coordinator is unreachable or still undecided: doubles up to the max.
+    initial_backoff_s: float = Field(default=0.2, gt=0)
+    max_backoff_s: float = Field(default=5.0, gt=0)
+
+
+class SqliteOptions(Section):
+    """``path`` of the database file (created if missing)."""
+
+    path: str = Field(min_length=1)
+    busy_timeout_ms: int = Field(default=10_000, ge=0)
+
+
+class PostgresOptions(Section):
+    """``dsn`` is a libpq connection string or URI; the server needs max_prepared_transactions > 0."""
+
+    dsn: str = Field(min_length=1)
+    lock_timeout_ms: int = Field(default=10_000, gt=0)
+    connect_timeout_s: int = Field(default=10, gt=0)
+
+
+class KafkaOptions(Section):
+    """Where the Kafka sink writes, and where it keeps its small prepared-transaction journal."""
+
+    kafka: KafkaSettings = KafkaSettings()
+    topic: str = SINK_TOPIC
+    commits_topic: str = SINK_COMMITS_TOPIC
+    state_dir: str = Field(min_length=1)
+    transaction_timeout_ms: int = Field(default=defaults.KAFKA_TRANSACTION_TIMEOUT_MS, gt=0)
+
+
+class SqliteSink(Section):
+    name: SinkName
+    kind: Literal["sqlite"]
+    options: SqliteOptions
+
+
+class PostgresSink(Section):
+    name: SinkName
+    kind: Literal["postgres"]
+    options: PostgresOptions
+
+
+class KafkaSink(Section):
+    name: SinkName
+    kind: Literal["kafka"]
+    options: KafkaOptions
+
+
+SinkSettings = Annotated[SqliteSink | PostgresSink | KafkaSink, Field(discriminator="kind")]
+
+
+class ParticipantSettings(Settings):
+    """``onceflow participant``: a gRPC Participant server hosting one or more named sinks."""
+
+    env_prefix: ClassVar[str] = "ONCEFLOW_PARTICIPANT__"
+
+    server: GrpcServerSettings = GrpcServerSettings(port=7101)
+    coordinator: CoordinatorClientSettings = CoordinatorClientSettings()
+    sinks: list[SinkSettings] = Field(min_length=1)
+    log: LoggingSettings = LoggingSettings()
+    metrics: MetricsSettings = MetricsSettings()
+
+    @field_validator("sinks")
+    @classmethod
+    def _unique_names(cls, sinks: list[SinkSettings]) -> list[SinkSettings]:
+        names = [sink.name for sink in sinks]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"sink names must be unique; repeated: {', '.join(duplicates)}")
+        return sinks

@@ -1,0 +1,1 @@
+"""Test support for the sink participants: the ``postgres_server`` / ``postgres_dsn`` pytest fixtures."""

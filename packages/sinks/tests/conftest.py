@@ -1,0 +1,38 @@
+"""Shared helpers of the sink tests: staging rows for a batch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from onceflow.core.avro import IpCount
+from onceflow.core.staging import StagedFile, StagingWriter
+
+Stage = Callable[..., list[StagedFile]]
+
+W0 = 1_700_000_000_000
+W1 = W0 + 5_000
+
+
+def row(ip: str, count: int, window_start: int = W0) -> IpCount:
+    return IpCount(window_start=window_start, window_end=window_start + 5_000, ip=ip, count=count)
+
+
+@pytest.fixture
+def staging_root(tmp_path: Path) -> Path:
+    root = tmp_path / "staging"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def stage(staging_root: Path) -> Stage:
+    """``stage(job, batch, rows, *more_files)``: write each list of rows as one staged file of the batch."""
+
+    def write(job: str, batch: int, *files: Sequence[IpCount]) -> list[StagedFile]:
+        writer = StagingWriter(str(staging_root), job, batch)
+        return [writer.write(f"part-{i}-attempt-0", rows) for i, rows in enumerate(files)]
+
+    return write

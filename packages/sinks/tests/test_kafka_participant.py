@@ -1,0 +1,146 @@
+"""The Kafka topic participant against the real embedded broker (transactions, read_committed)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.broker.testing.clients import ConsumedRecord, read_topic
+from onceflow.core.avro import IP_COUNT_SERDE
+from onceflow.core.settings import KafkaSettings
+from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
+from onceflow.sinks.base import Outcome, TxnId
+from onceflow.sinks.exceptions import TransactionAlreadyCommitted
+from onceflow.sinks.kafka import KafkaParticipant
+
+from .conftest import W0, W1, Stage, row
+
+
+def _rows(broker: EmbeddedBroker) -> list[tuple[str, int, int]]:
+    records = read_topic(broker.bootstrap_servers, SINK_TOPIC, idle_timeout=0.5)
+    decoded = []
+    for record in records:
+        assert record.value is not None and record.key is not None
+        value = IP_COUNT_SERDE.decode(record.value)
+        assert record.key == value["ip"].encode()
+        decoded.append((value["ip"], value["window_start"], value["count"]))
+    return decoded
+
+
+def _timestamps(broker: EmbeddedBroker) -> list[int]:
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "timestamps",
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(SINK_TOPIC, 0, 0)])
+        found: list[int] = []
+        deadline = time.monotonic() + 30
+        while len(found) < 3 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                found.append(message.timestamp()[1])
+        return found
+    finally:
+        consumer.close()
+
+
+def _markers(broker: EmbeddedBroker) -> list[ConsumedRecord]:
+    return read_topic(broker.bootstrap_servers, SINK_COMMITS_TOPIC, idle_timeout=0.5)
+
+
+OpenSink = Callable[..., KafkaParticipant]
+
+
+@pytest.fixture
+def open_sink(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[OpenSink]:
+    """``open_sink(name="kafka")``: a participant on the test broker; every one opened shares one state dir."""
+    opened: list[KafkaParticipant] = []
+
+    def open_(name: str = "kafka") -> KafkaParticipant:
+        settings = KafkaSettings(bootstrap_servers=broker.bootstrap_servers)
+        sink = KafkaParticipant(name, settings, state_dir=tmp_path / "state", timeout_s=30)
+        opened.append(sink)
+        return sink
+
+    yield open_
+    for sink in opened:
+        sink.close()
+
+
+def test_prepare_commit_abort(open_sink: OpenSink, broker: EmbeddedBroker, stage: Stage) -> None:
+    sink = open_sink()
+    txn = TxnId("job", 0)
+    vote = sink.prepare(txn, stage("job", 0, [row("10.0.0.1", 3), row("10.0.0.2", 1)], [row("10.0.0.1", 2, W1)]))
+    assert (vote.vote_commit, vote.rows) == (True, 3)
+    assert sink.list_prepared() == [txn]
+    assert _rows(broker) == [], "read_committed sees nothing before commit"
+
+    sink.commit(txn)
+    sink.commit(txn)  # idempotent
+    assert sorted(_rows(broker)) == [("10.0.0.1", W0, 3), ("10.0.0.1", W1, 2), ("10.0.0.2", W0, 1)]
+    markers = _markers(broker)
+    assert [(m.key, m.value) for m in markers] == [(b"kafka:job", b"0")]
+    assert sink.list_prepared() == []
+    assert sink.last_committed("job") == 0
+
+    aborted = TxnId("job", 1)
+    assert sink.prepare(aborted, stage("job", 1, [row("10.0.0.9", 9)])).vote_commit
+    sink.abort(aborted)
+    sink.abort(aborted)
+    assert len(_rows(broker)) == 3
+    with pytest.raises(TransactionAlreadyCommitted):
+        sink.abort(txn)
+
+    assert sorted(_timestamps(broker)) == [W0, W0, W1], "each record's timestamp is its window_start"
+
+
+def test_one_open_transaction_per_sink_and_job(open_sink: OpenSink, stage: Stage) -> None:
+    sink = open_sink()
+    assert sink.prepare(TxnId("job", 0), stage("job", 0, [row("a", 1)])).vote_commit
+    assert sink.prepare(TxnId("job", 0), stage("job", 0, [row("a", 1)])).vote_commit, "re-prepare is a yes"
+    vote = sink.prepare(TxnId("job", 1), stage("job", 1, [row("a", 2)]))
+    assert not vote.vote_commit and "job:0 is still open" in vote.reason
+    assert sink.prepare(TxnId("other", 0), stage("other", 0, [row("a", 1)])).vote_commit, "other jobs are independent"
+
+
+def test_restarted_participant_redoes_a_committed_batch_from_staging_once(
+    open_sink: OpenSink, broker: EmbeddedBroker, stage: Stage
+) -> None:
+    first = open_sink()
+    first.prepare(TxnId("job", 0), stage("job", 0, [row("a", 1)]))
+    first.commit(TxnId("job", 0))
+    first.prepare(TxnId("job", 1), stage("job", 1, [row("a", 5), row("b", 1)]))
+    first.prepare(TxnId("other", 0), stage("other", 0, [row("c", 1)]))
+    # The first participant "dies" with two open transactions: its successor fences it.
+
+    second = open_sink()
+    assert second.list_prepared() == [TxnId("job", 1), TxnId("other", 0)]
+    decisions = {TxnId("job", 1): Outcome.COMMIT, TxnId("other", 0): Outcome.ABORT}
+    assert second.recover(decisions.__getitem__) == decisions
+    assert second.list_prepared() == []
+    assert sorted(_rows(broker)) == [("a", W0, 1), ("a", W0, 5), ("b", W0, 1)]
+
+    # The coordinator re-sends Commit (with the files): the marker makes the redo a no-op.
+    second.commit(TxnId("job", 1), stage("job", 1, [row("a", 5), row("b", 1)]))
+    third = open_sink()
+    third.commit(TxnId("job", 1), stage("job", 1, [row("a", 5), row("b", 1)]))
+    assert third.last_committed("job") == 1
+    assert len(_rows(broker)) == 3
+    assert sorted((m.key, m.value) for m in _markers(broker)) == [(b"kafka:job", b"0"), (b"kafka:job", b"1")]
+
+
+def test_bad_staged_file_votes_no(open_sink: OpenSink, stage: Stage) -> None:
+    (file,) = stage("job", 0, [row("a", 1)])
+    Path(file.uri.removeprefix("file://")).unlink()
+    vote = open_sink().prepare(TxnId("job", 0), [file])
+    assert not vote.vote_commit and file.uri in vote.reason
