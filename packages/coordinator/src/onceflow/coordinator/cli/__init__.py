@@ -1,0 +1,1 @@
+"""Command-line entry points: ``onceflow coordinator`` (the service) and ``onceflow txn`` (admin)."""

@@ -1,0 +1,65 @@
+"""``onceflow coordinator``: run the transaction coordinator in the foreground.
+
+Also reachable as ``python -m onceflow.coordinator``. Configuration comes from ``--config FILE``
+(see services/coordinator/coordinator.toml) and ``ONCEFLOW_COORDINATOR__*`` environment variables.
+Exit codes: 0 after SIGTERM/SIGINT, 2 for a bad configuration or an unreachable log, 3 when a newer
+coordinator instance fenced this one, 4 when the transaction log failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from onceflow.core.errors import OnceflowError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="TOML config file (see services/coordinator/coordinator.toml)")
+    parser.add_argument(
+        "--ready-file",
+        metavar="FILE",
+        type=Path,
+        help="write {pid, port, metrics_port} as JSON here once serving (for supervisors and tests)",
+    )
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Entry point of the ``onceflow.cli`` group: adds the ``coordinator`` subcommand."""
+    parser = subparsers.add_parser(
+        "coordinator",
+        help="run the 2PC transaction coordinator",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the settings and serve; returns the process exit code."""
+    from onceflow.coordinator.service.server import serve
+    from onceflow.coordinator.settings import CoordinatorSettings
+    from onceflow.core.logging import configure_logging
+    from onceflow.core.settings import load_settings
+
+    try:
+        settings = load_settings(CoordinatorSettings, args.config)
+    except OnceflowError as exc:
+        print(f"onceflow coordinator: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(level=settings.log.level, fmt=settings.log.format, stream=sys.stderr)
+    try:
+        return serve(settings, ready_file=args.ready_file)
+    except OnceflowError as exc:
+        print(f"onceflow coordinator: {exc}", file=sys.stderr)
+        return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m onceflow.coordinator`` entry point."""
+    parser = argparse.ArgumentParser(prog="python -m onceflow.coordinator", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

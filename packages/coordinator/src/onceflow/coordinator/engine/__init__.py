@@ -1,0 +1,17 @@
+"""The two-phase-commit engine: a plain domain object, testable without gRPC."""
+
+from onceflow.coordinator.engine.config import Backoff, EngineConfig
+from onceflow.coordinator.engine.engine import StagingCollector, TwoPhaseCommitEngine
+from onceflow.coordinator.engine.recovery import RecoveryReport
+
+#: The Flink/Kafka name of the same thing.
+TransactionCoordinator = TwoPhaseCommitEngine
+
+__all__ = [
+    "Backoff",
+    "EngineConfig",
+    "RecoveryReport",
+    "StagingCollector",
+    "TransactionCoordinator",
+    "TwoPhaseCommitEngine",
+]

@@ -1,0 +1,111 @@
+"""Delivery of a COMMIT decision: retried with exponential backoff until every participant acks."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable
+
+from onceflow.coordinator.engine.book import TransactionBook, with_vote
+from onceflow.coordinator.engine.config import EngineConfig
+from onceflow.coordinator.engine.fanout import ParticipantFanout
+from onceflow.coordinator.metrics import CoordinatorMetrics
+from onceflow.coordinator.model import Transaction, TransactionId
+from onceflow.core.logging import get_logger
+
+_log = get_logger(__name__)
+
+
+class CommitDelivery:
+    """Brings one COMMITTING transaction to COMMITTED.
+
+    The decision is final, so delivery never gives up while the coordinator runs: a participant
+    that voted yes must eventually commit (Flink's contract). It stops only when the coordinator
+    closes or fails; the next instance resumes from the COMMITTING record in the log.
+    """
+
+    def __init__(
+        self,
+        txn: Transaction,
+        book: TransactionBook,
+        fanout: ParticipantFanout,
+        config: EngineConfig,
+        on_delivered: Callable[[Transaction], None],
+        *,
+        metrics: CoordinatorMetrics | None = None,
+    ) -> None:
+        self.txn = txn
+        self._book = book
+        self._fanout = fanout
+        self._config = config
+        self._on_delivered = on_delivered
+        self._metrics = metrics
+        self._wake = threading.Event()
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"commit-{txn.id}", daemon=True)
+
+    @property
+    def id(self) -> TransactionId:
+        return self.txn.id
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def kick(self) -> None:
+        """Retry now instead of waiting out the backoff (an operator's ResolveTransaction COMMIT)."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._wake.set()
+
+    def _run(self) -> None:
+        """Deliver, then hand the acked transaction to ``on_delivered``.
+
+        Steps:
+            1. Send Commit to every participant that has not acked, in parallel.
+            2. Note the acks (in memory: re-sending Commit is harmless).
+            3. All acked: call ``on_delivered`` (which logs COMMITTED) and stop.
+            4. Otherwise wait the next backoff delay (or until kicked) and go back to Step 1.
+        """
+        txn = self.txn
+        delays = self._config.commit_backoff.delays()
+        attempt = 0
+        try:
+            while not self._stopped.is_set() and not self._book.failed.is_set():
+                attempt += 1
+                # Step 1
+                missing = txn.unacknowledged()
+                results = self._fanout.commit_all(txn, missing, self._config.commit_call_timeout)
+                # Step 2
+                for result in results:
+                    previous = txn.vote_of(result.sink)
+                    vote = dataclasses.replace(previous, acknowledged=result.ok, error=result.error)
+                    txn = with_vote(txn, vote)
+                txn = dataclasses.replace(txn, updated_at=time.time())
+                self._book.note(txn)
+                # Step 3
+                if not txn.unacknowledged():
+                    self._on_delivered(txn)
+                    return
+                # Step 4
+                delay = next(delays)
+                for result in results:
+                    if not result.ok:
+                        if self._metrics is not None:
+                            self._metrics.commit_retries.inc()
+                        _log.warning(
+                            "txn.commit_retry",
+                            txn=txn.id,
+                            job=txn.id.job,
+                            batch=txn.id.batch,
+                            sink=result.sink,
+                            attempt=attempt,
+                            retry_in_s=round(delay, 3),
+                            error=result.error,
+                        )
+                self._wake.wait(delay)
+                self._wake.clear()
+        except Exception as exc:  # the log failed (the book is failed too) or a bug: never die silently
+            _log.exception("txn.delivery_failed", txn=txn.id, job=txn.id.job, batch=txn.id.batch, error=exc)

@@ -1,0 +1,40 @@
+"""The durable log of the coordinator's decisions (an extension point with memory and Kafka backends)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from onceflow.coordinator.log.records import LogRecord
+
+
+class TransactionLog(ABC):
+    """Where the coordinator's decisions become durable.
+
+    Contract of every implementation:
+
+    - :meth:`open` makes this instance the only writer: it fences every earlier instance of the same
+      log (their next :meth:`append` raises :class:`CoordinatorFenced`), then returns the committed
+      records in write order, for replay. Records of a key may repeat; the last one wins.
+    - :meth:`append` returns only once every record is durable, and either all of them become
+      visible to a later :meth:`open` or none does. It raises :class:`CoordinatorFenced` when a
+      newer instance owns the log and :class:`TransactionLogError` when the outcome is unknown;
+      either way the caller must stop serving (a restart replays the truth).
+    - Records are snapshots: replaying only the newest record of every key gives the same state.
+    """
+
+    @abstractmethod
+    def open(self) -> list[LogRecord]:
+        """Fence earlier instances, then return every committed record for replay."""
+
+    @abstractmethod
+    def append(self, records: Sequence[LogRecord]) -> None:
+        """Make ``records`` durable, atomically."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release resources. Appending after close is an error."""
+
+    @property
+    def description(self) -> str:
+        """Where the log lives, for logs and errors."""
+        return type(self).__name__

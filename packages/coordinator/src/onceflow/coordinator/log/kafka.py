@@ -1,0 +1,227 @@
+"""The transaction log on a compacted Kafka topic, written by a transactional producer with a fixed id.
+
+The fixed ``transactional.id`` is what makes a standby take-over safe: when a new coordinator
+instance calls ``init_transactions``, the broker bumps the producer epoch, aborts whatever the
+previous instance had open, and fences it, so the zombie's next write fails with a fatal
+``PRODUCER_FENCED`` error and it stops serving. Replay reads the topic with ``read_committed``, so
+writes the zombie never committed are invisible.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any, Final
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from onceflow.coordinator.exceptions import CoordinatorFenced, TransactionLogError
+from onceflow.coordinator.log.base import TransactionLog
+from onceflow.coordinator.log.records import LogRecord, decode, encode
+from onceflow.core.logging import get_logger
+from onceflow.core.settings import KafkaSettings
+from onceflow.core.topics import COORDINATOR_LOG_TOPIC
+
+DEFAULT_TRANSACTIONAL_ID: Final = "onceflow-coordinator"
+_FENCED_CODES: Final = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
+_OFFSET_BEGINNING: Final = -2
+
+_log = get_logger(__name__)
+
+
+def _kafka_error(exc: KafkaException) -> KafkaError | None:
+    error = exc.args[0] if exc.args else None
+    return error if isinstance(error, KafkaError) else None
+
+
+def _is_fenced(error: KafkaError) -> bool:
+    return error.code() in _FENCED_CODES
+
+
+class KafkaTransactionLog(TransactionLog):
+    """A :class:`TransactionLog` on ``topic`` (one partition, ``cleanup.policy=compact``).
+
+    Every :meth:`append` is one Kafka transaction. ``timeout`` bounds each operation (topic
+    creation, init, one append, replay).
+    """
+
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        *,
+        topic: str = COORDINATOR_LOG_TOPIC,
+        transactional_id: str = DEFAULT_TRANSACTIONAL_ID,
+        replication_factor: int = 1,
+        timeout: float = 30.0,
+        transaction_timeout_ms: int = 60_000,
+    ) -> None:
+        self._kafka = kafka
+        self.topic = topic
+        self.transactional_id = transactional_id
+        self._replication_factor = replication_factor
+        self._timeout = timeout
+        self._transaction_timeout_ms = transaction_timeout_ms
+        self._producer: Producer | None = None
+        self._fenced: CoordinatorFenced | None = None
+
+    @property
+    def description(self) -> str:
+        return f"kafka topic {self.topic} at {self._kafka.bootstrap_servers} (transactional.id {self.transactional_id})"
+
+    def open(self) -> list[LogRecord]:
+        """Make this instance the log's only writer, then return the committed records.
+
+        Steps:
+            1. Create the topic if it is missing: one partition (total order), compacted.
+            2. ``init_transactions`` with the fixed transactional id: the broker fences every earlier
+               instance and aborts its open transaction, so nothing it did not commit is replayed.
+            3. Read the partition with ``read_committed`` from the beginning up to its end offset.
+        """
+        # Step 1
+        self._ensure_topic()
+        # Step 2
+        producer = Producer(
+            self._kafka.client_config(
+                **{
+                    "transactional.id": self.transactional_id,
+                    "enable.idempotence": True,
+                    "acks": "all",
+                    "linger.ms": 0,
+                    "transaction.timeout.ms": self._transaction_timeout_ms,
+                }
+            )
+        )
+        try:
+            producer.init_transactions(self._timeout)
+        except KafkaException as exc:
+            raise TransactionLogError(f"cannot initialise the log producer on {self.description}: {exc}") from None
+        self._producer = producer
+        # Step 3
+        records = self._replay()
+        _log.info("txnlog.opened", topic=self.topic, transactional_id=self.transactional_id, records=len(records))
+        return records
+
+    def _ensure_topic(self) -> None:
+        config: dict[str, Any] = self._kafka.client_config()
+        admin = AdminClient(config)
+        spec = NewTopic(self.topic, 1, self._replication_factor, config={"cleanup.policy": "compact"})
+        future = admin.create_topics([spec], operation_timeout=self._timeout)[self.topic]
+        try:
+            future.result(self._timeout)
+            _log.info("txnlog.topic_created", topic=self.topic)
+        except KafkaException as exc:
+            error = _kafka_error(exc)
+            if error is None or error.code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise TransactionLogError(f"cannot create log topic {self.topic}: {exc}") from None
+
+    def _replay(self) -> list[LogRecord]:
+        consumer = Consumer(
+            self._kafka.client_config(
+                **{
+                    "group.id": f"onceflow-coordinator-replay-{uuid.uuid4().hex[:8]}",
+                    "isolation.level": "read_committed",
+                    "enable.auto.commit": False,
+                    "enable.auto.offset.store": False,
+                    "auto.offset.reset": "earliest",
+                }
+            )
+        )
+        try:
+            partition = TopicPartition(self.topic, 0)
+            low, high = consumer.get_watermark_offsets(partition, timeout=self._timeout, cached=False)
+            records: list[LogRecord] = []
+            if high <= low:
+                return records
+            consumer.assign([TopicPartition(self.topic, 0, _OFFSET_BEGINNING)])
+            deadline = time.monotonic() + self._timeout
+            while True:
+                position = consumer.position([partition])[0].offset
+                if position >= high:
+                    return records
+                if time.monotonic() > deadline:
+                    raise TransactionLogError(
+                        f"replay of {self.topic} stopped at offset {position} of {high} after {self._timeout}s"
+                    )
+                message = consumer.poll(0.2)
+                if message is None:
+                    continue
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise TransactionLogError(f"replay of {self.topic} failed: {error}")
+                records.append(decode(message.key() or b"", message.value()))
+        except KafkaException as exc:
+            raise TransactionLogError(f"replay of {self.topic} failed: {exc}") from None
+        finally:
+            consumer.close()
+
+    def append(self, records: Sequence[LogRecord]) -> None:
+        """Write ``records`` in one Kafka transaction.
+
+        Steps:
+            1. Begin a transaction and produce every record (key, JSON value or tombstone).
+            2. Commit it. An abortable error aborts and retries from Step 1; a retriable one retries
+               the commit; both until ``timeout``.
+            3. A fenced producer raises :class:`CoordinatorFenced`; a fatal error or running out of
+               time raises :class:`TransactionLogError` (the outcome is unknown).
+        """
+        if self._fenced is not None:
+            raise self._fenced
+        producer = self._producer
+        if producer is None:
+            raise TransactionLogError("the log is not open")
+        encoded = [encode(record) for record in records]
+        deadline = time.monotonic() + self._timeout
+        last_error: KafkaException | None = None
+        while time.monotonic() < deadline:
+            try:
+                # Step 1
+                producer.begin_transaction()
+                for key, value in encoded:
+                    producer.produce(self.topic, key=key, value=value, partition=0)
+                # Step 2
+                self._commit(producer, deadline)
+                return
+            except KafkaException as exc:
+                last_error = exc
+                error = _kafka_error(exc)
+                # Step 3
+                if error is not None and _is_fenced(error):
+                    self._fenced = CoordinatorFenced(f"{self.transactional_id} on {self.topic}: {exc}")
+                    _log.error("txnlog.fenced", topic=self.topic, transactional_id=self.transactional_id, error=exc)
+                    raise self._fenced from None
+                if error is None or error.fatal():
+                    raise TransactionLogError(f"the log producer failed fatally on {self.topic}: {exc}") from None
+                if error.txn_requires_abort():
+                    _log.warning("txnlog.append_aborted", topic=self.topic, error=exc)
+                    self._abort_quietly(producer)
+                    continue
+                raise TransactionLogError(f"append to {self.topic} failed: {exc}") from None
+        raise TransactionLogError(f"append to {self.topic} did not complete in {self._timeout}s: {last_error}")
+
+    def _commit(self, producer: Producer, deadline: float) -> None:
+        while True:
+            try:
+                producer.commit_transaction(max(0.1, deadline - time.monotonic()))
+                return
+            except KafkaException as exc:
+                error = _kafka_error(exc)
+                if error is not None and error.retriable() and time.monotonic() < deadline:
+                    continue
+                raise
+
+    def _abort_quietly(self, producer: Producer) -> None:
+        try:
+            producer.abort_transaction(self._timeout)
+        except KafkaException as exc:
+            error = _kafka_error(exc)
+            if error is None or _is_fenced(error) or error.fatal():
+                raise
+
+    def close(self) -> None:
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            producer.flush(1.0)

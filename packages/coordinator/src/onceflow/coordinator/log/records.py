@@ -1,0 +1,121 @@
+"""The transaction log's record format: key = ``<job>:<batch>`` or ``job:<job>``, value = versioned JSON.
+
+Every value is a full snapshot of its transaction or job (not a delta), so a compacted topic that
+keeps only the newest value per key still replays to the same state. A ``None`` value is a
+tombstone: the transaction was garbage-collected.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Final
+
+from onceflow.coordinator.exceptions import TransactionLogError
+from onceflow.coordinator.model import (
+    JobState,
+    ParticipantRef,
+    ParticipantVote,
+    StagedFile,
+    Transaction,
+    TransactionId,
+    TransactionState,
+)
+
+#: Version of the JSON value format. Readers reject versions they do not know.
+FORMAT_VERSION: Final = 1
+JOB_KEY_PREFIX: Final = "job:"
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """Removes the transaction ``id`` from the log (compaction drops it for good)."""
+
+    id: TransactionId
+
+
+LogRecord = JobState | Transaction | Tombstone
+
+
+def record_key(record: LogRecord) -> str:
+    """The compaction key of ``record``."""
+    if isinstance(record, JobState):
+        return JOB_KEY_PREFIX + record.job
+    return str(record.id)
+
+
+def encode(record: LogRecord) -> tuple[bytes, bytes | None]:
+    """``(key, value)`` bytes of ``record``; the value of a tombstone is None."""
+    key = record_key(record).encode()
+    if isinstance(record, Tombstone):
+        return key, None
+    if isinstance(record, JobState):
+        doc: dict[str, Any] = {
+            "v": FORMAT_VERSION,
+            "type": "job",
+            "job": record.job,
+            "epoch": record.epoch,
+            "writer_id": record.writer_id,
+            "last_committed_batch": record.last_committed_batch,
+            "participants": [{"sink": p.sink, "target": p.target} for p in record.participants],
+        }
+    else:
+        doc = {
+            "v": FORMAT_VERSION,
+            "type": "txn",
+            "job": record.id.job,
+            "batch": record.id.batch,
+            "state": record.state.value,
+            "writer_epoch": record.writer_epoch,
+            "attempt": record.attempt,
+            "files": [{"uri": f.uri, "count": f.count, "sha256": f.sha256} for f in record.files],
+            "participants": [{"sink": p.sink, "target": p.target} for p in record.participants],
+            "votes": [
+                {"sink": v.sink, "prepared": v.prepared, "acknowledged": v.acknowledged, "error": v.error}
+                for v in record.votes
+            ],
+            "started_at": record.started_at,
+            "updated_at": record.updated_at,
+            "reason": record.reason,
+        }
+    return key, json.dumps(doc, separators=(",", ":")).encode()
+
+
+def decode(key: bytes, value: bytes | None) -> LogRecord:
+    """The record stored under ``key``; raises :class:`TransactionLogError` for garbage or unknown versions."""
+    text = key.decode(errors="replace")
+    try:
+        if value is None:
+            if text.startswith(JOB_KEY_PREFIX):
+                raise ValueError("job records are never deleted")
+            return Tombstone(TransactionId.parse(text))
+        doc = json.loads(value)
+        if doc.get("v") != FORMAT_VERSION:
+            raise ValueError(f"unknown format version {doc.get('v')!r} (this coordinator reads {FORMAT_VERSION})")
+        if doc["type"] == "job":
+            return JobState(
+                job=doc["job"],
+                epoch=int(doc["epoch"]),
+                writer_id=doc["writer_id"],
+                last_committed_batch=int(doc["last_committed_batch"]),
+                participants=tuple(ParticipantRef(p["sink"], p["target"]) for p in doc["participants"]),
+            )
+        if doc["type"] == "txn":
+            return Transaction(
+                id=TransactionId(doc["job"], int(doc["batch"])),
+                state=TransactionState(doc["state"]),
+                writer_epoch=int(doc["writer_epoch"]),
+                attempt=int(doc["attempt"]),
+                files=tuple(StagedFile(f["uri"], int(f["count"]), f["sha256"]) for f in doc["files"]),
+                participants=tuple(ParticipantRef(p["sink"], p["target"]) for p in doc["participants"]),
+                votes=tuple(
+                    ParticipantVote(v["sink"], bool(v["prepared"]), bool(v["acknowledged"]), v["error"])
+                    for v in doc["votes"]
+                ),
+                started_at=float(doc["started_at"]),
+                updated_at=float(doc["updated_at"]),
+                reason=doc["reason"],
+            )
+        raise ValueError(f"unknown record type {doc['type']!r}")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise TransactionLogError(f"undecodable transaction log record {text!r}: {exc}") from None

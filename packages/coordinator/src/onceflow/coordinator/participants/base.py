@@ -1,0 +1,80 @@
+"""How the coordinator talks to a sink participant (an extension point: gRPC, or in-process fakes)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from onceflow.coordinator.model import ParticipantRef, StagedFile, TransactionId
+from onceflow.core.errors import OnceflowError
+
+
+@dataclass(frozen=True, slots=True)
+class PrepareVote:
+    """A participant's answer to Prepare: yes (``vote_commit``) or no with a ``reason``."""
+
+    vote_commit: bool
+    reason: str = ""
+    rows: int = 0
+
+
+class ParticipantUnavailable(OnceflowError):  # noqa: N818
+    """The participant could not be reached or did not answer in time (transient: retry later)."""
+
+    def __init__(self, sink: str, reason: str) -> None:
+        self.sink = sink
+        self.reason = reason
+        super().__init__(f"participant {sink!r} unavailable: {reason}")
+
+
+class ParticipantFailed(OnceflowError):  # noqa: N818
+    """The participant answered with an error other than a vote (retrying may or may not help)."""
+
+    def __init__(self, sink: str, reason: str) -> None:
+        self.sink = sink
+        self.reason = reason
+        super().__init__(f"participant {sink!r} failed: {reason}")
+
+
+class ParticipantClient(ABC):
+    """One sink of a participant server, with Flink's two-phase-commit lifecycle.
+
+    Contract (what the coordinator relies on):
+
+    - :meth:`prepare` makes the batch durable in a form the sink can commit later and votes; a yes
+      vote is a promise that a later :meth:`commit` will eventually succeed.
+    - :meth:`commit` and :meth:`abort` are idempotent; aborting an unknown transaction succeeds.
+    - Each call honours ``timeout`` (seconds); errors are :class:`ParticipantUnavailable` or
+      :class:`ParticipantFailed`. A no vote is not an error: it is a :class:`PrepareVote`.
+    """
+
+    def __init__(self, ref: ParticipantRef) -> None:
+        self.ref = ref
+
+    @property
+    def sink(self) -> str:
+        return self.ref.sink
+
+    @abstractmethod
+    def prepare(self, txn: TransactionId, files: Sequence[StagedFile], timeout: float) -> PrepareVote:
+        """Flink's ``preCommit``: make the batch durable, then vote."""
+
+    @abstractmethod
+    def commit(self, txn: TransactionId, files: Sequence[StagedFile], timeout: float) -> None:
+        """Commit a prepared transaction; ``files`` let a participant that lost its prepared state redo it."""
+
+    @abstractmethod
+    def abort(self, txn: TransactionId, timeout: float) -> None:
+        """Abort the transaction, prepared or not."""
+
+
+class ParticipantConnector(ABC):
+    """Hands out (and caches) a :class:`ParticipantClient` per participant reference."""
+
+    @abstractmethod
+    def connect(self, ref: ParticipantRef) -> ParticipantClient:
+        """A client for ``ref``; cheap to call repeatedly (implementations cache)."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Close every connection."""

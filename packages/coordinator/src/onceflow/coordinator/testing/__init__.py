@@ -1,0 +1,22 @@
+"""Test helpers: fake participants (in process or over gRPC) and the coordinator as a child process."""
+
+from onceflow.coordinator.testing.builders import FAST_ENGINE_CONFIG, staged_files
+from onceflow.coordinator.testing.fakes import (
+    FakeParticipantClient,
+    FakeParticipants,
+    FakeParticipantServer,
+    FakeParticipantServicer,
+    FakeSink,
+)
+from onceflow.coordinator.testing.process import CoordinatorProcess
+
+__all__ = [
+    "FAST_ENGINE_CONFIG",
+    "CoordinatorProcess",
+    "FakeParticipantClient",
+    "FakeParticipantServer",
+    "FakeParticipantServicer",
+    "FakeParticipants",
+    "FakeSink",
+    "staged_files",
+]

@@ -1,0 +1,111 @@
+"""Recovery from the log after a restart, and fencing of a zombie instance (in-memory log)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from onceflow.coordinator.engine import TwoPhaseCommitEngine
+from onceflow.coordinator.exceptions import CoordinatorFenced, CoordinatorStopped
+from onceflow.coordinator.log import MemoryLogStorage, MemoryTransactionLog
+from onceflow.coordinator.model import JobState, Transaction, TransactionId, TransactionState
+from onceflow.coordinator.testing import FakeParticipants, staged_files
+
+JOB = "ipcount"
+EngineFactory = Callable[..., TwoPhaseCommitEngine]
+
+
+def _wait_state(engine: TwoPhaseCommitEngine, batch: int, state: TransactionState, timeout: float = 5) -> None:
+    deadline = time.monotonic() + timeout
+    while engine.get_transaction(JOB, batch).state is not state:
+        assert time.monotonic() < deadline, engine.get_transaction(JOB, batch)
+        time.sleep(0.01)
+
+
+def _log_as_crashed_coordinator(storage: MemoryLogStorage, fakes: FakeParticipants, state: TransactionState) -> None:
+    """Write what a coordinator that crashed in ``state`` left in the log."""
+    log = MemoryTransactionLog(storage)
+    log.open()
+    job = JobState(JOB, epoch=1, writer_id="driver", last_committed_batch=-1, participants=tuple(fakes.refs))
+    if state is TransactionState.COMMITTING:
+        job = JobState(JOB, 1, "driver", 0, tuple(fakes.refs))
+    txn = Transaction(
+        id=TransactionId(JOB, 0),
+        state=state,
+        writer_epoch=1,
+        files=tuple(staged_files(JOB, 0)),
+        participants=tuple(fakes.refs),
+        started_at=time.time(),
+        updated_at=time.time(),
+    )
+    log.append([job, txn])
+
+
+def test_committing_is_recommitted_after_restart(
+    engine_factory: EngineFactory, storage: MemoryLogStorage, fakes: FakeParticipants
+) -> None:
+    first = engine_factory()
+    epoch = first.register_writer(JOB, "driver").epoch
+    first.register_participants(JOB, epoch, fakes.refs)
+    fakes["sqlite"].fail_commits = 10**6
+    assert first.commit_transaction(JOB, epoch, 0, staged_files(JOB, 0)).state is TransactionState.COMMITTING
+    first.close()  # the crash: the decision is logged, sqlite never acked
+
+    fakes["sqlite"].fail_commits = 0
+    second = engine_factory()
+    _wait_state(second, 0, TransactionState.COMMITTED)
+    txn = TransactionId(JOB, 0)
+    assert fakes["sqlite"].committed == {txn: 1}
+    # the participants that acked before the crash are asked again (commit is idempotent)
+    assert fakes["kafka"].committed[txn] >= 1
+    assert second.register_writer(JOB, "driver-2").last_committed_batch == 0
+
+
+def test_recovery_of_each_state(
+    engine_factory: EngineFactory, storage: MemoryLogStorage, fakes: FakeParticipants
+) -> None:
+    txn = TransactionId(JOB, 0)
+    for state, final in [
+        (TransactionState.COMMITTING, TransactionState.COMMITTED),
+        (TransactionState.ABORTING, TransactionState.ABORTED),
+        (TransactionState.PREPARING, TransactionState.ABORTED),
+    ]:
+        storage.entries.clear()
+        for sink in fakes.sinks.values():
+            sink.calls.clear()
+        _log_as_crashed_coordinator(storage, fakes, state)
+        engine = engine_factory()
+        _wait_state(engine, 0, final)
+        for sink in fakes.sinks.values():
+            expected = "commit" if final is TransactionState.COMMITTED else "abort"
+            assert sink.count(expected, txn) == 1, (state, sink.name, sink.calls)
+            assert sink.count("prepare") == 0
+        if state is TransactionState.PREPARING:
+            assert "presumed abort" in engine.get_transaction(JOB, 0).reason
+        engine.close()
+
+
+def test_recovery_report_counts(
+    engine_factory: EngineFactory, storage: MemoryLogStorage, fakes: FakeParticipants
+) -> None:
+    _log_as_crashed_coordinator(storage, fakes, TransactionState.PREPARING)
+    engine = TwoPhaseCommitEngine(MemoryTransactionLog(storage), fakes)
+    report = engine.start()
+    assert (report.presumed_aborted, report.aborting, report.committing, report.jobs) == (1, 0, 0, 1)
+    engine.close()
+
+
+def test_a_second_instance_fences_the_first(engine_factory: EngineFactory, fakes: FakeParticipants) -> None:
+    zombie = engine_factory()
+    epoch = zombie.register_writer(JOB, "driver").epoch
+    zombie.register_participants(JOB, epoch, fakes.refs)
+    successor = engine_factory()
+    with pytest.raises(CoordinatorFenced):
+        zombie.commit_transaction(JOB, epoch, 0, staged_files(JOB, 0))
+    assert zombie.stopped.is_set()
+    with pytest.raises(CoordinatorStopped):
+        zombie.get_transaction(JOB, 0)
+    # the successor replayed the job and serves it
+    assert successor.commit_transaction(JOB, epoch, 0, staged_files(JOB, 0)).state is TransactionState.COMMITTED

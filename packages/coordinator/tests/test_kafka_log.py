@@ -1,0 +1,80 @@
+"""The Kafka transaction log against a real broker process: replay, tombstones, zombie fencing."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.coordinator.exceptions import CoordinatorFenced
+from onceflow.coordinator.log.kafka import KafkaTransactionLog
+from onceflow.coordinator.log.records import LogRecord, Tombstone
+from onceflow.coordinator.model import JobState, ParticipantRef, Transaction, TransactionId, TransactionState
+from onceflow.coordinator.testing import staged_files
+from onceflow.core.settings import KafkaSettings
+from onceflow.core.topics import COORDINATOR_LOG_TOPIC
+
+JOB = "ipcount"
+
+
+def _txn(batch: int, state: TransactionState) -> Transaction:
+    return Transaction(
+        id=TransactionId(JOB, batch),
+        state=state,
+        writer_epoch=1,
+        files=tuple(staged_files(JOB, batch)),
+        participants=(ParticipantRef("kafka", "127.0.0.1:7101"),),
+        started_at=time.time(),
+        updated_at=time.time(),
+    )
+
+
+def _log(broker: EmbeddedBroker) -> KafkaTransactionLog:
+    return KafkaTransactionLog(KafkaSettings(bootstrap_servers=broker.bootstrap_servers), timeout=20)
+
+
+def test_records_survive_a_restart_in_order(broker: EmbeddedBroker) -> None:
+    first = _log(broker)
+    assert first.open() == []
+    job = JobState(JOB, epoch=1, writer_id="w", participants=(ParticipantRef("kafka", "127.0.0.1:7101"),))
+    records: list[LogRecord] = [
+        job,
+        _txn(0, TransactionState.PREPARING),
+        _txn(0, TransactionState.COMMITTING),
+        _txn(1, TransactionState.ABORTED),
+    ]
+    first.append(records[:2])
+    first.append(records[2:])
+    first.append([Tombstone(TransactionId(JOB, 1))])
+    first.close()
+
+    second = _log(broker)
+    assert second.open() == [*records, Tombstone(TransactionId(JOB, 1))]
+    second.close()
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, COORDINATOR_LOG_TOPIC)
+    configs = admin.describe_configs([resource])[resource].result(20)
+    assert configs["cleanup.policy"].value == "compact"
+
+
+def test_a_new_instance_fences_the_zombie_and_drops_its_open_transaction(broker: EmbeddedBroker) -> None:
+    zombie = _log(broker)
+    zombie.open()
+    zombie.append([JobState(JOB, epoch=1)])
+
+    successor = _log(broker)
+    replayed = successor.open()
+    assert replayed == [JobState(JOB, epoch=1)]
+    with pytest.raises(CoordinatorFenced, match="fenced by a newer instance"):
+        zombie.append([JobState(JOB, epoch=2)])
+    with pytest.raises(CoordinatorFenced):  # and it stays fenced
+        zombie.append([JobState(JOB, epoch=3)])
+    successor.append([JobState(JOB, epoch=2)])
+    successor.close()
+
+    third = _log(broker)
+    assert third.open() == [JobState(JOB, epoch=1), JobState(JOB, epoch=2)]
+    third.close()
