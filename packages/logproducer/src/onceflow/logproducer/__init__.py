@@ -1,0 +1,18 @@
+"""onceflow.logproducer: access-log source connectors for the onceflow runtime.
+
+- ``access-log-file`` (:mod:`.tailer`): tails a file, follows rotation, parses nginx combined or the
+  minimal "time ip" lines; malformed lines go to the dead-letter topic;
+- ``access-log-generator`` (:mod:`.generator`): deterministic synthetic traffic from a seed, and the
+  exact expected counts per window and IP (:mod:`.generator.truth`).
+
+Records: key = ip, value = AccessEvent (Avro single-object encoding), timestamp = event time.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("onceflow-logproducer")
+except PackageNotFoundError:  # pragma: no cover - running from a source tree without install
+    __version__ = "0.0.0"
+
+__all__ = ["__version__"]

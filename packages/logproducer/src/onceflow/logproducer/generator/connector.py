@@ -1,0 +1,170 @@
+"""``access-log-generator``: deterministic synthetic traffic as a source connector.
+
+With ``tasks.max = n``, task ``k`` produces events ``k, k + n, k + 2n, ...`` (below ``count`` when
+it is set). Its source partition is ``{"generator": "access-log", "task": k, "tasks": n}`` and its
+position ``{"seq": i}``, the last event it produced; every record carries ``seq`` as a header.
+``rate`` (events/s, over all tasks) paces the wall clock; event times do not depend on it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from onceflow.core import topics
+from onceflow.logproducer.encoding import HEADER, AccessEventEncoder, TimestampEncoder
+from onceflow.logproducer.generator.traffic import BLOCK, METHODS, STATUSES, USER_AGENTS, TrafficModel, block, pools
+from onceflow.runtime.api.source import SourceConnector, SourceRecord, SourceTask
+from onceflow.runtime.config.definition import ConfigDef, ConfigType, ParsedConfig
+
+SEQ_HEADER = "seq"
+
+
+def generator_config_def() -> ConfigDef:
+    return (
+        ConfigDef()
+        .define("topic", ConfigType.STRING, "topic to write", default=topics.SOURCE_TOPIC)
+        .define("seed", ConfigType.INT, "seed of the traffic; same seed, same events", default=0)
+        .define("count", ConfigType.INT, "events to generate in total (0 = no end)", default=0, min=0)
+        .define(
+            "rate", ConfigType.FLOAT, "events per second over all tasks (0 = as fast as possible)", default=0, min=0
+        )
+        .define("batch.size", ConfigType.INT, "most events returned by one poll", default=5000, min=1, max=1_000_000)
+        .define("ips", ConfigType.INT, "distinct client ips", default=1000, min=1, max=1_000_000)
+        .define("paths", ConfigType.INT, "distinct paths", default=200, min=1, max=100_000)
+        .define("zipf.exponent", ConfigType.FLOAT, "Zipf exponent of ips and paths", default=1.1, min=0)
+        .define("event.time.start.ms", ConfigType.INT, "event time of event 0", default=1_767_225_600_000, min=0)
+        .define("event.time.rate", ConfigType.INT, "events per second of event time", default=1000, min=1)
+        .define(
+            "max.disorder.ms",
+            ConfigType.INT,
+            "most an event's time may lag the newest one before it (keep below the job's lateness)",
+            default=3000,
+            min=0,
+        )
+    )
+
+
+def model_from_config(config: ParsedConfig) -> TrafficModel:
+    return TrafficModel(
+        seed=config.get_int("seed"),
+        ips=config.get_int("ips"),
+        paths=config.get_int("paths"),
+        zipf_exponent=config.get_float("zipf.exponent"),
+        start_ms=config.get_int("event.time.start.ms"),
+        event_rate=config.get_int("event.time.rate"),
+        max_disorder_ms=config.get_int("max.disorder.ms"),
+    )
+
+
+class AccessLogGeneratorTask(SourceTask):
+    def start(self, config: Mapping[str, str]) -> None:
+        parsed = (
+            generator_config_def()
+            .define("task.index", ConfigType.INT, "", default=0)
+            .define("task.count", ConfigType.INT, "", default=1, min=1)
+            .parse(config)
+        )
+        self.model = model_from_config(parsed)
+        self.topic = parsed.get_str("topic")
+        self.count = parsed.get_int("count")
+        self.batch = parsed.get_int("batch.size")
+        self.step = parsed.get_int("task.count")
+        index = parsed.get_int("task.index")
+        self.rate = parsed.get_float("rate") / self.step
+        self.partition: dict[str, Any] = {"generator": "access-log", "task": index, "tasks": self.step}
+        committed = self.context.offset_reader.offset(self.partition)
+        self.next = int(committed["seq"]) + self.step if committed else index
+        self._stopped = False
+        self._started = time.monotonic()
+        self._emitted = 0
+        # Encoded pools: every event is joined from these.
+        encoder = AccessEventEncoder()
+        ips, paths = pools(self.model)
+        self._ip_keys = [ip.encode() for ip in ips]
+        self._ips = [encoder.string(ip) for ip in ips]
+        self._paths = [encoder.string(p) for p in paths]
+        self._methods = [encoder.string(m) for m in METHODS]
+        self._statuses = [encoder.small_int(s) for s in STATUSES]
+        self._agents = [encoder.string(a) for a in USER_AGENTS]
+        self._size = encoder.small_int
+        self._time = TimestampEncoder()
+
+    def _budget(self) -> int:
+        """How many events the rate allows now (the whole batch when unpaced)."""
+        if self.rate <= 0:
+            return self.batch
+        allowed = int((time.monotonic() - self._started) * self.rate) - self._emitted
+        if allowed <= 0:
+            time.sleep(min(0.05, (1 - allowed) / self.rate))
+            return 0
+        return min(allowed, self.batch)
+
+    def poll(self) -> list[SourceRecord]:
+        if self._stopped:
+            return []
+        if self.count and self.next >= self.count:
+            time.sleep(0.1)
+            return []
+        budget = self._budget()
+        stop = self.next + budget * self.step
+        if self.count:
+            stop = min(stop, self.count)
+        records = self._records(self.next, stop)
+        self.next += len(records) * self.step
+        self._emitted += len(records)
+        return records
+
+    def _records(self, start: int, stop: int) -> list[SourceRecord]:
+        model, step, topic, partition = self.model, self.step, self.topic, self.partition
+        ips, ip_keys, paths, methods = self._ips, self._ip_keys, self._paths, self._methods
+        statuses, agents, size_of, time_of = self._statuses, self._agents, self._size, self._time
+        records = []
+        number = -1
+        b = block(model, 0)
+        for i in range(start, stop, step):
+            if i // BLOCK != number:
+                number = i // BLOCK
+                b = block(model, number)
+            j = i - number * BLOCK
+            ip = b.ip[j]
+            event_time = b.event_time[j]
+            value = b"".join(
+                (
+                    HEADER,
+                    time_of(event_time),
+                    ips[ip],
+                    methods[b.method[j]],
+                    paths[b.path[j]],
+                    statuses[b.status[j]],
+                    size_of(b.size[j]),
+                    agents[b.agent[j]],
+                )
+            )
+            records.append(
+                SourceRecord(partition, {"seq": i}, topic, value, ip_keys[ip], event_time, [(SEQ_HEADER, b"%d" % i)])
+            )
+        return records
+
+    def stop(self) -> None:
+        self._stopped = True
+
+
+class AccessLogGeneratorConnector(SourceConnector):
+    version: ClassVar[str] = "0.1.0"
+
+    @classmethod
+    def config_def(cls) -> ConfigDef:
+        return generator_config_def()
+
+    @classmethod
+    def task_class(cls) -> type[SourceTask]:
+        return AccessLogGeneratorTask
+
+    def start(self, config: Mapping[str, str]) -> None:
+        self.config = dict(config)
+        generator_config_def().parse(config)
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [{**self.config, "task.index": str(k), "task.count": str(max_tasks)} for k in range(max_tasks)]

@@ -1,0 +1,57 @@
+"""Malformed lines go to the dead-letter topic with their reason; every good line still arrives."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.core import topics
+from onceflow.core.avro import ACCESS_EVENT_SERDE
+from onceflow.logproducer.dead_letter import ORIGINAL_HEADER, REASON_HEADER
+from onceflow.runtime.config.worker_settings import WorkerSettings
+from onceflow.runtime.service import ConnectWorkerService
+from onceflow.runtime.testing import read_records
+
+GOOD = '10.0.0.{n} - - [22/Nov/2026:14:30:{s:02d} +0000] "GET /seq/{n} HTTP/1.1" 200 {n} "-" "test"'
+
+
+def test_malformed_lines_are_dead_lettered_and_good_lines_arrive(broker: EmbeddedBroker, tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    lines = []
+    for n in range(60):
+        if n % 10 == 3:
+            lines.append(f"this is not a log line {n}")
+        elif n % 10 == 7:
+            lines.append(f"1795357801000 999.1.1.{n}")
+        else:
+            lines.append(GOOD.format(n=n, s=n % 60))
+    log.write_text("\n".join(lines) + "\n")
+    settings = WorkerSettings.model_validate(
+        {"kafka": {"bootstrap_servers": broker.bootstrap_servers}, "server": {"port": 0}}
+    )
+    service = ConnectWorkerService(settings).start()
+    try:
+        assert service.herder is not None
+        service.herder.create_connector("tail", {"connector.class": "access-log-file", "file": str(log)})
+        deadline = time.monotonic() + 30
+        while True:
+            offsets = service.herder.connector_offsets("tail")
+            if offsets and offsets[0][1]["offset"] == log.stat().st_size:
+                break
+            assert time.monotonic() < deadline, offsets
+            time.sleep(0.1)
+        status = service.herder.task_status("tail", 0)
+        assert status.state.value == "RUNNING"
+    finally:
+        service.stop()
+    events = read_records(broker.bootstrap_servers, topics.SOURCE_TOPIC, idle_timeout=0.3)
+    paths = [ACCESS_EVENT_SERDE.decode(r.value or b"")["path"] for r in events]
+    assert paths == [f"/seq/{n}" for n in range(60) if n % 10 not in (3, 7)]
+    assert all(r.key == ACCESS_EVENT_SERDE.decode(r.value or b"")["ip"].encode() for r in events)
+    dead = read_records(broker.bootstrap_servers, topics.DEAD_LETTER_TOPIC, idle_timeout=0.3)
+    assert [r.value for r in dead] == [lines[n].encode() for n in range(60) if n % 10 in (3, 7)]
+    assert [r.headers[ORIGINAL_HEADER] for r in dead] == [r.value for r in dead]
+    reasons = [r.headers[REASON_HEADER].decode() for r in dead]
+    assert "expected 'TIME IP', got 7 fields" in reasons[0]
+    assert "bad client ip '999.1.1.7'" in reasons[1]

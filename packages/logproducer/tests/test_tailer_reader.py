@@ -1,0 +1,104 @@
+"""The file reader follows rename and copy-truncate rotation and resumes from a position."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from onceflow.logproducer.tailer import FilePosition, RotatingFileReader
+
+
+def _append(path: Path, *lines: str, newline: bool = True) -> None:
+    with path.open("a") as fh:
+        fh.write("\n".join(lines) + ("\n" if newline else ""))
+
+
+def _read_all(reader: RotatingFileReader) -> list[str]:
+    out: list[str] = []
+    while batch := reader.read(3):
+        out.extend(line.data.decode() for line in batch)
+    return out
+
+
+def test_complete_lines_only_until_the_newline_arrives(tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    _append(log, "a", "b")
+    _append(log, "partial", newline=False)
+    reader = RotatingFileReader(log)
+    reader.open(None)
+    assert _read_all(reader) == ["a", "b"]
+    _append(log, "-done")
+    assert _read_all(reader) == ["partial-done"]
+
+
+def test_rename_rotation_finishes_the_old_file_first(tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    _append(log, "1", "2")
+    reader = RotatingFileReader(log)
+    reader.open(None)
+    assert _read_all(reader) == ["1", "2"]
+    _append(log, "3")
+    _append(log, "4-no-newline", newline=False)
+    os.rename(log, tmp_path / "access.log.1")
+    _append(log, "5")
+    assert _read_all(reader) == ["3", "4-no-newline", "5"]
+
+
+def test_copy_truncate_reads_the_rest_from_the_copy(tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    _append(log, "1", "2")
+    reader = RotatingFileReader(log)
+    reader.open(None)
+    assert _read_all(reader) == ["1", "2"]
+    _append(log, "3", "4")
+    shutil.copyfile(log, tmp_path / "access.log.1")
+    os.truncate(log, 0)
+    _append(log, "5", "6", "7", "8", "9")  # longer than before: only the first bytes tell
+    assert _read_all(reader) == ["3", "4", "5", "6", "7", "8", "9"]
+
+
+def test_resume_finds_a_rotated_file_by_inode_and_fingerprint(tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    _append(log, "first", "second")
+    reader = RotatingFileReader(log)
+    reader.open(None)
+    first = reader.read(1)
+    position = FilePosition.from_dict(first[0].position.to_dict())
+    reader.close()
+    os.rename(log, tmp_path / "access.log.1")
+    _append(log, "third")
+    again = RotatingFileReader(log)
+    again.open(position)
+    assert _read_all(again) == ["second", "third"]
+    assert again.lost_positions == 0
+
+
+def test_resume_after_copy_truncate_uses_the_copy(tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    _append(log, "first", "second")
+    reader = RotatingFileReader(log)
+    reader.open(None)
+    position = reader.read(1)[0].position
+    reader.close()
+    shutil.copyfile(log, tmp_path / "access.log.1")
+    os.truncate(log, 0)
+    _append(log, "third")
+    again = RotatingFileReader(log)
+    again.open(position)
+    assert _read_all(again) == ["second", "third"]
+
+
+def test_inode_reuse_is_caught_by_the_fingerprint(tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    _append(log, "old-1", "old-2")
+    reader = RotatingFileReader(log)
+    reader.open(None)
+    position = reader.read(1)[0].position
+    reader.close()
+    log.unlink()
+    _append(log, "new-1", "new-2")  # may well get the same inode back
+    again = RotatingFileReader(log)
+    again.open(position)
+    assert _read_all(again) == ["new-1", "new-2"]
+    assert again.lost_positions == 1

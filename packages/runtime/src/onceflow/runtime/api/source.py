@@ -1,0 +1,81 @@
+"""Source connectors: read an external system and return records with their source position.
+
+Every :class:`SourceRecord` carries its *source partition* (which stream it came from, e.g. a file
+path) and *source offset* (where in that stream it ends, e.g. file identity and byte offset). The
+runtime stores the offset of the last record of each partition, with the records themselves in one
+Kafka transaction when the task is exactly-once; on restart the task asks its
+:class:`OffsetReader` where to resume.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from onceflow.runtime.api.connector import Connector, ConnectorType, Task
+from onceflow.runtime.config.definition import ConfigDef
+
+
+@dataclass(slots=True)
+class SourceRecord:
+    """One record to produce. ``timestamp`` is epoch milliseconds (event time); ``headers`` are raw bytes."""
+
+    source_partition: Mapping[str, Any]
+    source_offset: Mapping[str, Any]
+    topic: str
+    value: bytes | None
+    key: bytes | None = None
+    timestamp: int | None = None
+    headers: list[tuple[str, bytes]] | None = None
+    partition: int | None = None
+
+
+class OffsetReader(Protocol):
+    """Committed source offsets of the task's connector."""
+
+    def offset(self, partition: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The last committed offset of ``partition``, or None if it has none."""
+        ...
+
+
+@dataclass(frozen=True)
+class SourceTaskContext:
+    """What the runtime hands a source task before ``start``."""
+
+    connector: str
+    task: int
+    offset_reader: OffsetReader
+
+
+class SourceTask(Task):
+    """Reads records. ``poll`` is called in a loop on the task's thread.
+
+    ``poll`` should return within about a poll interval (return ``[]`` when there is nothing new);
+    the runtime commits transactions and serves pause/stop between polls.
+    """
+
+    context: SourceTaskContext
+
+    def initialize(self, context: SourceTaskContext) -> None:
+        """Called once before ``start``."""
+        self.context = context
+
+    @abstractmethod
+    def poll(self) -> list[SourceRecord]: ...
+
+    def commit(self) -> None:
+        """Called after the offsets of every record returned so far are committed."""
+
+
+class SourceConnector(Connector):
+    connector_type: ClassVar[ConnectorType] = ConnectorType.SOURCE
+
+    @classmethod
+    @abstractmethod
+    def config_def(cls) -> ConfigDef: ...
+
+    @classmethod
+    @abstractmethod
+    def task_class(cls) -> type[SourceTask]: ...

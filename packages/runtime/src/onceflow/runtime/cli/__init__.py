@@ -1,0 +1,1 @@
+"""``onceflow connect ...`` (admin client) and ``onceflow connect-worker`` (the worker process)."""

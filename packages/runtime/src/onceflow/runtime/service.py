@@ -1,0 +1,141 @@
+"""ConnectWorkerService: one worker process, wired from its settings.
+
+Steps of :meth:`ConnectWorkerService.start`:
+    1. Pick the backing stores for the mode: Kafka offsets always (so exactly-once tasks can commit
+       offsets with their records); configs and statuses in memory (standalone) or in their topics.
+    2. Build the worker (data plane) and the herder (control plane), and start the herder: it reads
+       the stores and, in distributed mode, joins the group.
+    3. Standalone: create the connectors named in the config files.
+    4. Serve the admin gRPC API (with health and reflection) and the metrics endpoint.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from types import FrameType
+
+import grpc
+
+from onceflow.core.grpc import build_server
+from onceflow.core.logging import get_logger
+from onceflow.core.metrics import MetricsEndpoint, ServiceMetrics, serve_metrics
+from onceflow.proto.v1 import connect_pb2, connect_pb2_grpc
+from onceflow.runtime.admin.servicer import ConnectServicer
+from onceflow.runtime.config.files import load_connector_file
+from onceflow.runtime.config.worker_settings import WorkerSettings
+from onceflow.runtime.herder.assignment import SlotMembership
+from onceflow.runtime.herder.distributed import DistributedHerder
+from onceflow.runtime.herder.herder import Herder
+from onceflow.runtime.herder.standalone import StandaloneHerder
+from onceflow.runtime.plugins import PluginRegistry
+from onceflow.runtime.storage.configs import ConfigBackingStore, MemoryConfigBackingStore
+from onceflow.runtime.storage.kafka_configs import KafkaConfigBackingStore
+from onceflow.runtime.storage.kafka_offsets import KafkaOffsetBackingStore
+from onceflow.runtime.storage.kafka_status import KafkaStatusBackingStore
+from onceflow.runtime.storage.status import MemoryStatusBackingStore, StatusBackingStore
+from onceflow.runtime.worker.metrics import WorkerMetrics
+from onceflow.runtime.worker.worker import Worker, WorkerConfig
+
+_log = get_logger(__name__)
+SERVICE_NAME = connect_pb2.DESCRIPTOR.services_by_name["Connect"].full_name
+
+
+class ConnectWorkerService:
+    def __init__(self, settings: WorkerSettings, plugins: PluginRegistry | None = None) -> None:
+        self.settings = settings
+        self.plugins = plugins or PluginRegistry.discover()
+        self.worker_id = settings.resolved_worker_id()
+        self.metrics = ServiceMetrics("connect")
+        self.herder: Herder | None = None
+        self.server: grpc.Server | None = None
+        self.port = 0
+        self._metrics_endpoint: MetricsEndpoint | None = None
+        self._stopped = threading.Event()
+
+    def start(self) -> ConnectWorkerService:
+        s = self.settings
+        client_config = dict(s.kafka.client_config())
+        # Step 1
+        offsets = KafkaOffsetBackingStore(client_config, s.topics.offsets, partitions=s.topics.offsets_partitions)
+        configs: ConfigBackingStore
+        statuses: StatusBackingStore
+        if s.mode == "distributed":
+            configs = KafkaConfigBackingStore(client_config, s.topics.configs)
+            statuses = KafkaStatusBackingStore(client_config, s.topics.status, partitions=s.topics.status_partitions)
+        else:
+            configs, statuses = MemoryConfigBackingStore(), MemoryStatusBackingStore()
+        # Step 2
+        worker = Worker(
+            WorkerConfig(
+                worker_id=self.worker_id,
+                client_config=client_config,
+                offsets_topic=s.topics.offsets,
+                exactly_once_source=s.exactly_once_source,
+                producer_config=dict(s.producer),
+                task_shutdown_timeout_s=s.task_shutdown_timeout_ms / 1000,
+            ),
+            self.plugins,
+            offsets,
+            statuses.put,
+            WorkerMetrics(self.metrics),
+        )
+        if s.mode == "distributed":
+            membership = SlotMembership(
+                client_config,
+                group_id=s.group_id,
+                topic=s.topics.assignment,
+                slots=s.task_slots,
+                worker_id=self.worker_id,
+                session_timeout_ms=s.session_timeout_ms,
+            )
+            self.herder = DistributedHerder(worker, configs, statuses, offsets, self.plugins, membership=membership)
+        else:
+            self.herder = StandaloneHerder(worker, configs, statuses, offsets, self.plugins)
+        self.herder.start()
+        # Step 3
+        for path in s.connectors:
+            name, config = load_connector_file(path)
+            self.herder.put_connector_config(name, config)
+        # Step 4
+        self.server, self.port = build_server(s.server, service_names=[SERVICE_NAME])
+        connect_pb2_grpc.add_ConnectServicer_to_server(  # type: ignore[no-untyped-call]
+            ConnectServicer(self.herder), self.server
+        )
+        self.server.start()
+        if s.metrics.port:
+            self._metrics_endpoint = serve_metrics(self.metrics, s.metrics.host, s.metrics.port)
+        _log.info(
+            "connect_worker.started",
+            worker=self.worker_id,
+            mode=s.mode,
+            grpc_port=self.port,
+            exactly_once=s.exactly_once_source,
+            plugins=[p.name for p in self.plugins.plugins()],
+        )
+        return self
+
+    def stop(self) -> None:
+        """Graceful shutdown: stop serving, stop the tasks (they commit), leave the group."""
+        if self.server is not None:
+            self.server.stop(grace=2).wait()
+        if self.herder is not None:
+            self.herder.stop()
+        if self._metrics_endpoint is not None:
+            self._metrics_endpoint.stop()
+        self._stopped.set()
+        _log.info("connect_worker.stopped", worker=self.worker_id)
+
+    def run_until_signal(self) -> None:
+        """Serve until SIGTERM or SIGINT, then shut down gracefully."""
+        stop = threading.Event()
+
+        def on_signal(signum: int, frame: FrameType | None) -> None:
+            stop.set()
+
+        signal.signal(signal.SIGTERM, on_signal)
+        signal.signal(signal.SIGINT, on_signal)
+        self.start()
+        while not stop.wait(0.5):
+            pass
+        self.stop()

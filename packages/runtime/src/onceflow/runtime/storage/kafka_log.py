@@ -1,0 +1,222 @@
+"""A compacted Kafka topic used as a replicated log of keyed state (after Kafka Connect's ``KafkaBasedLog``).
+
+"Read to the end" means: take the high watermark of every partition *now*, then consume until the
+position passes it. With ``read_committed`` this waits for every transaction that was open at that
+moment to finish, so a reader never misses a record committed before it started reading (the last
+stable offset alone would stop short of it while another producer's transaction is open).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from onceflow.core.logging import get_logger
+
+RecordHandler = Callable[[bytes | None, bytes | None], None]
+_log = get_logger(__name__)
+
+
+def ensure_topic(
+    client_config: Mapping[str, Any], topic: str, partitions: int, config: Mapping[str, str], timeout: float = 30
+) -> None:
+    """Create ``topic`` unless it exists (an existing topic is left as it is)."""
+    admin = AdminClient(dict(client_config))
+    metadata = admin.list_topics(timeout=timeout)  # naming the topic would auto-create it
+    existing = metadata.topics.get(topic)
+    if existing is not None and existing.error is None and existing.partitions:
+        return
+    futures = admin.create_topics([NewTopic(topic, partitions, 1, config=dict(config))], operation_timeout=timeout)
+    try:
+        futures[topic].result(timeout=timeout)
+        _log.info(
+            "topic.created", topic=topic, partitions=partitions, **{k.replace(".", "_"): v for k, v in config.items()}
+        )
+    except KafkaException as exc:
+        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+            raise
+
+
+def _consumer(client_config: Mapping[str, Any], isolation_level: str) -> Consumer:
+    return Consumer(
+        {
+            **client_config,
+            "group.id": f"onceflow-log-reader-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "isolation.level": isolation_level,
+            "enable.partition.eof": True,
+        }
+    )
+
+
+def end_offsets(client_config: Mapping[str, Any], topic: str, timeout: float = 30) -> dict[int, int]:
+    """High watermark of every partition of ``topic`` (read_uncommitted: includes open transactions)."""
+    consumer = _consumer(client_config, "read_uncommitted")
+    try:
+        return _end_offsets(consumer, topic, timeout)
+    finally:
+        consumer.close()
+
+
+def _end_offsets(consumer: Consumer, topic: str, timeout: float) -> dict[int, int]:
+    metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
+    if metadata.error is not None:
+        raise KafkaException(metadata.error)
+    return {
+        p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout, cached=False)[1]
+        for p in metadata.partitions
+    }
+
+
+def read_to_end(
+    client_config: Mapping[str, Any],
+    topic: str,
+    handle: RecordHandler,
+    *,
+    isolation_level: str = "read_committed",
+    timeout: float = 120,
+) -> None:
+    """Call ``handle(key, value)`` for every record of ``topic``, in offset order per partition, up to
+    the end as defined in the module docstring."""
+    ends = end_offsets(client_config, topic)
+    pending = {p for p, end in ends.items() if end > 0}
+    if not pending:
+        return
+    consumer = _consumer(client_config, isolation_level)
+    try:
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in pending])
+        deadline = time.monotonic() + timeout
+        while pending:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"reading {topic} to its end timed out after {timeout}s (partitions {pending})")
+            for msg in consumer.consume(10_000, timeout=0.2):
+                err = msg.error()
+                partition = msg.partition()
+                offset = msg.offset()
+                assert partition is not None and offset is not None
+                if err is not None:
+                    if err.code() != KafkaError._PARTITION_EOF:
+                        raise KafkaException(err)
+                    position = offset
+                else:
+                    handle(msg.key(), msg.value())
+                    position = offset + 1
+                if position >= ends[partition]:
+                    pending.discard(partition)
+    finally:
+        consumer.close()
+
+
+class KafkaBasedLog:
+    """Follows ``topic`` on a background thread, calling ``handle(key, value)`` for every record.
+
+    ``start`` returns once everything already in the topic has been handled. ``send`` writes through
+    an idempotent producer; ``read_to_end`` waits until every record written before the call has been
+    handled, which gives read-your-writes across workers.
+    """
+
+    def __init__(
+        self,
+        client_config: Mapping[str, Any],
+        topic: str,
+        handle: RecordHandler,
+        *,
+        partitions: int = 1,
+        topic_config: Mapping[str, str] | None = None,
+    ) -> None:
+        self.topic = topic
+        self._client_config = dict(client_config)
+        self._handle = handle
+        self._partitions = partitions
+        self._topic_config = dict(topic_config or {"cleanup.policy": "compact"})
+        self._positions: dict[int, int] = {}
+        self._cond = threading.Condition()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._consumer: Consumer | None = None
+        #: Queries end offsets from callers' threads (a consumer handle is not shared across threads).
+        self._end_query: Consumer | None = None
+        self._end_query_lock = threading.Lock()
+        self._producer: Producer | None = None
+        self._error: BaseException | None = None
+
+    def start(self, timeout: float = 60) -> None:
+        ensure_topic(self._client_config, self.topic, self._partitions, self._topic_config)
+        self._producer = Producer({**self._client_config, "enable.idempotence": True, "linger.ms": 0})
+        self._consumer = _consumer(self._client_config, "read_uncommitted")
+        self._end_query = _consumer(self._client_config, "read_uncommitted")
+        metadata = self._consumer.list_topics(self.topic, timeout=30).topics[self.topic]
+        self._positions = dict.fromkeys(metadata.partitions, 0)
+        self._consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in metadata.partitions])
+        self._thread = threading.Thread(target=self._run, name=f"kafka-log-{self.topic}", daemon=True)
+        self._thread.start()
+        self.read_to_end(timeout)
+
+    def _run(self) -> None:
+        assert self._consumer is not None
+        try:
+            while not self._stopping.is_set():
+                for msg in self._consumer.consume(1000, timeout=0.1):
+                    err = msg.error()
+                    partition, offset = msg.partition(), msg.offset()
+                    assert partition is not None and offset is not None
+                    if err is not None:
+                        if err.code() != KafkaError._PARTITION_EOF:
+                            raise KafkaException(err)
+                        position = offset
+                    else:
+                        self._handle(msg.key(), msg.value())
+                        position = offset + 1
+                    with self._cond:
+                        self._positions[partition] = max(self._positions.get(partition, 0), position)
+                        self._cond.notify_all()
+        except BaseException as exc:
+            _log.exception("kafka_log.failed", topic=self.topic)
+            with self._cond:
+                self._error = exc
+                self._cond.notify_all()
+
+    def read_to_end(self, timeout: float = 60) -> None:
+        """Block until every record in the topic now has been handled."""
+        assert self._end_query is not None
+        with self._end_query_lock:
+            ends = _end_offsets(self._end_query, self.topic, 30)
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while any(self._positions.get(p, 0) < end for p, end in ends.items()):
+                if self._error is not None:
+                    raise RuntimeError(f"log reader of {self.topic} failed: {self._error!r}")
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutError(f"reading {self.topic} to its end timed out after {timeout}s")
+                self._cond.wait(min(remaining, 0.5))
+
+    def send(self, key: bytes, value: bytes | None, *, flush: bool = True) -> None:
+        """Append ``key -> value`` (None is a tombstone); with ``flush``, return once acknowledged."""
+        assert self._producer is not None
+        self._producer.produce(self.topic, key=key, value=value)
+        if flush:
+            self.flush()
+
+    def flush(self, timeout: float = 30) -> None:
+        assert self._producer is not None
+        if self._producer.flush(timeout) > 0:
+            raise TimeoutError(f"writes to {self.topic} were not acknowledged within {timeout}s")
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._producer is not None:
+            self._producer.flush(10)
+        if self._consumer is not None:
+            self._consumer.close()
+        if self._end_query is not None:
+            self._end_query.close()

@@ -1,0 +1,69 @@
+"""Offsets in the compacted offsets topic, read with read_committed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from confluent_kafka import Producer
+
+from onceflow.core.logging import get_logger
+from onceflow.runtime.storage.kafka_log import ensure_topic, read_to_end
+from onceflow.runtime.storage.offsets import (
+    Offset,
+    OffsetBackingStore,
+    Partition,
+    decode_offset_key,
+    decode_offset_value,
+    encode_offset_key,
+    encode_offset_value,
+)
+
+_log = get_logger(__name__)
+
+
+class KafkaOffsetBackingStore(OffsetBackingStore):
+    """Source offsets in ``topic``. Exactly-once source tasks write their offsets to the same topic
+    themselves, inside their transactions; this store reads them and serves the admin API."""
+
+    def __init__(self, client_config: Mapping[str, Any], topic: str, *, partitions: int = 5) -> None:
+        self.topic = topic
+        self.client_config = dict(client_config)
+        self._partitions = partitions
+        self._producer: Producer | None = None
+
+    def start(self) -> None:
+        ensure_topic(self.client_config, self.topic, self._partitions, {"cleanup.policy": "compact"})
+
+    def stop(self) -> None:
+        if self._producer is not None:
+            self._producer.flush(10)
+
+    def offsets(self, connector: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Step 1: read the whole topic to its end with read_committed; Step 2: keep the last value per key."""
+        latest: dict[bytes, dict[str, Any] | None] = {}
+
+        def handle(key: bytes | None, value: bytes | None) -> None:
+            if key is None:
+                return
+            try:
+                name, _ = decode_offset_key(key)
+                if name == connector:
+                    latest[key] = decode_offset_value(value)
+            except ValueError:
+                _log.warning("offsets.unreadable_record", topic=self.topic, key=key[:80])
+
+        # Step 1
+        read_to_end(self.client_config, self.topic, handle, isolation_level="read_committed")
+        # Step 2
+        return [(decode_offset_key(k)[1], v) for k, v in latest.items() if v is not None]
+
+    def write(self, connector: str, offsets: Iterable[tuple[Partition, Offset | None]]) -> None:
+        if self._producer is None:
+            self._producer = Producer({**self.client_config, "enable.idempotence": True, "linger.ms": 0})
+        for partition, offset in offsets:
+            self._producer.produce(
+                self.topic, key=encode_offset_key(connector, partition), value=encode_offset_value(offset)
+            )
+        if self._producer.flush(30) > 0:
+            raise TimeoutError(f"offset writes to {self.topic} were not acknowledged")

@@ -1,0 +1,57 @@
+"""Task statuses in the compacted status topic: key ``status-task-<connector>-<task>``, value JSON."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from onceflow.runtime.status import TaskId, TaskStatus
+from onceflow.runtime.storage.kafka_log import KafkaBasedLog
+from onceflow.runtime.storage.status import StatusBackingStore
+
+TASK_PREFIX = "status-task-"
+
+
+def _key(task: TaskId) -> bytes:
+    return f"{TASK_PREFIX}{task.connector}-{task.task}".encode()
+
+
+class KafkaStatusBackingStore(StatusBackingStore):
+    def __init__(self, client_config: Mapping[str, Any], topic: str, *, partitions: int = 5) -> None:
+        self._lock = threading.Lock()
+        self._statuses: dict[bytes, TaskStatus] = {}
+        self._log = KafkaBasedLog(client_config, topic, self._handle, partitions=partitions)
+
+    def start(self) -> None:
+        self._log.start()
+
+    def stop(self) -> None:
+        self._log.stop()
+
+    def _handle(self, key: bytes | None, value: bytes | None) -> None:
+        if key is None or not key.startswith(TASK_PREFIX.encode()):
+            return
+        with self._lock:
+            if value is None:
+                self._statuses.pop(key, None)
+            else:
+                self._statuses[key] = TaskStatus.from_json(json.loads(value))
+
+    def put(self, status: TaskStatus) -> None:
+        with self._lock:
+            self._statuses[_key(status.id)] = status
+        self._log.send(_key(status.id), json.dumps(status.to_json()).encode(), flush=False)
+
+    def get(self, task: TaskId) -> TaskStatus | None:
+        with self._lock:
+            return self._statuses.get(_key(task))
+
+    def remove_connector(self, connector: str, tasks: int) -> None:
+        for task in range(tasks):
+            self._log.send(_key(TaskId(connector, task)), None, flush=False)
+        self.flush()
+
+    def flush(self) -> None:
+        self._log.flush()

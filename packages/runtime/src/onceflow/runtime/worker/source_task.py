@@ -1,0 +1,190 @@
+"""AbstractWorkerSourceTask: the source-task loop, with named hooks for the delivery guarantee.
+
+The loop is the same for every guarantee; the subclasses fill in the hooks (as Kafka Connect's
+``AbstractWorkerSourceTask`` and its ``WorkerSourceTask`` / ``ExactlyOnceWorkerSourceTask``):
+
+- :meth:`create_producer` and :meth:`prepare_to_initialize_task` (before offsets are read);
+- :meth:`begin_send_iteration` (before each poll), :meth:`before_dispatch` (before a batch is sent),
+  :meth:`batch_dispatched` (after);
+- :meth:`commit_offsets` (on a boundary, on pause and on a graceful stop), :meth:`abandon` (on failure).
+"""
+
+from __future__ import annotations
+
+import time
+from abc import abstractmethod
+from collections.abc import Mapping
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from onceflow.core.errors import ProducerFenced
+from onceflow.core.logging import get_logger
+from onceflow.runtime.api.source import SourceRecord, SourceTask, SourceTaskContext
+from onceflow.runtime.config.definition import ParsedConfig
+from onceflow.runtime.status import TargetState, TaskId
+from onceflow.runtime.storage.offsets import OffsetBackingStore, encode_offset_key
+from onceflow.runtime.worker.task import StatusListener, WorkerTask
+
+_log = get_logger(__name__)
+_FENCED_CODES = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+
+
+class OffsetSnapshot:
+    """The committed offsets of one connector, as read when the task started."""
+
+    def __init__(self, connector: str, offsets: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+        self._connector = connector
+        self._offsets = {encode_offset_key(connector, p): o for p, o in offsets}
+
+    def offset(self, partition: Mapping[str, Any]) -> dict[str, Any] | None:
+        return self._offsets.get(encode_offset_key(self._connector, partition))
+
+
+def raise_if_fenced(exc: KafkaException, transactional_id: str) -> None:
+    """Turn librdkafka's fencing errors into :class:`ProducerFenced`."""
+    error = exc.args[0] if exc.args else None
+    if isinstance(error, KafkaError) and error.code() in _FENCED_CODES:
+        raise ProducerFenced(transactional_id, f"({error.str()})") from exc
+
+
+class AbstractWorkerSourceTask(WorkerTask):
+    def __init__(
+        self,
+        task_id: TaskId,
+        worker_id: str,
+        listener: StatusListener,
+        target: TargetState,
+        *,
+        task: SourceTask,
+        task_config: Mapping[str, str],
+        connector_config: ParsedConfig,
+        producer_config: Mapping[str, Any],
+        offset_store: OffsetBackingStore,
+    ) -> None:
+        super().__init__(task_id, worker_id, listener, target)
+        self.task = task
+        self.task_config = dict(task_config)
+        self.connector_config = connector_config
+        self.producer_config = dict(producer_config)
+        self.offset_store = offset_store
+        self.producer: Producer | None = None
+        #: Offsets of the records dispatched since the last commit, by encoded offsets-topic key.
+        self.pending_offsets: dict[bytes, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
+        self.records_sent = 0
+
+    # -- hooks -----------------------------------------------------------------------------------------
+
+    @abstractmethod
+    def create_producer(self) -> Producer: ...
+
+    def prepare_to_initialize_task(self) -> None:
+        """Runs after the producer is created and before the committed offsets are read."""
+
+    def begin_send_iteration(self) -> None:
+        """Runs before every poll (e.g. to commit when an interval has passed)."""
+
+    def before_dispatch(self, records: list[SourceRecord]) -> None:
+        """Runs before a non-empty batch is produced (e.g. to begin a transaction)."""
+
+    def batch_dispatched(self, records: list[SourceRecord]) -> None:
+        """Runs after a poll's records are handed to the producer (possibly none)."""
+
+    @abstractmethod
+    def commit_offsets(self) -> None:
+        """Make the records dispatched so far and :attr:`pending_offsets` durable together (or in order)."""
+
+    def abandon(self) -> None:
+        """The task failed: drop uncommitted work. The default has nothing to drop."""
+
+    # -- WorkerTask --------------------------------------------------------------------------------------
+
+    def initialize(self) -> None:
+        """Steps:
+        1. Create the producer and run :meth:`prepare_to_initialize_task` (exactly-once: fence zombies).
+        2. Read the connector's committed offsets from the offset store.
+        3. Hand them to the task and start it.
+        """
+        # Step 1
+        self.producer = self.create_producer()
+        self.prepare_to_initialize_task()
+        # Step 2
+        offsets = self.offset_store.offsets(self.id.connector)
+        _log.info("task.offsets_read", connector=self.id.connector, task=self.id.task, partitions=len(offsets))
+        # Step 3
+        self.task.initialize(
+            SourceTaskContext(self.id.connector, self.id.task, OffsetSnapshot(self.id.connector, offsets))
+        )
+        self.task.start(self.task_config)
+
+    def execute(self) -> None:
+        assert self.producer is not None
+        self.begin_send_iteration()
+        records = self.task.poll()
+        if records:
+            self.before_dispatch(records)
+            self._dispatch(records)
+        self.batch_dispatched(records)
+        self.producer.poll(0)
+
+    def _dispatch(self, records: list[SourceRecord]) -> None:
+        producer = self.producer
+        assert producer is not None
+        produce = producer.produce
+        pending = self.pending_offsets
+        connector = self.id.connector
+        last_partition: Mapping[str, Any] | None = None
+        last_key = b""
+        for record in records:
+            kwargs: dict[str, Any] = {}
+            if record.timestamp is not None:
+                kwargs["timestamp"] = record.timestamp
+            if record.headers:
+                kwargs["headers"] = record.headers
+            if record.partition is not None:
+                kwargs["partition"] = record.partition
+            while True:
+                try:
+                    produce(record.topic, record.value, record.key, **kwargs)
+                    break
+                except BufferError:
+                    producer.poll(0.05)
+                except KafkaException as exc:
+                    raise_if_fenced(exc, str(self.producer_config.get("transactional.id", "")))
+                    raise
+            if record.source_partition is not last_partition:
+                last_partition = record.source_partition
+                last_key = encode_offset_key(connector, last_partition)
+            pending[last_key] = (last_partition, record.source_offset)
+        self.records_sent += len(records)
+
+    def on_pause(self) -> None:
+        self.commit_offsets()
+
+    def on_stop_requested(self) -> None:
+        try:
+            self.task.stop()
+        except Exception as exc:
+            _log.warning("task.stop_failed", connector=self.id.connector, task=self.id.task, error=repr(exc))
+
+    def close(self, failed: bool) -> None:
+        try:
+            if self.producer is not None:
+                if failed:
+                    self.abandon()
+                else:
+                    self.commit_offsets()
+        finally:
+            if not self.stopping:
+                self.on_stop_requested()
+            if self.producer is not None:
+                started = time.monotonic()
+                self.producer.flush(5 if not failed else 0)
+                _log.info(
+                    "task.closed",
+                    connector=self.id.connector,
+                    task=self.id.task,
+                    failed=failed,
+                    records_sent=self.records_sent,
+                    close_s=round(time.monotonic() - started, 3),
+                )

@@ -1,0 +1,143 @@
+"""The Connect admin API over gRPC and through ``onceflow connect ...``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import struct_pb2
+
+from onceflow.cli.app import main as onceflow
+from onceflow.core.logging import configure_logging
+from onceflow.proto.v1 import connect_pb2 as pb
+from onceflow.runtime.admin import ConnectClient
+from onceflow.runtime.service import ConnectWorkerService
+
+ServiceFactory = Callable[..., ConnectWorkerService]
+Waiter = Callable[..., Any]
+
+
+def _struct(**values: Any) -> struct_pb2.Struct:
+    struct = struct_pb2.Struct()
+    struct.update(values)
+    return struct
+
+
+def _state(client: ConnectClient, name: str) -> str:
+    status = client.call("GetConnectorStatus", pb.GetConnectorStatusRequest(name=name)).status
+    return pb.WorkState.Name(status.tasks[0].state) if status.tasks else "NO TASKS"
+
+
+def test_grpc_lifecycle_status_and_offsets(service_factory: ServiceFactory, waiter: Waiter) -> None:
+    service = service_factory()
+    with ConnectClient(f"127.0.0.1:{service.port}") as client:
+        config = {"connector.class": "counter", "topic": "admin-out", "rate": "200", "tasks.max": "2"}
+        created = client.call("CreateConnector", pb.CreateConnectorRequest(name="c", config=config)).connector
+        assert list(created.tasks) == [0, 1] and created.type == pb.CONNECTOR_TYPE_SOURCE
+        with pytest.raises(grpc.RpcError) as exists:
+            client.call("CreateConnector", pb.CreateConnectorRequest(name="c", config=config))
+        assert exists.value.code() == grpc.StatusCode.ALREADY_EXISTS
+        assert client.call("ListConnectors", pb.ListConnectorsRequest()).names == ["c"]
+        waiter(lambda: _state(client, "c") == "WORK_STATE_RUNNING", what="RUNNING")
+        client.call("PauseConnector", pb.PauseConnectorRequest(name="c"))
+        waiter(lambda: _state(client, "c") == "WORK_STATE_PAUSED", what="PAUSED")
+        client.call("ResumeConnector", pb.ResumeConnectorRequest(name="c"))
+        waiter(lambda: _state(client, "c") == "WORK_STATE_RUNNING", what="RUNNING again")
+        task = client.call("GetTaskStatus", pb.GetTaskStatusRequest(connector="c", task=1)).status
+        assert task.transactional_id == "onceflow-src-c-1" and task.worker_id == service.worker_id
+        client.call("RestartTask", pb.RestartTaskRequest(connector="c", task=0))
+        tasks = client.call("ListTasks", pb.ListTasksRequest(connector="c")).tasks
+        assert [t.config["task.index"] for t in tasks] == ["0", "1"]
+        # Offsets: read, then alter while STOPPED (KIP-875), and the task resumes from there.
+        waiter(lambda: len(client.call("GetConnectorOffsets", pb.GetConnectorOffsetsRequest(name="c")).offsets) == 2)
+        alter = pb.AlterConnectorOffsetsRequest(
+            name="c", offsets=[pb.ConnectorOffset(partition=_struct(counter=0), offset=_struct(n=1_000_000))]
+        )
+        with pytest.raises(grpc.RpcError) as running:
+            client.call("AlterConnectorOffsets", alter)
+        assert running.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        client.call("StopConnector", pb.StopConnectorRequest(name="c"))
+        waiter(lambda: _state(client, "c") == "WORK_STATE_STOPPED", what="STOPPED")
+        assert "altered" in client.call("AlterConnectorOffsets", alter).message
+        offsets = client.call("GetConnectorOffsets", pb.GetConnectorOffsetsRequest(name="c")).offsets
+        by_task = {int(o.partition["counter"]): o.offset["n"] for o in offsets}
+        assert by_task[0] == 1_000_000
+        client.call("ResetConnectorOffsets", pb.ResetConnectorOffsetsRequest(name="c"))
+        assert not client.call("GetConnectorOffsets", pb.GetConnectorOffsetsRequest(name="c")).offsets
+        client.call("DeleteConnector", pb.DeleteConnectorRequest(name="c"))
+        with pytest.raises(grpc.RpcError) as gone:
+            client.call("GetConnector", pb.GetConnectorRequest(name="c"))
+        assert gone.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_invalid_config_is_invalid_argument_naming_the_setting(service_factory: ServiceFactory) -> None:
+    service = service_factory()
+    with ConnectClient(f"127.0.0.1:{service.port}") as client:
+        bad = {"connector.class": "access-log-generator", "rate": "fast"}
+        with pytest.raises(grpc.RpcError) as info:
+            client.call("CreateConnector", pb.CreateConnectorRequest(name="g", config=bad))
+        assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "'rate'" in (info.value.details() or "")
+        with pytest.raises(grpc.RpcError) as unknown:
+            client.call("CreateConnector", pb.CreateConnectorRequest(name="g", config={"connector.class": "nope"}))
+        assert unknown.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "'connector.class'" in (unknown.value.details() or "")
+        result = client.call(
+            "ValidateConnectorConfig", pb.ValidateConnectorConfigRequest(plugin="access-log-file", config={})
+        )
+        assert result.error_count == 1
+        assert [c.name for c in result.configs if c.errors] == ["file"]
+        plugins = {p.name for p in client.call("ListPlugins", pb.ListPluginsRequest()).plugins}
+        assert {"access-log-file", "access-log-generator", "counter"} <= plugins
+
+
+def _cli(port: int, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, Any, str]:
+    code = onceflow(["connect", "--server", f"127.0.0.1:{port}", *args])
+    configure_logging(stream=sys.__stderr__)  # the CLI logged to capsys's stream, which closes after the test
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if out.strip() else None), err
+
+
+def test_cli_commands(
+    service_factory: ServiceFactory, waiter: Waiter, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    port = service_factory().port
+    config_file = tmp_path / "c.json"
+    config_file.write_text(
+        json.dumps({"name": "cli", "config": {"connector.class": "counter", "topic": "cli-out", "rate": "100"}})
+    )
+    code, doc, _ = _cli(port, "create", "cli", "--file", str(config_file), capsys=capsys)
+    assert code == 0 and doc["connector"]["name"] == "cli"
+    assert _cli(port, "list", capsys=capsys)[1]["names"] == ["cli"]
+    assert _cli(port, "config", "cli", capsys=capsys)[1]["config"]["topic"] == "cli-out"
+    assert _cli(port, "get", "cli", capsys=capsys)[1]["connector"]["tasks"] == [0]
+    assert _cli(port, "tasks", "cli", capsys=capsys)[1]["tasks"][0]["config"]["topic"] == "cli-out"
+    waiter(lambda: _cli(port, "status", "cli", capsys=capsys)[1]["status"]["tasks"][0]["state"] == "WORK_STATE_RUNNING")
+    assert _cli(port, "pause", "cli", capsys=capsys)[0] == 0
+    waiter(lambda: _cli(port, "status", "cli", capsys=capsys)[1]["status"]["tasks"][0]["state"] == "WORK_STATE_PAUSED")
+    assert _cli(port, "resume", "cli", capsys=capsys)[0] == 0
+    assert _cli(port, "restart", "cli", "--include-tasks", "--only-failed", capsys=capsys)[0] == 0
+    assert (
+        _cli(port, "update", "cli", "--file", str(config_file), "-c", "rate=50", capsys=capsys)[1]["created"] is False
+    )
+    assert _cli(port, "stop", "cli", capsys=capsys)[0] == 0
+    waiter(lambda: _cli(port, "offsets", "get", "cli", capsys=capsys)[1].get("offsets"), what="offsets")
+    body = json.dumps({"offsets": [{"partition": {"counter": 0}, "offset": {"n": 41}}]})
+    assert _cli(port, "offsets", "alter", "cli", "--offsets", body, capsys=capsys)[0] == 0
+    assert _cli(port, "offsets", "get", "cli", capsys=capsys)[1]["offsets"][0]["offset"] == {"n": 41}
+    assert _cli(port, "offsets", "reset", "cli", capsys=capsys)[0] == 0
+    assert "access-log-generator" in {p["name"] for p in _cli(port, "plugins", capsys=capsys)[1]["plugins"]}
+    code, doc, _ = _cli(port, "validate", "access-log-generator", "-c", "count=-1", capsys=capsys)
+    assert code == 1 and doc["error_count"] == 1
+    code, _, err = _cli(
+        port, "create", "bad", "-c", "connector.class=counter", "-c", "topic=t", "-c", "tasks.max=x", capsys=capsys
+    )
+    assert code == 1 and "INVALID_ARGUMENT" in err and "'tasks.max'" in err
+    assert _cli(port, "delete", "cli", capsys=capsys)[0] == 0
+    code, _, err = _cli(port, "status", "cli", capsys=capsys)
+    assert code == 1 and "NOT_FOUND" in err
