@@ -10,6 +10,7 @@ from typing import Any
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
+from kafka.errors import RebalanceInProgressError
 
 from onceflow.broker.embedded import EmbeddedBroker
 
@@ -80,19 +81,35 @@ def test_admin_produce_consume(broker: EmbeddedBroker) -> None:
 def _member_main(bootstrap: str, group: str, topic: str, events: Any, commands: Any) -> None:
     """A group member in its own process, reporting assignments and records to the test."""
     consumer = _consumer(bootstrap, group)
-    # Known kafka-python 3.0 behaviour: a leader that assigns before it has the topic's metadata
-    # rejoins at once, and then sometimes stops heartbeating (every request it sent was answered).
-    # Loading the metadata first keeps the test on the ordinary path.
-    consumer.partitions_for_topic(topic)
-    consumer.subscribe([topic])
-    while True:
+
+    def poll() -> None:
         for records in consumer.poll(timeout_ms=100).values():
             events.put(("records", [r.value for r in records]))
+
+    consumer.subscribe([topic])
+    # kafka-python 3.0.12 bug: a leader compares the metadata it assigned with against a snapshot that
+    # only a metadata response received *after* subscribe() fills in. If its first JoinGroup completes
+    # before one arrives (this broker's group.initial.rebalance.delay.ms is 0), it rejoins as soon as
+    # one does; and if that JoinGroup/SyncGroup round trip ends after poll()'s timer ran out,
+    # join_group_async never finishes it (it loops on need_rejoin() alone, which is False by then; the
+    # Java client loops on rejoinNeededOrPending()): heartbeats stay disabled, no partitions get
+    # assigned, and the session times out. topics() always fetches metadata, so the snapshot is
+    # filled in before the first poll() joins the group.
+    consumer.topics()
+    while True:
+        poll()
         events.put(("assigned", {tp.partition for tp in consumer.assignment()}))
         if not commands.empty():
             command = commands.get()
             if command == "commit":
-                consumer.commit()
+                while True:
+                    try:
+                        consumer.commit()
+                        break
+                    except RebalanceInProgressError:
+                        # A commit during a rebalance fails (as in the Java client); kafka-python
+                        # documents the remedy: finish the rebalance with poll(), then commit again.
+                        poll()
                 events.put(("committed", None))
             elif command == "stop":
                 consumer.close()
@@ -174,9 +191,6 @@ def test_consumer_group_splits_rebalances_and_resumes(broker: EmbeddedBroker) ->
     a.finish()
     _wait_for(lambda: b.assigned == set(range(PARTITIONS)), 30, b)
     b.finish()
-    # The group coordinator moves a group whose last member left to Empty on its next timer tick
-    # (<= 50 ms); a join inside that window gets INCONSISTENT_GROUP_PROTOCOL (reported to groups).
-    time.sleep(0.3)
 
     second = [f"b-{i}".encode() for i in range(40)]
     _produce(bootstrap, "kp-group", second)

@@ -159,7 +159,44 @@ def test_a_leaving_member_triggers_a_rebalance_without_it(new_coordinator: Any) 
         assert [m.member_id for m in rejoined.members] == [leader.member_id]
 
         coordinator.leave_group(GROUP, [(leader.member_id, None)])
+        assert coordinator.describe_group(GROUP).state == "Empty"
+        await coordinator.stop()
+
+    run(scenario)
+
+
+def test_a_group_whose_last_member_leaves_is_empty_at_once_and_accepts_any_protocol(new_coordinator: Any) -> None:
+    """As Kafka's prepareRebalance (tryCompleteElseWatch): a rebalance with no member left completes
+    at once, so the group is Empty without waiting for a timer tick. A JoinGroup in that window used to
+    meet a PreparingRebalance group with no members (INCONSISTENT_GROUP_PROTOCOL for new protocols)."""
+
+    async def scenario() -> None:
+        # The timer never ticks during this test: nothing here may depend on it.
+        coordinator = new_coordinator(timer_tick_ms=600_000, group_initial_rebalance_delay_ms=0)
+        await coordinator.start()
+        (only,) = await stable_group(coordinator, 1)
+
+        error, members = coordinator.leave_group(GROUP, [(only.member_id, None)])
+        assert error == ErrorCode.none and members == [(only.member_id, None, ErrorCode.none)]
+        assert coordinator.describe_group(GROUP).state == "Empty"
+
+        joined = await join(coordinator, protocols=[("roundrobin", b"other")])
+        assert joined.error == ErrorCode.none
+        assert joined.generation_id == only.generation_id + 2  # the empty generation, then this one
+        assert joined.protocol_name == "roundrobin"
+        await coordinator.stop()
+
+    run(scenario)
+
+
+def test_a_group_whose_last_member_expires_is_empty_in_the_same_tick(new_coordinator: Any) -> None:
+    async def scenario() -> None:
+        coordinator = new_coordinator(timer_tick_ms=600_000, group_initial_rebalance_delay_ms=0)
+        await coordinator.start()
+        await stable_group(coordinator, 1, session_ms=10)
         await asyncio.sleep(0.02)
+
+        coordinator.expire_deadlines()
         assert coordinator.describe_group(GROUP).state == "Empty"
         await coordinator.stop()
 

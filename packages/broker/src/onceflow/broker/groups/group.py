@@ -129,7 +129,9 @@ class Group:
     def supports_protocols(self, protocol_type: str, protocol_names: Sequence[str]) -> bool:
         """Whether a member with this protocol type and these protocols may join."""
         if self.is_state(GroupState.EMPTY) or not self.members:
-            # No member left to agree with (Empty, or a rebalance whose last member just left).
+            # No member left to agree with: Empty, or (until the join deadline, at most one tick) a
+            # rebalance whose last member left while a member id issued by MEMBER_ID_REQUIRED was
+            # still pending. (Kafka, counting each protocol's supporters among 0 members, accepts any.)
             return bool(protocol_type) and bool(protocol_names)
         return self.protocol_type == protocol_type and bool(self.candidate_protocols() & set(protocol_names))
 

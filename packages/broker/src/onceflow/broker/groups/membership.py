@@ -227,7 +227,9 @@ class Membership:
 
     def _add_member(self, group: Group, member: Member) -> asyncio.Future[JoinResult]:
         member.is_new = True
-        member.join_waiter = asyncio.get_running_loop().create_future()
+        # Kept here: preparing the rebalance may complete the join at once, which clears join_waiter.
+        waiter: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
+        member.join_waiter = waiter
         if group.is_state(GroupState.PREPARING_REBALANCE) and group.generation_id == 0:
             group.new_member_added = True
         group.add(member)
@@ -236,7 +238,7 @@ class Membership:
             "member added group=%s member=%s instance=%s", group.group_id, member.member_id, member.group_instance_id
         )
         self._rebalancer.maybe_prepare_rebalance(group, f"member {member.member_id} joined")
-        return member.join_waiter
+        return waiter
 
     def _update_member(
         self, group: Group, member: Member, candidate: Member, reason: str

@@ -18,6 +18,7 @@ from onceflow.broker.groups.member import Member
 from onceflow.broker.groups.results import JoinResult, SyncResult
 from onceflow.broker.groups.state import GroupState, can_rebalance
 from onceflow.broker.groups.store import GroupStore
+from onceflow.broker.statelog import StateLogError
 
 logger = logging.getLogger(__name__)
 
@@ -54,9 +55,12 @@ class Rebalancer:
             self.prepare_rebalance(group, reason)
 
     def prepare_rebalance(self, group: Group, reason: str) -> None:
-        """Move the group to PreparingRebalance and arm the join deadline.
+        """Move the group to PreparingRebalance, arm the join deadline, and complete the join if it can.
 
-        Members parked in SyncGroup are answered REBALANCE_IN_PROGRESS, so that they rejoin.
+        Members parked in SyncGroup are answered REBALANCE_IN_PROGRESS, so that they rejoin. As Kafka's
+        ``tryCompleteElseWatch``, the join completes at once when every member has already rejoined: in
+        particular a group whose last member left becomes Empty now, not on the next timer tick (a
+        JoinGroup in between would find a rebalance with no members to agree on protocols with).
         """
         if group.is_state(GroupState.COMPLETING_REBALANCE):
             self.propagate_assignment(group, ErrorCode.rebalance_in_progress)
@@ -80,6 +84,7 @@ class Rebalancer:
             len(group.members),
             reason,
         )
+        self.try_complete_join(group)
 
     def try_complete_join(self, group: Group) -> None:
         """Complete the join phase now if every member has rejoined (not during the initial delay)."""
@@ -119,7 +124,11 @@ class Rebalancer:
         # Step 4
         if group.is_state(GroupState.EMPTY):
             logger.info("group is empty group=%s generation=%d", group.group_id, group.generation_id)
-            self._store.store_group(group.group_id, group.to_stored())
+            try:
+                self._store.store_group(group.group_id, group.to_stored())
+            except StateLogError:
+                # Not fatal: a restart restores the previous generation, whose members then expire.
+                logger.exception("storing empty group failed group=%s", group.group_id)
             return
         logger.info(
             "join completed group=%s generation=%d protocol=%s leader=%s members=%d",

@@ -1,0 +1,98 @@
+"""``onceflow.v1.Results``: a thin adapter over :class:`ResultsQuery`, the feed and the :class:`Auditor`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Final
+
+import grpc
+
+from onceflow.consumer.api.convert import report_to_proto, rows_to_proto, truth_from_proto
+from onceflow.consumer.api.query import ResultsQuery
+from onceflow.consumer.audit import Auditor
+from onceflow.consumer.exceptions import FeatureUnavailable, InvalidQuery
+from onceflow.consumer.feed import ResultsFeed, Subscription
+from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
+from onceflow.core.logging import get_logger
+from onceflow.proto.v1 import results_pb2, results_pb2_grpc
+
+SERVICE_NAME: Final = results_pb2.DESCRIPTOR.services_by_name["Results"].full_name
+STATUS_CODES: Final = {
+    **DEFAULT_STATUS_CODES,
+    InvalidQuery: grpc.StatusCode.INVALID_ARGUMENT,
+    FeatureUnavailable: grpc.StatusCode.FAILED_PRECONDITION,
+}
+#: How often a watch stream checks that its client is still there.
+WATCH_TICK_S: Final = 0.25
+
+_log = get_logger(__name__)
+
+
+class ResultsServicer(results_pb2_grpc.ResultsServicer):
+    """Serves queries over the store, pushes applied batches to watchers, and runs audits.
+
+    ``feed`` is None when no consumer runs in this process (WatchResults is then FAILED_PRECONDITION);
+    ``auditor`` None disables RunAudit the same way.
+    """
+
+    def __init__(self, query: ResultsQuery, feed: ResultsFeed | None = None, auditor: Auditor | None = None) -> None:
+        self.query = query
+        self.feed = feed
+        self.auditor = auditor
+
+    @translate_errors(STATUS_CODES)
+    def GetIpCounts(  # noqa: N802 - gRPC method name
+        self, request: results_pb2.GetIpCountsRequest, context: grpc.ServicerContext
+    ) -> results_pb2.GetIpCountsResponse:
+        rows = self.query.ip_counts(request.ip, request.window_start_from_ms, request.window_start_to_ms)
+        return results_pb2.GetIpCountsResponse(counts=rows_to_proto(rows))
+
+    @translate_errors(STATUS_CODES)
+    def GetTopIps(  # noqa: N802
+        self, request: results_pb2.GetTopIpsRequest, context: grpc.ServicerContext
+    ) -> results_pb2.GetTopIpsResponse:
+        window, rows = self.query.top_ips(request.window_start_ms, request.limit)
+        return results_pb2.GetTopIpsResponse(window_start_ms=window, counts=rows_to_proto(rows))
+
+    @translate_errors(STATUS_CODES)
+    def WatchResults(  # noqa: N802
+        self, request: results_pb2.WatchResultsRequest, context: grpc.ServicerContext
+    ) -> Iterator[results_pb2.WatchResultsResponse]:
+        """Stream every batch the consumer commits from now on (rows of windows starting at or after
+        ``window_start_from_ms``). The first message has no rows, only the current offsets: once it
+        arrived, the stream is live and misses nothing."""
+        if request.window_start_from_ms < 0:
+            raise InvalidQuery("window_start_from_ms", f"must be >= 0, got {request.window_start_from_ms}")
+        if self.feed is None:
+            raise FeatureUnavailable("no consumer runs in this server: nothing to watch")
+        subscription = self.feed.subscribe()
+        return self._stream(self.feed, subscription, request.window_start_from_ms, context)
+
+    @staticmethod
+    def _stream(
+        feed: ResultsFeed, subscription: Subscription, window_start_from: int, context: grpc.ServicerContext
+    ) -> Iterator[results_pb2.WatchResultsResponse]:
+        try:
+            yield results_pb2.WatchResultsResponse(offsets=feed.offsets())
+            while context.is_active():
+                if subscription.overflowed.is_set():
+                    context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "watcher fell behind the consumer; watch again")
+                update = subscription.get(WATCH_TICK_S)
+                if update is None:
+                    continue
+                rows = [row for row in update.rows if row.window_start >= window_start_from]
+                if rows:
+                    yield results_pb2.WatchResultsResponse(counts=rows_to_proto(rows), offsets=update.offsets)
+        finally:
+            feed.unsubscribe(subscription)
+
+    @translate_errors(STATUS_CODES)
+    def RunAudit(  # noqa: N802
+        self, request: results_pb2.RunAuditRequest, context: grpc.ServicerContext
+    ) -> results_pb2.RunAuditResponse:
+        source = truth_from_proto(request)
+        if self.auditor is None:
+            raise FeatureUnavailable("audits are not configured on this server")
+        report = self.auditor.run(source, list(request.sinks))
+        _log.info("audit.done", truth=report.truth_source, exact=report.exact, sinks=len(report.sinks))
+        return report_to_proto(report)

@@ -1,0 +1,177 @@
+"""Run an audit: a truth, the sinks to compare with it, and which windows count."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import psycopg
+from confluent_kafka import KafkaException
+
+from onceflow.consumer.audit.compare import compare
+from onceflow.consumer.audit.model import AuditReport, Key, SinkAudit, Truth
+from onceflow.consumer.audit.sinks import KafkaTopicReader, PostgresTableReader, SinkReader, SqliteTableReader
+from onceflow.consumer.audit.truth import generator_model, generator_truth, source_topic_truth
+from onceflow.consumer.exceptions import InvalidQuery
+from onceflow.consumer.settings import AuditSettings, StoreSettings
+from onceflow.core import defaults
+from onceflow.core.logging import get_logger
+from onceflow.core.settings import KafkaSettings
+
+_log = get_logger(__name__)
+
+#: The consumer's own store, when audited, is the sink of this name.
+STORE_SINK = "consumer"
+
+#: Errors that mean "this sink cannot be read"; the audit reports them per sink instead of failing.
+SINK_READ_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    TimeoutError,
+    sqlite3.Error,
+    psycopg.Error,
+    KafkaException,
+)
+
+
+def run_audit(
+    truth: Truth,
+    readers: Sequence[SinkReader],
+    *,
+    window_ms: int = defaults.WINDOW_MS,
+    allowed_lateness_ms: int = defaults.ALLOWED_LATENESS_MS,
+    closed_only: bool = False,
+    examples: int = 5,
+) -> AuditReport:
+    """Compare every sink with ``truth``.
+
+    Steps:
+        1. With ``closed_only``, keep only closed windows: ``window_end + allowed_lateness <= max
+           event time`` of the truth (the watermark has passed them, so no event can still change
+           them). Open windows are left out of both sides.
+        2. Read each sink; a sink that cannot be read is reported as such (DIFFERENT), the others
+           are still audited.
+        3. Classify every key per sink (:func:`~onceflow.consumer.audit.compare.compare`).
+    """
+    # Step 1
+    end_limit: int | None = None
+    include = None
+    if closed_only:
+        end_limit = None if truth.max_event_time is None else truth.max_event_time - allowed_lateness_ms
+
+        def include(key: Key) -> bool:
+            return end_limit is not None and key[0] + window_ms <= end_limit
+
+    excluded = 0 if include is None else sum(1 for key in truth.counts if not include(key))
+    audits: list[SinkAudit] = []
+    for reader in readers:
+        # Step 2
+        try:
+            rows = reader.read()
+        except SINK_READ_ERRORS as exc:
+            _log.warning("audit.sink_unreadable", sink=reader.name, error=f"{type(exc).__name__}: {exc}")
+            audits.append(SinkAudit(reader.name, windows_expected=len(truth.counts) - excluded, error=str(exc)))
+            continue
+        # Step 3
+        audit = compare(reader.name, truth.counts, rows, examples=examples, include=include)
+        _log.info(
+            "audit.sink", sink=reader.name, exact=audit.exact, expected=audit.windows_expected, matched=audit.matched,
+            missing=audit.missing, extra=audit.extra, mismatched=audit.mismatched, duplicated=audit.duplicated,
+        )  # fmt: skip
+        audits.append(audit)
+    return AuditReport(
+        truth_source=truth.source,
+        events=truth.events,
+        dead_letters=truth.dead_letters,
+        max_event_time=truth.max_event_time,
+        closed_only=closed_only,
+        closed_end_limit=end_limit,
+        excluded_open_rows=excluded,
+        sinks=tuple(audits),
+    )
+
+
+@dataclass(frozen=True)
+class GeneratorSource:
+    """Truth from the generator: its first ``count`` events for ``seed`` (and its connector settings)."""
+
+    seed: int
+    count: int
+    settings: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TopicSource:
+    """Truth recounted from a source topic (``ip_count_source``), read with read_committed."""
+
+    topic: str
+
+
+TruthSource = GeneratorSource | TopicSource
+
+
+class Auditor:
+    """Audits configured sinks (:class:`AuditSettings`) and, optionally, the consumer's store."""
+
+    def __init__(self, kafka: KafkaSettings, settings: AuditSettings, store: StoreSettings | None = None) -> None:
+        self.kafka = kafka
+        self.settings = settings
+        self.store = store if settings.include_store else None
+
+    def sink_names(self) -> list[str]:
+        names = [sink.name for sink in self.settings.sinks]
+        return [*names, STORE_SINK] if self.store is not None else names
+
+    def readers(self, names: Sequence[str] = ()) -> list[SinkReader]:
+        """Readers of the sinks named (all configured ones when ``names`` is empty)."""
+        known = self.sink_names()
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise InvalidQuery(
+                "sinks", f"unknown sink(s) {', '.join(unknown)}; configured: {', '.join(known) or 'none'}"
+            )
+        wanted = list(dict.fromkeys(names)) or known
+        timeout = self.settings.read_timeout_s
+        readers: list[SinkReader] = []
+        for sink in self.settings.sinks:
+            if sink.name not in wanted:
+                continue
+            if sink.kind == "kafka":
+                readers.append(KafkaTopicReader(sink.name, self.kafka, sink.topic, timeout=timeout))
+            elif sink.kind == "sqlite":
+                readers.append(SqliteTableReader(sink.name, sink.path, sink.table))
+            else:
+                readers.append(PostgresTableReader(sink.name, sink.dsn, sink.table))
+        if self.store is not None and STORE_SINK in wanted:
+            readers.append(store_reader(self.store))
+        return readers
+
+    def truth(self, source: TruthSource) -> Truth:
+        window_ms = self.settings.window_ms
+        if isinstance(source, GeneratorSource):
+            settings = {**self.settings.generator, **source.settings}
+            return generator_truth(generator_model(source.seed, settings), source.count, window_ms)
+        return source_topic_truth(self.kafka, source.topic, window_ms, timeout=self.settings.read_timeout_s)
+
+    def run(self, source: TruthSource, sinks: Sequence[str] = (), *, closed_only: bool | None = None) -> AuditReport:
+        """Audit; ``closed_only`` defaults to on for topic truth (a live run) and off for generator truth."""
+        readers = self.readers(sinks)
+        if not readers:
+            raise InvalidQuery("sinks", "no sinks to audit: configure audit.sinks or pass sinks")
+        if closed_only is None:
+            closed_only = isinstance(source, TopicSource)
+        return run_audit(
+            self.truth(source),
+            readers,
+            window_ms=self.settings.window_ms,
+            allowed_lateness_ms=self.settings.allowed_lateness_ms,
+            closed_only=closed_only,
+            examples=self.settings.examples,
+        )
+
+
+def store_reader(store: StoreSettings, name: str = STORE_SINK) -> SinkReader:
+    """A reader of the consumer store's ``results`` table."""
+    if store.backend == "postgres":
+        return PostgresTableReader(name, store.dsn, "results", connect_timeout_s=store.connect_timeout_s)
+    return SqliteTableReader(name, store.path, "results")

@@ -1,0 +1,1 @@
+"""Command-line entry points: ``onceflow consumer``, ``onceflow results ...`` and ``onceflow audit``."""

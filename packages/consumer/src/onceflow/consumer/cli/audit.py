@@ -1,0 +1,127 @@
+"""``onceflow audit``: compare every sink with the ground truth; exit 1 on any difference.
+
+Truth (one of):
+  --seed S --count N [-c KEY=VALUE ...]   the generator's first N events (its connector settings with -c)
+  --source-topic ip_count_source          recount the topic, read with read_committed, per window and ip
+
+Sinks (any number; names default to the kind, repeated kinds get -2, -3, ...):
+  --kafka-sink TOPIC      a topic written by the Kafka sink (read_committed; latest record per key wins)
+  --sqlite-sink PATH      the SQLite sink's ip_counts table
+  --postgres-sink DSN     the PostgreSQL sink's ip_counts table
+  --store-sqlite PATH / --store-postgres DSN   the consumer's results table (sink "consumer")
+  --config FILE           a consumer config: its [kafka], its store and its [[audit.sinks]]
+
+--closed-only (default for --source-topic, i.e. a live run) leaves out windows that may still change:
+those with window_end + allowed lateness after the newest event time of the truth, on both sides.
+--no-closed-only compares everything (the default for generator truth).
+
+Per sink the report gives windows expected (window, ip rows), matched, missing, extra, count
+mismatches and duplicated rows with the first differences, then a verdict line (EXACT / DIFFERENT);
+the last line is the overall verdict. Exit codes: 0 every sink EXACT, 1 a difference, 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from typing import Any
+
+from onceflow.consumer.audit import Auditor, GeneratorSource, TopicSource, TruthSource, render
+from onceflow.consumer.exceptions import InvalidQuery
+from onceflow.consumer.settings import AuditSinkSettings, ConsumerSettings, StoreSettings
+from onceflow.core import defaults
+from onceflow.core.settings import KafkaSettings, load_settings
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Entry point of the ``onceflow.cli`` group: adds the ``audit`` subcommand."""
+    parser = subparsers.add_parser(
+        "audit", help="compare every sink with the ground truth", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    truth = parser.add_mutually_exclusive_group(required=True)
+    truth.add_argument("--seed", type=int, help="generator truth: the generator's seed (with --count)")
+    truth.add_argument("--source-topic", metavar="TOPIC", help="truth recounted from this topic (ip_count_source)")
+    parser.add_argument("--count", type=int, help="generator truth: the first N events")
+    parser.add_argument(
+        "-c", "--set", dest="generator", action="append", default=[], metavar="KEY=VALUE",
+        help="generator setting, as in its connector config (ips, max.disorder.ms, event.time.*, ...)",
+    )  # fmt: skip
+    parser.add_argument("--config", metavar="FILE", help="consumer config: [kafka], [store], [[audit.sinks]]")
+    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT", help="Kafka (overrides the config's)")
+    parser.add_argument("--kafka-sink", action="append", default=[], metavar="TOPIC")
+    parser.add_argument("--sqlite-sink", action="append", default=[], metavar="PATH")
+    parser.add_argument("--postgres-sink", action="append", default=[], metavar="DSN")
+    store = parser.add_mutually_exclusive_group()
+    store.add_argument("--store-sqlite", metavar="PATH", help="the consumer's SQLite store")
+    store.add_argument("--store-postgres", metavar="DSN", help="the consumer's PostgreSQL store")
+    parser.add_argument("--sink", action="append", default=[], metavar="NAME", help="audit only these sinks")
+    parser.add_argument("--closed-only", action=argparse.BooleanOptionalAction, default=None)
+    parser.add_argument("--window-ms", type=int, help=f"window size (default {defaults.WINDOW_MS})")
+    parser.add_argument("--lateness-ms", type=int, help=f"allowed lateness (default {defaults.ALLOWED_LATENESS_MS})")
+    parser.add_argument("--examples", type=int, help="differences listed per sink (default 5)")
+    parser.add_argument("--timeout", type=float, help="seconds to read a topic to its end (default 120)")
+    parser.set_defaults(func=run)
+
+
+def _truth(args: argparse.Namespace) -> TruthSource:
+    if args.source_topic is not None:
+        if args.count is not None or args.generator:
+            raise InvalidQuery("--count/-c", "only go with --seed (generator truth)")
+        return TopicSource(args.source_topic)
+    if args.count is None:
+        raise InvalidQuery("--count", "is required with --seed")
+    settings: dict[str, str] = {}
+    for item in args.generator:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise InvalidQuery("-c", f"expected KEY=VALUE, got {item!r}")
+        settings[key.strip()] = value.strip()
+    return GeneratorSource(args.seed, args.count, settings)
+
+
+def build_auditor(args: argparse.Namespace) -> Auditor:
+    """The auditor for the command line: the config file's settings plus the flags."""
+    settings = load_settings(ConsumerSettings, args.config) if args.config else None
+    kafka = settings.kafka if settings is not None else KafkaSettings()
+    if args.bootstrap_servers:
+        kafka = KafkaSettings(bootstrap_servers=args.bootstrap_servers, properties=kafka.properties)
+    audit = (
+        settings.audit if settings is not None else ConsumerSettings().audit.model_copy(update={"include_store": False})
+    )
+    store: StoreSettings | None = settings.store if settings is not None else None
+    if args.store_sqlite:
+        store = StoreSettings(backend="sqlite", path=args.store_sqlite)
+    elif args.store_postgres:
+        store = StoreSettings(backend="postgres", dsn=args.store_postgres)
+    names = Counter(sink.name for sink in audit.sinks)
+    sinks = list(audit.sinks)
+
+    def name_for(kind: str) -> str:
+        names[kind] += 1
+        return kind if names[kind] == 1 else f"{kind}-{names[kind]}"
+
+    sinks += [AuditSinkSettings(name=name_for("kafka"), kind="kafka", topic=t) for t in args.kafka_sink]
+    sinks += [AuditSinkSettings(name=name_for("sqlite"), kind="sqlite", path=p) for p in args.sqlite_sink]
+    sinks += [AuditSinkSettings(name=name_for("postgres"), kind="postgres", dsn=d) for d in args.postgres_sink]
+    update: dict[str, Any] = {"sinks": sinks, "include_store": store is not None}
+    for option, field in (
+        ("window_ms", "window_ms"), ("lateness_ms", "allowed_lateness_ms"), ("examples", "examples"),
+        ("timeout", "read_timeout_s"),
+    ):  # fmt: skip
+        value = getattr(args, option)
+        if value is not None:
+            update[field] = value
+    if (args.window_ms is not None and args.window_ms < 1) or (args.lateness_ms is not None and args.lateness_ms < 0):
+        raise InvalidQuery("--window-ms/--lateness-ms", "window must be >= 1 ms and lateness >= 0 ms")
+    return Auditor(kafka, audit.model_copy(update=update), store)
+
+
+def run(args: argparse.Namespace) -> int:
+    source = _truth(args)
+    auditor = build_auditor(args)
+    report = auditor.run(source, args.sink, closed_only=args.closed_only)
+    sys.stdout.write(render(report))
+    sys.stdout.flush()
+    return 0 if report.exact else 1

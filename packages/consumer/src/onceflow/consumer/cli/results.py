@@ -1,0 +1,142 @@
+"""``onceflow results``: query a running consumer's Results API.
+
+Examples::
+
+    onceflow results counts --ip 10.1.2.3 --from 1767225600000 --to 1767225660000
+    onceflow results top --limit 10            # the latest closed window
+    onceflow results top --window 1767225600000
+    onceflow results watch                     # every batch the consumer commits, until Ctrl-C
+
+Every command takes ``--results HOST:PORT`` (default ``$ONCEFLOW_RESULTS_TARGET`` or
+127.0.0.1:7200); TLS with ``--tls-ca`` and, for mTLS, ``--tls-cert``/``--tls-key``. Output: one
+``window_start,window_end,ip,count`` line per row (CSV). Exit codes: 0 done, 1 the server refused or
+could not be reached, 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+import grpc
+
+from onceflow.core.grpc import open_channel
+from onceflow.core.settings import TlsSettings
+from onceflow.proto.v1 import results_pb2, results_pb2_grpc
+
+DEFAULT_TARGET_ENV = "ONCEFLOW_RESULTS_TARGET"
+DEFAULT_TARGET = "127.0.0.1:7200"
+
+
+def add_target_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--results",
+        metavar="HOST:PORT",
+        default=os.environ.get(DEFAULT_TARGET_ENV, DEFAULT_TARGET),
+        help=f"Results API address (default: ${DEFAULT_TARGET_ENV} or {DEFAULT_TARGET})",
+    )
+    parser.add_argument("--tls-ca", metavar="PEM", default="", help="CA of the server's certificate (enables TLS)")
+    parser.add_argument("--tls-cert", metavar="PEM", default="", help="client certificate (mTLS)")
+    parser.add_argument("--tls-key", metavar="PEM", default="", help="client key (mTLS)")
+    parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="deadline of each call")
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Entry point of the ``onceflow.cli`` group: adds ``results counts|top|watch``."""
+    common = argparse.ArgumentParser(add_help=False)
+    add_target_arguments(common)
+    parser = subparsers.add_parser(
+        "results", help="query the results consumer", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    commands = parser.add_subparsers(title="results commands", metavar="COMMAND", required=True)
+
+    counts = commands.add_parser("counts", parents=[common], help="counts of one ip per window")
+    counts.add_argument("--ip", required=True)
+    counts.add_argument("--from", dest="from_ms", type=int, default=0, metavar="MS", help="window start >= MS")
+    counts.add_argument("--to", dest="to_ms", type=int, default=0, metavar="MS", help="window start < MS (0: no end)")
+    counts.set_defaults(func=_counts)
+
+    top = commands.add_parser("top", parents=[common], help="top ips of one window")
+    top.add_argument("--window", type=int, default=0, metavar="MS", help="window start (0: the latest closed window)")
+    top.add_argument("--limit", type=int, default=10, metavar="N")
+    top.set_defaults(func=_top)
+
+    watch = commands.add_parser("watch", parents=[common], help="print rows as the consumer commits them")
+    watch.add_argument("--from", dest="from_ms", type=int, default=0, metavar="MS", help="only windows starting >= MS")
+    watch.add_argument("--max-batches", type=int, default=0, metavar="N", help="stop after N batches (0: never)")
+    watch.set_defaults(func=_watch)
+
+
+def results_stub(args: argparse.Namespace) -> tuple[grpc.Channel, results_pb2_grpc.ResultsStub]:
+    tls = TlsSettings(ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key) if args.tls_ca else None
+    channel = open_channel(args.results, tls)
+    return channel, results_pb2_grpc.ResultsStub(channel)  # type: ignore[no-untyped-call]
+
+
+def _fail(exc: grpc.RpcError, target: str) -> int:
+    code = exc.code() if isinstance(exc, grpc.Call) else None
+    details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
+    print(f"onceflow results: {target}: {code.name if code else 'error'}: {details}", file=sys.stderr)
+    return 2 if code == grpc.StatusCode.INVALID_ARGUMENT else 1
+
+
+def _print_rows(rows: Any) -> None:
+    for row in rows:
+        print(f"{row.window_start_ms},{row.window_end_ms},{row.ip},{row.count}")
+
+
+def _counts(args: argparse.Namespace) -> int:
+    channel, stub = results_stub(args)
+    with channel:
+        try:
+            request = results_pb2.GetIpCountsRequest(
+                ip=args.ip, window_start_from_ms=args.from_ms, window_start_to_ms=args.to_ms
+            )
+            response = stub.GetIpCounts(request, timeout=args.timeout)
+        except grpc.RpcError as exc:
+            return _fail(exc, args.results)
+    print("window_start,window_end,ip,count")
+    _print_rows(response.counts)
+    return 0
+
+
+def _top(args: argparse.Namespace) -> int:
+    channel, stub = results_stub(args)
+    with channel:
+        try:
+            request = results_pb2.GetTopIpsRequest(window_start_ms=args.window, limit=args.limit)
+            response = stub.GetTopIps(request, timeout=args.timeout)
+        except grpc.RpcError as exc:
+            return _fail(exc, args.results)
+    print(f"# window_start={response.window_start_ms}")
+    print("window_start,window_end,ip,count")
+    _print_rows(response.counts)
+    return 0
+
+
+def _watch(args: argparse.Namespace) -> int:
+    channel, stub = results_stub(args)
+    batches = 0
+    with channel:
+        try:
+            stream = stub.WatchResults(results_pb2.WatchResultsRequest(window_start_from_ms=args.from_ms))
+            print("window_start,window_end,ip,count", flush=True)
+            for response in stream:
+                offsets = " ".join(f"{p}:{o}" for p, o in sorted(response.offsets.items())) or "-"
+                if not response.counts:
+                    print(f"# watching; offsets {offsets}", flush=True)
+                    continue
+                _print_rows(response.counts)
+                print(f"# offsets {offsets}", flush=True)
+                batches += 1
+                if args.max_batches and batches >= args.max_batches:
+                    stream.cancel()
+                    break
+        except grpc.RpcError as exc:
+            if isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.CANCELLED:
+                return 0
+            return _fail(exc, args.results)
+    return 0

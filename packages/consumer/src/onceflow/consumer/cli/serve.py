@@ -1,0 +1,67 @@
+"""``onceflow consumer``: run the results consumer and its Results API in the foreground.
+
+Also reachable as ``python -m onceflow.consumer``. Configuration comes from ``--config FILE`` (see
+services/consumer/consumer.toml) and ``ONCEFLOW_CONSUMER__*`` environment variables. Exit codes: 0
+after SIGTERM/SIGINT, 2 for a bad configuration or an unreachable store, 4 when the consumer loop
+failed (restart it: it resumes from the offsets stored with the results).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from onceflow.core.errors import OnceflowError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="TOML config file (see services/consumer/consumer.toml)")
+    parser.add_argument(
+        "--ready-file",
+        metavar="FILE",
+        type=Path,
+        help="write {pid, port, metrics_port} as JSON here once serving (for supervisors and tests)",
+    )
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Entry point of the ``onceflow.cli`` group: adds the ``consumer`` subcommand."""
+    parser = subparsers.add_parser(
+        "consumer",
+        help="run the read_committed results consumer and the Results API",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the settings and serve; returns the process exit code."""
+    import psycopg
+
+    from onceflow.consumer.service import serve
+    from onceflow.consumer.settings import ConsumerSettings
+    from onceflow.core.logging import configure_logging
+    from onceflow.core.settings import load_settings
+
+    try:
+        settings = load_settings(ConsumerSettings, args.config)
+    except OnceflowError as exc:
+        print(f"onceflow consumer: {exc}", file=sys.stderr)
+        return 2
+    configure_logging(level=settings.log.level, fmt=settings.log.format, stream=sys.stderr)
+    try:
+        return serve(settings, ready_file=args.ready_file)
+    except (OnceflowError, psycopg.OperationalError) as exc:
+        print(f"onceflow consumer: {exc}", file=sys.stderr)
+        return 2
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m onceflow.consumer`` entry point."""
+    parser = argparse.ArgumentParser(prog="python -m onceflow.consumer", description=__doc__)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

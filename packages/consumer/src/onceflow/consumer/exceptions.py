@@ -1,0 +1,46 @@
+"""Errors of the results consumer, its query API and the audit."""
+
+from __future__ import annotations
+
+from onceflow.core.errors import OnceflowError
+
+
+class ConsumerError(OnceflowError):
+    """Base class of the consumer package's errors."""
+
+
+class StaleOffsets(ConsumerError):  # noqa: N818 - names the condition, like the design's errors
+    """A batch was built on offsets that are no longer the stored ones: another instance applied the
+    partition in between (a rebalance this instance has not seen yet). The batch is rolled back whole."""
+
+    def __init__(self, topic: str, partition: int, expected: int | None, stored: int | None) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.expected = expected
+        self.stored = stored
+        super().__init__(
+            f"offsets of {topic}[{partition}] moved: expected next offset {expected}, the store has {stored}"
+        )
+
+
+class UndecodableResult(ConsumerError):  # noqa: N818
+    """A record of the results topic is not an IpCount (and the consumer is set to stop on such records)."""
+
+    def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        super().__init__(f"record {topic}[{partition}]@{offset} is not an IpCount: {reason}")
+
+
+class InvalidQuery(ConsumerError):  # noqa: N818 - like InvalidConfig
+    """A query or audit request has a bad argument; ``argument`` names it."""
+
+    def __init__(self, argument: str, reason: str) -> None:
+        self.argument = argument
+        self.reason = reason
+        super().__init__(f"{argument}: {reason}")
+
+
+class FeatureUnavailable(ConsumerError):  # noqa: N818
+    """The server was started without what a request needs (no consumer to watch, no audit config)."""

@@ -1,0 +1,30 @@
+"""The values the consumer stores and serves: one result row, and the offsets of a partition."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class ResultRow:
+    """Requests of ``ip`` in the tumbling event-time window ``[window_start, window_end)`` (epoch ms)."""
+
+    window_start: int
+    window_end: int
+    ip: str
+    count: int
+
+
+@dataclass(frozen=True)
+class StoredOffset:
+    """What the store holds for one partition of the results topic.
+
+    ``next_offset`` is the offset to consume next; ``applied_records`` counts every record applied
+    from the partition over the store's life, so a batch applied twice shows up as a count above the
+    partition's committed record count. ``owner`` is the instance that applied the last batch.
+    """
+
+    partition: int
+    next_offset: int
+    applied_records: int
+    owner: str = ""

@@ -1,0 +1,147 @@
+"""``onceflow consumer``: the results store, the consumer loop, the Results API and ``/metrics`` in one process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Final
+
+import grpc
+from grpc_health.v1 import health, health_pb2
+
+from onceflow.consumer.api import SERVICE_NAME, ResultsQuery, ResultsServicer
+from onceflow.consumer.audit import Auditor
+from onceflow.consumer.feed import ResultsFeed
+from onceflow.consumer.loop import ConsumerMetrics, ResultsConsumer
+from onceflow.consumer.settings import ConsumerSettings
+from onceflow.consumer.store import ResultsStore, open_store
+from onceflow.core.grpc import build_server
+from onceflow.core.logging import get_logger
+from onceflow.core.metrics import MetricsEndpoint, serve_metrics
+from onceflow.proto.v1 import results_pb2_grpc
+
+#: Exit codes of ``onceflow consumer``.
+EXIT_OK: Final = 0
+EXIT_CONSUMER_FAILED: Final = 4
+
+_log = get_logger(__name__)
+
+
+class ConsumerService:
+    """One consumer instance: its store connections, the consumer loop thread, the gRPC server.
+
+    The loop and the API use separate store connections, so queries never wait behind a batch's
+    transaction longer than the database makes them.
+    """
+
+    def __init__(self, settings: ConsumerSettings) -> None:
+        self.settings = settings
+        self.metrics = ConsumerMetrics()
+        self.feed = ResultsFeed(settings.api.watch_queue_batches)
+        self.health = health.HealthServicer()
+        self.port = 0
+        self._loop_store: ResultsStore | None = None
+        self._api_store: ResultsStore | None = None
+        self.consumer: ResultsConsumer | None = None
+        self._server: grpc.Server | None = None
+        self._metrics_endpoint: MetricsEndpoint | None = None
+
+    @property
+    def metrics_port(self) -> int:
+        return self._metrics_endpoint.port if self._metrics_endpoint is not None else 0
+
+    def start(self) -> ConsumerService:
+        """Start serving.
+
+        Steps:
+            1. Open the store (creating its tables) twice: one connection for the loop, one for queries.
+            2. Start the consumer loop; it joins the group and seeks to the stored offsets on assignment.
+            3. Build the gRPC server (TLS, health, reflection) with the Results servicer; start it.
+            4. Expose ``/metrics`` when ``metrics.port`` is set.
+        """
+        settings = self.settings
+        # Step 1
+        self._loop_store = open_store(settings.store)
+        self._api_store = open_store(settings.store, create_schema=False)
+        # Step 2
+        self.consumer = ResultsConsumer(
+            settings.kafka, settings.consumer, self._loop_store, feed=self.feed, metrics=self.metrics
+        ).start()
+        # Step 3
+        server, self.port = build_server(
+            settings.server, service_names=[SERVICE_NAME], max_workers=settings.api.max_workers,
+            health_servicer=self.health,
+        )  # fmt: skip
+        query = ResultsQuery(self._api_store, allowed_lateness_ms=settings.api.allowed_lateness_ms)
+        auditor = Auditor(settings.kafka, settings.audit, settings.store)
+        results_pb2_grpc.add_ResultsServicer_to_server(  # type: ignore[no-untyped-call]
+            ResultsServicer(query, self.feed, auditor), server
+        )
+        server.start()
+        self._server = server
+        # Step 4
+        if settings.metrics.port:
+            self._metrics_endpoint = serve_metrics(self.metrics.service, settings.metrics.host, settings.metrics.port)
+        _log.info(
+            "consumer.serving", port=self.port, metrics_port=self.metrics_port, store=self._loop_store.description,
+            group=settings.consumer.group_id, topic=settings.consumer.topic,
+        )  # fmt: skip
+        return self
+
+    def stop(self, grace: float = 2.0) -> None:
+        """NOT_SERVING, stop the loop (it commits its open batch and leaves the group), stop the server."""
+        for name in ("", SERVICE_NAME):
+            self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        if self.consumer is not None:
+            self.consumer.stop()
+        if self._server is not None:
+            self._server.stop(grace).wait(grace + 1)
+            self._server = None
+        if self._metrics_endpoint is not None:
+            self._metrics_endpoint.stop()
+            self._metrics_endpoint = None
+        for store in (self._loop_store, self._api_store):
+            if store is not None:
+                store.close()
+
+
+def write_ready_file(path: Path, service: ConsumerService) -> None:
+    """Tell a parent process that the consumer serves, and where (atomic replace)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps({"pid": os.getpid(), "port": service.port, "metrics_port": service.metrics_port}))
+    os.replace(tmp, path)
+
+
+def serve(settings: ConsumerSettings, *, ready_file: Path | None = None) -> int:
+    """Run until SIGTERM/SIGINT (exit 0) or until the consumer loop fails (exit 4, fail-stop: a
+    restart resumes from the stored offsets)."""
+    stop = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        _log.info("consumer.signal", signal=signal.Signals(signum).name)
+        stop.set()
+
+    service = ConsumerService(settings).start()
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    if ready_file is not None:
+        write_ready_file(ready_file, service)
+    assert service.consumer is not None
+    try:
+        while not stop.is_set() and not service.consumer.stopped.is_set():
+            stop.wait(0.2)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    failure = service.consumer.failure
+    service.stop()
+    if ready_file is not None:
+        ready_file.unlink(missing_ok=True)
+    if failure is not None:
+        _log.error("consumer.fatal", exit_code=EXIT_CONSUMER_FAILED, error=failure)
+        return EXIT_CONSUMER_FAILED
+    _log.info("consumer.exited")
+    return EXIT_OK

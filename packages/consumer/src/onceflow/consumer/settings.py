@@ -1,0 +1,127 @@
+"""Settings of ``onceflow consumer`` (TOML file + ``ONCEFLOW_CONSUMER__*`` environment variables)."""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from onceflow.core import defaults
+from onceflow.core.settings import (
+    GrpcServerSettings,
+    KafkaSettings,
+    LoggingSettings,
+    MetricsSettings,
+    Section,
+    Settings,
+)
+from onceflow.core.topics import SINK_TOPIC
+
+SinkName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")]
+
+
+class StoreSettings(Section):
+    """Where results and offsets live: ``sqlite`` (``path``, the default) or ``postgres`` (``dsn``)."""
+
+    backend: Literal["sqlite", "postgres"] = "sqlite"
+    path: str = "./data/consumer/results.db"
+    dsn: str = ""
+    busy_timeout_ms: int = Field(default=10_000, ge=0)
+    connect_timeout_s: int = Field(default=10, gt=0)
+
+    @model_validator(mode="after")
+    def _check_location(self) -> StoreSettings:
+        if self.backend == "postgres" and not self.dsn:
+            raise ValueError("store.dsn is required when store.backend = 'postgres'")
+        if self.backend == "sqlite" and not self.path:
+            raise ValueError("store.path is required when store.backend = 'sqlite'")
+        return self
+
+
+class ConsumerLoopSettings(Section):
+    """The consumer-group member reading the results topic with read_committed."""
+
+    topic: str = Field(default=SINK_TOPIC, min_length=1)
+    #: Instances with the same group split the topic's partitions.
+    group_id: str = Field(default="onceflow-results", min_length=1)
+    #: Static membership (KIP-345): a restarted instance with the same id takes its partitions back at
+    #: once, without waiting for the session timeout. Empty: dynamic membership (a stopped instance
+    #: leaves the group and its partitions move at once).
+    group_instance_id: str = ""
+    #: A batch is applied when it holds this many records, or ``max_batch_ms`` after its first record.
+    max_batch_records: int = Field(default=5_000, ge=1)
+    max_batch_ms: int = Field(default=200, ge=0)
+    poll_timeout_ms: int = Field(default=100, ge=1)
+    #: Also commit the applied offsets to the Kafka group after each database commit, for lag
+    #: monitoring only: the database is the truth.
+    commit_group_offsets: bool = True
+    #: A record that is not an IpCount: false stops the consumer (fail-stop), true logs, counts and skips it.
+    skip_undecodable: bool = False
+
+
+class ApiSettings(Section):
+    """The Results gRPC API."""
+
+    #: A window is closed once the newest window start seen is at least window_end + this (GetTopIps 0).
+    allowed_lateness_ms: int = Field(default=defaults.ALLOWED_LATENESS_MS, ge=0)
+    #: Batches buffered per WatchResults stream; a slower watcher is ended with RESOURCE_EXHAUSTED.
+    watch_queue_batches: int = Field(default=1_000, ge=1)
+    max_workers: int = Field(default=16, ge=1)
+
+
+class AuditSinkSettings(Section):
+    """One sink the audit compares with the truth: a Kafka topic or a result table."""
+
+    name: SinkName
+    kind: Literal["kafka", "sqlite", "postgres"]
+    topic: str = SINK_TOPIC
+    path: str = ""
+    dsn: str = ""
+    table: str = Field(default="ip_counts", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+    @model_validator(mode="after")
+    def _check_location(self) -> AuditSinkSettings:
+        if self.kind == "sqlite" and not self.path:
+            raise ValueError(f"sink {self.name!r}: path is required for kind 'sqlite'")
+        if self.kind == "postgres" and not self.dsn:
+            raise ValueError(f"sink {self.name!r}: dsn is required for kind 'postgres'")
+        return self
+
+
+class AuditSettings(Section):
+    """What RunAudit (and ``onceflow audit --config``) compares."""
+
+    window_ms: int = Field(default=defaults.WINDOW_MS, ge=1)
+    allowed_lateness_ms: int = Field(default=defaults.ALLOWED_LATENESS_MS, ge=0)
+    #: Differences listed per sink.
+    examples: int = Field(default=5, ge=0)
+    read_timeout_s: float = Field(default=120.0, gt=0)
+    #: The generator's settings for generator truth, as in its connector config (ips, max.disorder.ms, ...).
+    generator: dict[str, str] = Field(default_factory=dict)
+    #: Also audit the consumer's own store, as sink ``consumer``.
+    include_store: bool = True
+    sinks: list[AuditSinkSettings] = Field(default_factory=list)
+
+    @field_validator("sinks")
+    @classmethod
+    def _unique_names(cls, sinks: list[AuditSinkSettings]) -> list[AuditSinkSettings]:
+        names = [sink.name for sink in sinks]
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"sink names must be unique; repeated: {', '.join(duplicates)}")
+        return sinks
+
+
+class ConsumerSettings(Settings):
+    """``onceflow consumer``: the results consumer, its store and the Results API."""
+
+    env_prefix: ClassVar[str] = "ONCEFLOW_CONSUMER__"
+
+    kafka: KafkaSettings = KafkaSettings()
+    consumer: ConsumerLoopSettings = ConsumerLoopSettings()
+    store: StoreSettings = StoreSettings()
+    server: GrpcServerSettings = GrpcServerSettings(port=7200)
+    api: ApiSettings = ApiSettings()
+    audit: AuditSettings = AuditSettings()
+    log: LoggingSettings = LoggingSettings()
+    metrics: MetricsSettings = MetricsSettings()

@@ -1,0 +1,15 @@
+"""Results stores: rows and consumed offsets committed in one database transaction."""
+
+from onceflow.consumer.store.base import PartitionBatch, ResultBatch, ResultsStore
+from onceflow.consumer.store.factory import open_store
+from onceflow.consumer.store.postgres import PostgresResultsStore
+from onceflow.consumer.store.sqlite import SqliteResultsStore
+
+__all__ = [
+    "PartitionBatch",
+    "PostgresResultsStore",
+    "ResultBatch",
+    "ResultsStore",
+    "SqliteResultsStore",
+    "open_store",
+]

@@ -1,0 +1,5 @@
+"""Test support for the results consumer: :class:`ConsumerProcess`, a consumer child process to kill -9."""
+
+from onceflow.consumer.testing.process import ConsumerProcess, to_toml
+
+__all__ = ["ConsumerProcess", "to_toml"]

@@ -1,0 +1,128 @@
+"""The consumer as a real process: kill -9 at random moments, and two instances splitting partitions."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.consumer.store import PostgresResultsStore, SqliteResultsStore
+from onceflow.consumer.testing import ConsumerProcess
+
+from .conftest import Transaction, TransactionalWriter, assert_store_equals_topic, ip_count, wait_until, windows_rows
+
+
+class BackgroundWriter(threading.Thread):
+    """Writes ``transactions`` transactions (every fourth aborted, with ips that are never committed)
+    with a pause between them, on a thread."""
+
+    def __init__(self, bootstrap: str, topic: str, transactions: int, pause: float, first_window: int = 0) -> None:
+        super().__init__(daemon=True)
+        self.writer = TransactionalWriter(bootstrap, topic)
+        self.transactions = transactions
+        self.pause = pause
+        self.first_window = first_window
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        ips = [f"10.0.{i // 250}.{i % 250}" for i in range(40)]
+        try:
+            for n in range(self.transactions):
+                window = self.first_window + n // 3
+                if n % 4 == 3:
+                    rows = [ip_count(window * 5000, f"10.99.0.{i}", 10_000 + n) for i in range(20)]
+                    self.writer.write(Transaction(rows, commit=False))
+                else:
+                    self.writer.write(Transaction(windows_rows([window], ips, base=n)))
+                time.sleep(self.pause)
+        except BaseException as exc:
+            self.error = exc
+            raise
+
+
+def consumer_settings(broker: EmbeddedBroker, topic: str, store: dict[str, Any], **consumer: Any) -> dict[str, Any]:
+    return {
+        "kafka": {"bootstrap_servers": broker.bootstrap_servers, "properties": {"session.timeout.ms": "6000"}},
+        "consumer": {"topic": topic, "group_id": "results", "max_batch_records": 50, "max_batch_ms": 20, **consumer},
+        "store": store,
+        "log": {"level": "INFO"},
+    }
+
+
+@pytest.mark.slow
+def test_kill_9_ten_times_leaves_the_store_equal_to_the_topic(
+    broker: EmbeddedBroker, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    topic = make_topic(partitions=3)
+    db = tmp_path / "results.db"
+    settings = consumer_settings(broker, topic, {"backend": "sqlite", "path": str(db)}, group_instance_id="consumer-0")
+    process = ConsumerProcess(tmp_path / "consumer", settings)
+    writer = BackgroundWriter(broker.bootstrap_servers, topic, transactions=240, pause=0.08)
+    writer.start()
+    rng = random.Random(8)
+    kills = 0
+    try:
+        for _ in range(10):
+            process.start()
+            time.sleep(rng.uniform(0.4, 1.6))
+            process.kill()
+            kills += 1
+        process.start()
+        writer.join(120)
+        assert writer.error is None and not writer.is_alive()
+        store = SqliteResultsStore(db)
+        counts = assert_store_equals_topic(store, broker.bootstrap_servers, topic, "results", timeout=90)
+        assert not any(row.ip.startswith("10.99.") for row in store.all_results())
+        store.close()
+    except BaseException:
+        print(process.log_tail(80))
+        raise
+    finally:
+        process.stop()
+    assert kills == 10 and process.starts == 11
+    assert sum(counts.values()) == 180 * 40
+    log = process.log_path.read_text()
+    assert log.count("batch.applied") >= 20, "the consumer made progress between the kills"
+
+
+def test_two_instances_split_the_partitions_and_a_stopped_ones_move(
+    broker: EmbeddedBroker, make_topic: Callable[..., str], tmp_path: Path, postgres_dsn: str
+) -> None:
+    topic = make_topic(partitions=4)
+    settings = consumer_settings(broker, topic, {"backend": "postgres", "dsn": postgres_dsn})
+    first = ConsumerProcess(tmp_path / "a", settings).start()
+    second = ConsumerProcess(tmp_path / "b", settings).start()
+    store = PostgresResultsStore(postgres_dsn)
+    writer = BackgroundWriter(broker.bootstrap_servers, topic, transactions=120, pause=0.05)
+    try:
+        writer.start()
+
+        def split() -> bool:
+            offsets = store.stored_offsets("results", topic)
+            owners = {o.owner.rpartition(":")[2] for o in offsets.values()}
+            return len(offsets) == 4 and owners == {str(first.pid), str(second.pid)}
+
+        wait_until(split, 60, "both instances to apply partitions")
+        owned_by_second = [
+            p for p, o in store.stored_offsets("results", topic).items() if o.owner.endswith(f":{second.pid}")
+        ]
+        assert len(owned_by_second) == 2  # the group deals 2 partitions to each
+        assert second.stop() == 0  # graceful: commits its open batch, leaves the group
+        writer.join(60)
+        assert writer.error is None and not writer.is_alive()
+        assert_store_equals_topic(store, broker.bootstrap_servers, topic, "results", timeout=60)
+        owners = {o.owner for o in store.stored_offsets("results", topic).values()}
+        assert {owner.rpartition(":")[2] for owner in owners} == {str(first.pid)}
+    except BaseException:
+        print("--- a ---\n" + first.log_tail(40) + "\n--- b ---\n" + second.log_tail(40))
+        raise
+    finally:
+        store.close()
+        first.stop()
+        second.stop()

@@ -1,0 +1,94 @@
+"""The results store contract, on SQLite and on a real PostgreSQL: atomic batches with offsets,
+compare-and-set offsets, last-write-wins upserts, and the queries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from onceflow.consumer.api import ResultsQuery
+from onceflow.consumer.exceptions import InvalidQuery, StaleOffsets
+from onceflow.consumer.model import ResultRow
+from onceflow.consumer.store import PartitionBatch, PostgresResultsStore, ResultBatch, ResultsStore, SqliteResultsStore
+
+W0 = 1_767_225_600_000
+GROUP, TOPIC = "g", "ip_count_sink"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ResultsStore]:
+    instance: ResultsStore
+    if request.param == "sqlite":
+        instance = SqliteResultsStore(tmp_path / "results.db")
+    else:
+        instance = PostgresResultsStore(request.getfixturevalue("postgres_dsn"))
+    instance.create_schema()
+    instance.create_schema()  # idempotent
+    yield instance
+    instance.close()
+
+
+def row(window: int, ip: str, count: int) -> ResultRow:
+    return ResultRow(W0 + window * 5000, W0 + window * 5000 + 5000, ip, count)
+
+
+def batch(*parts: PartitionBatch, owner: str = "a") -> ResultBatch:
+    return ResultBatch(GROUP, TOPIC, owner, parts)
+
+
+def test_batches_commit_rows_and_offsets_together(store: ResultsStore) -> None:
+    assert store.stored_offsets(GROUP, TOPIC) == {}
+    store.apply(batch(PartitionBatch(0, None, 3, (row(0, "a", 1), row(0, "b", 2))), PartitionBatch(1, None, 8, ())))
+    offsets = store.stored_offsets(GROUP, TOPIC)
+    assert {p: (o.next_offset, o.applied_records, o.owner) for p, o in offsets.items()} == {
+        0: (3, 2, "a"),
+        1: (8, 0, "a"),
+    }
+    # A later record for a key replaces the stored one (update mode: last write wins).
+    store.apply(batch(PartitionBatch(0, 3, 6, (row(0, "a", 5), row(1, "a", 1), row(0, "a", 7))), owner="b"))
+    assert store.all_results() == [row(0, "a", 7), row(0, "b", 2), row(1, "a", 1)]
+    assert store.stored_offsets(GROUP, TOPIC)[0].applied_records == 5
+    assert store.stored_offsets(GROUP, TOPIC)[0].owner == "b"
+    assert store.stored_offsets("other-group", TOPIC) == {}
+
+
+def test_a_batch_on_moved_offsets_is_rolled_back_whole(store: ResultsStore) -> None:
+    store.apply(batch(PartitionBatch(0, None, 3, (row(0, "a", 1),)), PartitionBatch(1, None, 2, (row(0, "z", 1),))))
+    # Partition 1 expects 1 but the store has 2: nothing of the batch is applied, partition 0 included.
+    with pytest.raises(StaleOffsets) as caught:
+        store.apply(batch(PartitionBatch(0, 3, 4, (row(0, "a", 9),)), PartitionBatch(1, 1, 3, (row(0, "z", 9),))))
+    assert (caught.value.partition, caught.value.expected, caught.value.stored) == (1, 1, 2)
+    # A second "first" batch for a partition that has offsets already is stale too.
+    with pytest.raises(StaleOffsets):
+        store.apply(batch(PartitionBatch(0, None, 4, (row(0, "a", 9),))))
+    assert store.all_results() == [row(0, "a", 1), row(0, "z", 1)]
+    assert {p: o.next_offset for p, o in store.stored_offsets(GROUP, TOPIC).items()} == {0: 3, 1: 2}
+
+
+def test_queries(store: ResultsStore) -> None:
+    rows = [row(0, "a", 3), row(0, "b", 5), row(0, "c", 5), row(1, "a", 1), row(2, "a", 2), row(3, "d", 1)]
+    store.apply(batch(PartitionBatch(0, None, len(rows), tuple(rows))))
+    assert store.counts_for_ip("a", W0, None) == [row(0, "a", 3), row(1, "a", 1), row(2, "a", 2)]
+    assert store.counts_for_ip("a", W0 + 5000, W0 + 10_000) == [row(1, "a", 1)]
+    assert store.counts_for_ip("nobody", 0, None) == []
+    assert store.top_ips(W0, 2) == [row(0, "b", 5), row(0, "c", 5)]  # ties by ip
+    assert store.latest_window_start() == W0 + 15_000
+    query = ResultsQuery(store, allowed_lateness_ms=5000)
+    # Newest window starts at W0+15s; closed: window_end + 5 s <= W0+15s, i.e. the window starting at W0+5s.
+    assert query.latest_closed_window() == W0 + 5000
+    assert query.top_ips(0, 10) == (W0 + 5000, [row(1, "a", 1)])
+    assert query.top_ips(W0, 1) == (W0, [row(0, "b", 5)])
+    for bad in [("", 0, 0), ("a", 10, 5), ("a", -1, 0), ("a b", 0, 0)]:
+        with pytest.raises(InvalidQuery):
+            query.ip_counts(*bad)
+    for window, limit in [(0, 0), (0, -1), (0, 10_001), (-5, 10)]:
+        with pytest.raises(InvalidQuery):
+            query.top_ips(window, limit)
+
+
+def test_empty_store_queries(store: ResultsStore) -> None:
+    query = ResultsQuery(store)
+    assert query.latest_closed_window() is None
+    assert query.top_ips(0, 5) == (0, [])
