@@ -14,7 +14,7 @@ numbers are the coordinator's own cost: 2PC bookkeeping, the transaction log, pa
   behind a real gRPC participant server in this process (adds the participant RPCs over loopback).
 
 Latency is CommitTransaction from call to return (after every participant acked); throughput is
-batches committed per second back to back. The lead extends this to the three real sinks.
+batches committed per second back to back. ``bench/twopc_sinks.py`` measures the same with the three real sinks.
 
 Usage:
     .venv/bin/python bench/coordinator_commit.py [--batches 2000] [--sinks 3] [--log memory|kafka]

@@ -64,3 +64,25 @@ def test_unknown_command_is_an_argparse_error() -> None:
     result = subprocess.run([str(ONCEFLOW), "frobnicate"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert "invalid choice: 'frobnicate'" in result.stderr
+
+
+def test_a_subcommand_with_its_own_log_level_flag_still_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``onceflow broker`` defines ``--log-level`` (default None) too; that must not break logging."""
+    ran: list[str] = []
+
+    def build_with_flagged() -> argparse.ArgumentParser:
+        parser = build()
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        flagged = sub.add_parser("flagged")
+        flagged.add_argument("--log-level", default=None)
+        flagged.set_defaults(func=run)
+        return parser
+
+    def run(args: argparse.Namespace) -> int:
+        ran.append("yes")
+        return 0
+
+    build = cli_main.build_parser
+    monkeypatch.setattr(cli_main, "build_parser", build_with_flagged)
+    assert cli_main.main(["flagged"]) == 0
+    assert ran == ["yes"]

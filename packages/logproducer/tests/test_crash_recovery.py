@@ -35,16 +35,23 @@ def _check_exactly_once_in_key_order(records: list[Record], seq_of: Callable[[Re
         last[record.key] = seq
 
 
-def _kill_repeatedly(worker: WorkerProcess, finished: Callable[[], bool]) -> int:
-    kills = 0
+class KillCount:
+    """How many times the worker has been killed so far (read by a LogWriter to pace itself)."""
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
+def _kill_repeatedly(worker: WorkerProcess, finished: Callable[[], bool], count: KillCount | None = None) -> int:
+    count = count or KillCount()
     rng = random.Random(42)
-    while kills < KILLS:
+    while count.value < KILLS:
         time.sleep(rng.uniform(0.4, 1.5))
-        assert not finished(), f"the run finished after only {kills} kills; slow it down"
+        assert not finished(), f"the run finished after only {count.value} kills; slow it down"
         worker.kill()
-        kills += 1
+        count.value += 1
         worker.start()
-    return kills
+    return count.value
 
 
 def _wait(predicate: Callable[[], bool], timeout: float, worker: WorkerProcess) -> None:
@@ -84,10 +91,15 @@ LINE = '10.1.{a}.{b} - - [22/Nov/2026:14:{m:02d}:{s:02d} +0000] "GET /seq/{n} HT
 class LogWriter(threading.Thread):
     """Appends TOTAL lines at about ``rate`` lines/s; rotates by rename, later by copy-truncate."""
 
-    def __init__(self, log: Path, rate: int, before_copy_truncate: Callable[[], None]) -> None:
+    def __init__(
+        self, log: Path, rate: int, before_copy_truncate: Callable[[], None], kills: KillCount | None = None
+    ) -> None:
         super().__init__(daemon=True)
         self.log = log
         self.rate = rate
+        # Never more than (kills + 1) / (KILLS + 1) of the lines before the kills are done, so the run
+        # cannot finish before every kill happened, however slow the machine is.
+        self.kills = kills
         self.before_copy_truncate = before_copy_truncate
         self.written = 0
         self.error: BaseException | None = None
@@ -97,6 +109,11 @@ class LogWriter(threading.Thread):
             chunk = self.rate // 20
             started = time.monotonic()
             while self.written < TOTAL:
+                while self.kills is not None and self.kills.value < KILLS:
+                    if self.written < (self.kills.value + 1) * TOTAL // (KILLS + 1):
+                        break
+                    time.sleep(0.05)
+                    started = time.monotonic() - self.written / self.rate
                 if self.written == 70_000:
                     os.rename(self.log, self.log.with_name("access.log.1"))  # rename rotation
                 if self.written == 140_000:
@@ -143,7 +160,8 @@ def test_file_tailer_survives_repeated_kill_9_across_rotations(broker: EmbeddedB
             assert time.monotonic() < deadline, "tailer never reached the new file"
             time.sleep(0.2)
 
-    writer = LogWriter(log, 8000, tailer_in_current_file)
+    kills = KillCount()
+    writer = LogWriter(log, 8000, tailer_in_current_file, kills)
     writer.start()
 
     def finished() -> bool:
@@ -155,7 +173,7 @@ def test_file_tailer_survives_repeated_kill_9_across_rotations(broker: EmbeddedB
         )
 
     try:
-        assert _kill_repeatedly(worker, finished) >= KILLS
+        assert _kill_repeatedly(worker, finished, kills) >= KILLS
         writer.join(120)
         assert writer.error is None, writer.error
         _wait(finished, 120, worker)

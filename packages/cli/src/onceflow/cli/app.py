@@ -49,7 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if func is None:
         parser.print_help()
         return 2
-    configure_logging(args.log_level, args.log_format)
+    # A subcommand may define its own --log-level (default None: "leave it to the config"), which
+    # replaces the global option's value in the namespace; fall back to the global defaults then.
+    configure_logging(args.log_level or "INFO", args.log_format or "kv")
     try:
         code: int = func(args)
     except OnceflowError as exc:

@@ -17,7 +17,15 @@ from onceflow.sinks.exceptions import (
     TransactionAlreadyCommitted,
     TransactionNotPrepared,
 )
-from onceflow.sinks.postgres.schema import RECORD_COMMIT, SCHEMA, UPSERT_ROW, gid_of, gid_prefix, txn_of
+from onceflow.sinks.postgres.schema import (
+    RECORD_COMMIT,
+    SCHEMA,
+    UPSERT_ROWS,
+    gid_of,
+    gid_prefix,
+    txn_of,
+    upsert_params,
+)
 
 _log = get_logger(__name__)
 
@@ -85,10 +93,8 @@ class PostgresParticipant(SinkParticipant):
             try:
                 conn.execute("BEGIN")
                 conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{self._lock_timeout_ms}ms")))
-                with conn.cursor() as cur:
-                    cur.executemany(
-                        UPSERT_ROW, [(r["window_start"], r["window_end"], r["ip"], r["count"]) for r in rows]
-                    )
+                if rows:
+                    conn.execute(UPSERT_ROWS, upsert_params(rows))
                 conn.execute(RECORD_COMMIT, (self.name, txn.job, txn.batch))
                 # Step 3
                 conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
@@ -132,9 +138,10 @@ class PostgresParticipant(SinkParticipant):
             _log.warning(
                 "commit.redo_from_staging", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=len(rows)
             )
-            with conn.transaction(), conn.cursor() as cur:
-                cur.executemany(UPSERT_ROW, [(r["window_start"], r["window_end"], r["ip"], r["count"]) for r in rows])
-                cur.execute(RECORD_COMMIT, (self.name, txn.job, txn.batch))
+            with conn.transaction():
+                if rows:
+                    conn.execute(UPSERT_ROWS, upsert_params(rows))
+                conn.execute(RECORD_COMMIT, (self.name, txn.job, txn.batch))
 
     def abort(self, txn: TxnId) -> None:
         """``ROLLBACK PREPARED '<gid>'``; an unknown transaction is a no-op, a committed one an error."""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
+from onceflow.core.avro import IpCount
 from onceflow.sinks.base import TxnId
 
 SCHEMA: Final = """
@@ -23,12 +25,27 @@ CREATE TABLE IF NOT EXISTS onceflow_commits (
 )
 """
 
-UPSERT_ROW: Final = """
-INSERT INTO ip_counts (window_start, window_end, ip, count) VALUES (%s, %s, %s, %s)
+#: Upsert a whole batch in one statement: the columns as four arrays (see :func:`upsert_params`). The
+#: rows go in array order (load_batch sorts them by key, so row locks are taken in one global order)
+#: and each key appears once (load_batch keeps the last row of a key), as ON CONFLICT requires.
+UPSERT_ROWS: Final = """
+INSERT INTO ip_counts (window_start, window_end, ip, count)
+SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::bigint[])
 ON CONFLICT (window_start, ip) DO UPDATE SET window_end = EXCLUDED.window_end, count = EXCLUDED.count
 """
 
 RECORD_COMMIT: Final = "INSERT INTO onceflow_commits (sink, job, batch) VALUES (%s, %s, %s)"
+
+
+def upsert_params(rows: Sequence[IpCount]) -> tuple[list[int], list[int], list[str], list[int]]:
+    """The parameters of :data:`UPSERT_ROWS`: one list per column."""
+    return (
+        [r["window_start"] for r in rows],
+        [r["window_end"] for r in rows],
+        [r["ip"] for r in rows],
+        [r["count"] for r in rows],
+    )
+
 
 #: PostgreSQL's limit on a prepared transaction's identifier (GIDSIZE - 1).
 MAX_GID_LENGTH: Final = 199

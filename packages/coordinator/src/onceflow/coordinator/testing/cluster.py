@@ -1,0 +1,306 @@
+"""A whole two-phase-commit deployment on one machine: coordinator and sink participants as processes.
+
+:class:`TwoPhaseCommitCluster` wires what DESIGN.md's "Spark -> sinks" hop runs in production:
+
+- a coordinator process (``python -m onceflow.coordinator``) whose decisions go to the Kafka
+  transaction log on a broker the caller runs (the embedded broker in tests);
+- one participant process (``python -m onceflow.sinks``) per sink: ``kafka`` (``ip_count_sink``),
+  ``sqlite`` (a file under the work dir) and ``postgres`` (a database the caller provides), so a
+  ``kill -9`` of one of them is the crash of one sink's participant;
+- a staging root shared by the driver (the test), the participants and the coordinator's GC.
+
+Every process listens on 127.0.0.1 on a free port that stays the same across restarts, so the
+participant targets registered with the coordinator stay valid. The cluster also acts as the
+Spark driver's client (:meth:`register`, :meth:`commit`) and reads every sink back directly.
+
+Needs the ``onceflow-sinks`` and ``onceflow-broker`` packages next to this one (the workspace has
+them); it is test and benchmark tooling, imported only by them.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import grpc
+
+from onceflow.broker.testing.clients import read_topic
+from onceflow.coordinator.model import ParticipantRef
+from onceflow.coordinator.testing.process import CoordinatorProcess
+from onceflow.core.avro import IP_COUNT_SERDE, IpCount
+from onceflow.core.grpc import open_channel
+from onceflow.core.staging import StagedFile, StagingWriter
+from onceflow.core.topics import SINK_TOPIC
+from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
+from onceflow.sinks.testing.process import ParticipantProcess
+
+#: The three real sinks, in the order they are registered with the coordinator.
+SINKS: Final = ("kafka", "sqlite", "postgres")
+
+#: A result row as every sink stores it: ``(window_start, window_end, ip, count)``.
+Row = tuple[int, int, str, int]
+
+#: Coordinator timings for tests: quick aborts, quick commit retries, short waits.
+FAST_COORDINATOR_SETTINGS: Final[Mapping[str, Any]] = {
+    "prepare_timeout_ms": 5_000,
+    "commit_wait_ms": 5_000,
+    "abort_timeout_ms": 2_000,
+    "commit_retry": {"initial_backoff_ms": 50, "max_backoff_ms": 500, "call_timeout_ms": 3_000},
+    "transaction_log": {"timeout_ms": 20_000, "retain_batches": 0},
+    "log": {"level": "INFO"},
+}
+
+STATE_NAMES: Final = {
+    value: name.removeprefix("TRANSACTION_STATE_") for name, value in common_pb2.TransactionState.items()
+}
+
+
+def row_of(row: IpCount) -> Row:
+    return (row["window_start"], row["window_end"], row["ip"], row["count"])
+
+
+def wait_for_log(
+    process: CoordinatorProcess | ParticipantProcess, text: str, *, times: int = 1, timeout: float = 20.0
+) -> None:
+    """Wait until ``text`` appears ``times`` times in the last 400 lines of ``process``'s log."""
+    deadline = time.monotonic() + timeout
+    while process.log_tail(400).count(text) < times:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{text!r} not logged {times} times in {timeout}s:\n{process.log_tail()}")
+        time.sleep(0.05)
+
+
+def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+class TwoPhaseCommitCluster:
+    """Coordinator and participant processes for ``sinks`` on the broker at ``bootstrap_servers``.
+
+    ``coordinator_settings`` override :data:`FAST_COORDINATOR_SETTINGS` (nested keys merge);
+    ``coordinator_env`` is the coordinator's extra environment (e.g. the crash hook, see
+    :mod:`onceflow.coordinator.crash`); change ``cluster.coordinator.env`` between restarts.
+    """
+
+    def __init__(
+        self,
+        work_dir: Path,
+        *,
+        bootstrap_servers: str,
+        postgres_dsn: str,
+        sinks: Sequence[str] = SINKS,
+        coordinator_settings: Mapping[str, Any] | None = None,
+        coordinator_env: Mapping[str, str] | None = None,
+        participant_log_level: str = "INFO",
+    ) -> None:
+        unknown = set(sinks) - set(SINKS)
+        if unknown:
+            raise ValueError(f"unknown sinks {sorted(unknown)}; choose from {SINKS}")
+        self.work_dir = Path(work_dir)
+        self.bootstrap_servers = bootstrap_servers
+        self.postgres_dsn = postgres_dsn
+        self.sinks = tuple(sinks)
+        self.staging_root = self.work_dir / "staging"
+        self.sqlite_path = self.work_dir / "sqlite" / "results.db"
+        settings = _merge(FAST_COORDINATOR_SETTINGS, coordinator_settings or {})
+        settings = _merge(
+            settings, {"kafka": {"bootstrap_servers": bootstrap_servers}, "staging_root": str(self.staging_root)}
+        )
+        self.coordinator = CoordinatorProcess(self.work_dir / "coordinator", settings, env=coordinator_env)
+        self._participant_log_level = participant_log_level
+        self.participants: dict[str, ParticipantProcess] = {}
+        self._channel: grpc.Channel | None = None
+        self._stub: coordinator_pb2_grpc.TransactionCoordinatorStub | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> TwoPhaseCommitCluster:
+        """Start the coordinator, then every participant (in parallel), and wait until all serve."""
+        self.staging_root.mkdir(parents=True, exist_ok=True)
+        self.coordinator.start()
+        for sink in self.sinks:
+            process = ParticipantProcess(self.work_dir / f"participant-{sink}", self._participant_settings(sink))
+            self.participants[sink] = process.start(wait=False)
+        for process in self.participants.values():
+            process.wait_ready()
+        return self
+
+    def _participant_settings(self, sink: str) -> dict[str, Any]:
+        options: dict[str, Any]
+        if sink == "kafka":
+            options = {
+                "state_dir": str(self.work_dir / "participant-kafka" / "state"),
+                "topic": SINK_TOPIC,
+                "kafka": {"bootstrap_servers": self.bootstrap_servers},
+            }
+        elif sink == "sqlite":
+            options = {"path": str(self.sqlite_path)}
+        else:
+            options = {"dsn": self.postgres_dsn, "lock_timeout_ms": 5_000}
+        return {
+            "server": {"host": "127.0.0.1", "port": 0},
+            "coordinator": {
+                "target": self.coordinator.target,
+                "rpc_timeout_s": 2.0,
+                "initial_backoff_s": 0.05,
+                "max_backoff_s": 0.5,
+            },
+            "sinks": [{"name": sink, "kind": sink, "options": options}],
+            "log": {"level": self._participant_log_level},
+        }
+
+    def stop(self) -> None:
+        """Stop every process (SIGTERM, then SIGKILL) and close the driver's channel."""
+        if self._channel is not None:
+            self._channel.close()
+            self._channel, self._stub = None, None
+        for process in self.participants.values():
+            process.stop()
+        self.coordinator.stop()
+
+    def __enter__(self) -> TwoPhaseCommitCluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def refs(self) -> list[ParticipantRef]:
+        """Every sink and the target of the participant process hosting it."""
+        return [ParticipantRef(sink, self.participants[sink].target) for sink in self.sinks]
+
+    def logs(self, lines: int = 40) -> str:
+        """The tail of every process's log, for assertion messages."""
+        parts = [f"--- coordinator ---\n{self.coordinator.log_tail(lines)}"]
+        parts += [f"--- participant {sink} ---\n{p.log_tail(lines)}" for sink, p in self.participants.items()]
+        return "\n".join(parts)
+
+    # -- the Spark driver's side -----------------------------------------------------------------
+
+    @property
+    def stub(self) -> coordinator_pb2_grpc.TransactionCoordinatorStub:
+        """A TransactionCoordinator stub on one channel (it reconnects after coordinator restarts)."""
+        if self._stub is None:
+            self._channel = open_channel(self.coordinator.target)
+            self._stub = coordinator_pb2_grpc.TransactionCoordinatorStub(self._channel)  # type: ignore[no-untyped-call]
+        return self._stub
+
+    def register(self, job: str, writer_id: str = "driver", *, timeout: float = 30.0) -> int:
+        """RegisterWriter, then RegisterParticipants with every sink; returns the new writer epoch."""
+        epoch = int(
+            self.stub.RegisterWriter(
+                coordinator_pb2.RegisterWriterRequest(job=job, writer_id=writer_id), timeout=timeout
+            ).epoch
+        )
+        refs = [coordinator_pb2.ParticipantRef(sink=r.sink, target=r.target) for r in self.refs]
+        self.stub.RegisterParticipants(
+            coordinator_pb2.RegisterParticipantsRequest(job=job, writer_epoch=epoch, participants=refs),
+            timeout=timeout,
+        )
+        return epoch
+
+    def stage(self, job: str, batch: int, *files: Sequence[IpCount], attempt: int = 0) -> list[StagedFile]:
+        """Write each list of rows as one staged file of ``job``'s ``batch``, as Spark tasks do."""
+        writer = StagingWriter(str(self.staging_root), job, batch)
+        return [writer.write(f"part-{i}-attempt-{attempt}", rows) for i, rows in enumerate(files)]
+
+    def commit(
+        self, job: str, epoch: int, batch: int, files: Iterable[StagedFile], *, timeout: float = 60.0
+    ) -> coordinator_pb2.CommitTransactionResponse:
+        """CommitTransaction, as the driver's ``commit(messages, batchId)`` calls it."""
+        request = coordinator_pb2.CommitTransactionRequest(
+            job=job,
+            writer_epoch=epoch,
+            batch=batch,
+            files=[common_pb2.StagedFile(uri=f.uri, count=f.count, sha256=f.sha256) for f in files],
+        )
+        response: coordinator_pb2.CommitTransactionResponse = self.stub.CommitTransaction(request, timeout=timeout)
+        return response
+
+    def transaction(self, job: str, batch: int, *, timeout: float = 10.0) -> coordinator_pb2.Transaction:
+        response = self.stub.GetTransaction(
+            coordinator_pb2.GetTransactionRequest(job=job, batch=batch), timeout=timeout
+        )
+        txn: coordinator_pb2.Transaction = response.transaction
+        return txn
+
+    def wait_for_state(self, job: str, batch: int, state: int, timeout: float = 30.0) -> coordinator_pb2.Transaction:
+        """Poll GetTransaction until the transaction is in ``state`` (AssertionError with the logs if not)."""
+        deadline = time.monotonic() + timeout
+        txn: coordinator_pb2.Transaction | None = None
+        while time.monotonic() < deadline:
+            try:
+                txn = self.transaction(job, batch)
+            except grpc.RpcError:
+                txn = None  # the coordinator is (re)starting
+            if txn is not None and txn.state == state:
+                return txn
+            time.sleep(0.05)
+        seen = STATE_NAMES.get(txn.state, "?") if txn is not None else "no answer"
+        raise AssertionError(f"{job}:{batch} is {seen}, not {STATE_NAMES.get(state)} after {timeout}s\n{self.logs()}")
+
+    # -- reading the sinks back ------------------------------------------------------------------
+
+    def kafka_rows(self) -> list[Row]:
+        """Every row of ``ip_count_sink`` visible to a read_committed consumer, sorted (duplicates kept)."""
+        records = read_topic(self.bootstrap_servers, SINK_TOPIC, idle_timeout=0.3)
+        return sorted(row_of(IP_COUNT_SERDE.decode(record.value or b"")) for record in records)
+
+    def sqlite_rows(self) -> list[Row]:
+        with sqlite3.connect(self.sqlite_path) as db:
+            return sorted(db.execute("SELECT window_start, window_end, ip, count FROM ip_counts"))
+
+    def postgres_rows(self) -> list[Row]:
+        import psycopg
+
+        with psycopg.connect(self.postgres_dsn) as conn:
+            found = conn.execute("SELECT window_start, window_end, ip, count FROM ip_counts").fetchall()
+        return sorted((int(a), int(b), str(c), int(d)) for a, b, c, d in found)
+
+    def sink_rows(self) -> dict[str, list[Row]]:
+        """Each sink's rows, read directly from the sink (Kafka topic, SQLite file, PostgreSQL table)."""
+        readers = {"kafka": self.kafka_rows, "sqlite": self.sqlite_rows, "postgres": self.postgres_rows}
+        return {sink: readers[sink]() for sink in self.sinks}
+
+    def committed_batches(self, job: str) -> dict[str, list[int]]:
+        """The batches of ``job`` each database sink recorded as committed (its commits table)."""
+        import psycopg
+
+        found: dict[str, list[int]] = {}
+        if "sqlite" in self.sinks:
+            with sqlite3.connect(self.sqlite_path) as db:
+                rows = db.execute("SELECT batch FROM onceflow_commits WHERE job = ? ORDER BY batch", (job,))
+                found["sqlite"] = [int(batch) for (batch,) in rows]
+        if "postgres" in self.sinks:
+            with psycopg.connect(self.postgres_dsn) as conn:
+                rows_pg = conn.execute("SELECT batch FROM onceflow_commits WHERE job = %s ORDER BY batch", (job,))
+                found["postgres"] = [int(str(batch)) for (batch,) in rows_pg.fetchall()]
+        return found
+
+    def prepared(self) -> dict[str, list[str]]:
+        """What each sink still holds prepared: SQLite's prepared table, PostgreSQL's prepared
+        transactions, the Kafka sink's journal of prepared batches."""
+        import psycopg
+
+        found: dict[str, list[str]] = {}
+        if "sqlite" in self.sinks:
+            with sqlite3.connect(self.sqlite_path) as db:
+                rows = db.execute("SELECT job, batch FROM onceflow_prepared ORDER BY job, batch")
+                found["sqlite"] = [f"{job}:{batch}" for job, batch in rows]
+        if "postgres" in self.sinks:
+            with psycopg.connect(self.postgres_dsn) as conn:
+                gids = conn.execute("SELECT gid FROM pg_prepared_xacts WHERE database = current_database()")
+                found["postgres"] = sorted(str(gid) for (gid,) in gids.fetchall())
+        if "kafka" in self.sinks:
+            journal = self.work_dir / "participant-kafka" / "state" / "kafka" / "prepared"
+            found["kafka"] = sorted(f"{p.parent.name}:{p.stem}" for p in journal.glob("*/*.json"))
+        return found
