@@ -157,16 +157,26 @@ def test_a_writer_fenced_during_prepare_cannot_commit(
     engine: TwoPhaseCommitEngine, fakes: FakeParticipants, epoch: int
 ) -> None:
     fakes["kafka"].prepare_delay = 0.3
-    result = []
-    thread = threading.Thread(
-        target=lambda: result.append(engine.commit_transaction(JOB, epoch, 0, staged_files(JOB, 0)))
-    )
+    result: list[BaseException] = []
+
+    def commit() -> None:
+        try:
+            engine.commit_transaction(JOB, epoch, 0, staged_files(JOB, 0))
+        except WriterFenced as exc:
+            result.append(exc)
+
+    thread = threading.Thread(target=commit)
     thread.start()
     time.sleep(0.1)
     newer = engine.register_writer(JOB, "driver-2").epoch
     thread.join(5)
-    assert result[0].state is ABORTED
-    assert f"writer epoch {epoch} was fenced by epoch {newer}" in result[0].reason
+    # The fenced writer is told it is fenced (so it stops instead of re-running the batch) ...
+    assert isinstance(result[0], WriterFenced), result
+    assert f"epoch {newer}" in str(result[0])
+    # ... and the attempt it started was aborted, naming why.
+    aborted = engine.get_transaction(JOB, 0)
+    assert aborted.state is ABORTED
+    assert f"writer epoch {epoch} was fenced by epoch {newer}" in aborted.reason
     fakes["kafka"].prepare_delay = 0
     assert engine.commit_transaction(JOB, newer, 0, staged_files(JOB, 0)).state is COMMITTED
 

@@ -171,6 +171,8 @@ class TwoPhaseCommitEngine:
                (the decision is durable), so a writer may treat it as committed.
             5. Once every participant acked (on the delivery thread): log COMMITTED (END),
                tombstone transactions older than the retention, and delete the staged files.
+            6. An ABORTED answer for a writer that a newer writer fenced while the attempt ran raises
+               :class:`WriterFenced` instead: that writer must stop, not re-run the batch.
         """
         txn_id = TransactionId(validation.check_job(job), validation.check_batch(batch))
         checked = validation.check_files(files)
@@ -182,9 +184,19 @@ class TwoPhaseCommitEngine:
             if isinstance(admitted, _Join):
                 outcome = self._join(admitted, epoch)
                 if outcome is not None:
-                    return outcome
+                    return self._fenced_or(outcome, txn_id.job, epoch)
                 continue
-            return self._run_attempt(admitted)
+            # Steps 2 to 5
+            return self._fenced_or(self._run_attempt(admitted), txn_id.job, epoch)
+
+    def _fenced_or(self, outcome: TransactionOutcome, job: str, epoch: int) -> TransactionOutcome:
+        """Step 6: ``outcome``, unless it is an abort and the writer has been fenced meanwhile."""
+        if outcome.state is TransactionState.ABORTED:
+            with self.book.lock:
+                state = self.book.job(job)
+            if state is not None and state.epoch > epoch:
+                raise WriterFenced(job, epoch, state.epoch)
+        return outcome
 
     def _admit(
         self, txn_id: TransactionId, epoch: int, files: tuple[StagedFile, ...]

@@ -1,0 +1,13 @@
+"""onceflow.spark: the Spark compute worker.
+
+Sub-packages, one concept each:
+
+- :mod:`onceflow.spark.source`: the ``onceflow-kafka`` streaming source (PySpark Python Data Source);
+- :mod:`onceflow.spark.sink`: the ``onceflow-2pc`` streaming sink (staging + coordinator 2PC);
+- :mod:`onceflow.spark.job`: the IP-count query, its settings, decoding and dead letters;
+- :mod:`onceflow.spark.runner`: the driver: session, restart loop, progress listener, CLI.
+
+:mod:`onceflow.spark.submit` is the spark-submit application file.
+"""
+
+__all__: list[str] = []

@@ -1,0 +1,107 @@
+"""Settings of ``onceflow spark run``: a TOML file plus ``ONCEFLOW_SPARK__*`` environment overrides.
+
+See ``services/spark-worker/spark-worker.toml`` for every key with its default.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, ClassVar, Literal
+
+from pydantic import Field, ValidationInfo, field_validator
+
+from onceflow.core import defaults
+from onceflow.core.settings import KafkaSettings, LoggingSettings, MetricsSettings, Section, Settings, TlsSettings
+from onceflow.core.topics import DEAD_LETTER_TOPIC, SINK_TOPIC, SOURCE_TOPIC
+
+JobName = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")]
+Guarantee = Literal["exactly-once", "at-least-once"]
+
+
+class SourceSettings(Section):
+    """The ``onceflow-kafka`` source of the job."""
+
+    topic: str = SOURCE_TOPIC
+    #: ``earliest``, ``latest`` or JSON ``{"topic": {"0": 42}}`` (-2 earliest, -1 latest).
+    starting_offsets: str = "earliest"
+    #: Admission control: at most this many offsets per micro-batch (0 = no limit).
+    max_offsets_per_trigger: int = Field(default=0, ge=0)
+    isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
+    fail_on_data_loss: bool = True
+    fetch_timeout_ms: int = Field(default=120_000, gt=0)
+
+
+class ParticipantSettings(Section):
+    """One sink participant of the job (an ``onceflow participant`` server hosting the sink)."""
+
+    sink: str = Field(min_length=1)
+    target: str = Field(min_length=1)
+
+
+class CoordinatorSettings(Section):
+    """Where the transaction coordinator listens, and the deadline of one commit."""
+
+    target: str = "127.0.0.1:7100"
+    tls: TlsSettings = TlsSettings()
+    rpc_timeout_ms: int = Field(default=120_000, gt=0)
+    #: How long the driver retries RegisterWriter/RegisterParticipants while the coordinator is down.
+    register_timeout_ms: int = Field(default=60_000, gt=0)
+
+
+class RestartSettings(Section):
+    """Fixed-delay restart strategy (Flink's ``fixedDelayRestart(attempts, delay)``)."""
+
+    attempts: int = Field(default=defaults.RESTART_ATTEMPTS, ge=0)
+    delay_ms: int = Field(default=defaults.RESTART_DELAY_MS, ge=0)
+
+
+class SparkSessionSettings(Section):
+    """The Spark session: master, parallelism, and any other Spark configuration passed through."""
+
+    master: str = "local[*]"
+    app_name: str = "onceflow-ip-count"
+    #: Partitions of the windowed aggregation's state, fixed for the life of a checkpoint.
+    shuffle_partitions: int = Field(default=2, ge=1)
+    #: Name of the streaming query (unique among a session's active queries); empty = the job name.
+    query_name: str = ""
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class SparkJobSettings(Settings):
+    """The whole configuration of the IP-count job."""
+
+    env_prefix: ClassVar[str] = "ONCEFLOW_SPARK__"
+
+    job: JobName = "ipcount"
+    guarantee: Guarantee = "exactly-once"
+    kafka: KafkaSettings = KafkaSettings()
+    source: SourceSettings = SourceSettings()
+    window_ms: int = Field(default=defaults.WINDOW_MS, gt=0)
+    #: Watermark delay: events up to this late are still counted.
+    lateness_ms: int = Field(default=defaults.ALLOWED_LATENESS_MS, ge=0)
+    #: Micro-batch trigger = checkpoint interval.
+    trigger_interval_ms: int = Field(default=defaults.CHECKPOINT_INTERVAL_MS, gt=0)
+    output_mode: Literal["append", "update"] = "append"
+    checkpoint_location: str = "./var/spark/checkpoints/ipcount"
+    staging_root: str = "./var/spark/staging"
+    dead_letter_topic: str = DEAD_LETTER_TOPIC
+    coordinator: CoordinatorSettings = CoordinatorSettings()
+    participants: list[ParticipantSettings] = Field(default_factory=list)
+    #: The topic the at-least-once baseline writes directly (the Kafka sink's topic).
+    sink_topic: str = SINK_TOPIC
+    restart: RestartSettings = RestartSettings()
+    spark: SparkSessionSettings = SparkSessionSettings()
+    metrics: MetricsSettings = MetricsSettings()
+    log: LoggingSettings = LoggingSettings()
+
+    @field_validator("participants")
+    @classmethod
+    def _check_participants(
+        cls, participants: list[ParticipantSettings], info: ValidationInfo
+    ) -> list[ParticipantSettings]:
+        names = [p.sink for p in participants]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"sink names must be unique; repeated: {', '.join(repeated)}")
+        if info.data.get("guarantee") == "exactly-once" and not participants:
+            raise ValueError("exactly-once needs at least one [[participants]] entry (sink and target)")
+        return participants

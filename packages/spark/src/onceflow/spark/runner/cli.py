@@ -1,0 +1,59 @@
+"""``onceflow spark run``: run the IP-count job's Spark driver in the foreground.
+
+Configuration comes from ``--config FILE`` (see services/spark-worker/spark-worker.toml) and
+``ONCEFLOW_SPARK__*`` environment variables. ``--master`` overrides ``spark.master`` (``local[*]``
+by default). On a cluster, submit :mod:`onceflow.spark.submit` with spark-submit instead.
+Exit codes: 0 after SIGTERM/SIGINT, 1 when the restart attempts ran out (the last error is printed),
+2 for a bad configuration, 3 when another driver took over the job (fenced).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from onceflow.core.errors import OnceflowError
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, with_master: bool = True) -> None:
+    parser.add_argument("--config", metavar="FILE", help="TOML config file (see services/spark-worker)")
+    if with_master:
+        parser.add_argument("--master", help="Spark master URL (default: spark.master of the config, local[*])")
+    parser.add_argument(
+        "--guarantee",
+        choices=["exactly-once", "at-least-once"],
+        help="exactly-once (2PC sinks, the default) or the at-least-once baseline that only benchmarks use",
+    )
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Entry point of the ``onceflow.cli`` group: adds ``onceflow spark run``."""
+    parser = subparsers.add_parser("spark", help="the Spark compute worker (IP-count job)")
+    commands = parser.add_subparsers(title="spark commands", dest="spark_command", required=True)
+    run_parser = commands.add_parser(
+        "run", help="run the IP-count job", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_arguments(run_parser)
+    run_parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the settings and run the driver; returns the process exit code."""
+    from onceflow.core.logging import configure_logging
+    from onceflow.core.settings import load_settings
+    from onceflow.spark.job.settings import SparkJobSettings
+    from onceflow.spark.runner.driver import EXIT_CONFIG, run_job
+
+    try:
+        settings = load_settings(SparkJobSettings, args.config)
+        if args.guarantee:
+            settings = SparkJobSettings.model_validate({**settings.model_dump(), "guarantee": args.guarantee})
+    except (OnceflowError, ValueError) as exc:
+        print(f"onceflow spark: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    configure_logging(level=settings.log.level, fmt=settings.log.format, stream=sys.stderr)
+    master = getattr(args, "master", None)
+    if master is None and not getattr(args, "from_spark_submit", False):
+        master = settings.spark.master
+    return run_job(settings, master=master)

@@ -1,0 +1,70 @@
+"""The driver's SparkSession, bound to loopback by default, with onceflow's data sources registered."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+from pyspark.sql import SparkSession
+
+from onceflow.spark.job.settings import SparkJobSettings
+from onceflow.spark.sink import DRIVER_PID_ENV, TwoPhaseCommitSink
+from onceflow.spark.source import KafkaSource
+from onceflow.spark.worker_logging import LEVEL_ENV
+
+#: Defaults for a single-machine driver; anything in ``spark.conf`` (settings) wins.
+LOCAL_DEFAULTS: dict[str, str] = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.ui.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.streaming.noDataMicroBatches.enabled": "true",
+    "spark.python.worker.reuse": "true",
+}
+
+
+def register_data_sources(spark: SparkSession) -> None:
+    """Make ``onceflow-kafka`` and ``onceflow-2pc`` available to ``readStream``/``writeStream``."""
+    spark.dataSource.register(KafkaSource)
+    spark.dataSource.register(TwoPhaseCommitSink)
+
+
+def build_session(settings: SparkJobSettings, master: str | None = None) -> SparkSession:
+    """Get (or create) the session. ``master`` None leaves it to spark-submit; else it overrides settings.
+
+    The workers run this interpreter (``PYSPARK_PYTHON``), and the driver publishes its pid for the
+    test-only crash hook of the sink.
+    """
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ[DRIVER_PID_ENV] = str(os.getpid())
+    os.environ.setdefault(LEVEL_ENV, settings.log.level)
+    builder = SparkSession.builder.appName(settings.spark.app_name)
+    if master is not None:
+        builder = builder.master(master)
+    conf = {
+        **LOCAL_DEFAULTS,
+        "spark.sql.shuffle.partitions": str(settings.spark.shuffle_partitions),
+        **settings.spark.conf,
+    }
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # one INFO line per closed gateway connection
+    register_data_sources(spark)
+    return spark
+
+
+def activate(spark: SparkSession) -> None:
+    """Make ``spark`` the active session of the calling thread's JVM thread.
+
+    PySpark pins each Python thread to a JVM thread, and ``writeStream.start()`` looks Python data
+    sources up in the JVM thread's active session: a query started from a thread other than the one
+    that built the session would not find ``onceflow-2pc``. (PySpark's createDataFrame does the same.)
+    """
+    jvm = spark._jvm
+    assert jvm is not None
+    SparkSession._get_j_spark_session_class(jvm).setActiveSession(spark._jsparkSession)

@@ -1,0 +1,85 @@
+"""Options of the ``onceflow-2pc`` streaming sink.
+
+The driver registers as the job's writer *before* it starts the query (see
+:mod:`onceflow.spark.runner.attempt`) and passes the epoch it got here: Spark re-creates the writer
+for every commit, so registering inside the sink would re-register on every batch.
+
+===================  ============================================================================
+``job``              job name (required); transaction ids are ``<job>:<batch>``
+``coordinator``      ``host:port`` of the transaction coordinator (required)
+``writerEpoch``      the epoch RegisterWriter returned to this driver (required)
+``stagingRoot``      where tasks stage their Avro files: ``<stagingRoot>/<job>/<batch>/`` (required)
+``rpcTimeoutMs``     deadline of CommitTransaction/AbortTransaction (default 120000)
+``batchId``          batch writes only (``foreachBatch`` in update mode): the micro-batch being written
+``tls.ca``, ``tls.cert``, ``tls.key``  TLS (mTLS with cert and key) to the coordinator
+===================  ============================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from onceflow.core.errors import InvalidConfig
+from onceflow.core.settings import TlsSettings
+
+
+@dataclass(frozen=True)
+class SinkOptions:
+    """The sink's validated options. Picklable."""
+
+    job: str
+    coordinator: str
+    writer_epoch: int
+    staging_root: str
+    rpc_timeout_s: float = 120.0
+    batch_id: int | None = None
+    tls_ca: str = ""
+    tls_cert: str = ""
+    tls_key: str = ""
+
+    @property
+    def tls(self) -> TlsSettings:
+        return TlsSettings(ca=self.tls_ca, cert=self.tls_cert, key=self.tls_key)
+
+
+def _required(options: Mapping[str, str], name: str) -> str:
+    value = str(options.get(name.lower(), "")).strip()
+    if not value:
+        raise InvalidConfig(name, "is required by the onceflow-2pc sink")
+    return value
+
+
+def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
+    """Validate the options given to ``writeStream.format("onceflow-2pc")``."""
+    lowered = {str(k).lower(): str(v) for k, v in options.items()}
+    raw_epoch = _required(lowered, "writerEpoch")
+    try:
+        epoch = int(raw_epoch)
+    except ValueError:
+        raise InvalidConfig(
+            "writerEpoch", f"expected the integer epoch from RegisterWriter, got {raw_epoch!r}"
+        ) from None
+    if epoch < 1:
+        raise InvalidConfig("writerEpoch", f"must be >= 1, got {epoch}")
+    raw_timeout = lowered.get("rpctimeoutms", "120000")
+    try:
+        timeout_ms = int(raw_timeout)
+    except ValueError:
+        raise InvalidConfig("rpcTimeoutMs", f"expected milliseconds, got {raw_timeout!r}") from None
+    if timeout_ms < 1:
+        raise InvalidConfig("rpcTimeoutMs", f"must be >= 1, got {timeout_ms}")
+    raw_batch = lowered.get("batchid", "").strip()
+    if raw_batch and not raw_batch.isdigit():
+        raise InvalidConfig("batchId", f"expected the micro-batch id (an integer >= 0), got {raw_batch!r}")
+    return SinkOptions(
+        batch_id=int(raw_batch) if raw_batch else None,
+        job=_required(lowered, "job"),
+        coordinator=_required(lowered, "coordinator"),
+        writer_epoch=epoch,
+        staging_root=_required(lowered, "stagingRoot"),
+        rpc_timeout_s=timeout_ms / 1000,
+        tls_ca=lowered.get("tls.ca", ""),
+        tls_cert=lowered.get("tls.cert", ""),
+        tls_key=lowered.get("tls.key", ""),
+    )

@@ -1,0 +1,110 @@
+"""One micro-batch through two-phase commit: stage on executors, commit or abort from the driver.
+
+Both writers of the ``onceflow-2pc`` sink (the streaming one, and the batch one that ``foreachBatch``
+uses in update mode) are thin adapters over these three functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import WriterCommitMessage
+
+from onceflow.core.avro import IpCount
+from onceflow.core.logging import get_logger
+from onceflow.core.staging import StagedFile, StagingWriter
+from onceflow.spark.exceptions import TransactionAborted
+from onceflow.spark.sink.coordinator import COMMITTED_STATES, CoordinatorClient, state_name
+from onceflow.spark.sink.crash import crash_after_commit_if_requested
+from onceflow.spark.sink.messages import StagedFileMessage
+from onceflow.spark.sink.options import SinkOptions
+from onceflow.spark.worker_logging import ensure_worker_logging
+
+_log = get_logger(__name__)
+
+COLUMNS = ("window_start", "window_end", "ip", "count")
+
+
+def staged_files(messages: Sequence[WriterCommitMessage | None]) -> list[StagedFile]:
+    return [m.staged_file for m in messages if isinstance(m, StagedFileMessage)]
+
+
+def stage_task_output(options: SinkOptions, batch: int, batches: Iterator[pa.RecordBatch]) -> StagedFileMessage:
+    """Stage this task attempt's rows as one Avro file under ``<staging>/<job>/<batch>/``."""
+    ensure_worker_logging()
+    context = TaskContext.get()
+    if context is None:
+        raise RuntimeError("the onceflow-2pc writer runs inside Spark tasks only")
+    rows: list[IpCount] = []
+    for record_batch in batches:
+        columns = [record_batch.column(name).to_pylist() for name in COLUMNS]
+        rows.extend(IpCount(window_start=s, window_end=e, ip=ip, count=c) for s, e, ip, c in zip(*columns, strict=True))
+    # Unique per driver life (epoch) and task attempt: a re-run never replaces a file an earlier
+    # attempt handed to the coordinator (a participant may still need to read it back).
+    name = f"part-{context.partitionId():05d}-epoch-{options.writer_epoch}-attempt-{context.taskAttemptId()}"
+    staged = StagingWriter(options.staging_root, options.job, batch).write(name, rows)
+    return StagedFileMessage(
+        uri=staged.uri,
+        count=staged.count,
+        sha256=staged.sha256,
+        partition=context.partitionId(),
+        task_attempt=context.taskAttemptId(),
+    )
+
+
+def commit_batch(options: SinkOptions, messages: Sequence[WriterCommitMessage | None], batch: int) -> None:
+    """Commit ``<job>:<batch>`` through the coordinator, exactly once.
+
+    Steps:
+        1. Collect the staged files of every task.
+        2. CommitTransaction(job, writer epoch, batch, files): the coordinator prepares every sink
+           participant, logs the decision, and commits them.
+        3. COMMITTED or COMMITTING (decided, acks in flight) is success, also for a batch that an
+           earlier driver already committed (a replay after a crash). Spark then logs the batch.
+        4. ABORTED raises :class:`TransactionAborted`: Spark fails the batch, and the restart loop
+           re-runs it from the checkpoint. A fenced writer raises ``WriterFencedError``.
+    """
+    ensure_worker_logging()
+    job, epoch, txn = options.job, options.writer_epoch, f"{options.job}:{batch}"
+    # Step 1
+    files = staged_files(messages)
+    rows = sum(f.count for f in files)
+    # Step 2
+    with CoordinatorClient(options.coordinator, options.tls, timeout_s=options.rpc_timeout_s) as client:
+        state, reason = client.commit_transaction(job, epoch, batch, files)
+    # Step 3
+    if state in COMMITTED_STATES:
+        _log.info(
+            "sink.batch_committed",
+            job=job,
+            batch=batch,
+            epoch=epoch,
+            txn=txn,
+            state=state_name(state),
+            files=len(files),
+            rows=rows,
+        )
+        crash_after_commit_if_requested(batch)
+        return
+    # Step 4
+    _log.warning("sink.batch_aborted", job=job, batch=batch, epoch=epoch, txn=txn, reason=reason)
+    raise TransactionAborted(job, batch, f"{state_name(state)}: {reason}")
+
+
+def abort_batch(options: SinkOptions, messages: Sequence[WriterCommitMessage | None], batch: int) -> None:
+    """Abort ``<job>:<batch>`` (a task failed, or commit raised). Best effort: presumed abort covers a
+    failure here, and a decided commit is never flipped. Staged files stay: a decided commit may
+    still need them; the coordinator collects them."""
+    ensure_worker_logging()
+    job, epoch, txn = options.job, options.writer_epoch, f"{options.job}:{batch}"
+    try:
+        with CoordinatorClient(options.coordinator, options.tls, timeout_s=30) as client:
+            state = client.abort_transaction(job, epoch, batch, "the Spark micro-batch failed")
+    except Exception as exc:  # the batch fails either way
+        _log.warning("sink.abort_failed", job=job, batch=batch, epoch=epoch, txn=txn, error=str(exc))
+        return
+    _log.info(
+        "sink.batch_abort", job=job, batch=batch, epoch=epoch, txn=txn, state=state_name(state), files=len(messages)
+    )

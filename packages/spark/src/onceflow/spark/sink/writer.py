@@ -1,0 +1,69 @@
+"""The writers of the ``onceflow-2pc`` sink: thin adapters of Spark's writer APIs over
+:mod:`onceflow.spark.sink.transaction` (stage on executors, two-phase commit from the driver)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+
+from onceflow.spark.sink.options import SinkOptions
+from onceflow.spark.sink.transaction import abort_batch, commit_batch, stage_task_output
+
+#: Local property Spark's micro-batch execution sets on every task of a batch.
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+
+
+def current_batch_id() -> int:
+    """The micro-batch the calling task belongs to."""
+    context = TaskContext.get()
+    raw = context.getLocalProperty(BATCH_ID_PROPERTY) if context is not None else None
+    if raw is None:
+        raise RuntimeError(f"task has no {BATCH_ID_PROPERTY!r} local property: is it running in a streaming query?")
+    return int(raw)
+
+
+class TwoPhaseCommitWriter(DataSourceStreamArrowWriter):
+    """The streaming writer (append mode): one transaction ``<job>:<batchId>`` per micro-batch.
+
+    Guarantees: a micro-batch's rows reach every sink of the job exactly once, also when the batch is
+    re-run after a crash (the coordinator answers COMMITTED for a committed batch), and a driver that
+    another driver fenced fails instead of writing.
+    """
+
+    def __init__(self, options: SinkOptions) -> None:
+        self.options = options
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return stage_task_output(self.options, current_batch_id(), iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 - Spark's API
+        commit_batch(self.options, messages, batchId)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 - Spark's API
+        abort_batch(self.options, messages, batchId)
+
+
+class TwoPhaseCommitBatchWriter(DataSourceArrowWriter):
+    """The batch writer, for ``foreachBatch`` (update mode: Python streaming sinks only take append).
+
+    The micro-batch id comes from the ``batchId`` option (``foreachBatch``'s ``batch_id``), so a
+    replayed micro-batch is the same transaction, with the same guarantees as the streaming writer.
+    """
+
+    def __init__(self, options: SinkOptions) -> None:
+        if options.batch_id is None:
+            raise ValueError("batch writes of the onceflow-2pc sink need the batchId option")
+        self.options = options
+        self.batch = options.batch_id
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return stage_task_output(self.options, self.batch, iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        commit_batch(self.options, messages, self.batch)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        abort_batch(self.options, messages, self.batch)

@@ -1,0 +1,153 @@
+"""Read one partition's offset range ``[start, end)`` exactly, as Arrow record batches (runs in Spark tasks)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+import pyarrow as pa
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+from pyspark.sql.datasource import InputPartition
+
+from onceflow.core.logging import get_logger
+from onceflow.spark.exceptions import OffsetsOutOfRange, SourceReadTimeout
+from onceflow.spark.source.options import SourceOptions
+from onceflow.spark.source.schema import arrow_schema
+from onceflow.spark.worker_logging import ensure_worker_logging
+
+_log = get_logger(__name__)
+
+#: Records handed to Spark per Arrow batch (one ``consume`` call).
+CONSUME_BATCH = 10_000
+_OUT_OF_RANGE = {KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET}
+
+
+class OffsetRange(InputPartition):
+    """One Spark task's work: offsets ``[start, end)`` of one topic-partition. Picklable."""
+
+    def __init__(self, topic: str, partition: int, start: int, end: int) -> None:
+        super().__init__(f"{topic}-{partition}[{start},{end})")
+        self.topic = topic
+        self.partition = partition
+        self.start = start
+        self.end = end
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OffsetRange) and (self.topic, self.partition, self.start, self.end) == (
+            other.topic,
+            other.partition,
+            other.start,
+            other.end,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.topic, self.partition, self.start, self.end))
+
+
+def _batch(messages: list[Message], topic: str, partition: int) -> pa.RecordBatch:
+    stamps = [m.timestamp()[1] for m in messages]
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([m.key() for m in messages], pa.binary()),
+            pa.array([m.value() for m in messages], pa.binary()),
+            pa.array([topic] * len(messages), pa.string()),
+            pa.array([partition] * len(messages), pa.int32()),
+            pa.array([m.offset() for m in messages], pa.int64()),
+            pa.array([s * 1000 if s >= 0 else None for s in stamps], pa.timestamp("us", tz="UTC")),
+        ],
+        schema=arrow_schema(),
+    )
+
+
+def read_range(options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordBatch]:
+    """Yield every record of ``task``'s range that the isolation level lets through, in offset order.
+
+    Steps:
+        1. Check the range is still in the topic. If its start was deleted: fail naming the
+           topic-partition, or (``failOnDataLoss=false``) log and start at the earliest offset.
+        2. Assign the partition at ``start`` and consume. Offsets missing from the output (control
+           records, aborted transactions) are simply not there: the range is done when the consumer's
+           *position* reaches ``end``, not when a record at ``end - 1`` shows up.
+        3. Records at or past ``end`` (prefetched) are dropped. A range that makes no progress for
+           ``fetch_timeout_s`` fails the task.
+    """
+    if task.start >= task.end:
+        return
+    ensure_worker_logging()
+    tp = TopicPartition(task.topic, task.partition)
+    consumer = Consumer(
+        options.client_config(
+            **{
+                "group.id": f"onceflow-spark-reader-{uuid.uuid4().hex[:12]}",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "error",
+                "isolation.level": options.isolation_level,
+                "enable.partition.eof": False,
+                "fetch.wait.max.ms": 100,
+            }
+        )
+    )
+    try:
+        # Step 1
+        start = task.start
+        earliest, _ = consumer.get_watermark_offsets(tp, timeout=30, cached=False)
+        if start < earliest:
+            start = _on_data_loss(options, task, start, earliest)
+            if start >= task.end:
+                return
+        # Step 2
+        consumer.assign([TopicPartition(task.topic, task.partition, start)])
+        position = start
+        last_progress = time.monotonic()
+        while position < task.end:
+            # Ask for no more than the range still holds, so the call returns as soon as it is read
+            # (a range with control records or aborted data returns on the short timeout instead).
+            messages = consumer.consume(min(CONSUME_BATCH, task.end - position), timeout=0.2)
+            records: list[Message] = []
+            for message in messages:
+                error = message.error()
+                if error is not None:
+                    if error.code() in _OUT_OF_RANGE:
+                        earliest, _ = consumer.get_watermark_offsets(tp, timeout=30, cached=False)
+                        position = _on_data_loss(options, task, position, earliest)
+                        consumer.assign([TopicPartition(task.topic, task.partition, position)])
+                        break
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise KafkaException(error)
+                offset = message.offset()
+                # Step 3
+                if offset is not None and offset < task.end:
+                    records.append(message)
+            if records:
+                yield _batch(records, task.topic, task.partition)
+            current = consumer.position([tp])[0].offset
+            if current is not None and current > position:
+                position = current
+                last_progress = time.monotonic()
+            elif time.monotonic() - last_progress > options.fetch_timeout_s:
+                raise SourceReadTimeout(
+                    task.topic,
+                    task.partition,
+                    start=task.start,
+                    end=task.end,
+                    position=position,
+                    timeout_s=options.fetch_timeout_s,
+                )
+    finally:
+        consumer.close()
+
+
+def _on_data_loss(options: SourceOptions, task: OffsetRange, position: int, earliest: int) -> int:
+    """Where to continue after ``position`` turned out to be deleted; raises unless failOnDataLoss=false."""
+    if options.fail_on_data_loss:
+        raise OffsetsOutOfRange(task.topic, task.partition, position, earliest)
+    _log.warning(
+        "source.data_loss_skipped",
+        topic=task.topic,
+        partition=task.partition,
+        missing_from=position,
+        missing_to=earliest - 1,
+    )
+    return max(position, earliest)

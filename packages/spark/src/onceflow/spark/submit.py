@@ -1,0 +1,27 @@
+"""The spark-submit application file of the IP-count job.
+
+    spark-submit --master spark://host:7077 "$(python -c 'import onceflow.spark.submit as m; print(m.__file__)')" \
+        --config /etc/onceflow/spark-worker.toml
+
+The master (and every other Spark setting given to spark-submit) comes from spark-submit; the rest
+as for ``onceflow spark run``. Executors need the onceflow packages installed (the spark-worker image).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from onceflow.spark.runner.cli import add_arguments, run
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="onceflow-spark-submit", description=__doc__)
+    add_arguments(parser, with_master=False)
+    args = parser.parse_args(argv)
+    args.from_spark_submit = True
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""Fixtures of the Spark tests: one local[2] SparkSession per test session, and job settings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from onceflow.spark.job.settings import SparkJobSettings
+from onceflow.spark.runner.session import build_session
+
+#: Trigger interval of the tests' queries (the default is 5 s).
+TEST_TRIGGER_MS = 1000
+#: Spark settings of the tests: a driver JVM that starts fast on a small, busy machine (C1 JIT only).
+TEST_SPARK = {
+    "master": "local[2]",
+    "conf": {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"},
+}
+
+
+def job_settings(bootstrap: str, work: Path, system: Any = None, **overrides: Any) -> SparkJobSettings:
+    """Settings of a test job: fast trigger, checkpoint under ``work``, the system's sinks if given."""
+    doc: dict[str, Any] = {
+        "kafka": {"bootstrap_servers": bootstrap},
+        "checkpoint_location": str(work / "checkpoint"),
+        "staging_root": str(work / "staging"),
+        "trigger_interval_ms": TEST_TRIGGER_MS,
+        "spark": TEST_SPARK,
+        "guarantee": "at-least-once",
+    }
+    if system is not None:
+        doc.update(
+            guarantee="exactly-once",
+            staging_root=str(system.staging_root),
+            coordinator={"target": system.coordinator.target},
+            participants=system.participants,
+        )
+    doc.update(overrides)
+    return SparkJobSettings.model_validate(doc)
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    """A local[2] session shared by every in-process Spark test (a JVM start costs ~10 s)."""
+    settings = job_settings("127.0.0.1:9", tmp_path_factory.mktemp("spark"))
+    session = build_session(settings, "local[2]")
+    yield session
+    for query in session.streams.active:
+        query.stop()
+    session.stop()

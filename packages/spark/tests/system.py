@@ -1,0 +1,334 @@
+"""The real system around the Spark job, for the tests: broker, coordinator and participants as processes.
+
+- :class:`SinkSystem` starts a coordinator (Kafka-logged) and one participant process that hosts the
+  three sinks of the job (``kafka`` -> ip_count_sink, ``sqlite``, ``postgres``) and reads them back.
+- :func:`produce_events` writes generated AccessEvents (``onceflow.logproducer``'s traffic model) in
+  Kafka transactions, so the source topic has control records between the data.
+- :func:`truth` is the generator's ground truth per (window, ip).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from confluent_kafka import Producer
+
+from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.broker.testing.clients import create_topic, read_topic
+from onceflow.coordinator.testing import CoordinatorProcess
+from onceflow.core.avro import ACCESS_EVENT_SERDE, IP_COUNT_SERDE, AccessEvent
+from onceflow.core.topics import SINK_TOPIC, SOURCE_TOPIC
+from onceflow.logproducer.generator.traffic import TrafficModel, event
+from onceflow.logproducer.generator.truth import expected_counts
+
+Key = tuple[int, str]
+#: ip of the event that moves the watermark past every real window at the end of a test's input.
+FLUSH_IP = "0.0.0.0"
+SINKS = ("kafka", "sqlite", "postgres")
+
+
+def recent_model(seed: int) -> TrafficModel:
+    """The generator's traffic model starting an hour ago.
+
+    Sink records carry the window start as their timestamp; the broker's time retention (7 days)
+    would delete records of the model's default start date (2026-01-01) as soon as a segment rolls.
+    """
+    hour_ago = int(time.time() * 1000) - 3_600_000
+    return TrafficModel(seed=seed, start_ms=hour_ago - hour_ago % 5_000)
+
+
+def truth(model: TrafficModel, count: int) -> dict[Key, int]:
+    """Expected count per (window_start, ip) of the model's first ``count`` events."""
+    return {(row.window_start, row.ip): row.count for row in expected_counts(model, count)}
+
+
+def flush_event(model: TrafficModel, count: int) -> AccessEvent:
+    """An event a minute after the last real one: its watermark closes every real window (it stays open)."""
+    last = max(event(model, i)["event_time"] for i in range(max(0, count - 5000), count))
+    return AccessEvent(
+        event_time=last + 60_000, ip=FLUSH_IP, method="GET", path="/", status=200, bytes=0, user_agent="flush"
+    )
+
+
+def produce_events(
+    bootstrap: str,
+    values: Iterable[bytes],
+    *,
+    topic: str = SOURCE_TOPIC,
+    transaction_size: int = 1000,
+    partitions: int = 2,
+) -> int:
+    """Produce ``values`` round-robin over ``partitions`` in committed transactions; returns the count."""
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": f"test-source-{uuid.uuid4().hex[:8]}",
+            "linger.ms": 5,
+        }
+    )
+    producer.init_transactions(30)
+    produced = 0
+    open_txn = False
+    for value in values:
+        if not open_txn:
+            producer.begin_transaction()
+            open_txn = True
+        while True:
+            try:
+                producer.produce(topic, value=value, partition=produced % partitions)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        produced += 1
+        if produced % transaction_size == 0:
+            producer.commit_transaction(60)
+            open_txn = False
+    if open_txn:
+        producer.commit_transaction(60)
+    return produced
+
+
+def encoded_events(model: TrafficModel, start: int, stop: int) -> list[bytes]:
+    return [ACCESS_EVENT_SERDE.encode(event(model, i)) for i in range(start, stop)]
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(str(value))
+
+
+def _key(name: str) -> str:
+    return name if name.replace("_", "").replace("-", "").isalnum() else json.dumps(name)
+
+
+def spark_job_config(path: Path, settings: Mapping[str, Any]) -> Path:
+    """Write job settings (nested dicts; ``participants`` a list of dicts) as TOML."""
+    lines: list[str] = []
+    tables: list[tuple[str, Mapping[str, Any]]] = []
+    arrays: list[tuple[str, list[Mapping[str, Any]]]] = []
+    for key, value in settings.items():
+        if isinstance(value, Mapping):
+            tables.append((key, value))
+        elif isinstance(value, list):
+            arrays.append((key, value))
+        else:
+            lines.append(f"{_key(key)} = {_toml(value)}")
+
+    def table(name: str, values: Mapping[str, Any]) -> None:
+        lines.append(f"\n[{name}]")
+        nested = []
+        for key, value in values.items():
+            if isinstance(value, Mapping):
+                nested.append((f"{name}.{key}", value))
+            else:
+                lines.append(f"{_key(key)} = {_toml(value)}")
+        for child, child_values in nested:
+            table(child, child_values)
+
+    for name, values in tables:
+        table(name, values)
+    for name, items in arrays:
+        for item in items:
+            lines.append(f"\n[[{name}]]")
+            lines += [f"{k} = {_toml(v)}" for k, v in item.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@dataclass
+class SinkSystem:
+    """Coordinator + a participant process with the kafka, sqlite and postgres sinks of the job."""
+
+    broker: EmbeddedBroker
+    work_dir: Path
+    postgres_dsn: str
+    coordinator: CoordinatorProcess = field(init=False)
+    participant: subprocess.Popen[bytes] | None = field(init=False, default=None)
+    participant_port: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.staging_root = self.work_dir / "staging"
+        self.sqlite_path = self.work_dir / "results.db"
+        self.coordinator = CoordinatorProcess(
+            self.work_dir / "coordinator",
+            {
+                "kafka": {"bootstrap_servers": self.broker.bootstrap_servers},
+                "staging_root": str(self.staging_root),
+                "prepare_timeout_ms": 30_000,
+                "commit_wait_ms": 30_000,
+                "commit_retry": {"initial_backoff_ms": 50, "max_backoff_ms": 1000},
+                "log": {"level": "INFO"},
+            },
+        )
+
+    @property
+    def participants(self) -> list[dict[str, str]]:
+        return [{"sink": sink, "target": f"127.0.0.1:{self.participant_port}"} for sink in SINKS]
+
+    def start(self) -> SinkSystem:
+        create_topic(self.broker.bootstrap_servers, SOURCE_TOPIC, partitions=2)
+        create_topic(self.broker.bootstrap_servers, SINK_TOPIC, partitions=1)
+        self.coordinator.start()
+        self._start_participant()
+        return self
+
+    def _start_participant(self) -> None:
+        bootstrap = self.broker.bootstrap_servers
+        config = self.work_dir / "participant.toml"
+        config.write_text(
+            "\n".join(
+                [
+                    "[server]",
+                    'host = "127.0.0.1"',
+                    "port = 0",
+                    "[coordinator]",
+                    f"target = {_toml(self.coordinator.target)}",
+                    "initial_backoff_s = 0.1",
+                    "max_backoff_s = 0.5",
+                    "[[sinks]]",
+                    'name = "kafka"',
+                    'kind = "kafka"',
+                    "[sinks.options]",
+                    f"state_dir = {_toml(self.work_dir / 'kafka-sink')}",
+                    "[sinks.options.kafka]",
+                    f"bootstrap_servers = {_toml(bootstrap)}",
+                    "[[sinks]]",
+                    'name = "sqlite"',
+                    'kind = "sqlite"',
+                    "[sinks.options]",
+                    f"path = {_toml(self.sqlite_path)}",
+                    "[[sinks]]",
+                    'name = "postgres"',
+                    'kind = "postgres"',
+                    "[sinks.options]",
+                    f"dsn = {_toml(self.postgres_dsn)}",
+                ]
+            )
+            + "\n"
+        )
+        ready = self.work_dir / "participant.ready.json"
+        ready.unlink(missing_ok=True)
+        with (self.work_dir / "participant.log").open("ab") as log:
+            self.participant = subprocess.Popen(
+                [sys.executable, "-m", "onceflow.sinks", "--config", str(config), "--ready-file", str(ready)],
+                stdout=log,
+                stderr=log,
+                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            )
+        deadline = time.monotonic() + 90
+        while not ready.exists():
+            if self.participant.poll() is not None:
+                raise AssertionError(f"participant exited:\n{self.log_tail('participant.log')}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"participant not ready:\n{self.log_tail('participant.log')}")
+            time.sleep(0.05)
+        self.participant_port = int(json.loads(ready.read_text())["port"])
+
+    def stop(self) -> None:
+        if self.participant is not None:
+            self.participant.send_signal(signal.SIGTERM)
+            try:
+                self.participant.wait(15)
+            except subprocess.TimeoutExpired:
+                self.participant.kill()
+                self.participant.wait()
+            self.participant = None
+        self.coordinator.stop()
+
+    def log_tail(self, name: str, chars: int = 4000) -> str:
+        path = self.work_dir / name
+        return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+    # --- reading the sinks back -------------------------------------------------------------
+
+    def sqlite_results(self) -> dict[Key, int]:
+        if not self.sqlite_path.exists():
+            return {}
+        with sqlite3.connect(self.sqlite_path, timeout=30) as db:
+            try:
+                rows = db.execute("SELECT window_start, ip, count FROM ip_counts").fetchall()
+            except sqlite3.OperationalError:
+                return {}
+        return {(int(w), str(ip)): int(c) for w, ip, c in rows}
+
+    def postgres_results(self) -> dict[Key, int]:
+        with psycopg.connect(self.postgres_dsn) as conn:
+            rows = conn.execute("SELECT window_start, ip, count FROM ip_counts").fetchall()
+        return {(int(w), str(ip)): int(c) for w, ip, c in rows}
+
+    def kafka_results(self, *, latest_wins: bool = False) -> dict[Key, int]:
+        """ip_count_sink read with read_committed. In append mode every key must appear once."""
+        records = read_topic(self.broker.bootstrap_servers, SINK_TOPIC, idle_timeout=1.0)
+        seen: Counter[Key] = Counter()
+        results: dict[Key, int] = {}
+        for record in records:
+            assert record.value is not None
+            row = IP_COUNT_SERDE.decode(record.value)
+            key = (row["window_start"], row["ip"])
+            seen[key] += 1
+            results[key] = row["count"]
+        if not latest_wins:
+            duplicates = {k: n for k, n in seen.items() if n > 1}
+            assert not duplicates, f"ip_count_sink has duplicate results: {list(duplicates.items())[:5]}"
+        return results
+
+    def wait_for_results(self, expected: Mapping[Key, int], timeout: float = 180.0) -> None:
+        """Wait until SQLite holds every expected key (the sinks commit together), or fail."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len(self.sqlite_results()) >= len(expected):
+                return
+            time.sleep(0.5)
+        got = self.sqlite_results()
+        raise AssertionError(f"only {len(got)} of {len(expected)} results after {timeout}s")
+
+    def assert_exact(self, expected: Mapping[Key, int], *, latest_wins: bool = False) -> None:
+        """Every sink equals ``expected`` exactly."""
+        sqlite = self.sqlite_results()
+        postgres = self.postgres_results()
+        kafka = self.kafka_results(latest_wins=latest_wins)
+        for name, got in (("sqlite", sqlite), ("postgres", postgres), ("kafka", kafka)):
+            missing = {k: v for k, v in expected.items() if got.get(k) != v}
+            extra = {k: v for k, v in got.items() if k not in expected}
+            assert not missing and not extra, (
+                f"{name}: {len(missing)} wrong or missing (e.g. {list(missing.items())[:3]} got "
+                f"{[got.get(k) for k in list(missing)[:3]]}), {len(extra)} unexpected (e.g. {list(extra.items())[:3]})"
+            )
+
+    def wait_exact(self, expected: Mapping[Key, int], *, latest_wins: bool = False, timeout: float = 60.0) -> None:
+        """:meth:`assert_exact`, retried until ``timeout``: the participants commit a batch in parallel."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.assert_exact(expected, latest_wins=latest_wins)
+                return
+            except AssertionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+
+def create_database(admin_dsn: str, name: str) -> str:
+    """A fresh database on the test server; its DSN."""
+    from psycopg import sql
+
+    with psycopg.connect(admin_dsn, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return admin_dsn.replace("dbname=postgres", f"dbname={name}")

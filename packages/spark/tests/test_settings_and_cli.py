@@ -1,0 +1,51 @@
+"""Settings of the job (file + environment, clear errors) and the ``onceflow spark`` command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from onceflow.cli.app import build_parser, main
+from onceflow.core.errors import InvalidConfig
+from onceflow.core.settings import load_settings
+from onceflow.spark.job.settings import SparkJobSettings
+
+SERVICE_CONFIG = Path(__file__).resolve().parents[3] / "services" / "spark-worker" / "spark-worker.toml"
+
+
+def test_the_service_default_config_is_valid_and_has_the_lessons_defaults() -> None:
+    settings = load_settings(SparkJobSettings, SERVICE_CONFIG, env={})
+    assert settings.window_ms == 5_000
+    assert settings.lateness_ms == 5_000
+    assert settings.trigger_interval_ms == 5_000
+    assert (settings.restart.attempts, settings.restart.delay_ms) == (3, 10_000)
+    assert settings.output_mode == "append"
+    assert settings.source.isolation_level == "read_committed"
+    assert {p.sink for p in settings.participants} == {"kafka", "sqlite", "postgres"}
+
+
+def test_environment_overrides_and_errors_name_the_setting(tmp_path: Path) -> None:
+    env = {"ONCEFLOW_SPARK__SOURCE__MAX_OFFSETS_PER_TRIGGER": "5000", "ONCEFLOW_SPARK__OUTPUT_MODE": "update"}
+    settings = load_settings(SparkJobSettings, SERVICE_CONFIG, env=env)
+    assert settings.source.max_offsets_per_trigger == 5000
+    assert settings.output_mode == "update"
+    with pytest.raises(InvalidConfig, match="output_mode"):
+        load_settings(SparkJobSettings, SERVICE_CONFIG, env={"ONCEFLOW_SPARK__OUTPUT_MODE": "complete"})
+    bare = tmp_path / "bare.toml"
+    bare.write_text('job = "ipcount"\n')
+    with pytest.raises(InvalidConfig, match="participants"):
+        load_settings(SparkJobSettings, bare, env={})
+    baseline = load_settings(SparkJobSettings, bare, env={"ONCEFLOW_SPARK__GUARANTEE": "at-least-once"})
+    assert baseline.participants == []
+
+
+def test_onceflow_spark_run_is_registered_and_rejects_a_bad_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    help_text = build_parser().format_help()
+    assert "spark" in help_text
+    bad = tmp_path / "bad.toml"
+    bad.write_text("trigger_interval_ms = -1\n")
+    assert main(["spark", "run", "--config", str(bad)]) == 2
+    assert "trigger_interval_ms" in capsys.readouterr().err

@@ -1,0 +1,183 @@
+"""The 2PC sink's driver side against a real coordinator process: outcomes become success or errors.
+
+The coordinator runs with its in-memory log and fake participants over gRPC, so the test needs no
+broker; the writer's ``commit``/``abort`` are called as Spark's commit runner calls them.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pyspark.sql.datasource import WriterCommitMessage
+
+from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.coordinator.model import TransactionId
+from onceflow.coordinator.testing import CoordinatorProcess, FakeParticipantServer
+from onceflow.core.avro import IpCount
+from onceflow.core.staging import StagingWriter
+from onceflow.spark.exceptions import TransactionAborted, WriterFencedError
+from onceflow.spark.sink import (
+    CRASH_ENV,
+    DRIVER_PID_ENV,
+    CoordinatorClient,
+    Participant,
+    SinkOptions,
+    StagedFileMessage,
+    TwoPhaseCommitWriter,
+)
+
+JOB = "ipcount"
+
+
+@pytest.fixture
+def participants() -> Iterator[FakeParticipantServer]:
+    server = FakeParticipantServer(["kafka", "sqlite"]).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def coordinator(tmp_path: Path) -> Iterator[CoordinatorProcess]:
+    process = CoordinatorProcess(
+        tmp_path / "coordinator",
+        {"transaction_log": {"backend": "memory"}, "prepare_timeout_ms": 5000, "commit_wait_ms": 5000},
+    )
+    process.start()
+    yield process
+    process.stop()
+
+
+def _register(coordinator: CoordinatorProcess, participants: FakeParticipantServer) -> int:
+    with CoordinatorClient(coordinator.target) as client:
+        registration = client.register_writer(JOB, "test-driver")
+        client.register_participants(
+            JOB, registration.epoch, [Participant(r.sink, r.target) for r in participants.refs]
+        )
+    return registration.epoch
+
+
+def _stage(root: Path, batch: int, epoch: int) -> list[WriterCommitMessage | None]:
+    writer = StagingWriter(str(root), JOB, batch)
+    messages: list[WriterCommitMessage | None] = []
+    for partition in range(2):
+        rows = [IpCount(window_start=0, window_end=5000, ip=f"10.0.0.{partition}", count=partition + 1)]
+        staged = writer.write(f"part-{partition:05d}-epoch-{epoch}-attempt-{partition}", rows)
+        messages.append(StagedFileMessage(staged.uri, staged.count, staged.sha256, partition, partition))
+    return messages
+
+
+def _writer(coordinator: CoordinatorProcess, epoch: int, root: Path) -> TwoPhaseCommitWriter:
+    return TwoPhaseCommitWriter(SinkOptions(JOB, coordinator.target, epoch, str(root), rpc_timeout_s=30))
+
+
+def test_a_committed_batch_is_committed_once_and_its_replay_succeeds(
+    coordinator: CoordinatorProcess, participants: FakeParticipantServer, tmp_path: Path
+) -> None:
+    epoch = _register(coordinator, participants)
+    writer = _writer(coordinator, epoch, tmp_path)
+    writer.commit(_stage(tmp_path, 0, epoch), 0)
+    for sink in participants.sinks.values():
+        assert sink.wait_for("committed", TransactionId(JOB, 0))
+    # a restarted driver re-runs the batch (new files, new epoch): the coordinator answers COMMITTED
+    again = _register(coordinator, participants)
+    _writer(coordinator, again, tmp_path).commit(_stage(tmp_path, 0, again), 0)
+    assert all(sink.count("prepare", TransactionId(JOB, 0)) == 1 for sink in participants.sinks.values())
+
+
+def test_a_no_vote_aborts_the_batch_and_spark_gets_an_error(
+    coordinator: CoordinatorProcess, participants: FakeParticipantServer, tmp_path: Path
+) -> None:
+    epoch = _register(coordinator, participants)
+    participants.sinks["sqlite"].vote_no = "disk full"
+    writer = _writer(coordinator, epoch, tmp_path)
+    with pytest.raises(TransactionAborted, match="disk full"):
+        writer.commit(_stage(tmp_path, 0, epoch), 0)
+    writer.abort(_stage(tmp_path, 0, epoch), 0)  # Spark calls abort after a failed commit: harmless
+    participants.sinks["sqlite"].vote_no = None
+    writer.commit(_stage(tmp_path, 0, epoch), 0)  # the re-run of the batch commits
+    assert participants.sinks["kafka"].wait_for("committed", TransactionId(JOB, 0))
+
+
+def test_an_older_driver_is_fenced_with_an_error_that_says_who_owns_the_job(
+    coordinator: CoordinatorProcess, participants: FakeParticipantServer, tmp_path: Path
+) -> None:
+    old = _register(coordinator, participants)
+    _register(coordinator, participants)  # a second driver of the same job
+    with pytest.raises(WriterFencedError, match="another driver owns the job"):
+        _writer(coordinator, old, tmp_path).commit(_stage(tmp_path, 0, old), 0)
+
+
+def test_the_crash_hook_fires_only_for_its_batch() -> None:
+    code = "from onceflow.spark.sink.crash import crash_after_commit_if_requested as c; c(3); c(4); print('alive')"
+    # the child is its own "driver" here: without DRIVER_PID_ENV the hook only ends itself
+    env = {k: v for k, v in os.environ.items() if k != DRIVER_PID_ENV} | {CRASH_ENV: "4"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 137
+    assert "alive" not in result.stdout
+
+
+def test_a_driver_fenced_while_its_batch_prepares_is_fenced_not_restarted(
+    coordinator: CoordinatorProcess, participants: FakeParticipantServer, tmp_path: Path
+) -> None:
+    """The race of the fencing test: the second driver registers while the first one's batch prepares.
+    The first must get the fencing error (so the restart loop stops), not a plain abort (re-run)."""
+    old = _register(coordinator, participants)
+    participants.sinks["kafka"].prepare_delay = 2.0
+    errors: list[BaseException] = []
+
+    def commit() -> None:
+        try:
+            _writer(coordinator, old, tmp_path).commit(_stage(tmp_path, 0, old), 0)
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=commit)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while participants.sinks["kafka"].count("prepare", TransactionId(JOB, 0)) == 0:
+        assert time.monotonic() < deadline, "the batch never reached prepare"
+        time.sleep(0.05)
+    _register(coordinator, participants)
+    thread.join(30)
+    assert len(errors) == 1 and isinstance(errors[0], WriterFencedError), errors
+    assert "another driver owns the job" in str(errors[0])
+
+
+def test_commit_rides_out_a_coordinator_restart(
+    broker: EmbeddedBroker, participants: FakeParticipantServer, tmp_path: Path
+) -> None:
+    """CommitTransaction is idempotent, so the sink retries it while the coordinator is unreachable."""
+    coordinator = CoordinatorProcess(
+        tmp_path / "coordinator",
+        {"kafka": {"bootstrap_servers": broker.bootstrap_servers}, "prepare_timeout_ms": 5000},
+    )
+    coordinator.start()
+    try:
+        epoch = _register(coordinator, participants)
+        messages = _stage(tmp_path, 0, epoch)
+        coordinator.kill()
+        errors: list[BaseException] = []
+
+        def commit() -> None:
+            try:
+                _writer(coordinator, epoch, tmp_path).commit(messages, 0)
+            except BaseException as exc:
+                errors.append(exc)
+
+        thread = threading.Thread(target=commit)
+        thread.start()
+        time.sleep(2)
+        assert thread.is_alive(), f"commit gave up while the coordinator was down: {errors}"
+        coordinator.start()  # same port; the Kafka log brings back the job and its writer epoch
+        thread.join(60)
+        assert not thread.is_alive() and not errors, errors
+        assert participants.sinks["kafka"].wait_for("committed", TransactionId(JOB, 0))
+    finally:
+        coordinator.stop()
