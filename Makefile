@@ -78,8 +78,9 @@ test: lint typecheck pytest ## setup, then lint, types and every test
 proto: setup ## regenerate the gRPC stubs from proto/onceflow/v1
 	$(VENV)/python proto/generate.py
 
-demo: setup ## run the whole pipeline embedded
-	@echo "make demo arrives with the first issue that runs the pipeline end to end; see README.md."; exit 1
+DEMO_ARGS ?=
+demo: setup ## run the whole pipeline embedded, with a live dashboard and the final audit (DEMO_ARGS="--chaos")
+	$(VENV)/onceflow demo --postgres $(DEMO_ARGS)
 
 clean: ## remove the venv and caches
 	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache .hypothesis

@@ -36,8 +36,13 @@ def test_records_and_offsets_commit_together_and_resume(
     create_topic(broker.bootstrap_servers, "out", 2)
     service = service_factory()
     assert service.herder is not None
-    service.herder.create_connector("c", _counter("out", count="3000", rate="2000", **{"tasks.max": "2"}))
-    waiter(lambda: _task(service, "c").producer.records_produced > 0, what="a first commit")
+    # 1,500 records per task at 250/s: 6 s per task, so both are stopped half-way (they may start
+    # a few seconds apart on a loaded machine).
+    service.herder.create_connector("c", _counter("out", count="3000", rate="250", **{"tasks.max": "2"}))
+    waiter(
+        lambda: all(_task(service, "c", t).producer.records_produced > 0 for t in (0, 1)),
+        what="a first commit of both tasks",
+    )
     service.stop()  # graceful: the open transaction commits
     stopped_at = {tuple(sorted(p.items())): o["n"] for p, o in service.herder.connector_offsets("c")}
     assert stopped_at and all(n < 2998 for n in stopped_at.values())

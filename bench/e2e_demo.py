@@ -1,0 +1,196 @@
+"""End-to-end benchmark of the whole pipeline, driven through the demo machinery (``onceflow demo``).
+
+Measures, for one run of N generated events:
+
+- **throughput**: events per second from the generator to the consumer store, i.e. N divided by
+  the time from the first source event becoming visible (read_committed) to the moment the
+  consumer store has counted all N events;
+- **result latency**: per 5 s window, from the moment the window *closes* (the first time an event
+  with ``event_time >= window_end + lateness`` is visible in ``ip_count_source`` with
+  read_committed, which is what lets the job's watermark pass it) to the moment the window's first
+  result row is readable in the consumer store. p50 and p99 over all windows of the run.
+
+Assumptions: a single machine (everything embedded, as ``onceflow demo``); two observers run next
+to the pipeline: a read_committed consumer of ``ip_count_source`` (record timestamps are event
+times) and a poller of the consumer's SQLite store (every 100 ms, so latencies carry up to 0.1 s of
+polling error). With ``--rate 0`` the generator is unpaced (capacity); windows then close as fast as
+the events arrive, so read the latency of paced runs. The run must end EXACT, or the numbers are void.
+
+    .venv/bin/python bench/e2e_demo.py --events 60000 --rate 1000            # chaos off
+    .venv/bin/python bench/e2e_demo.py --events 60000 --rate 1000 --chaos    # chaos on
+    .venv/bin/python bench/e2e_demo.py --events 300000 --rate 0              # unpaced: capacity
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import io
+import logging
+import sqlite3
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka import Consumer, TopicPartition
+
+from onceflow.core import defaults
+from onceflow.core.logging import configure_logging
+from onceflow.core.topics import SOURCE_TOPIC
+from onceflow.demo import DemoOptions, DemoRun
+from onceflow.demo.run_dir import RunDir, RunState
+from onceflow.demo.supervisor import EventKind
+
+
+@dataclass
+class SourceWatcher:
+    """Wall time at which each window closed: an event ``>= window_end + lateness`` became visible."""
+
+    bootstrap: str
+    state: RunState
+    close_at: dict[int, float] = field(default_factory=dict)
+    first_visible: float | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": "bench-e2e-source-watcher",
+                "isolation.level": "read_committed",
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+            },
+            # librdkafka's own log (e.g. "connection refused" while the broker is down) to the run's log.
+            logger=logging.getLogger("bench.source_watcher"),
+        )
+        consumer.assign([TopicPartition(SOURCE_TOPIC, p, 0) for p in range(self.state.source_partitions)])
+        window, lateness = defaults.WINDOW_MS, defaults.ALLOWED_LATENESS_MS
+        next_window = self.state.event_time_start_ms - self.state.event_time_start_ms % window - window
+        newest = -1
+        while not self.stop.is_set():
+            batch = consumer.consume(1000, 0.1)
+            now = time.time()
+            for message in batch:
+                if message.error() is not None:
+                    continue
+                if self.first_visible is None:
+                    self.first_visible = now
+                newest = max(newest, message.timestamp()[1])
+            while next_window + window + lateness <= newest:
+                self.close_at.setdefault(next_window, now)
+                next_window += window
+        consumer.close()
+
+
+@dataclass
+class StoreWatcher:
+    """Wall time at which each window first became readable in the consumer store, and when all N were."""
+
+    path: Path
+    events: int
+    readable_at: dict[int, float] = field(default_factory=dict)
+    all_counted_at: float | None = None
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def run(self) -> None:
+        newest = -1
+        while not self.stop.wait(0.1):
+            if not self.path.exists():
+                continue
+            try:
+                with sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=1.0) as db:
+                    rows = db.execute("SELECT DISTINCT window_start FROM results WHERE window_start > ?", (newest,))
+                    now = time.time()
+                    for (window_start,) in rows.fetchall():
+                        self.readable_at.setdefault(int(window_start), now)
+                        newest = max(newest, int(window_start))
+                    if self.all_counted_at is None:
+                        (total,) = db.execute("SELECT COALESCE(SUM(count), 0) FROM results").fetchone()
+                        if int(total) >= self.events:
+                            self.all_counted_at = now
+            except sqlite3.Error:
+                continue
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=60_000)
+    parser.add_argument("--rate", type=float, default=1000.0, help="generator events/s (0 = unpaced)")
+    parser.add_argument("--chaos", action="store_true")
+    parser.add_argument("--chaos-interval", type=float, default=8.0)
+    parser.add_argument("--trigger-ms", type=int, default=defaults.CHECKPOINT_INTERVAL_MS)
+    parser.add_argument("--run-dir", type=Path, default=None, help="default: a fresh temporary directory")
+    parser.add_argument("--timeout", type=float, default=900.0)
+    args = parser.parse_args(argv)
+
+    # Step 1: a fresh run dir whose state (ports, event-time start) the watchers can read up front;
+    # the demo then "resumes" it, which for a fresh run is the same as starting it.
+    root = args.run_dir or Path(tempfile.mkdtemp(prefix="onceflow-bench-e2e-")) / "run"
+    options = DemoOptions(
+        run_dir=root, events=args.events, rate=args.rate, chaos=args.chaos, chaos_interval_s=args.chaos_interval,
+        chaos_seed=1, trigger_ms=args.trigger_ms, timeout_s=args.timeout, plain=True,
+    )  # fmt: skip
+    run_dir = RunDir(root)
+    state = run_dir.create(options.new_state(root.name))
+    (run_dir.root / "logs").mkdir(parents=True, exist_ok=True)
+    log = (run_dir.root / "logs" / "demo.log").open("a")
+    configure_logging("INFO", "kv", stream=log)
+
+    # Step 2: the observers.
+    source = SourceWatcher(f"127.0.0.1:{state.ports['broker']}", state)
+    store = StoreWatcher(run_dir.data("consumer") / "results.db", args.events)
+    threads = [threading.Thread(target=w.run, daemon=True) for w in (source, store)]
+    for thread in threads:
+        thread.start()
+
+    # Step 3: the run, to its verdict.
+    out = io.StringIO()
+    demo = DemoRun(dataclasses.replace(options, resume=True), out=out)
+    started = time.time()
+    code = demo.run()
+    elapsed = time.time() - started
+    for watcher in (source, store):
+        watcher.stop.set()
+    for thread in threads:
+        thread.join(10)
+
+    # Step 4: the numbers.
+    latencies = [
+        max(0.0, store.readable_at[w] - closed) for w, closed in source.close_at.items() if w in store.readable_at
+    ]
+    verdict = "EXACT" if code == 0 else f"NOT EXACT (exit {code})"
+    kills = demo.supervisor.journal.counts
+    print(f"run dir: {root}")
+    rate = "unpaced" if args.rate <= 0 else f"{args.rate:.0f}/s"
+    chaos = "on" if args.chaos else "off"
+    print(f"events={args.events} rate={rate} chaos={chaos} trigger={args.trigger_ms}ms wall={elapsed:.0f}s")
+    print(f"verdict: {verdict}")
+    print(f"kills={kills[EventKind.KILLED]} recoveries={kills[EventKind.RECOVERED]}")
+    if source.first_visible is not None and store.all_counted_at is not None:
+        span = store.all_counted_at - source.first_visible
+        print(f"throughput: {args.events / span:,.0f} events/s (first event visible -> all counted: {span:.1f}s)")
+    else:
+        print("throughput: n/a (the run did not complete)")
+    if latencies:
+        print(
+            f"result latency (window close -> readable in the consumer store) over {len(latencies)} windows: "
+            f"p50 {statistics.median(latencies):.2f}s, p99 {percentile(latencies, 0.99):.2f}s, "
+            f"max {max(latencies):.2f}s"
+        )
+    if code != 0:
+        print(out.getvalue()[-4000:], file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

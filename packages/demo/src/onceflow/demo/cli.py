@@ -1,0 +1,112 @@
+"""``onceflow demo``: the whole pipeline embedded, with a live dashboard, optional chaos, and a verdict.
+
+Starts the broker, the coordinator, the sink participants (Kafka, SQLite, optionally PostgreSQL),
+the consumer with its Results API, the Spark job (local[2]) and a connect worker running the
+generator, as supervised child processes under a run directory. Stops after --events events were
+produced and fully processed (or on Ctrl-C), then audits every sink against the generator's truth
+and the source topic. Exit code 0 only when every sink is EXACT; 1 otherwise; 130 on Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from onceflow.core.errors import InvalidConfig
+from onceflow.demo.options import DEFAULT_EVENTS, DEFAULT_RATE, DEFAULT_SEED, DemoOptions
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--run-dir", type=Path, help="run directory (default ./runs/<UTC timestamp>)")
+    parser.add_argument("--resume", action="store_true", help="continue the stopped run in --run-dir")
+    parser.add_argument("--events", type=_positive_int, default=DEFAULT_EVENTS, help="events to generate in total")
+    parser.add_argument("--rate", type=_positive_float, default=DEFAULT_RATE, help="generator events per second")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the generated traffic")
+    parser.add_argument("--trigger-ms", type=_positive_int, default=5000, help="micro-batch (checkpoint) interval")
+    parser.add_argument("--chaos", action="store_true", help="kill -9 a random service every --chaos-interval")
+    parser.add_argument("--chaos-interval", type=_positive_float, default=8.0, metavar="SECONDS")
+    parser.add_argument("--chaos-seed", type=int, default=None, help="seed of the chaos victims' draw")
+    parser.add_argument("--postgres", action="store_true", help="start a local PostgreSQL server for its sink")
+    parser.add_argument("--postgres-dsn", default="", help="use this PostgreSQL database for its sink")
+    parser.add_argument("--timeout", type=_positive_float, default=None, metavar="SECONDS",
+                        help="stop waiting for completion after this long, then audit anyway")  # fmt: skip
+    parser.add_argument("--plain", action="store_true", default=None,
+                        help="progress lines instead of the dashboard (default when stdout is not a tty)")  # fmt: skip
+    parser.add_argument("--service-log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def register(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Entry point of the ``onceflow.cli`` group: adds ``onceflow demo``."""
+    parser = subparsers.add_parser(
+        "demo",
+        help="run the whole pipeline embedded, with a live dashboard and a final audit",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def options_from(args: argparse.Namespace) -> DemoOptions:
+    if args.resume and args.run_dir is None:
+        raise InvalidConfig("--resume", "needs --run-dir (the run to continue)")
+    return DemoOptions(
+        run_dir=args.run_dir,
+        resume=args.resume,
+        events=args.events,
+        rate=args.rate,
+        seed=args.seed,
+        trigger_ms=args.trigger_ms,
+        chaos=args.chaos,
+        chaos_interval_s=args.chaos_interval,
+        chaos_seed=args.chaos_seed,
+        postgres=args.postgres,
+        postgres_dsn=args.postgres_dsn,
+        timeout_s=args.timeout,
+        plain=args.plain,
+        service_log_level=args.service_log_level,
+    )
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the demo; returns its exit code (0 exact, 1 different, 130 interrupted)."""
+    from onceflow.core.logging import configure_logging
+    from onceflow.demo.runner import EXIT_DIFFERENT, DemoRun
+    from onceflow.demo.supervisor import ServiceFailedError
+
+    options = options_from(args)
+    demo = DemoRun(options)
+    # SIGTERM stops the demo like Ctrl-C: its services are stopped, never left behind.
+    signal.signal(signal.SIGTERM, _interrupt)
+    # The demo's own log goes to the run dir; the terminal shows the dashboard.
+    log_path = demo.run_dir.root / "logs" / "demo.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("a") as log:
+        configure_logging(level="INFO", fmt="kv", stream=log)
+        try:
+            return demo.run()
+        except ServiceFailedError as exc:
+            print(f"onceflow demo: a service failed: {exc}", file=sys.stderr)
+            return EXIT_DIFFERENT

@@ -1,0 +1,118 @@
+"""What every service of the demo has in common: where it lives in the run dir, and how it is probed.
+
+A :class:`Component` knows how to configure one service (it writes the service's own config file,
+the same format as ``services/<name>/``), how to start it (an ``onceflow <service>`` command line)
+and how to tell that it serves (its ready file, or an RPC).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from onceflow.demo.run_dir import RunDir, RunState
+from onceflow.demo.supervisor import ChildProcess, RestartPolicy, SupervisedService
+from onceflow.demo.toml_writer import to_toml
+
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class Context:
+    """The run every component belongs to, and the demo-wide options they share."""
+
+    run: RunDir
+    state: RunState
+    log_level: str = "INFO"
+
+    def port(self, name: str) -> int:
+        return self.state.ports[name]
+
+    def target(self, name: str) -> str:
+        """``127.0.0.1:<port>`` of a named port."""
+        return f"{HOST}:{self.port(name)}"
+
+    @property
+    def bootstrap(self) -> str:
+        return self.target("broker")
+
+    @property
+    def staging_root(self) -> Path:
+        """Where the Spark job stages its output and the coordinator garbage-collects it."""
+        return self.run.data("spark") / "staging"
+
+    @property
+    def sqlite_sink_path(self) -> Path:
+        return self.run.data("participant") / "sink.db"
+
+    @property
+    def consumer_store_path(self) -> Path:
+        return self.run.data("consumer") / "results.db"
+
+    @property
+    def postgres_enabled(self) -> bool:
+        return self.state.postgres != "off" and bool(self.state.postgres_dsn)
+
+
+def onceflow_command(*args: str) -> list[str]:
+    """``onceflow <args>``: the console script next to this interpreter (independent of PATH)."""
+    script = Path(sys.executable).parent / "onceflow"
+    if script.is_file():
+        return [str(script), *args]
+    return [sys.executable, "-c", "import sys; from onceflow.cli.app import main; sys.exit(main())", *args]
+
+
+def read_ready_file(path: Path, pid: int | None) -> dict[str, Any] | None:
+    """The JSON a service wrote once it served, if it was written by process ``pid``."""
+    try:
+        info: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return info if pid is not None and info.get("pid") == pid else None
+
+
+class Component(ABC):
+    """One service of the pipeline."""
+
+    #: Name of the service (supervisor, logs, dashboard, chaos).
+    name: str = ""
+
+    def __init__(self, context: Context) -> None:
+        self.context = context
+
+    @abstractmethod
+    def command(self) -> list[str]:
+        """The command line of the service."""
+
+    @abstractmethod
+    def settings(self) -> dict[str, Any]:
+        """The service's settings (its TOML config file as nested dicts)."""
+
+    @abstractmethod
+    def probe(self, child: ChildProcess) -> bool:
+        """True once the current instance serves."""
+
+    @property
+    def config_path(self) -> Path:
+        return self.context.run.config(f"{self.name}.toml")
+
+    def prepare(self) -> None:
+        """Before every start: write the config file (ports may change on resume) and clear stale state."""
+        self.config_path.parent.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text(to_toml(self.settings()))
+
+    def env(self) -> dict[str, str]:
+        return {}
+
+    def child(self) -> ChildProcess:
+        return ChildProcess(self.name, self.command(), self.context.run.log(self.name), env=self.env())
+
+    def supervised(self, policy: RestartPolicy) -> SupervisedService:
+        return SupervisedService(self.child(), self.probe, policy, before_start=self.prepare)
+
+    def logging_settings(self) -> dict[str, str]:
+        return {"level": self.context.log_level, "format": "kv"}

@@ -1,0 +1,61 @@
+"""The sink participants (``onceflow participant``): one server hosting the Kafka, SQLite and (optional)
+PostgreSQL sinks of the job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from onceflow.core.topics import SINK_TOPIC
+from onceflow.demo.components.base import HOST, Component, onceflow_command, read_ready_file
+from onceflow.demo.supervisor import ChildProcess
+
+#: Sink names, as the job registers them with the coordinator and the audit reports them.
+KAFKA_SINK = "kafka"
+SQLITE_SINK = "sqlite"
+POSTGRES_SINK = "postgres"
+
+
+class ParticipantComponent(Component):
+    name = "participant"
+
+    def sink_names(self) -> list[str]:
+        names = [KAFKA_SINK, SQLITE_SINK]
+        return [*names, POSTGRES_SINK] if self.context.postgres_enabled else names
+
+    def settings(self) -> dict[str, Any]:
+        context = self.context
+        sinks: list[dict[str, Any]] = [
+            {
+                "name": KAFKA_SINK,
+                "kind": "kafka",
+                "options": {
+                    "topic": SINK_TOPIC,
+                    "state_dir": str(context.run.data("participant") / "kafka"),
+                    "kafka": {"bootstrap_servers": context.bootstrap},
+                },
+            },
+            {"name": SQLITE_SINK, "kind": "sqlite", "options": {"path": str(context.sqlite_sink_path)}},
+        ]
+        if context.postgres_enabled:
+            sinks.append({"name": POSTGRES_SINK, "kind": "postgres", "options": {"dsn": context.state.postgres_dsn}})
+        return {
+            "server": {"host": HOST, "port": context.port("participant")},
+            "coordinator": {"target": context.target("coordinator"), "initial_backoff_s": 0.1, "max_backoff_s": 1.0},
+            "sinks": sinks,
+            "metrics": {"host": HOST, "port": context.port("participant_metrics")},
+            "log": self.logging_settings(),
+        }
+
+    @property
+    def ready_path(self) -> Any:
+        return self.context.run.ready_file(self.name)
+
+    def command(self) -> list[str]:
+        return onceflow_command("participant", "--config", str(self.config_path), "--ready-file", str(self.ready_path))
+
+    def prepare(self) -> None:
+        super().prepare()
+        self.ready_path.unlink(missing_ok=True)
+
+    def probe(self, child: ChildProcess) -> bool:
+        return read_ready_file(self.ready_path, child.pid) is not None

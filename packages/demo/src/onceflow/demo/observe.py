@@ -1,0 +1,174 @@
+"""Reading the running pipeline from outside, through each service's public surface.
+
+Every read answers None when the service cannot be asked right now (it may be down under chaos):
+callers keep their last known value.
+
+- events produced: the generator's committed positions (Connect ``GetConnectorOffsets``), which
+  commit in the same Kafka transaction as the events (so this counts committed events only);
+- results: ``SUM(count)`` over a SQLite result table (the participant's sink, the consumer store);
+- 2PC transactions: the coordinator's ``ListTransactions``;
+- Spark: the job's Prometheus endpoint (last batch id, batch duration, watermark, rows/s);
+- the top IPs of the latest closed window: the Results API's ``GetTopIps``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import urllib.request
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from google.protobuf.json_format import MessageToDict
+from prometheus_client.parser import text_string_to_metric_families
+
+from onceflow.demo.components import GENERATOR, JOB, Context
+from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc, results_pb2, results_pb2_grpc
+from onceflow.proto.v1 import connect_pb2 as connect_pb
+from onceflow.runtime.admin.client import ConnectClient
+
+RPC_TIMEOUT_S = 2.0
+#: Coordinator states of a transaction that is not final yet.
+IN_DOUBT_STATES = ("PREPARING", "COMMITTING", "ABORTING")
+
+
+@dataclass
+class TransactionTally:
+    """Transactions of the job, accumulated over every answer seen (monotone even when the coordinator
+    forgets old transactions): batches committed, batches seen aborted at least once (an aborted batch
+    is re-run under the same transaction id, so it may end up committed too), and those in doubt now."""
+
+    committed_batches: set[int] = field(default_factory=set)
+    aborted_batches: set[int] = field(default_factory=set)
+    in_doubt: int = 0
+
+    @property
+    def committed(self) -> int:
+        return len(self.committed_batches)
+
+    @property
+    def aborted(self) -> int:
+        return len(self.aborted_batches)
+
+    def add(self, batch: int, state: str) -> None:
+        if state == "COMMITTED":
+            self.committed_batches.add(batch)
+        elif state == "ABORTED":
+            self.aborted_batches.add(batch)
+
+
+@dataclass(frozen=True)
+class SparkProgress:
+    last_batch: int
+    batch_duration_s: float
+    watermark_ms: int
+    input_rows_per_s: float
+
+
+@dataclass(frozen=True)
+class TopIps:
+    window_start_ms: int
+    counts: tuple[tuple[str, int], ...]
+
+
+def produced_from_offsets(offsets: Sequence[tuple[Mapping[str, object], Mapping[str, object]]]) -> int:
+    """Events committed by the generator's tasks: task ``k`` of ``n`` at ``seq`` has produced
+    ``(seq - k) // n + 1`` events (it emits ``k, k + n, ...``)."""
+    total = 0
+    for partition, offset in offsets:
+        if partition.get("generator") != "access-log" or "seq" not in offset:
+            continue
+        # JSON numbers (a protobuf Struct holds them as floats).
+        task = int(float(str(partition.get("task", 0))))
+        tasks = int(float(str(partition.get("tasks", 1))))
+        seq = int(float(str(offset["seq"])))
+        total += (seq - task) // tasks + 1
+    return total
+
+
+def sqlite_totals(path: Path, table: str) -> tuple[int, int] | None:
+    """``(rows, SUM(count))`` of a result table, read-only; None while it cannot be read."""
+    if not path.exists():
+        return (0, 0)
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0) as db:
+            rows, total = db.execute(f"SELECT COUNT(*), COALESCE(SUM(count), 0) FROM {table}").fetchone()
+    except sqlite3.Error:
+        return None
+    return int(rows), int(total)
+
+
+def scrape(port: int, timeout: float = RPC_TIMEOUT_S) -> dict[str, float] | None:
+    """Prometheus samples of ``127.0.0.1:port/metrics`` by sample name (labels dropped, last wins)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=timeout) as response:
+            text = response.read().decode()
+    except OSError:
+        return None
+    samples: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples[sample.name] = float(sample.value)
+    return samples
+
+
+class Observer:
+    """Asks the services of one run how far the pipeline got."""
+
+    def __init__(self, context: Context) -> None:
+        self.context = context
+        self.tally = TransactionTally()
+
+    def produced(self) -> int | None:
+        try:
+            with ConnectClient(self.context.target("connect"), timeout=RPC_TIMEOUT_S) as client:
+                reply = client.call("GetConnectorOffsets", connect_pb.GetConnectorOffsetsRequest(name=GENERATOR))
+        except grpc.RpcError:
+            return None
+        pairs = [(MessageToDict(o.partition), MessageToDict(o.offset)) for o in reply.offsets]
+        return produced_from_offsets(pairs)
+
+    def transactions(self) -> TransactionTally | None:
+        """The job's transactions (newest page) folded into :attr:`tally`."""
+        try:
+            with grpc.insecure_channel(self.context.target("coordinator")) as channel:
+                stub = coordinator_pb2_grpc.TransactionCoordinatorStub(channel)  # type: ignore[no-untyped-call]
+                reply = stub.ListTransactions(
+                    coordinator_pb2.ListTransactionsRequest(job=JOB, limit=1000), timeout=RPC_TIMEOUT_S
+                )
+        except grpc.RpcError:
+            return None
+        in_doubt = 0
+        for txn in reply.transactions:
+            state = common_pb2.TransactionState.Name(txn.state).removeprefix("TRANSACTION_STATE_")
+            self.tally.add(int(txn.id.batch), state)
+            in_doubt += state in IN_DOUBT_STATES
+        self.tally.in_doubt = in_doubt
+        return self.tally
+
+    def spark(self) -> SparkProgress | None:
+        samples = scrape(self.context.port("spark_metrics"))
+        if not samples or "onceflow_spark_last_batch_id" not in samples:
+            return None
+        return SparkProgress(
+            last_batch=int(samples["onceflow_spark_last_batch_id"]),
+            batch_duration_s=samples.get("onceflow_spark_batch_duration_seconds", 0.0),
+            watermark_ms=int(samples.get("onceflow_spark_watermark_seconds", 0.0) * 1000),
+            input_rows_per_s=samples.get("onceflow_spark_input_rows_per_second", 0.0),
+        )
+
+    def top_ips(self, limit: int = 5) -> TopIps | None:
+        try:
+            with grpc.insecure_channel(self.context.target("consumer")) as channel:
+                stub = results_pb2_grpc.ResultsStub(channel)  # type: ignore[no-untyped-call]
+                reply = stub.GetTopIps(results_pb2.GetTopIpsRequest(limit=limit), timeout=RPC_TIMEOUT_S)
+        except grpc.RpcError:
+            return None
+        return TopIps(reply.window_start_ms, tuple((c.ip, int(c.count)) for c in reply.counts))
+
+    def consumer_totals(self) -> tuple[int, int] | None:
+        return sqlite_totals(self.context.consumer_store_path, "results")
+
+    def sqlite_sink_totals(self) -> tuple[int, int] | None:
+        return sqlite_totals(self.context.sqlite_sink_path, "ip_counts")

@@ -1,0 +1,62 @@
+"""The run directory: a run is created once, resumed with its state, and keeps working ports."""
+
+from __future__ import annotations
+
+import socket
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from onceflow.core.errors import InvalidConfig
+from onceflow.demo.options import DemoOptions
+from onceflow.demo.run_dir import PORT_NAMES, RunDir
+from onceflow.demo.toml_writer import to_toml
+
+
+def test_create_then_load_gives_the_same_run(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    state = run.create(DemoOptions(events=1234, rate=500, seed=9).new_state("run"))
+    assert set(state.ports) == set(PORT_NAMES)
+    assert state.event_time_start_ms % 5000 == 0
+    assert state.event_time_rate == 500
+    loaded = RunDir(tmp_path / "run").load()
+    assert loaded == state
+    with pytest.raises(InvalidConfig, match="use --resume"):
+        run.create(DemoOptions().new_state("again"))
+
+
+def test_load_replaces_ports_taken_meanwhile(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    state = run.create(DemoOptions().new_state("run"))
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", state.ports["broker"]))
+        squatter.listen()
+        loaded = run.load()
+    assert loaded.ports["broker"] != state.ports["broker"]
+    assert run.load().ports["broker"] == loaded.ports["broker"]
+
+
+def test_load_of_a_directory_without_a_run_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InvalidConfig, match="holds no run"):
+        RunDir(tmp_path).load()
+
+
+def test_postgres_mode_follows_the_options() -> None:
+    assert DemoOptions().new_state("r").postgres == "off"
+    assert DemoOptions(postgres=True).new_state("r").postgres == "local"
+    assert DemoOptions(postgres_dsn="host=db").new_state("r").postgres == "dsn"
+
+
+def test_toml_writer_round_trips_service_settings() -> None:
+    settings = {
+        "job": "ipcount",
+        "trigger_interval_ms": 5000,
+        "kafka": {"bootstrap_servers": "127.0.0.1:1", "properties": {"linger.ms": "5"}},
+        "participants": [{"sink": "kafka", "target": "127.0.0.1:2"}, {"sink": "sqlite", "target": "127.0.0.1:2"}],
+        "sinks": [{"name": "s", "options": {"path": 'a "quoted" \\ path', "kafka": {"b": "c"}}}],
+        "connectors": ["/x/generator.json"],
+        "flag": True,
+        "ratio": 1.5,
+    }
+    assert tomllib.loads(to_toml(settings)) == settings

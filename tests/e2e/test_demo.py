@@ -1,0 +1,73 @@
+"""End to end: ``onceflow demo`` with real processes (broker, coordinator, participant, connect worker
+with the generator, the Spark job, the consumer) runs to completion and audits every sink EXACT.
+
+Both tests are slow (a Spark JVM, ~1-3 minutes each); they still run in ``make test``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .demo_process import DemoProcess, verdicts
+
+SINKS = ("kafka", "sqlite", "postgres", "consumer")
+
+
+@pytest.fixture
+def demos() -> Iterator[list[DemoProcess]]:
+    """Every demo a test starts; interrupted (services stopped) and reported if still running."""
+    started: list[DemoProcess] = []
+    yield started
+    for demo in started:
+        if demo.process.poll() is None:
+            demo.interrupt()
+            try:
+                demo.process.wait(180)
+            except Exception:
+                demo.kill_everything()
+        demo.remove_postgres_fallback()
+
+
+@pytest.mark.slow
+def test_the_demo_runs_to_completion_with_an_exact_verdict(tmp_path: Path, demos: list[DemoProcess]) -> None:
+    demo = DemoProcess(tmp_path / "run", "--events", "50000", "--rate", "2000", "--postgres", "--timeout", "420")
+    demos.append(demo)
+    code = demo.wait(600)
+    output = demo.output
+    assert code == 0, demo.tail()
+    assert verdicts(output) == {**dict.fromkeys(SINKS, "EXACT"), "overall": "EXACT"}, demo.tail()
+    # Generator truth: all 50,000 events; the source topic holds them plus the one flush event.
+    assert "generator seed=7 count=50000: 50000 events" in output
+    assert "topic ip_count_source (read_committed): 50001 events" in output
+    assert re.search(r"complete produced=50000/50000 .* counted=50000 ", output), demo.tail()
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_resumes_without_generating_an_event_twice(tmp_path: Path, demos: list[DemoProcess]) -> None:
+    run_dir = tmp_path / "run"
+    first = DemoProcess(run_dir, "--events", "40000", "--rate", "1000", "--postgres", "--timeout", "420")
+    demos.append(first)
+    deadline = time.monotonic() + 300
+    while first.produced() < 10_000:
+        assert first.process.poll() is None, first.tail()
+        assert time.monotonic() < deadline, first.tail()
+        time.sleep(0.5)
+    first.interrupt()
+    assert first.wait(300) == 130, first.tail()
+    assert "interrupted" in first.output
+    stopped_at = first.produced()
+    assert stopped_at < 40_000
+
+    second = DemoProcess(run_dir, "--resume", "--timeout", "420")
+    demos.append(second)
+    assert second.wait(600) == 0, second.tail()
+    output = second.output
+    assert "resuming run" in output
+    assert verdicts(output) == {**dict.fromkeys(SINKS, "EXACT"), "overall": "EXACT"}, second.tail()
+    # Exactly the run's 40,000 events (+ the flush event) are in the source topic: none twice.
+    assert "topic ip_count_source (read_committed): 40001 events" in output
