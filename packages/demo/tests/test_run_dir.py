@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,6 @@ import pytest
 from onceflow.core.errors import InvalidConfig
 from onceflow.demo.options import DemoOptions
 from onceflow.demo.run_dir import PORT_NAMES, RunDir
-from onceflow.demo.toml_writer import to_toml
 
 
 def test_create_then_load_gives_the_same_run(tmp_path: Path) -> None:
@@ -46,17 +44,3 @@ def test_postgres_mode_follows_the_options() -> None:
     assert DemoOptions().new_state("r").postgres == "off"
     assert DemoOptions(postgres=True).new_state("r").postgres == "local"
     assert DemoOptions(postgres_dsn="host=db").new_state("r").postgres == "dsn"
-
-
-def test_toml_writer_round_trips_service_settings() -> None:
-    settings = {
-        "job": "ipcount",
-        "trigger_interval_ms": 5000,
-        "kafka": {"bootstrap_servers": "127.0.0.1:1", "properties": {"linger.ms": "5"}},
-        "participants": [{"sink": "kafka", "target": "127.0.0.1:2"}, {"sink": "sqlite", "target": "127.0.0.1:2"}],
-        "sinks": [{"name": "s", "options": {"path": 'a "quoted" \\ path', "kafka": {"b": "c"}}}],
-        "connectors": ["/x/generator.json"],
-        "flag": True,
-        "ratio": 1.5,
-    }
-    assert tomllib.loads(to_toml(settings)) == settings

@@ -30,6 +30,7 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.broker.testing.clients import create_topic, read_topic
 from onceflow.coordinator.testing import CoordinatorProcess
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IP_COUNT_SERDE, AccessEvent
+from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import SINK_TOPIC, SOURCE_TOPIC
 from onceflow.logproducer.generator.traffic import TrafficModel, event
 from onceflow.logproducer.generator.truth import expected_counts
@@ -105,49 +106,9 @@ def encoded_events(model: TrafficModel, start: int, stop: int) -> list[bytes]:
     return [ACCESS_EVENT_SERDE.encode(event(model, i)) for i in range(start, stop)]
 
 
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(str(value))
-
-
-def _key(name: str) -> str:
-    return name if name.replace("_", "").replace("-", "").isalnum() else json.dumps(name)
-
-
 def spark_job_config(path: Path, settings: Mapping[str, Any]) -> Path:
     """Write job settings (nested dicts; ``participants`` a list of dicts) as TOML."""
-    lines: list[str] = []
-    tables: list[tuple[str, Mapping[str, Any]]] = []
-    arrays: list[tuple[str, list[Mapping[str, Any]]]] = []
-    for key, value in settings.items():
-        if isinstance(value, Mapping):
-            tables.append((key, value))
-        elif isinstance(value, list):
-            arrays.append((key, value))
-        else:
-            lines.append(f"{_key(key)} = {_toml(value)}")
-
-    def table(name: str, values: Mapping[str, Any]) -> None:
-        lines.append(f"\n[{name}]")
-        nested = []
-        for key, value in values.items():
-            if isinstance(value, Mapping):
-                nested.append((f"{name}.{key}", value))
-            else:
-                lines.append(f"{_key(key)} = {_toml(value)}")
-        for child, child_values in nested:
-            table(child, child_values)
-
-    for name, values in tables:
-        table(name, values)
-    for name, items in arrays:
-        for item in items:
-            lines.append(f"\n[[{name}]]")
-            lines += [f"{k} = {_toml(v)}" for k, v in item.items()]
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(to_toml(settings))
     return path
 
 
@@ -193,35 +154,28 @@ class SinkSystem:
         bootstrap = self.broker.bootstrap_servers
         config = self.work_dir / "participant.toml"
         config.write_text(
-            "\n".join(
-                [
-                    "[server]",
-                    'host = "127.0.0.1"',
-                    "port = 0",
-                    "[coordinator]",
-                    f"target = {_toml(self.coordinator.target)}",
-                    "initial_backoff_s = 0.1",
-                    "max_backoff_s = 0.5",
-                    "[[sinks]]",
-                    'name = "kafka"',
-                    'kind = "kafka"',
-                    "[sinks.options]",
-                    f"state_dir = {_toml(self.work_dir / 'kafka-sink')}",
-                    "[sinks.options.kafka]",
-                    f"bootstrap_servers = {_toml(bootstrap)}",
-                    "[[sinks]]",
-                    'name = "sqlite"',
-                    'kind = "sqlite"',
-                    "[sinks.options]",
-                    f"path = {_toml(self.sqlite_path)}",
-                    "[[sinks]]",
-                    'name = "postgres"',
-                    'kind = "postgres"',
-                    "[sinks.options]",
-                    f"dsn = {_toml(self.postgres_dsn)}",
-                ]
+            to_toml(
+                {
+                    "server": {"host": "127.0.0.1", "port": 0},
+                    "coordinator": {
+                        "target": self.coordinator.target,
+                        "initial_backoff_s": 0.1,
+                        "max_backoff_s": 0.5,
+                    },
+                    "sinks": [
+                        {
+                            "name": "kafka",
+                            "kind": "kafka",
+                            "options": {
+                                "state_dir": str(self.work_dir / "kafka-sink"),
+                                "kafka": {"bootstrap_servers": bootstrap},
+                            },
+                        },
+                        {"name": "sqlite", "kind": "sqlite", "options": {"path": str(self.sqlite_path)}},
+                        {"name": "postgres", "kind": "postgres", "options": {"dsn": self.postgres_dsn}},
+                    ],
+                }
             )
-            + "\n"
         )
         ready = self.work_dir / "participant.ready.json"
         ready.unlink(missing_ok=True)

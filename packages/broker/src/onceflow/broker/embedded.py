@@ -20,18 +20,10 @@ from pathlib import Path
 from types import TracebackType
 
 from onceflow.broker.readiness import clear_ready, read_ready
+from onceflow.core.toml_writer import to_toml
 
 LOG_FILE = "broker.log"
 CONFIG_FILE = "embedded-broker.toml"
-
-
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{text}"'
 
 
 class EmbeddedBroker:
@@ -93,8 +85,7 @@ class EmbeddedBroker:
 
     def _write_config(self) -> Path:
         path = self.data_dir / CONFIG_FILE
-        lines = [f"{key} = {_toml_value(value)}" for key, value in self._options.items() if value is not None]
-        path.write_text("\n".join(lines) + "\n")
+        path.write_text(to_toml(self._options))
         return path
 
     def start(self) -> EmbeddedBroker:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -22,37 +21,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from onceflow.core.toml_writer import to_toml
+
 LOG_FILE = "consumer.log"
 CONFIG_FILE = "consumer.toml"
 READY_FILE = "ready.json"
-
-
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{text}"'
-
-
-def _toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_value(key)
-
-
-def to_toml(settings: Mapping[str, Any], prefix: str = "") -> str:
-    """Render nested dicts of scalars, and lists of dicts (arrays of tables), as TOML."""
-    lines: list[str] = []
-    later: list[str] = []
-    for key, value in settings.items():
-        name = f"{prefix}.{_toml_key(key)}" if prefix else _toml_key(key)
-        if isinstance(value, Mapping):
-            later.append(f"\n[{name}]\n" + to_toml(value, name))
-        elif isinstance(value, list) and value and all(isinstance(item, Mapping) for item in value):
-            later.extend(f"\n[[{name}]]\n" + to_toml(item, name) for item in value)
-        else:
-            lines.append(f"{_toml_key(key)} = {_toml_value(value)}")
-    return "\n".join(lines) + ("\n" if lines else "") + "".join(later)
 
 
 class ConsumerProcess:

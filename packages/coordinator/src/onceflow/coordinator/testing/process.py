@@ -21,44 +21,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from onceflow.core.toml_writer import to_toml
+
 LOG_FILE = "coordinator.log"
 CONFIG_FILE = "coordinator.toml"
 READY_FILE = "ready.json"
-
-
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{text}"'
-
-
-def to_toml(settings: Mapping[str, Any]) -> str:
-    """Render nested dicts of scalars as TOML (enough for coordinator settings)."""
-    lines: list[str] = []
-    tables: list[tuple[str, Mapping[str, Any]]] = []
-    for key, value in settings.items():
-        if isinstance(value, Mapping):
-            tables.append((key, value))
-        else:
-            lines.append(f"{key} = {_toml_value(value)}")
-
-    def table(prefix: str, values: Mapping[str, Any]) -> None:
-        lines.append(f"\n[{prefix}]")
-        nested = []
-        for key, value in values.items():
-            if isinstance(value, Mapping):
-                nested.append((f"{prefix}.{key}", value))
-            else:
-                lines.append(f"{key} = {_toml_value(value)}")
-        for name, child in nested:
-            table(name, child)
-
-    for name, values in tables:
-        table(name, values)
-    return "\n".join(lines) + "\n"
 
 
 class CoordinatorProcess:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from onceflow.core.toml_writer import to_toml
 from onceflow.demo.run_dir import RunDir, RunState
 from onceflow.demo.supervisor import ChildProcess, RestartPolicy, SupervisedService
-from onceflow.demo.toml_writer import to_toml
 
 HOST = "127.0.0.1"
 

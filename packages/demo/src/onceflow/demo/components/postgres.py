@@ -8,17 +8,16 @@ runs as root, the server runs as the ``postgres`` OS user (PostgreSQL refuses ro
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import os
 import pwd
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.logging import get_logger
+from onceflow.sinks.postgres.server_binaries import find_server_binaries
 
 _log = get_logger(__name__)
 
@@ -32,14 +31,11 @@ SERVER_SETTINGS = {
 
 
 def find_postgres_bin() -> Path:
-    """The directory of ``initdb`` and ``pg_ctl`` (PATH, then ``/usr/lib/postgresql/*/bin``)."""
-    on_path = shutil.which("initdb")
-    if on_path and shutil.which("pg_ctl"):
-        return Path(os.path.realpath(on_path)).parent
-    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
-        if (Path(candidate) / "initdb").is_file() and (Path(candidate) / "pg_ctl").is_file():
-            return Path(candidate)
-    raise InvalidConfig("--postgres", "PostgreSQL server binaries (initdb, pg_ctl) not found; run `make setup`")
+    """The directory of ``initdb`` and ``pg_ctl``; a clear error when PostgreSQL is not installed."""
+    found = find_server_binaries()
+    if found is None:
+        raise InvalidConfig("--postgres", "PostgreSQL server binaries (initdb, pg_ctl) not found; run `make setup`")
+    return found
 
 
 def _reachable_by_server_user(path: Path) -> bool:

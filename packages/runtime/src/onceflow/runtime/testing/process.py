@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -14,6 +13,7 @@ from typing import Any
 
 import grpc
 
+from onceflow.core.toml_writer import to_toml
 from onceflow.proto.v1 import connect_pb2 as pb
 from onceflow.runtime.admin.client import ConnectClient
 
@@ -23,26 +23,6 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return json.dumps(str(value))
-
-
-def _toml_doc(settings: dict[str, Any]) -> str:
-    top = [f"{k} = {_toml(v)}" for k, v in settings.items() if not isinstance(v, dict)]
-    tables = [
-        f"[{k}]\n" + "\n".join(f"{kk} = {_toml(vv)}" for kk, vv in v.items())
-        for k, v in settings.items()
-        if isinstance(v, dict)
-    ]
-    return "\n".join(top) + "\n\n" + "\n\n".join(tables) + "\n"
 
 
 class WorkerProcess:
@@ -57,7 +37,7 @@ class WorkerProcess:
         self.port = free_port()
         settings = {**settings, "server": {"host": "127.0.0.1", "port": self.port, **settings.get("server", {})}}
         self.config_path = directory / "worker.toml"
-        self.config_path.write_text(_toml_doc(settings))
+        self.config_path.write_text(to_toml(settings))
         self.log_path = directory / "worker.log"
         self.connector_files = [str(p) for p in connector_files or []]
         self.process: subprocess.Popen[bytes] | None = None

@@ -12,7 +12,6 @@ PostgreSQL the fixtures fail (they never skip): run ``make setup``, which instal
 
 from __future__ import annotations
 
-import glob
 import os
 import pwd
 import shutil
@@ -26,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from onceflow.sinks.postgres.server_binaries import find_server_binaries
 
 SERVER_SETTINGS = {
     "listen_addresses": "'127.0.0.1'",
@@ -52,12 +53,9 @@ class PostgresServer:
 
 def find_postgres_bin() -> Path:
     """The directory holding ``initdb`` and ``pg_ctl``; fails with what to do when there is none."""
-    on_path = shutil.which("initdb")
-    if on_path and shutil.which("pg_ctl"):
-        return Path(os.path.realpath(on_path)).parent
-    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
-        if (Path(candidate) / "initdb").is_file() and (Path(candidate) / "pg_ctl").is_file():
-            return Path(candidate)
+    found = find_server_binaries()
+    if found is not None:
+        return found
     pytest.fail(
         "PostgreSQL server binaries (initdb, pg_ctl) were not found on PATH or under /usr/lib/postgresql/*/bin; "
         "run `make setup` (it installs PostgreSQL) and try again",

@@ -24,48 +24,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from onceflow.core.toml_writer import to_toml
+
 LOG_FILE = "participant.log"
 CONFIG_FILE = "participant.toml"
 READY_FILE = "ready.json"
-
-
-def _toml_value(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
-    return json.dumps(str(value))
-
-
-def _is_table_array(value: object) -> bool:
-    return isinstance(value, list | tuple) and bool(value) and all(isinstance(item, Mapping) for item in value)
-
-
-def to_toml(settings: Mapping[str, Any]) -> str:
-    """Render nested dicts (tables) and lists of dicts (arrays of tables, e.g. ``sinks``) as TOML."""
-    lines: list[str] = []
-
-    def table(prefix: str, values: Mapping[str, Any], header: str | None) -> None:
-        if header is not None:
-            lines.append(f"\n{header}")
-        nested: list[tuple[str, Any]] = []
-        for key, value in values.items():
-            if isinstance(value, Mapping) or _is_table_array(value):
-                nested.append((key, value))
-            else:
-                lines.append(f"{key} = {_toml_value(value)}")
-        for key, value in nested:
-            name = f"{prefix}.{key}" if prefix else key
-            if isinstance(value, Mapping):
-                table(name, value, f"[{name}]")
-            else:
-                for item in value:
-                    table(name, item, f"[[{name}]]")
-
-    table("", settings, None)
-    return "\n".join(lines).lstrip("\n") + "\n"
 
 
 class ParticipantProcess:

@@ -1,4 +1,9 @@
-"""Render service settings (nested dicts, lists of dicts for arrays of tables) as TOML config files."""
+"""Render service settings as TOML config files: the one writer every service launcher and test uses.
+
+Nested dicts become tables, lists of dicts arrays of tables (``[[sinks]]``), ``None`` values are
+left out, and keys that are not bare TOML keys (``"linger.ms"``) are quoted, so librdkafka
+property tables keep their dotted names. ``tomllib.loads(to_toml(x)) == x`` for such settings.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,14 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def _value(value: Any) -> str:
+def toml_value(value: Any) -> str:
+    """One TOML value: bool, int, float, a list of values, or anything else as a string (paths too)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(_value(v) for v in value) + "]"
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
     # A JSON string is a valid TOML basic string (same escapes).
     return json.dumps(str(value))
 
@@ -38,7 +44,7 @@ def _emit(lines: list[str], prefix: str, values: Mapping[str, Any]) -> None:
         elif _is_table_array(value):
             arrays.append((key, value))
         elif value is not None:
-            lines.append(f"{_key(key)} = {_value(value)}")
+            lines.append(f"{_key(key)} = {toml_value(value)}")
     for key, table in tables:
         name = f"{prefix}{_key(key)}"
         lines.append(f"\n[{name}]")
