@@ -9,21 +9,14 @@ failed (restart it: it resumes from the offsets stored with the results).
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import Any
 
 from onceflow.core.errors import OnceflowError
+from onceflow.core.service_main import add_service_arguments, run_service
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", metavar="FILE", help="TOML config file (see services/consumer/consumer.toml)")
-    parser.add_argument(
-        "--ready-file",
-        metavar="FILE",
-        type=Path,
-        help="write {pid, port, metrics_port} as JSON here once serving (for supervisors and tests)",
-    )
+    add_service_arguments(parser, "services/consumer/consumer.toml")
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -44,20 +37,14 @@ def run(args: argparse.Namespace) -> int:
 
     from onceflow.consumer.service import serve
     from onceflow.consumer.settings import ConsumerSettings
-    from onceflow.core.logging import configure_logging
-    from onceflow.core.settings import load_settings
 
-    try:
-        settings = load_settings(ConsumerSettings, args.config)
-    except OnceflowError as exc:
-        print(f"onceflow consumer: {exc}", file=sys.stderr)
-        return 2
-    configure_logging(level=settings.log.level, fmt=settings.log.format, stream=sys.stderr)
-    try:
-        return serve(settings, ready_file=args.ready_file)
-    except (OnceflowError, psycopg.OperationalError) as exc:
-        print(f"onceflow consumer: {exc}", file=sys.stderr)
-        return 2
+    return run_service(
+        "consumer",
+        ConsumerSettings,
+        args.config,
+        lambda settings: serve(settings, ready_file=args.ready_file),
+        fatal=(OnceflowError, psycopg.OperationalError),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,21 +9,13 @@ coordinator instance fenced this one, 4 when the transaction log failed.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import Any
 
-from onceflow.core.errors import OnceflowError
+from onceflow.core.service_main import add_service_arguments, run_service
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", metavar="FILE", help="TOML config file (see services/coordinator/coordinator.toml)")
-    parser.add_argument(
-        "--ready-file",
-        metavar="FILE",
-        type=Path,
-        help="write {pid, port, metrics_port} as JSON here once serving (for supervisors and tests)",
-    )
+    add_service_arguments(parser, "services/coordinator/coordinator.toml")
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -42,20 +34,10 @@ def run(args: argparse.Namespace) -> int:
     """Load the settings and serve; returns the process exit code."""
     from onceflow.coordinator.service.server import serve
     from onceflow.coordinator.settings import CoordinatorSettings
-    from onceflow.core.logging import configure_logging
-    from onceflow.core.settings import load_settings
 
-    try:
-        settings = load_settings(CoordinatorSettings, args.config)
-    except OnceflowError as exc:
-        print(f"onceflow coordinator: {exc}", file=sys.stderr)
-        return 2
-    configure_logging(level=settings.log.level, fmt=settings.log.format, stream=sys.stderr)
-    try:
-        return serve(settings, ready_file=args.ready_file)
-    except OnceflowError as exc:
-        print(f"onceflow coordinator: {exc}", file=sys.stderr)
-        return 2
+    return run_service(
+        "coordinator", CoordinatorSettings, args.config, lambda settings: serve(settings, ready_file=args.ready_file)
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
