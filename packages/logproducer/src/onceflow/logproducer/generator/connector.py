@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 from onceflow.core import topics
 from onceflow.logproducer.encoding import HEADER, AccessEventEncoder, TimestampEncoder
 from onceflow.logproducer.generator.traffic import BLOCK, METHODS, STATUSES, USER_AGENTS, TrafficModel, block, pools
-from onceflow.runtime.api.source import SourceConnector, SourceRecord, SourceTask
+from onceflow.runtime.api.source import END_OF_INPUT_KEY, EndOfInput, SourceConnector, SourceRecord, SourceTask
 from onceflow.runtime.config.definition import ConfigDef, ConfigType, ParsedConfig
 
 SEQ_HEADER = "seq"
@@ -36,6 +36,14 @@ def generator_config_def() -> ConfigDef:
         .define("zipf.exponent", ConfigType.FLOAT, "Zipf exponent of ips and paths", default=1.1, min=0)
         .define("event.time.start.ms", ConfigType.INT, "event time of event 0", default=1_767_225_600_000, min=0)
         .define("event.time.rate", ConfigType.INT, "events per second of event time", default=1000, min=1)
+        .define(
+            "end.of.input",
+            ConfigType.STRING,
+            "after the last of count events: never (just stop), eof (end the input: every event-time window "
+            "of the jobs that read the topic closes, see onceflow.core.end_of_input)",
+            default="never",
+            choices=("never", "eof"),
+        )
         .define(
             "max.disorder.ms",
             ConfigType.INT,
@@ -76,6 +84,8 @@ class AccessLogGeneratorTask(SourceTask):
         self.partition: dict[str, Any] = {"generator": "access-log", "task": index, "tasks": self.step}
         committed = self.context.offset_reader.offset(self.partition)
         self.next = int(committed["seq"]) + self.step if committed else index
+        self.end_input = parsed.get_str("end.of.input") == "eof" and self.count > 0
+        self._end_reported = False
         self._stopped = False
         self._started = time.monotonic()
         self._emitted = 0
@@ -146,6 +156,15 @@ class AccessLogGeneratorTask(SourceTask):
                 SourceRecord(partition, {"seq": i}, topic, value, ip_keys[ip], event_time, [(SEQ_HEADER, b"%d" % i)])
             )
         return records
+
+    def end_of_input(self) -> EndOfInput | None:
+        """With end.of.input=eof: the task's share of the ``count`` events is committed; the input ends
+        when every task's share is (``sources`` = the tasks)."""
+        if not self.end_input or self._end_reported or self.next < self.count:
+            return None
+        self._end_reported = True
+        offset = {"seq": self.next - self.step, END_OF_INPUT_KEY: True}
+        return EndOfInput(self.partition, offset, (self.topic,), sources=self.step)
 
     def stop(self) -> None:
         self._stopped = True

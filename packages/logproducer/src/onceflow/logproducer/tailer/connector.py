@@ -21,11 +21,14 @@ from onceflow.logproducer.encoding import AccessEventEncoder
 from onceflow.logproducer.formats.errors import MalformedLine
 from onceflow.logproducer.formats.parser import FORMATS, LineParser
 from onceflow.logproducer.tailer.position import FilePosition
-from onceflow.logproducer.tailer.reader import RotatingFileReader
-from onceflow.runtime.api.source import SourceConnector, SourceRecord, SourceTask
+from onceflow.logproducer.tailer.reader import Line, RotatingFileReader
+from onceflow.runtime.api.source import END_OF_INPUT_KEY, EndOfInput, SourceConnector, SourceRecord, SourceTask
 from onceflow.runtime.config.definition import ConfigDef, ConfigType
 
 _log = get_logger(__name__)
+
+NEVER, EOF, IDLE = "never", "eof", "idle"
+END_MODES = (NEVER, EOF, IDLE)
 
 
 def _absolute(value: str) -> str | None:
@@ -45,7 +48,28 @@ def file_config_def() -> ConfigDef:
         .define("poll.interval.ms", ConfigType.INT, "wait when there is no new data", default=100, min=1, max=60_000)
         .define("fingerprint.bytes", ConfigType.INT, "leading bytes that identify a file", default=256, min=16)
         .define("max.line.bytes", ConfigType.INT, "longer lines are dead-lettered in pieces", default=1 << 20, min=64)
+        .define(
+            "end.of.input",
+            ConfigType.STRING,
+            "when the input ends: never (tail for ever, following rotation), eof (at the end of the file: a "
+            "finished file), idle (after end.of.input.idle.ms without a new line); an ended input closes every "
+            "event-time window of the jobs that read the topic (an end-of-input marker)",
+            default=NEVER,
+            choices=END_MODES,
+        )
+        .define(
+            "end.of.input.idle.ms",
+            ConfigType.INT,
+            "with end.of.input=idle: how long without a new line ends the input",
+            default=10_000,
+            min=1,
+        )
     )
+
+
+#: Keys of the task's source offset besides the file position: counts of the input so far, and
+#: whether the input ended (see :class:`~onceflow.runtime.api.source.EndOfInput`).
+LINES_KEY, EVENTS_KEY, DEAD_LETTERS_KEY = "lines", "events", "dead_letters"
 
 
 class AccessLogFileTask(SourceTask):
@@ -64,25 +88,69 @@ class AccessLogFileTask(SourceTask):
         self.batch = parsed.get_int("batch.max.lines")
         self.idle_s = parsed.get_int("poll.interval.ms") / 1000
         self.encoder = AccessEventEncoder()
-        self.dead_letters = 0
-        committed = self.context.offset_reader.offset(self.partition)
+        self.end_mode = parsed.get_str("end.of.input")
+        self.idle_end_s = parsed.get_int("end.of.input.idle.ms") / 1000
+        committed = self.context.offset_reader.offset(self.partition) or {}
+        #: Counts of the whole input so far, committed with the position (so exact across restarts).
+        self.lines = int(committed.get(LINES_KEY, 0))
+        self.events = int(committed.get(EVENTS_KEY, 0))
+        self.dead_letters = int(committed.get(DEAD_LETTERS_KEY, 0))
+        #: The input ended in an earlier life: nothing more is read, the end is reported again (the
+        #: runtime's end of input may not have finished when that life stopped).
+        self.finished = bool(committed.get(END_OF_INPUT_KEY))
         self.reader.open(FilePosition.from_dict(committed) if committed else None)
+        self._last_line_at = time.monotonic()
+        self._at_end = self.finished
+        self._end_reported = False
         self._stopped = False
 
-    def poll(self) -> list[SourceRecord]:
-        if self._stopped:
-            return []
+    def _offset(self, position: FilePosition, *, ended: bool = False) -> dict[str, Any]:
+        offset = position.to_dict()
+        offset.update({LINES_KEY: self.lines, EVENTS_KEY: self.events, DEAD_LETTERS_KEY: self.dead_letters})
+        if ended:
+            offset[END_OF_INPUT_KEY] = True
+        return offset
+
+    def _read(self) -> list[Line]:
+        """The next lines; at the end of a finished file (end.of.input=eof), its unterminated last line."""
         lines = self.reader.read(self.batch)
-        if not lines:
+        if lines:
+            self._last_line_at = time.monotonic()
+            return lines
+        if self.end_mode == EOF:
+            rest = self.reader.read_rest()
+            self._at_end = rest is None
+            return [rest] if rest is not None else []
+        if self.end_mode == IDLE:
+            self._at_end = time.monotonic() - self._last_line_at >= self.idle_end_s
+        return []
+
+    def end_of_input(self) -> EndOfInput | None:
+        """The file is finished (eof) or idle long enough (idle): the whole input is these lines."""
+        if not self._at_end or self._end_reported or self.reader.position is None:
+            return None
+        self._end_reported = self.finished = True
+        _log.info("tailer.end_of_input", file=self.file, mode=self.end_mode, lines=self.lines, events=self.events,
+                  dead_letters=self.dead_letters)  # fmt: skip
+        return EndOfInput(self.partition, self._offset(self.reader.position, ended=True), (self.topic,))
+
+    def poll(self) -> list[SourceRecord]:
+        if self._stopped or self.finished:
             time.sleep(self.idle_s)
+            return []
+        lines = self._read()
+        if not lines:
+            if not self._at_end:
+                time.sleep(self.idle_s)
             return []
         records = []
         for line in lines:
-            offset = line.position.to_dict()
+            self.lines += 1
             try:
                 event = self.parser.parse(line.data)
             except MalformedLine as exc:
                 self.dead_letters += 1
+                offset = self._offset(line.position)
                 _log.warning("tailer.dead_letter", file=self.file, offset=line.start, reason=exc.reason)
                 records.append(
                     dead_letter_record(
@@ -96,10 +164,11 @@ class AccessLogFileTask(SourceTask):
                     )
                 )
                 continue
+            self.events += 1
             records.append(
                 SourceRecord(
                     self.partition,
-                    offset,
+                    self._offset(line.position),
                     self.topic,
                     self.encoder.encode(event),
                     event["ip"].encode(),

@@ -136,6 +136,22 @@ class RotatingFileReader:
                 break
         return lines
 
+    def read_rest(self) -> Line | None:
+        """At the end of a finished file: its last line when it has no newline (None otherwise).
+
+        Only for a bounded input: while a file is live, a line without newline may still be written.
+        """
+        if self._fd is None or self._pos is None:
+            return None
+        pos = self._pos
+        size = os.fstat(self._fd).st_size
+        if size <= pos.offset:
+            return None
+        data = os.pread(self._fd, min(size - pos.offset, self.max_line_bytes), pos.offset)
+        line = Line(data, pos.offset, pos.at(pos.offset + len(data)))
+        self._pos = line.position
+        return line
+
     def _intact(self) -> bool:
         """The open file still holds what the position says: not truncated, same first bytes."""
         assert self._fd is not None and self._pos is not None

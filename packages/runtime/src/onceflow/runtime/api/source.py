@@ -32,6 +32,27 @@ class SourceRecord:
     partition: int | None = None
 
 
+#: The key a source offset sets to true when its partition's input has ended (see :class:`EndOfInput`).
+END_OF_INPUT_KEY = "end_of_input"
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfInput:
+    """A bounded source has read all of its input (a finished file, a generator's last event).
+
+    The runtime commits ``source_offset`` (with :data:`END_OF_INPUT_KEY` set, so a restarted task
+    knows it is done) and, once every one of the connector's ``sources`` source partitions has ended,
+    writes an end-of-input marker (:mod:`onceflow.core.end_of_input`) to every partition of
+    ``topics``. A job reading those topics then closes every event-time window.
+    """
+
+    source_partition: Mapping[str, Any]
+    source_offset: Mapping[str, Any]
+    topics: tuple[str, ...]
+    #: How many source partitions of the connector make up the whole input (e.g. its tasks).
+    sources: int = 1
+
+
 class OffsetReader(Protocol):
     """Committed source offsets of the task's connector."""
 
@@ -67,6 +88,12 @@ class SourceTask(Task):
 
     def commit(self) -> None:
         """Called after the offsets of every record returned so far are committed."""
+
+    def end_of_input(self) -> EndOfInput | None:
+        """Asked after every poll that returned nothing: an :class:`EndOfInput` when a bounded input
+        is finished (the runtime then ends it, see there), None while more may come (the default:
+        an unbounded source)."""
+        return None
 
 
 class SourceConnector(Connector):

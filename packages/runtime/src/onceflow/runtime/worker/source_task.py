@@ -20,10 +20,12 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from onceflow.core.errors import ProducerFenced
 from onceflow.core.logging import get_logger
-from onceflow.runtime.api.source import SourceRecord, SourceTask, SourceTaskContext
+from onceflow.runtime.api.source import EndOfInput, SourceRecord, SourceTask, SourceTaskContext
 from onceflow.runtime.config.definition import ParsedConfig
 from onceflow.runtime.status import TargetState, TaskId
+from onceflow.runtime.storage.kafka_log import end_offsets
 from onceflow.runtime.storage.offsets import OffsetBackingStore, encode_offset_key
+from onceflow.runtime.worker.end_of_input import ended_sources, has_ended, marker_records
 from onceflow.runtime.worker.task import StatusListener, WorkerTask
 
 _log = get_logger(__name__)
@@ -61,6 +63,7 @@ class AbstractWorkerSourceTask(WorkerTask):
         connector_config: ParsedConfig,
         producer_config: Mapping[str, Any],
         offset_store: OffsetBackingStore,
+        client_config: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(task_id, worker_id, listener, target)
         self.task = task
@@ -72,6 +75,10 @@ class AbstractWorkerSourceTask(WorkerTask):
         #: Offsets of the records dispatched since the last commit, by encoded offsets-topic key.
         self.pending_offsets: dict[bytes, tuple[Mapping[str, Any], Mapping[str, Any]]] = {}
         self.records_sent = 0
+        #: bootstrap.servers and security settings, for the end-of-input's end offsets.
+        self.client_config = dict(client_config) if client_config is not None else dict(self.producer_config)
+        #: The input has ended and this task instance has run :meth:`end_input`.
+        self.input_ended = False
 
     # -- hooks -----------------------------------------------------------------------------------------
 
@@ -126,6 +133,50 @@ class AbstractWorkerSourceTask(WorkerTask):
             self._dispatch(records)
         self.batch_dispatched(records)
         self.producer.poll(0)
+        if not records and not self.input_ended:
+            end = self.task.end_of_input()
+            if end is not None:
+                self.end_input(end)
+
+    def end_input(self, end: EndOfInput) -> None:
+        """End a bounded input: the steps of :mod:`onceflow.runtime.worker.end_of_input`."""
+        connector = self.id.connector
+        # Step 1
+        self.commit_offsets()
+        # Step 2
+        self.before_dispatch([])
+        key = encode_offset_key(connector, end.source_partition)
+        self.pending_offsets[key] = (end.source_partition, end.source_offset)
+        self.commit_offsets()
+        self.input_ended = True
+        # Step 3
+        ended = self._ended_sources(end)
+        if not has_ended(end.source_offset) or ended < end.sources:
+            _log.info("task.input_ended", connector=connector, task=self.id.task, ended=ended, sources=end.sources)
+            return
+        # Step 4
+        ends = {topic: end_offsets(self.client_config, topic) for topic in end.topics}
+        markers = marker_records(end, connector, ends)
+        self.before_dispatch(markers)
+        self._dispatch(markers)
+        self.commit_offsets()
+        _log.info(
+            "task.end_of_input_written", connector=connector, task=self.id.task, topics=",".join(end.topics),
+            markers=len(markers), end_offsets=ends,
+        )  # fmt: skip
+
+    def _ended_sources(self, end: EndOfInput, wait_s: float = 10.0) -> int:
+        """Step 3: the connector's ended source partitions, read once this task's own final offset is
+        visible (a broker may write the commit markers of step 2 just after it answered)."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            offsets = self.offset_store.offsets(self.id.connector)
+            mine = [o for p, o in offsets if encode_offset_key(self.id.connector, p) == encode_offset_key(
+                self.id.connector, end.source_partition)]  # fmt: skip
+            if (mine and has_ended(mine[0])) or time.monotonic() > deadline:
+                others = [(p, o) for p, o in offsets if not (mine and o is mine[0])]
+                return ended_sources(others) + (1 if has_ended(end.source_offset) else 0)
+            time.sleep(0.1)
 
     def _dispatch(self, records: list[SourceRecord]) -> None:
         producer = self.producer

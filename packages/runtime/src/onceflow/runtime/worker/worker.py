@@ -153,6 +153,7 @@ class Worker:
                 "connector_config": parsed,
                 "producer_config": producer_config,
                 "offset_store": self.offset_store,
+                "client_config": self.config.client_config,
             }
             if self.config.exactly_once_source:
                 return ExactlyOnceWorkerSourceTask(

@@ -1,0 +1,56 @@
+"""Ending a bounded input: the runtime side of :class:`~onceflow.runtime.api.source.EndOfInput`.
+
+A source task that finished its input hands the runtime an ``EndOfInput``. The runtime (from
+:meth:`AbstractWorkerSourceTask.end_input`):
+
+    1. commits every record dispatched so far (the input's last records);
+    2. commits the task's final source offset (it says the input ended), so a restarted task does
+       not read on, and step 1's records and this offset are durable before any marker exists;
+    3. reads the connector's committed offsets back: while fewer than ``EndOfInput.sources`` of its
+       source partitions have ended, it stops here (another task's input is still coming; the last
+       task to end sees every other one ended, because it commits after them);
+    4. writes one end-of-input marker to every partition of each topic, carrying the topic's high
+       watermarks read after step 2 (every record of the input lies below them), and commits.
+
+A crash anywhere repeats the steps after the restart (the task reports its end again): markers are
+idempotent, a second one changes nothing for a reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from onceflow.core.end_of_input import HEADER, EndOfInputMarker
+from onceflow.runtime.api.source import END_OF_INPUT_KEY, EndOfInput, SourceRecord
+
+
+def has_ended(offset: Mapping[str, Any] | None) -> bool:
+    """Whether a committed source offset is the final one of an input."""
+    return bool(offset and offset.get(END_OF_INPUT_KEY))
+
+
+def ended_sources(offsets: list[tuple[dict[str, Any], dict[str, Any]]]) -> int:
+    """How many of a connector's source partitions have ended (step 3)."""
+    return sum(1 for _, offset in offsets if has_ended(offset))
+
+
+def marker_records(end: EndOfInput, connector: str, end_offsets: Mapping[str, Mapping[int, int]]) -> list[SourceRecord]:
+    """Step 4's records: one marker per partition of every topic of ``end``, with that topic's end offsets."""
+    records: list[SourceRecord] = []
+    for topic in end.topics:
+        offsets = dict(end_offsets[topic])
+        value = EndOfInputMarker(connector, offsets).encode()
+        for partition in sorted(offsets):
+            records.append(
+                SourceRecord(
+                    end.source_partition,
+                    end.source_offset,
+                    topic,
+                    value,
+                    None,
+                    headers=[(HEADER, b"1")],
+                    partition=partition,
+                )
+            )
+    return records
