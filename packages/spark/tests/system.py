@@ -4,7 +4,8 @@
   three sinks of the job (``kafka`` -> ip_count_sink, ``sqlite``, ``postgres``) and reads them back.
 - :func:`produce_events` writes generated AccessEvents (``onceflow.logproducer``'s traffic model) in
   Kafka transactions, so the source topic has control records between the data.
-- :func:`truth` is the generator's ground truth per (window, ip).
+- :func:`truth` is the generator's ground truth per (window, ip); :func:`end_input` ends the input,
+  which closes every window.
 """
 
 from __future__ import annotations
@@ -29,15 +30,14 @@ from confluent_kafka import Producer
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.broker.testing.clients import create_topic, read_topic
 from onceflow.coordinator.testing import CoordinatorProcess
-from onceflow.core.avro import ACCESS_EVENT_SERDE, IP_COUNT_SERDE, AccessEvent
+from onceflow.core.avro import ACCESS_EVENT_SERDE, IP_COUNT_SERDE
 from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import SINK_TOPIC, SOURCE_TOPIC
 from onceflow.logproducer.generator.traffic import TrafficModel, event
 from onceflow.logproducer.generator.truth import expected_counts
+from onceflow.runtime.worker.end_of_input import write_end_of_input
 
 Key = tuple[int, str]
-#: ip of the event that moves the watermark past every real window at the end of a test's input.
-FLUSH_IP = "0.0.0.0"
 SINKS = ("kafka", "sqlite", "postgres")
 
 
@@ -56,12 +56,9 @@ def truth(model: TrafficModel, count: int) -> dict[Key, int]:
     return {(row.window_start, row.ip): row.count for row in expected_counts(model, count)}
 
 
-def flush_event(model: TrafficModel, count: int) -> AccessEvent:
-    """An event a minute after the last real one: its watermark closes every real window (it stays open)."""
-    last = max(event(model, i)["event_time"] for i in range(max(0, count - 5000), count))
-    return AccessEvent(
-        event_time=last + 60_000, ip=FLUSH_IP, method="GET", path="/", status=200, bytes=0, user_agent="flush"
-    )
+def end_input(bootstrap: str, topic: str = SOURCE_TOPIC) -> None:
+    """End the test's input: an end-of-input marker in every partition closes every window."""
+    write_end_of_input({"bootstrap.servers": bootstrap}, topic, "test")
 
 
 def produce_events(

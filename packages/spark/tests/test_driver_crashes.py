@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.core.avro import ACCESS_EVENT_SERDE
 from onceflow.core.grpc import open_channel
 from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
 from onceflow.sinks.testing.postgres import PostgresServer
@@ -26,7 +25,7 @@ from .system import (
     SinkSystem,
     create_database,
     encoded_events,
-    flush_event,
+    end_input,
     produce_events,
     recent_model,
     spark_job_config,
@@ -133,7 +132,7 @@ def test_killed_drivers_restart_from_the_checkpoint_and_the_sinks_stay_exact(
     # the restarted driver re-runs that batch (the coordinator answers COMMITTED) and finishes the input
     produce_round()
     assert produced == total
-    produce_events(broker.bootstrap_servers, [ACCESS_EVENT_SERDE.encode(flush_event(model, total))])
+    end_input(broker.bootstrap_servers)
     driver.start()
     try:
         system.wait_for_results(expected, timeout=300)

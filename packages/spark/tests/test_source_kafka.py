@@ -14,6 +14,8 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.broker.testing.clients import create_topic, produce_acked
+from onceflow.core.end_of_input import EndOfInputMarker
+from onceflow.runtime.worker.end_of_input import write_end_of_input
 from onceflow.spark.exceptions import OffsetsOutOfRange
 from onceflow.spark.source import KafkaStreamReader, OffsetRange, parse_source_options, read_range
 
@@ -168,3 +170,30 @@ def test_deleted_offsets_fail_the_read_naming_the_topic_partition_unless_data_lo
     assert rows == 100 - earliest
     reader.stop()
     lenient.stop()
+
+
+def test_an_end_of_input_marker_ends_the_input_only_in_a_batch_that_read_all_of_it(broker: EmbeddedBroker) -> None:
+    create_topic(broker.bootstrap_servers, TOPIC, partitions=2)
+    for partition in (0, 1):
+        produce_acked(broker.bootstrap_servers, TOPIC, [b"e%d" % i for i in range(10)], partition=partition)
+    ends = write_end_of_input({"bootstrap.servers": broker.bootstrap_servers}, TOPIC, "test")
+    assert ends == {0: 10, 1: 10}
+    reader = _reader(broker)
+    latest = reader.probe.all_bounds()
+
+    def rows(partition: int, batch_end: dict[int, int]) -> list[tuple[bytes | None, bool]]:
+        task = OffsetRange(TOPIC, partition, 0, batch_end[partition], batch_end)
+        found: list[tuple[bytes | None, bool]] = []
+        for batch in read_range(reader.options, task):
+            found += zip(batch.column("value").to_pylist(), batch.column("end_of_input").to_pylist(), strict=True)
+        return found
+
+    full = {p: end for p, (_, end) in latest.items()}
+    # the batch reads partition 0 to its end but only 5 records of partition 1: the marker is dropped
+    assert [v for v, end in rows(0, {**full, 1: 5}) if end] == []
+    assert len(rows(0, {**full, 1: 5})) == 10
+    # read together with all of partition 1, the same marker ends the input: one row, flagged
+    ended = [(v, end) for v, end in rows(0, full) if end]
+    assert len(ended) == 1
+    assert EndOfInputMarker.decode(ended[0][0]).end_offsets == {0: 10, 1: 10}
+    reader.stop()

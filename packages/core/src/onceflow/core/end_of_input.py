@@ -36,9 +36,16 @@ HEADER: Final = "onceflow.end-of-input"
 END_OF_INPUT_TIME_MS: Final = 253_402_300_799_999
 
 
-def is_marker(headers: Iterable[tuple[str, bytes | str | None]] | None) -> bool:
-    """Whether a record with these headers is an end-of-input marker."""
-    return headers is not None and any(name == HEADER for name, _ in headers)
+Headers = Iterable[tuple[str, bytes | str | None]] | Mapping[str, bytes | str | None] | None
+
+
+def is_marker(headers: Headers) -> bool:
+    """Whether a record with these headers (a list of pairs or a mapping) is an end-of-input marker."""
+    if headers is None:
+        return False
+    if isinstance(headers, Mapping):
+        return HEADER in headers
+    return any(name == HEADER for name, _ in headers)
 
 
 @dataclass(frozen=True)

@@ -54,3 +54,25 @@ def marker_records(end: EndOfInput, connector: str, end_offsets: Mapping[str, Ma
                 )
             )
     return records
+
+
+def write_end_of_input(
+    client_config: Mapping[str, Any], topic: str, source: str, *, timeout: float = 60.0
+) -> dict[int, int]:
+    """End the input of ``topic`` from outside a connector (``onceflow topics end-of-input``): for a
+    topic filled by another producer, once that producer is done. Step 4 of the module docstring,
+    in a transaction of its own (``transactional.id = onceflow-end-of-input-<topic>``, so a retry
+    fences a half-done attempt). Returns the end offsets the markers carry."""
+    from confluent_kafka import Producer
+
+    from onceflow.runtime.storage.kafka_log import end_offsets
+
+    offsets = end_offsets(client_config, topic, timeout)
+    value = EndOfInputMarker(source, offsets).encode()
+    producer = Producer({**client_config, "transactional.id": f"onceflow-end-of-input-{topic}"})
+    producer.init_transactions(timeout)
+    producer.begin_transaction()
+    for partition in sorted(offsets):
+        producer.produce(topic, value=value, partition=partition, headers=[(HEADER, b"1")])
+    producer.commit_transaction(timeout)
+    return offsets

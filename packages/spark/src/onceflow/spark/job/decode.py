@@ -7,8 +7,10 @@ from collections.abc import Callable, Iterator, Mapping
 import pyarrow as pa
 
 from onceflow.core.avro import ACCESS_EVENT_SERDE
+from onceflow.core.end_of_input import END_OF_INPUT_TIME_MS
 from onceflow.core.errors import SerializationError
 from onceflow.spark.job.dead_letters import DeadLetter, DeadLetterPublisher
+from onceflow.spark.job.end_of_input import END_OF_INPUT_COLUMN
 from onceflow.spark.worker_logging import ensure_worker_logging
 
 #: What the decoder emits per good record; event time stays epoch milliseconds until Spark casts it.
@@ -17,13 +19,22 @@ DECODED_ARROW_SCHEMA = pa.schema([pa.field("event_time_ms", pa.int64()), pa.fiel
 
 
 def decode_batch(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, list[DeadLetter]]:
-    """The ``(event_time_ms, ip)`` of every decodable record of ``batch``, and a dead letter for each other one."""
+    """The ``(event_time_ms, ip)`` of every decodable record of ``batch``, and a dead letter for each other one.
+
+    The end-of-input row passes with the end of time as its event time (see
+    :mod:`onceflow.spark.job.end_of_input`).
+    """
     values = batch.column("value").to_pylist()
+    ends = batch.column(END_OF_INPUT_COLUMN).to_pylist() if END_OF_INPUT_COLUMN in batch.schema.names else None
     times: list[int] = []
     ips: list[str] = []
     dead: list[DeadLetter] = []
     decode = ACCESS_EVENT_SERDE.decode
     for index, value in enumerate(values):
+        if ends is not None and ends[index]:
+            times.append(END_OF_INPUT_TIME_MS)  # the end of the input: closes every window, then filtered out
+            ips.append("")
+            continue
         try:
             if value is None:
                 raise SerializationError("null value (tombstone): an AccessEvent was expected")

@@ -4,7 +4,7 @@ The plan (DESIGN.md, "The job"):
 
     onceflow-kafka source (read_committed, exact offset ranges)
       -> mapInArrow: decode AccessEvent values (undecodable ones go to the dead-letter topic)
-      -> watermark on event time, delay = lateness
+      -> watermark on event time, delay = lateness; the end of a bounded input closes every window
       -> count per (window of window_ms, ip)
       -> (window_start, window_end, ip, count) to the sink
 """
@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's convention
 
 from onceflow.spark.job.decode import DECODED_SCHEMA_DDL, access_event_decoder
+from onceflow.spark.job.end_of_input import END_OF_INPUT_COLUMN, watermark_until_end_of_input
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.source import INITIAL_OFFSETS_OPTION
 
@@ -51,12 +52,12 @@ def ip_counts(records: DataFrame, settings: SparkJobSettings) -> DataFrame:
     """Counts per (window, ip) of the AccessEvents in ``records``, as IpCount rows (epoch milliseconds)."""
     decoder = access_event_decoder(settings.kafka.client_config(), settings.dead_letter_topic)
     # only the columns the decoder reads (the value, and the coordinates of a dead letter)
-    needed = records.select("key", "value", "topic", "partition", "offset")
+    needed = records.select("key", "value", "topic", "partition", "offset", END_OF_INPUT_COLUMN)
     events = needed.mapInArrow(decoder, DECODED_SCHEMA_DDL).select(
         F.timestamp_millis("event_time_ms").alias("event_time"), "ip"
     )
     counts = (
-        events.withWatermark("event_time", f"{settings.lateness_ms} milliseconds")
+        watermark_until_end_of_input(events, "event_time", f"{settings.lateness_ms} milliseconds")
         .groupBy(F.window("event_time", f"{settings.window_ms} milliseconds"), "ip")
         .count()
     )

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 from pyspark.sql.datasource import InputPartition
 
+from onceflow.core.end_of_input import EndOfInputMarker, is_marker
+from onceflow.core.errors import SerializationError
 from onceflow.core.logging import get_logger
 from onceflow.spark.exceptions import OffsetsOutOfRange, SourceReadTimeout
 from onceflow.spark.source.options import SourceOptions
@@ -24,14 +26,21 @@ _OUT_OF_RANGE = {KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET}
 
 
 class OffsetRange(InputPartition):
-    """One Spark task's work: offsets ``[start, end)`` of one topic-partition. Picklable."""
+    """One Spark task's work: offsets ``[start, end)`` of one topic-partition. Picklable.
 
-    def __init__(self, topic: str, partition: int, start: int, end: int) -> None:
+    ``batch_end`` holds the end offset of every partition in the same micro-batch: an end-of-input
+    marker is the end of the input only when the whole batch reads up to the marker's end offsets.
+    """
+
+    def __init__(
+        self, topic: str, partition: int, start: int, end: int, batch_end: Mapping[int, int] | None = None
+    ) -> None:
         super().__init__(f"{topic}-{partition}[{start},{end})")
         self.topic = topic
         self.partition = partition
         self.start = start
         self.end = end
+        self.batch_end = dict(batch_end) if batch_end is not None else {partition: end}
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, OffsetRange) and (self.topic, self.partition, self.start, self.end) == (
@@ -45,7 +54,7 @@ class OffsetRange(InputPartition):
         return hash((self.topic, self.partition, self.start, self.end))
 
 
-def _batch(messages: list[Message], topic: str, partition: int) -> pa.RecordBatch:
+def _batch(messages: list[Message], topic: str, partition: int, ends: list[bool]) -> pa.RecordBatch:
     stamps = [m.timestamp()[1] for m in messages]
     return pa.RecordBatch.from_arrays(
         [
@@ -55,6 +64,7 @@ def _batch(messages: list[Message], topic: str, partition: int) -> pa.RecordBatc
             pa.array([partition] * len(messages), pa.int32()),
             pa.array([m.offset() for m in messages], pa.int64()),
             pa.array([s * 1000 if s >= 0 else None for s in stamps], pa.timestamp("us", tz="UTC")),
+            pa.array(ends, pa.bool_()),
         ],
         schema=arrow_schema(),
     )
@@ -71,6 +81,9 @@ def read_range(options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordB
            *position* reaches ``end``, not when a record at ``end - 1`` shows up.
         3. Records at or past ``end`` (prefetched) are dropped. A range that makes no progress for
            ``fetch_timeout_s`` fails the task.
+        4. An end-of-input marker becomes a row with ``end_of_input = true`` when the batch reads every
+           partition up to the marker's end offsets (no record of the input can come later), and is
+           dropped otherwise (a later marker of the same input ends it).
     """
     if task.start >= task.end:
         return
@@ -105,6 +118,7 @@ def read_range(options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordB
             # (a range with control records or aborted data returns on the short timeout instead).
             messages = consumer.consume(min(CONSUME_BATCH, task.end - position), timeout=0.2)
             records: list[Message] = []
+            ends: list[bool] = []
             for message in messages:
                 error = message.error()
                 if error is not None:
@@ -118,10 +132,16 @@ def read_range(options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordB
                     raise KafkaException(error)
                 offset = message.offset()
                 # Step 3
-                if offset is not None and offset < task.end:
-                    records.append(message)
+                if offset is None or offset >= task.end:
+                    continue
+                # Step 4
+                end_of_input = is_marker(message.headers())
+                if end_of_input and not _ends_input(message, task):
+                    continue
+                records.append(message)
+                ends.append(end_of_input)
             if records:
-                yield _batch(records, task.topic, task.partition)
+                yield _batch(records, task.topic, task.partition, ends)
             current = consumer.position([tp])[0].offset
             if current is not None and current > position:
                 position = current
@@ -137,6 +157,21 @@ def read_range(options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordB
                 )
     finally:
         consumer.close()
+
+
+def _ends_input(message: Message, task: OffsetRange) -> bool:
+    """Step 4: whether the marker ``message`` ends the input in this batch."""
+    try:
+        marker = EndOfInputMarker.decode(message.value())
+    except SerializationError as exc:
+        _log.warning("source.bad_end_of_input_marker", topic=task.topic, partition=task.partition,
+                     offset=message.offset(), error=str(exc))  # fmt: skip
+        return False
+    covered = marker.covered_by(task.batch_end)
+    _log.info("source.end_of_input", topic=task.topic, partition=task.partition, offset=message.offset(),
+              source=marker.source, ends_input=covered, end_offsets=dict(marker.end_offsets),
+              batch_end=task.batch_end)  # fmt: skip
+    return covered
 
 
 def _on_data_loss(options: SourceOptions, task: OffsetRange, position: int, earliest: int) -> int:

@@ -100,7 +100,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         begin = off.from_spark(self.options.topic, start)
         finish = off.from_spark(self.options.topic, end)
         return [
-            OffsetRange(self.options.topic, p, begin.get(p, finish[p]), finish[p])
+            OffsetRange(self.options.topic, p, begin.get(p, finish[p]), finish[p], finish)
             for p in sorted(finish)
             if begin.get(p, finish[p]) < finish[p]
         ]
