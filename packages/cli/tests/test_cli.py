@@ -86,3 +86,15 @@ def test_a_subcommand_with_its_own_log_level_flag_still_runs(monkeypatch: pytest
     monkeypatch.setattr(cli_main, "build_parser", build_with_flagged)
     assert cli_main.main(["flagged"]) == 0
     assert ran == ["yes"]
+
+
+def test_a_closed_pipe_ends_a_command_quietly() -> None:
+    """``onceflow logproducer truth ... | head -1``: no BrokenPipeError traceback, the shell's 141."""
+    result = subprocess.run(
+        f"'{ONCEFLOW}' logproducer truth --seed 3 --count 200000 | head -n 1; echo \"status=${{PIPESTATUS[0]}}\"",
+        shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert "Traceback" not in result.stderr and "BrokenPipeError" not in result.stderr, result.stderr
+    first, status = result.stdout.splitlines()[0], result.stdout.splitlines()[-1]
+    assert first.strip()
+    assert status in ("status=141", "status=0")

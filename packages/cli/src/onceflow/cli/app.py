@@ -9,6 +9,7 @@ does not depend on the packages it runs, and a package that is not installed has
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
@@ -59,7 +60,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_went_away()
     return code
+
+
+def _reader_went_away() -> int:
+    """stdout's reader closed the pipe (``onceflow ... | head``): stop quietly, as ``cat`` does.
+
+    Python would print a traceback when it flushes stdout at exit; point stdout at /dev/null first.
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141  # 128 + SIGPIPE, what a shell reports for a writer killed by SIGPIPE
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@
     onceflow connect status | tasks NAME
     onceflow connect offsets get NAME | offsets alter NAME --file offsets.json | offsets reset NAME
     onceflow connect plugins | validate PLUGIN -c key=value ...
+    onceflow connect describe [PLUGIN ...]     every setting of the installed plugins (no worker needed)
 
 ``offsets alter`` takes ``{"offsets": [{"partition": {...}, "offset": {...} | null}, ...]}`` (the
 Kafka Connect REST body).
@@ -71,6 +72,10 @@ def register(subparsers: Any) -> None:
     offsets.add_argument("--file", "-f", help='alter: JSON {"offsets": [{"partition": {...}, "offset": {...}}]}')
     offsets.add_argument("--offsets", help="alter: the same JSON inline")
     commands.add_parser("plugins", help="installed connector plugins")
+    describe = commands.add_parser(
+        "describe", help="every setting of the installed plugins: type, default, allowed values, description"
+    )
+    describe.add_argument("plugins", nargs="*", metavar="PLUGIN", help="only these (default: every plugin)")
     validate = commands.add_parser("validate", help="validate a config against a plugin")
     validate.add_argument("plugin")
     _config_args(validate)
@@ -153,7 +158,22 @@ def _request(args: argparse.Namespace) -> tuple[str, Any]:
     return "ValidateConnectorConfig", pb.ValidateConnectorConfigRequest(plugin=args.plugin, config=_config(args))
 
 
+def run_describe(args: argparse.Namespace) -> int:
+    """``describe``: read from the installed plugins themselves, so no worker is needed."""
+    from onceflow.runtime.config.describe import describe
+    from onceflow.runtime.plugins import PluginRegistry
+    from onceflow.runtime.worker.worker import connector_config_def
+
+    registry = PluginRegistry.discover()
+    plugins = [registry.lookup(name) for name in args.plugins] if args.plugins else registry.plugins()
+    for plugin in plugins:
+        sys.stdout.write(describe(plugin, connector_config_def(plugin.connector_class)) + "\n")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.connect_command == "describe":
+        return run_describe(args)
     method, request = _request(args)
     tls = TlsSettings(ca=args.tls_ca) if args.tls_ca else None
     with ConnectClient(args.server, tls=tls, timeout=args.timeout) as client:

@@ -1,0 +1,87 @@
+"""``onceflow topics``: create the pipeline's topics, and end a topic's input.
+
+  onceflow topics create [--bootstrap-servers H:P] [--partitions N] [--config KEY=VALUE ...] [TOPIC ...]
+      Create the pipeline's topics unless they exist: ip_count_source (N partitions), ip_count_sink and
+      ip_count_dlq (1 partition each), or the TOPICs named. Idempotent: existing topics are left as they are
+      and reported. Services also create what they need at start (their internal topics), and the Spark
+      job waits for its source topic, so the services can start in any order.
+
+  onceflow topics end-of-input TOPIC [--source NAME]
+      End the input of TOPIC: one end-of-input marker per partition (see onceflow.core.end_of_input), once the
+      producer that filled it is done. Every event-time window of the jobs reading TOPIC then closes. Connectors
+      end their input themselves (end.of.input); this is for topics filled by other producers.
+
+-X KEY=VALUE passes a librdkafka property (security.protocol, sasl.*, ssl.*) to the clients.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from onceflow.core import topics
+from onceflow.core.defaults import BOOTSTRAP_SERVERS
+from onceflow.core.errors import InvalidConfig
+from onceflow.runtime.storage.kafka_log import ensure_topic
+from onceflow.runtime.worker.end_of_input import write_end_of_input
+
+#: The pipeline's topics and their partitions (the source topic's come from --partitions).
+PIPELINE_TOPICS = (topics.SOURCE_TOPIC, topics.SINK_TOPIC, topics.DEAD_LETTER_TOPIC)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "topics", help="create the pipeline's topics; end a topic's input", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    commands = parser.add_subparsers(dest="topics_command", required=True)
+    create = commands.add_parser("create", help="create the pipeline's topics (idempotent)")
+    _client_arguments(create)
+    create.add_argument("--partitions", type=int, default=2, help="partitions of ip_count_source (default 2)")
+    create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="topic config")
+    create.add_argument("topics", nargs="*", metavar="TOPIC", help="topics to create (default: the pipeline's)")
+    create.set_defaults(func=run_create)
+    end = commands.add_parser("end-of-input", help="write an end-of-input marker to every partition of a topic")
+    _client_arguments(end)
+    end.add_argument("topic")
+    end.add_argument("--source", default="onceflow-topics", help="who ended the input (in the marker)")
+    end.set_defaults(func=run_end_of_input)
+
+
+def _client_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap-servers", default=BOOTSTRAP_SERVERS, metavar="HOST:PORT")
+    parser.add_argument("-X", dest="properties", action="append", default=[], metavar="KEY=VALUE",
+                        help="librdkafka property for the clients")  # fmt: skip
+
+
+def _pairs(items: list[str], option: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InvalidConfig(option, f"expected KEY=VALUE, got {item!r}")
+        pairs[key.strip()] = value.strip()
+    return pairs
+
+
+def _client_config(args: argparse.Namespace) -> dict[str, Any]:
+    return {"bootstrap.servers": args.bootstrap_servers, **_pairs(args.properties, "-X")}
+
+
+def run_create(args: argparse.Namespace) -> int:
+    if args.partitions < 1:
+        raise InvalidConfig("--partitions", f"must be >= 1, got {args.partitions}")
+    config = _pairs(args.config, "--config")
+    client = _client_config(args)
+    for topic in args.topics or PIPELINE_TOPICS:
+        partitions = args.partitions if topic == topics.SOURCE_TOPIC or args.topics else 1
+        ensure_topic(client, topic, partitions, config)
+        print(f"topic {topic}: ready", flush=True)
+    return 0
+
+
+def run_end_of_input(args: argparse.Namespace) -> int:
+    offsets = write_end_of_input(_client_config(args), args.topic, args.source)
+    print(f"topic {args.topic}: end of input written; end offsets {offsets}", file=sys.stdout, flush=True)
+    return 0
