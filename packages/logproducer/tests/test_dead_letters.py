@@ -1,14 +1,22 @@
-"""Malformed lines go to the dead-letter topic with their reason; every good line still arrives."""
+"""Malformed lines go to the dead-letter topic with their kind and reason, cut to fit a Kafka message;
+every good line still arrives."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from pathlib import Path
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core import topics
 from onceflow.core.avro import ACCESS_EVENT_SERDE
-from onceflow.logproducer.dead_letter import ORIGINAL_HEADER, REASON_HEADER
+from onceflow.logproducer.dead_letter import (
+    DEFAULT_MAX_VALUE_BYTES,
+    KIND_HEADER,
+    ORIGINAL_LENGTH_HEADER,
+    ORIGINAL_SHA256_HEADER,
+    REASON_HEADER,
+)
 from onceflow.runtime.config.worker_settings import WorkerSettings
 from onceflow.runtime.service import ConnectWorkerService
 from onceflow.runtime.testing import read_records
@@ -20,10 +28,13 @@ def test_malformed_lines_are_dead_lettered_and_good_lines_arrive(broker: Embedde
     log = tmp_path / "access.log"
     lines = []
     for n in range(60):
-        if n % 10 == 3:
+        if n == 13:  # 500 KB: fits in a Kafka message only once and cut
+            lines.append(GOOD.format(n=n, s=0).replace("/seq/13", "/" + "x" * 500_000))
+            lines[-1] = lines[-1].replace(" 200 ", " 2x0 ")
+        elif n % 10 == 3:
             lines.append(f"this is not a log line {n}")
         elif n % 10 == 7:
-            lines.append(f"1795357801000 999.1.1.{n}")
+            lines.append(GOOD.format(n=n, s=n % 60).replace("10.0.0.", "999.1.1."))
         else:
             lines.append(GOOD.format(n=n, s=n % 60))
     log.write_text("\n".join(lines) + "\n")
@@ -50,8 +61,15 @@ def test_malformed_lines_are_dead_lettered_and_good_lines_arrive(broker: Embedde
     assert paths == [f"/seq/{n}" for n in range(60) if n % 10 not in (3, 7)]
     assert all(r.key == ACCESS_EVENT_SERDE.decode(r.value or b"")["ip"].encode() for r in events)
     dead = read_records(broker.bootstrap_servers, topics.DEAD_LETTER_TOPIC, idle_timeout=0.3)
-    assert [r.value for r in dead] == [lines[n].encode() for n in range(60) if n % 10 in (3, 7)]
-    assert [r.headers[ORIGINAL_HEADER] for r in dead] == [r.value for r in dead]
+    originals = [lines[n].encode() for n in range(60) if n % 10 in (3, 7)]
+    assert [r.value for r in dead] == [line[:DEFAULT_MAX_VALUE_BYTES] for line in originals]
+    assert [int(r.headers[ORIGINAL_LENGTH_HEADER]) for r in dead] == [len(line) for line in originals]
+    assert [r.headers[ORIGINAL_SHA256_HEADER].decode() for r in dead] == [
+        hashlib.sha256(line).hexdigest() for line in originals
+    ]
+    kinds = [r.headers[KIND_HEADER].decode() for r in dead]
+    assert kinds[:4] == ["unrecognised", "bad_ip", "bad_status", "bad_ip"]
     reasons = [r.headers[REASON_HEADER].decode() for r in dead]
-    assert "expected 'TIME IP', got 7 fields" in reasons[0]
+    assert "not an access log line" in reasons[0]
     assert "bad client ip '999.1.1.7'" in reasons[1]
+    assert "status '2x0' is not a number" in reasons[2]

@@ -1,45 +1,74 @@
-"""LineParser: bytes of one line to an AccessEvent, or MalformedLine with the reason."""
+"""LineParser: the bytes of one line to an AccessEvent, or MalformedLine with its kind and reason.
+
+Formats (the ``format`` setting of ``access-log-file``):
+
+- ``auto`` (default): per file, decided by its first line that fits (:mod:`.detect`): any of the
+  httpd formats below, or ``time-ip``;
+- ``common``: Apache ``%h %l %u %t "%r" %>s %b``;
+- ``combined``: Apache and nginx ``combined``, common + ``"referer" "user-agent"``;
+- ``main``: nginx's default, combined + ``"x-forwarded-for"``;
+- ``time-ip``: the reference lesson's ``TIME IP`` (:mod:`.time_ip`).
+
+Before any format: a line of ``max_line_bytes`` or more is ``too_long`` (the tailer hands on a longer
+line in pieces of that size), one trailing CR is dropped, a blank line is ``empty``, and a line that
+is not UTF-8 is ``not_utf8``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Final
 
 from onceflow.core.avro import AccessEvent
-from onceflow.logproducer.formats.combined import parse_combined
-from onceflow.logproducer.formats.errors import MalformedLine
+from onceflow.logproducer.formats.detect import FormatDetector
+from onceflow.logproducer.formats.errors import MalformedKind, MalformedLine
+from onceflow.logproducer.formats.httpd import HTTPD_FORMATS, parse_httpd
 from onceflow.logproducer.formats.time_ip import parse_time_ip
 
-__all__ = ["FORMATS", "LineParser", "MalformedLine"]
+__all__ = ["DEFAULT_MAX_LINE_BYTES", "FORMATS", "LineParser", "MalformedLine"]
 
-FORMATS: Final = ("auto", "combined", "time-ip")
-
-
-def _auto(line: str) -> AccessEvent:
-    """combined when the line has a ``[time]`` and a quoted request, else "time ip"."""
-    if "[" in line and '"' in line:
-        return parse_combined(line)
-    return parse_time_ip(line)
+FORMATS: Final = ("auto", *HTTPD_FORMATS, "time-ip")
+#: The tailer's default ``max.line.bytes``.
+DEFAULT_MAX_LINE_BYTES: Final = 1 << 20
 
 
 class LineParser:
-    def __init__(self, fmt: str = "auto") -> None:
-        parsers: dict[str, Callable[[str], AccessEvent]] = {
-            "auto": _auto,
-            "combined": parse_combined,
-            "time-ip": parse_time_ip,
-        }
-        if fmt not in parsers:
+    """Parses the lines of one file in one format; with ``auto`` it decides the format from the file's
+    first fitting line (call :meth:`reset` when a new file starts)."""
+
+    def __init__(self, fmt: str = "auto", *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+        if fmt not in FORMATS:
             raise ValueError(f"unknown log format {fmt!r}; expected one of {', '.join(FORMATS)}")
-        self._parse = parsers[fmt]
+        self.format = fmt
+        self.max_line_bytes = max_line_bytes
+        self._detector = FormatDetector() if fmt == "auto" else None
+
+    @property
+    def detected(self) -> str | None:
+        """With ``auto``: the grammar decided for the current file (``httpd``, ``time-ip``, or None yet)."""
+        return self._detector.decided if self._detector is not None else self.format
+
+    def reset(self) -> None:
+        """A new file starts (``auto`` decides again)."""
+        if self._detector is not None:
+            self._detector.reset()
 
     def parse(self, raw: bytes) -> AccessEvent:
-        """Parse one line (without its newline; a trailing CR is ignored)."""
+        """Parse one line (without its newline; one trailing CR is ignored)."""
+        if len(raw) >= self.max_line_bytes:
+            raise MalformedLine(
+                f"line of {len(raw)} bytes reaches max.line.bytes ({self.max_line_bytes}): a piece of a longer line",
+                MalformedKind.TOO_LONG,
+            )
+        if raw.endswith(b"\r"):
+            raw = raw[:-1]
+        if not raw.strip():
+            raise MalformedLine("empty line", MalformedKind.EMPTY)
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise MalformedLine(f"not UTF-8 at byte {exc.start}") from None
-        line = line.rstrip("\r")
-        if not line.strip():
-            raise MalformedLine("empty line")
-        return self._parse(line)
+            raise MalformedLine(f"not UTF-8 at byte {exc.start}", MalformedKind.NOT_UTF8) from None
+        if self._detector is not None:
+            return self._detector.parse(line)
+        if self.format == "time-ip":
+            return parse_time_ip(line)
+        return parse_httpd(line, self.format)

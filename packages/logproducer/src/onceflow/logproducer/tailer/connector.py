@@ -43,7 +43,16 @@ def file_config_def() -> ConfigDef:
         )
         .define("topic", ConfigType.STRING, "topic for events", default=topics.SOURCE_TOPIC)
         .define("dead.letter.topic", ConfigType.STRING, "topic for malformed lines", default=topics.DEAD_LETTER_TOPIC)
-        .define("format", ConfigType.STRING, "line format", default="auto", choices=FORMATS)
+        .define(
+            "format",
+            ConfigType.STRING,
+            "line format: auto (per file: its first line that fits decides between the httpd formats and time-ip),"
+            ' common (Apache %h %l %u %t "%r" %>s %b), combined (Apache/nginx: common + "referer" "user-agent"),'
+            ' main (nginx default: combined + "x-forwarded-for"; further quoted fields are ignored),'
+            " time-ip (TIME IP: epoch ms/s or ISO 8601, then the client ip)",
+            default="auto",
+            choices=FORMATS,
+        )
         .define("batch.max.lines", ConfigType.INT, "most lines returned by one poll", default=5000, min=1)
         .define("poll.interval.ms", ConfigType.INT, "wait when there is no new data", default=100, min=1, max=60_000)
         .define("fingerprint.bytes", ConfigType.INT, "leading bytes that identify a file", default=256, min=16)
@@ -157,6 +166,7 @@ class AccessLogFileTask(SourceTask):
                         self.dead_letter_topic,
                         line.data,
                         exc.reason,
+                        kind=exc.kind,
                         source=self.file,
                         line_offset=line.start,
                         source_partition=self.partition,

@@ -1,0 +1,372 @@
+r"""An independent recount of an access-log file, for the audit: lines, events, dead letters per kind,
+and the count per ``(window_start, ip)``.
+
+This is a second implementation of the tailer's line formats, written apart from
+``onceflow.logproducer.formats`` on purpose (it imports nothing from it): a bug in one parser shows
+up as a disagreement with the other (``tests/test_parse_agreement.py`` checks they agree). The rules,
+in the order they are applied to each line:
+
+1. Lines as the tailer hands them on: split at LF (a final line without LF is a line too); a line
+   longer than ``max_line_bytes`` comes in pieces of ``max_line_bytes`` and a shorter last piece.
+   A piece of ``max_line_bytes`` or more is ``too_long``. One CR before the LF is dropped; a line of
+   ASCII whitespace only is ``empty``; a line that is not UTF-8 is ``not_utf8``.
+2. ``format = auto``: the file's first line that fits the httpd grammar or ``TIME IP`` decides
+   which of the two is used for the whole file; lines that fit neither are malformed.
+3. httpd lines: ``ip ident user [dd/Mon/yyyy:HH:MM:SS +hhmm] "request" status bytes`` then quoted
+   fields: none (common), at least 2 (combined: referer, user agent), at least 3 (nginx main).
+   Inside quotes a backslash escapes the next character; ``\xHH`` is a byte, and the bytes are read
+   as UTF-8 (invalid bytes kept as ``\xhh`` text). Checked in order: shape (an unterminated field,
+   or a closing quote followed by neither whitespace nor the end, is ``bad_quoting``; else
+   ``unrecognised``), the number of quoted fields, ip, time, status (3 digits), bytes (digits or ``-``).
+4. Every event counts once in the window ``event_time - event_time % window_ms``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Final
+
+from onceflow.consumer.audit.model import Key
+from onceflow.core import defaults
+
+__all__ = [
+    "DEAD_LETTER_KINDS",
+    "FORMATS",
+    "FileRecount",
+    "LineScanner",
+    "Rejected",
+    "ScannedEvent",
+    "recount_file",
+    "tailer_lines",
+]
+
+# The dead-letter kinds, the same strings as the tailer's (a test checks that both lists agree).
+EMPTY: Final = "empty"
+NOT_UTF8: Final = "not_utf8"
+TOO_LONG: Final = "too_long"
+BAD_QUOTING: Final = "bad_quoting"
+BAD_TIMESTAMP: Final = "bad_timestamp"
+BAD_IP: Final = "bad_ip"
+BAD_STATUS: Final = "bad_status"
+BAD_BYTES: Final = "bad_bytes"
+UNRECOGNISED: Final = "unrecognised"
+DEAD_LETTER_KINDS: Final = frozenset(
+    {EMPTY, NOT_UTF8, TOO_LONG, BAD_QUOTING, BAD_TIMESTAMP, BAD_IP, BAD_STATUS, BAD_BYTES, UNRECOGNISED}
+)
+FORMATS: Final = ("auto", "common", "combined", "main", "time-ip")
+MAX_LINE_BYTES: Final = 1 << 20
+
+_DIGITS = frozenset("0123456789")
+_HEX = frozenset("0123456789abcdefABCDEF")
+_METHOD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_MONTHS = {name: n for n, name in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun"), 1)} | {
+    name: n for n, name in enumerate(("Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 7)
+}
+_ESCAPED = {'"': b'"', "\\": b"\\", "n": b"\n", "t": b"\t", "r": b"\r", "b": b"\b", "v": b"\v", "f": b"\f"}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MAX_LONG = 2**63 - 1
+_MIN_FIELDS = {"common": 0, "combined": 2, "main": 3, "httpd": 0}
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedEvent:
+    event_time: int
+    ip: str
+    method: str
+    path: str
+    status: int
+    bytes: int
+    user_agent: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A line the tailer dead-letters, with its kind."""
+
+    kind: str
+
+
+class _Reject(Exception):  # noqa: N818 - internal control flow
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+
+def _digits(text: str) -> bool:
+    return bool(text) and all(c in _DIGITS for c in text)
+
+
+def _word_end(line: str, start: int) -> int:
+    end = start
+    while end < len(line) and not line[end].isspace():
+        end += 1
+    return end
+
+
+def _quote_end(line: str, start: int) -> int:
+    """Index of the closing quote of the field whose text starts at ``start``; checks what follows."""
+    i = start
+    while True:
+        quote = line.find('"', i)
+        if quote < 0:
+            raise _Reject(BAD_QUOTING)
+        backslash = line.find("\\", i, quote)
+        if backslash >= 0:  # the backslash takes the next character, maybe this quote
+            i = backslash + 2
+            continue
+        if quote + 1 < len(line) and not line[quote + 1].isspace():
+            raise _Reject(BAD_QUOTING)
+        return quote
+
+
+def _decode(field: str) -> str:
+    """Undo ``\\"``, ``\\\\``, ``\\n``-style and ``\\xHH`` escapes; bytes read as UTF-8 (backslashreplace)."""
+    if "\\" not in field:
+        return field
+    out = bytearray()
+    pos = 0
+    while (i := field.find("\\", pos)) >= 0 and i + 1 < len(field):
+        out += field[pos:i].encode()
+        nxt = field[i + 1]
+        if nxt == "x" and i + 3 < len(field) and field[i + 2] in _HEX and field[i + 3] in _HEX:
+            out.append(int(field[i + 2 : i + 4], 16))
+            pos = i + 4
+        else:
+            out += _ESCAPED.get(nxt) or ("\\" + nxt).encode()
+            pos = i + 2
+    out += field[pos:].encode()
+    return out.decode("utf-8", "backslashreplace")
+
+
+def _time_ms(text: str) -> int:
+    """``dd/Mon/yyyy:HH:MM:SS +hhmm`` to epoch ms."""
+    if len(text) != 26 or text[2] != "/" or text[6] != "/" or text[20] != " " or text[21] not in "+-":
+        raise _Reject(BAD_TIMESTAMP)
+    if [text[11], text[14], text[17]] != [":", ":", ":"]:
+        raise _Reject(BAD_TIMESTAMP)
+    numbers = [text[0:2], text[7:11], text[12:14], text[15:17], text[18:20], text[22:24], text[24:26]]
+    month = _MONTHS.get(text[3:6])
+    if month is None or not all(_digits(n) for n in numbers):
+        raise _Reject(BAD_TIMESTAMP)
+    day, year, hour, minute, second, off_h, off_m = (int(n) for n in numbers)
+    if off_h > 23 or off_m > 59:
+        raise _Reject(BAD_TIMESTAMP)
+    try:
+        local = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+    except ValueError:
+        raise _Reject(BAD_TIMESTAMP) from None
+    offset = timedelta(hours=off_h, minutes=off_m)
+    utc = local - offset if text[21] == "+" else local + offset
+    return (utc - _EPOCH) // timedelta(milliseconds=1)
+
+
+def _ip(text: str) -> str:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        raise _Reject(BAD_IP) from None
+    return text
+
+
+def _method_and_path(request: str) -> tuple[str, str]:
+    if request in ("", "-"):
+        return "", ""
+    space = request.find(" ")
+    method, rest = request[:space], request[space + 1 :]
+    if space <= 0 or method[0] not in _LETTERS or not set(method) <= _METHOD_CHARS or not rest or rest[0] == " ":
+        return "", request
+    last = rest.rfind(" ")
+    if last >= 0 and rest[last + 1 :].startswith("HTTP/"):
+        return method, rest[:last]
+    return method, rest
+
+
+def _httpd(line: str, fmt: str) -> ScannedEvent:
+    words = []
+    pos = 0
+    for _ in range(3):  # ip ident user
+        end = _word_end(line, pos)
+        if end == pos or line[end : end + 1] != " ":
+            raise _Reject(UNRECOGNISED)
+        words.append(line[pos:end])
+        pos = end + 1
+    close = line.find("]", pos)
+    if line[pos : pos + 1] != "[" or close < 0:
+        raise _Reject(UNRECOGNISED)
+    time_text = line[pos + 1 : close]
+    if line[close + 1 : close + 3] != ' "':
+        raise _Reject(UNRECOGNISED)
+    end = _quote_end(line, close + 3)
+    request = line[close + 3 : end]
+    pos = end + 1
+    status_and_bytes = []
+    for _ in range(2):
+        end = _word_end(line, pos + 1)
+        if line[pos : pos + 1] != " " or end == pos + 1:
+            raise _Reject(UNRECOGNISED)
+        status_and_bytes.append(line[pos + 1 : end])
+        pos = end
+    quoted = []
+    while line[pos:].strip(" \t"):
+        if line[pos : pos + 2] != ' "':
+            raise _Reject(UNRECOGNISED)
+        end = _quote_end(line, pos + 2)
+        quoted.append(line[pos + 2 : end])
+        pos = end + 1
+    n = len(quoted)
+    if (n != 0) if fmt == "common" else (n == 1 or n < _MIN_FIELDS[fmt]):
+        raise _Reject(UNRECOGNISED)
+    ip = _ip(words[0])
+    event_time = _time_ms(time_text)
+    status_text, bytes_text = status_and_bytes
+    if len(status_text) != 3 or not _digits(status_text):
+        raise _Reject(BAD_STATUS)
+    if bytes_text != "-" and not (_digits(bytes_text) and int(bytes_text) <= _MAX_LONG):
+        raise _Reject(BAD_BYTES)
+    method, path = _method_and_path(_decode(request))
+    return ScannedEvent(
+        event_time=event_time,
+        ip=ip,
+        method=method,
+        path=path,
+        status=int(status_text),
+        bytes=0 if bytes_text == "-" else int(bytes_text),
+        user_agent=_decode(quoted[1]) if n >= 2 else "",
+    )
+
+
+def _time_ip(line: str) -> ScannedEvent:
+    words = line.split()
+    if len(words) == 3:
+        words = [words[0] + " " + words[1], words[2]]
+    if len(words) != 2:
+        raise _Reject(UNRECOGNISED)
+    text = words[0]
+    whole, dot, fraction = text.partition(".")
+    if _digits(whole) and (not dot or _digits(fraction)):
+        millis = int(whole) if int(whole) >= 10**11 else int(whole) * 1000 + int(fraction.ljust(3, "0")[:3])
+    else:
+        try:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise _Reject(BAD_TIMESTAMP) from None
+        moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+        millis = (moment - _EPOCH) // timedelta(milliseconds=1)
+    return ScannedEvent(millis, _ip(words[1]), "", "", 0, 0, "")
+
+
+class LineScanner:
+    """Classifies the lines of one file the way the tailer does (see the module docstring)."""
+
+    def __init__(self, fmt: str = "auto", *, max_line_bytes: int = MAX_LINE_BYTES) -> None:
+        if fmt not in FORMATS:
+            raise ValueError(f"unknown log format {fmt!r}; expected one of {', '.join(FORMATS)}")
+        self.max_line_bytes = max_line_bytes
+        #: "httpd" or "time-ip" once decided (auto), or the given format.
+        self.grammar: str | None = None if fmt == "auto" else fmt
+
+    def scan(self, raw: bytes) -> ScannedEvent | Rejected:
+        try:
+            return self._scan(raw)
+        except _Reject as rejected:
+            return Rejected(rejected.kind)
+
+    def _scan(self, raw: bytes) -> ScannedEvent:
+        if len(raw) >= self.max_line_bytes:
+            raise _Reject(TOO_LONG)
+        raw = raw.removesuffix(b"\r")
+        if not raw.strip():
+            raise _Reject(EMPTY)
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise _Reject(NOT_UTF8) from None
+        if self.grammar == "time-ip":
+            return _time_ip(line)
+        if self.grammar is not None:
+            return _httpd(line, self.grammar)
+        try:
+            event = _httpd(line, "httpd")
+            self.grammar = "httpd"
+        except _Reject as httpd_reject:
+            try:
+                event = _time_ip(line)
+            except _Reject as time_ip_reject:
+                raise (httpd_reject if "[" in line and '"' in line else time_ip_reject) from None
+            self.grammar = "time-ip"
+        return event
+
+
+def tailer_lines(data: bytes, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes]:
+    """The lines of ``data`` as the tailer hands them on (no LF; long lines in pieces)."""
+    start = 0
+    while start < len(data):
+        end = data.find(b"\n", start)
+        stop = len(data) if end < 0 else end
+        while stop - start > max_line_bytes or (end < 0 and stop - start == max_line_bytes):
+            yield data[start : start + max_line_bytes]
+            start += max_line_bytes
+        if end < 0:
+            if start < stop:
+                yield data[start:stop]
+            return
+        yield data[start:end]
+        start = end + 1
+
+
+@dataclass(frozen=True)
+class FileRecount:
+    """The recount of one file: every line is an event or a dead letter of one kind."""
+
+    path: str
+    window_ms: int
+    lines: int
+    events: int
+    counts: dict[Key, int]
+    dead_letters: dict[str, int]
+    max_event_time: int | None
+    #: What the lines were parsed as ("httpd", "time-ip", a given format; None: no line fit).
+    grammar: str | None
+
+
+def recount_file(
+    path: str | Path,
+    window_ms: int = defaults.WINDOW_MS,
+    *,
+    fmt: str = "auto",
+    max_line_bytes: int = MAX_LINE_BYTES,
+) -> FileRecount:
+    """Recount ``path`` as the tailer with ``format = fmt`` and ``max.line.bytes = max_line_bytes`` would."""
+    if window_ms < 1:
+        raise ValueError(f"window_ms must be >= 1, got {window_ms}")
+    scanner = LineScanner(fmt, max_line_bytes=max_line_bytes)
+    counts: Counter[Key] = Counter()
+    dead: Counter[str] = Counter()
+    lines = events = 0
+    max_event_time: int | None = None
+    data = Path(path).read_bytes()
+    for raw in tailer_lines(data, max_line_bytes):
+        lines += 1
+        scanned = scanner.scan(raw)
+        if isinstance(scanned, Rejected):
+            dead[scanned.kind] += 1
+            continue
+        events += 1
+        t = scanned.event_time
+        counts[(t - t % window_ms, scanned.ip)] += 1
+        max_event_time = t if max_event_time is None else max(max_event_time, t)
+    return FileRecount(
+        path=str(path),
+        window_ms=window_ms,
+        lines=lines,
+        events=events,
+        counts=dict(counts),
+        dead_letters=dict(dead),
+        max_event_time=max_event_time,
+        grammar=scanner.grammar,
+    )

@@ -1,0 +1,104 @@
+"""Field values of access-log lines: client ip, ``[time_local]``, status, byte count, request line.
+
+Each check returns the value or raises :class:`MalformedLine` with the kind of field that was wrong.
+Valid ips, times and statuses repeat from line to line, so they are cached (bounded).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from datetime import UTC, datetime
+from functools import lru_cache
+
+from onceflow.logproducer.formats.errors import MalformedKind, MalformedLine, shown
+
+__all__ = ["MAX_BYTES", "check_ip", "parse_bytes", "parse_status", "split_request", "time_local_ms"]
+
+#: The largest byte count an AccessEvent (an Avro long) can hold.
+MAX_BYTES = (1 << 63) - 1
+_CACHE_LIMIT = 100_000
+_valid_ips: set[str] = set()
+_MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES, 1)}
+_TIME = re.compile(r"([0-9]{2})/([A-Z][a-z]{2})/([0-9]{4}):([0-9]{2}):([0-9]{2}):([0-9]{2}) ([+-])([0-9]{2})([0-9]{2})")
+_METHOD = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+
+
+def check_ip(ip: str) -> str:
+    """``ip`` if it is an IPv4 or IPv6 address (as written: ``::1``, ``::ffff:1.2.3.4``), else bad_ip."""
+    if ip in _valid_ips:
+        return ip
+    try:
+        ipaddress.ip_address(ip)
+    except ValueError:
+        raise MalformedLine(f"bad client ip {shown(ip)}", MalformedKind.BAD_IP) from None
+    if len(_valid_ips) >= _CACHE_LIMIT:
+        _valid_ips.clear()
+    _valid_ips.add(ip)
+    return ip
+
+
+@lru_cache(maxsize=4096)
+def time_local_ms(text: str) -> int:
+    """Epoch milliseconds (UTC) of an access log's ``dd/Mon/yyyy:HH:MM:SS +hhmm``; any UTC offset
+    below 24 hours is accepted (``+0530``, ``-0800``, ``+1400``)."""
+    match = _TIME.fullmatch(text)
+    month = _MONTHS.get(match[2]) if match else None
+    if match is None or month is None or int(match[8]) > 23 or int(match[9]) > 59:
+        expected = "expected dd/Mon/yyyy:HH:MM:SS +hhmm"
+        raise MalformedLine(f"bad timestamp {shown(text)}: {expected}", MalformedKind.BAD_TIMESTAMP)
+    try:
+        local = datetime(int(match[3]), month, int(match[1]), int(match[4]), int(match[5]), int(match[6]), tzinfo=UTC)
+    except ValueError as exc:
+        raise MalformedLine(f"bad timestamp {shown(text)}: {exc}", MalformedKind.BAD_TIMESTAMP) from None
+    offset_s = int(match[8]) * 3600 + int(match[9]) * 60
+    return (int(local.timestamp()) - (offset_s if match[7] == "+" else -offset_s)) * 1000
+
+
+_statuses: dict[str, int] = {}
+
+
+def parse_status(text: str) -> int:
+    """A status is any three ASCII digits (the server writes what it has; 000 and 999 included)."""
+    status = _statuses.get(text)
+    if status is not None:
+        return status
+    if not (text.isascii() and text.isdigit()):
+        raise MalformedLine(f"status {shown(text)} is not a number", MalformedKind.BAD_STATUS)
+    if len(text) != 3:
+        raise MalformedLine(f"status {shown(text)} is not 3 digits", MalformedKind.BAD_STATUS)
+    _statuses[text] = status = int(text)
+    return status
+
+
+def parse_bytes(text: str) -> int:
+    """The byte count: ASCII digits, or ``-`` for none (0)."""
+    if text == "-":
+        return 0
+    if not (text.isascii() and text.isdigit()):
+        raise MalformedLine(f"byte count {shown(text)} is not a number or '-'", MalformedKind.BAD_BYTES)
+    size = int(text)
+    if size > MAX_BYTES:
+        raise MalformedLine(f"byte count {shown(text)} is too large", MalformedKind.BAD_BYTES)
+    return size
+
+
+def split_request(request: str) -> tuple[str, str]:
+    """``(method, path)`` of a decoded request line; never fails.
+
+    - ``METHOD PATH PROTOCOL`` (protocol starting ``HTTP/``): the path is everything between the
+      first and the last space, so a path with spaces survives;
+    - ``METHOD PATH`` (HTTP/0.9, or no protocol): the path is everything after the first space;
+    - ``""`` or ``-`` (a client that sent nothing, 400/408): ``("", "")``;
+    - anything else (e.g. TLS bytes sent to a plain-HTTP port, ``\\x16\\x03\\x01...``): method ``""``
+      and the whole decoded request as the path, so the line is still counted.
+    """
+    if request in ("", "-"):
+        return "", ""
+    tokens = request.split(" ")
+    if len(tokens) >= 2 and tokens[1] and _METHOD.fullmatch(tokens[0]):
+        if len(tokens) >= 3 and tokens[-1].startswith("HTTP/"):
+            return tokens[0], " ".join(tokens[1:-1])
+        return tokens[0], " ".join(tokens[1:])
+    return "", request

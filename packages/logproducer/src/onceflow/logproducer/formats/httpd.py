@@ -1,0 +1,152 @@
+r"""The stock access-log formats of nginx and Apache httpd, as one grammar::
+
+    ip ident user [dd/Mon/yyyy:HH:MM:SS +hhmm] "request" status bytes ( "quoted")*
+
+- Apache ``common``: ``%h %l %u %t "%r" %>s %b``: no quoted field after the byte count;
+- ``combined`` (Apache and nginx): ``... "%{Referer}i" "%{User-agent}i"``: at least two (referer,
+  user agent);
+- nginx ``main`` (its default): combined plus ``"$http_x_forwarded_for"``: at least three.
+
+Further trailing quoted fields are ignored, so one line may fit several formats; the user agent is
+always the second trailing field ("" when there is none). ip, ident and user are runs of non-space
+characters; trailing spaces and tabs at the end of a line are ignored.
+
+Inside quoted fields ``\"`` and ``\\`` and the other escapes of :mod:`.escapes` are accepted and
+decoded. The request line becomes ``(method, path)`` by :func:`.fields.split_request`; it never makes
+a line malformed (``-``, ``""``, HTTP/0.9 and escaped junk are events). The status is any three
+digits, the byte count digits or ``-`` (0), the time is any UTC offset, kept to the second.
+
+A line is checked in this order, and the first problem found is its reason: the shape (quoted fields
+closed; a quote that is followed by neither a space nor the end of the line is ``bad_quoting``, an
+unescaped quote inside a field; anything else out of shape is ``unrecognised``), the number of
+trailing quoted fields the format needs, the client ip, the time, the status, the byte count.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final, NoReturn
+
+from onceflow.core.avro import AccessEvent
+from onceflow.logproducer.formats.errors import MalformedKind, MalformedLine, shown
+from onceflow.logproducer.formats.escapes import unescape
+from onceflow.logproducer.formats.fields import check_ip, parse_bytes, parse_status, split_request, time_local_ms
+
+__all__ = ["HTTPD_FORMATS", "MIN_TRAILING_FIELDS", "parse_httpd"]
+
+#: The trailing quoted fields each format needs: exactly none, or at least n. ``httpd`` is any
+#: httpd line (what ``auto`` accepts once a file is known to be an access log): 0 or at least 2.
+MIN_TRAILING_FIELDS: Final = {"common": 0, "combined": 2, "main": 3, "httpd": 0}
+HTTPD_FORMATS: Final = ("common", "combined", "main")
+
+_QUOTED = r'[^"\\]*(?:\\.[^"\\]*)*'
+_LINE = re.compile(
+    rf'(\S+) \S+ \S+ \[([^\]]*)\] "({_QUOTED})" (\S+) (\S+)'
+    rf'(?: "({_QUOTED})")?(?: "({_QUOTED})")?(?: "({_QUOTED})")?((?: "{_QUOTED}")*)[ \t]*',
+    re.DOTALL,
+)
+_NON_SPACE = re.compile(r"\S*")
+_TRAILING = re.compile(rf' "{_QUOTED}"', re.DOTALL)
+_EXPECTED = 'expected IP IDENT USER [dd/Mon/yyyy:HH:MM:SS +hhmm] "REQUEST" STATUS BYTES ["REFERER" "USER-AGENT" ...]'
+_FIELDS_NEEDED = {
+    "common": "no quoted field after the byte count (common)",
+    "combined": 'at least 2 quoted fields after the byte count ("referer" "user-agent")',
+    "main": 'at least 3 quoted fields after the byte count ("referer" "user-agent" "x-forwarded-for")',
+    "httpd": "0 (common) or at least 2 (combined, main) quoted fields after the byte count",
+}
+
+
+def parse_httpd(line: str, fmt: str = "httpd") -> AccessEvent:
+    """The event of one line (no newline) in ``fmt`` (``common``, ``combined``, ``main`` or ``httpd``)."""
+    match = _LINE.fullmatch(line)
+    if match is None:
+        _diagnose(line)
+    referer, agent, forwarded, extra = match[6], match[7], match[8], match[9]
+    trailing = 0 if referer is None else 1 if agent is None else 2 if forwarded is None else 3
+    if trailing == 3 and extra:
+        trailing += len(_TRAILING.findall(extra))
+    if not _enough_fields(fmt, trailing):
+        raise MalformedLine(f"expected {_FIELDS_NEEDED[fmt]}, found {trailing}", MalformedKind.UNRECOGNISED)
+    ip = check_ip(match[1])
+    event_time = time_local_ms(match[2])
+    status = parse_status(match[4])
+    size = parse_bytes(match[5])
+    method, path = split_request(unescape(match[3]))
+    return {
+        "event_time": event_time,
+        "ip": ip,
+        "method": method,
+        "path": path,
+        "status": status,
+        "bytes": size,
+        "user_agent": "" if agent is None else unescape(agent),
+    }
+
+
+def _enough_fields(fmt: str, trailing: int) -> bool:
+    if fmt == "common":
+        return trailing == 0
+    return trailing != 1 and trailing >= MIN_TRAILING_FIELDS[fmt]
+
+
+def _closing_quote(line: str, start: int) -> int:
+    """Index of the quote closing the field that starts at ``start`` (just after its opening quote)."""
+    i = start
+    while True:
+        quote = line.find('"', i)
+        if quote < 0:
+            raise MalformedLine("unterminated quoted field", MalformedKind.BAD_QUOTING)
+        backslash = line.find("\\", i, quote)
+        if backslash < 0:
+            return quote
+        i = backslash + 2
+
+
+def _after_quoted(line: str, start: int, what: str) -> int:
+    """Index just after the quoted field opened at ``start - 1``; checks what follows its closing quote."""
+    end = _closing_quote(line, start) + 1
+    if end < len(line) and not line[end].isspace():
+        raise MalformedLine(
+            f"quote at character {end - 1} closes the {what} but is followed by {shown(line[end : end + 20])}:"
+            " an unescaped quote inside the field?",
+            MalformedKind.BAD_QUOTING,
+        )
+    return end
+
+
+def _token(line: str, start: int) -> int:
+    """End of the run of non-space characters at ``start`` (== start when there is none)."""
+    match = _NON_SPACE.match(line, start)
+    assert match is not None
+    return match.end()
+
+
+def _diagnose(line: str) -> NoReturn:
+    """Raise the reason why ``line`` is out of shape (only called when the fast pattern did not match)."""
+    # Step 1: ip, ident and user, each followed by one space
+    i = 0
+    for _ in range(3):
+        end = _token(line, i)
+        if end == i or not line.startswith(" ", end):
+            raise MalformedLine(f"not an access log line: {_EXPECTED}")
+        i = end + 1
+    # Step 2: the [time]
+    close = line.find("]", i)
+    if not line.startswith("[", i) or close < 0:
+        raise MalformedLine(f"not an access log line: no [time] after the user; {_EXPECTED}")
+    i = close + 1
+    # Step 3: the quoted request, then " STATUS BYTES"
+    if not line.startswith(' "', i):
+        raise MalformedLine(f'not an access log line: no "request" after the time; {_EXPECTED}')
+    i = _after_quoted(line, i + 2, "request")
+    for name in ("status", "byte count"):
+        end = _token(line, i + 1)
+        if not line.startswith(" ", i) or end == i + 1:
+            raise MalformedLine(f"not an access log line: no {name} after the request; {_EXPECTED}")
+        i = end
+    # Step 4: the trailing quoted fields, then nothing but spaces
+    while line[i:].strip(" \t"):
+        if not line.startswith(' "', i):
+            raise MalformedLine(f"unexpected {shown(line[i:].lstrip(' '))} after the byte count: {_EXPECTED}")
+        i = _after_quoted(line, i + 2, "quoted field")
+    raise MalformedLine(f"not an access log line: {_EXPECTED}")
