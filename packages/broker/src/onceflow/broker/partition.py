@@ -97,7 +97,7 @@ class Partition:
 
     def snapshot(self) -> None:
         """Write a producer-state snapshot at the log end offset."""
-        self.log.producer_state.take_snapshot(self.log.directory, self.log.log_end_offset)
+        self.log.snapshot_producer_state(self.log.log_end_offset)
 
     def close(self) -> None:
         """Snapshot, fsync and close."""

@@ -11,6 +11,7 @@ from onceflow.broker.storage.errors import (
     InvalidRecordError,
     InvalidTopicConfig,
     InvalidTxnStateError,
+    LogWriteError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceError,
     RecordTooLargeError,
@@ -31,6 +32,7 @@ _CODES: tuple[tuple[type[StorageError], ErrorCode], ...] = (
     (UnknownProducerIdError, ErrorCode.unknown_producer_id),
     (OffsetOutOfRangeError, ErrorCode.offset_out_of_range),
     (InvalidTopicConfig, ErrorCode.invalid_config),
+    (LogWriteError, ErrorCode.kafka_storage_error),
 )
 
 

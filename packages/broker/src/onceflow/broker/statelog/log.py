@@ -150,7 +150,8 @@ class StateLog:
     def append_many(self, records: Sequence[Record]) -> None:
         """Durably and atomically append records with a single write. An empty sequence is a no-op.
 
-        Raises ``StateLogWriteFailed`` (and refuses later appends) if the write fails.
+        Raises ``StateLogWriteFailed`` if the write fails; the file is truncated back, and later
+        appends are refused only if that truncation failed too.
         """
         self._check_writable()
         if not records:
@@ -275,12 +276,25 @@ class StateLog:
             self._next_compaction_check = int(self._end * self._compaction_ratio)
 
     def _write(self, fd: int, data: bytes) -> None:
+        """Write one frame at the end; on failure (disk full, I/O error) truncate the file back to
+        where it was, so the frame is neither replayed nor in the way of the next append. Only if
+        that truncation fails too are later appends refused."""
         try:
             _write_all(fd, data)
             if self._fsync:
                 os.fsync(fd)
         except OSError as error:
-            self._failed = True
+            try:
+                os.ftruncate(fd, self._end)
+            except OSError:
+                self._failed = True
+            logger.warning(
+                "state log append rolled back path=%s size=%d refusing_appends=%s reason=%s",
+                self._path,
+                self._end,
+                self._failed,
+                error,
+            )
             raise StateLogWriteFailed(self._path, f"append failed: {error}") from error
 
     def _check_open(self) -> None:

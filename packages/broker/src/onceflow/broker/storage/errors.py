@@ -80,6 +80,24 @@ class OffsetOutOfRangeError(StorageError):
     """A fetch offset lies below the log start offset or above the log end offset."""
 
 
+class LogWriteError(StorageError):
+    """A write to a partition's files failed (disk full, I/O error, short write): Kafka's
+    KAFKA_STORAGE_ERROR.
+
+    Nothing of the failed append is kept: the files were truncated back to their size before it and
+    the in-memory state is unchanged, so the write was never acknowledged and its offsets are reused
+    by the next successful append. ``partition_offline`` is True when even that rollback failed; the
+    partition then refuses appends until a later rollback succeeds.
+    """
+
+    def __init__(self, topic_partition: str, reason: str, *, partition_offline: bool = False) -> None:
+        self.topic_partition = topic_partition
+        self.reason = reason
+        self.partition_offline = partition_offline
+        state = "partition offline" if partition_offline else "rolled back"
+        super().__init__(f"{topic_partition}: write failed ({state}): {reason}")
+
+
 class InvalidTopicConfig(StorageError):  # noqa: N818 -- the name other packages code against
     """A topic config has an unknown name or a bad value; ``name`` is the Kafka config name."""
 

@@ -24,6 +24,7 @@ from onceflow.broker.storage.compaction import CompactionStats
 from onceflow.broker.storage.config import LogConfig
 from onceflow.broker.storage.errors import (
     DuplicateSequenceError,
+    LogWriteError,
     OffsetOutOfRangeError,
 )
 from onceflow.broker.storage.header import next_offset_after
@@ -220,10 +221,7 @@ class PartitionLog:
                 buffers.append(_BASE_OFFSET.pack(batch.base_offset))
                 buffers.append(view[batch.relative_position + 8 : end])
         # Step 5
-        active = self._segments[-1]
-        active.append(buffers, placed)
-        if config.fsync == "always":
-            active.sync_data()
+        self._segments[-1].append(buffers, placed, sync=config.fsync == "always")
         # Step 6
         self.producer_state.commit(staged)
         return AppendInfo(placed[0].base_offset, next_offset - 1, append_time, self.log_start_offset)
@@ -256,9 +254,8 @@ class PartitionLog:
         active.append(
             [_BASE_OFFSET.pack(offset), memoryview(batch)[8:]],
             [AppendedBatch(0, len(batch), offset, offset + 1, now_ms)],
+            sync=self.config.fsync == "always",
         )
-        if self.config.fsync == "always":
-            active.sync_data()
         # Step 3
         completed = self.producer_state.record_control(
             producer_id,
@@ -272,7 +269,10 @@ class PartitionLog:
         if completed is not None and completed.aborted:
             active.txn_index.append_completed(completed, self.producer_state.ongoing.first_unstable_offset())
             if self.config.fsync == "always":
-                active.txn_index.flush()
+                try:
+                    active.txn_index.flush()
+                except OSError as exc:  # the marker is written; recovery re-derives the entry from it
+                    log.warning("event=txn_index_flush_failed partition=%s reason=%r", self.topic_partition, str(exc))
             log.info(
                 "event=txn_aborted partition=%s pid=%d epoch=%d first_offset=%d marker_offset=%d",
                 self.topic_partition,
@@ -302,13 +302,32 @@ class PartitionLog:
         active = self._segments[-1]
         if active.size == 0:
             return active
-        active.seal()
-        new = LogSegment.create(self.directory, active.next_offset, self.config.index_interval_bytes)
+        try:
+            active.seal()
+            new = LogSegment.create(self.directory, active.next_offset, self.config.index_interval_bytes)
+        except OSError as exc:
+            # Nothing changed: create() removed what it began, and the old segment stays active
+            # (its index files reopen on the next append).
+            log.warning("event=segment_roll_failed partition=%s reason=%r", self.topic_partition, str(exc))
+            raise LogWriteError(self.topic_partition, f"segment roll failed: {exc}") from exc
         self._segments.append(new)
         self._bases.append(new.base_offset)
-        self.producer_state.take_snapshot(self.directory, new.base_offset)
+        self.snapshot_producer_state(new.base_offset)
         log.info("event=segment_rolled partition=%s base_offset=%d", self.topic_partition, new.base_offset)
         return new
+
+    def snapshot_producer_state(self, offset: int) -> None:
+        """Snapshot the producer state at ``offset``; a failure is logged and costs only a longer
+        replay on the next open (an older snapshot, or none, is used)."""
+        try:
+            self.producer_state.take_snapshot(self.directory, offset)
+        except OSError as exc:
+            log.warning(
+                "event=producer_snapshot_failed partition=%s offset=%d reason=%r",
+                self.topic_partition,
+                offset,
+                str(exc),
+            )
 
     # --- reading ------------------------------------------------------------------------------------
     def read(self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None) -> bytes:
@@ -398,10 +417,12 @@ class PartitionLog:
 
     def close(self) -> None:
         """fsync, snapshot the producer state at the log end and close every file."""
-        self._segments[-1].flush()
-        self.producer_state.take_snapshot(self.directory, self.log_end_offset)
-        for segment in self._segments:
-            segment.close()
+        try:
+            self._segments[-1].flush()
+        finally:
+            self.snapshot_producer_state(self.log_end_offset)
+            for segment in self._segments:
+                segment.close()
 
     def delete(self) -> None:
         """Close the log and remove its directory with everything in it."""

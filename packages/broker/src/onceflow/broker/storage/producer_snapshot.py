@@ -71,8 +71,13 @@ def write(directory: Path, offset: int, entries: Iterable[ProducerEntry]) -> Pat
     tmp = final.with_name(final.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.write(fd, struct.pack(">I", crc32c(payload)) + payload)
+        data = memoryview(struct.pack(">I", crc32c(payload)) + payload)
+        while data:  # a short write (disk full) either finishes or raises
+            data = data[os.write(fd, data) :]
         os.fsync(fd)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
     finally:
         os.close(fd)
     os.replace(tmp, final)

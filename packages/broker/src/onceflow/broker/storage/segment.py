@@ -8,13 +8,14 @@ the death of the process; only a machine crash needs the fsync of :meth:`LogSegm
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from onceflow.broker.storage.errors import CorruptRecordError
+from onceflow.broker.storage.errors import CorruptRecordError, LogWriteError
 from onceflow.broker.storage.header import (
     HEADER_SIZE,
     LOG_OVERHEAD,
@@ -35,6 +36,10 @@ TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 _SCAN_CHUNK = 1 << 20
+
+_AppendState = tuple[int, int, int, int, int | None, int, int, int]
+"""What an append changes: size, next offset, max timestamp and its offset, first batch timestamp,
+bytes since the last index entry, offset-index and time-index entry counts."""
 
 
 def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
@@ -72,6 +77,11 @@ class LogSegment:
         self.offset_of_max_timestamp = base_offset
         self.first_batch_timestamp: int | None = None
         self._bytes_since_index = 0
+        # Entry counts the index files hold when not repairing (see _restore_append_state).
+        self._offset_entries = 0
+        self._time_entries = 0
+        self.needs_repair = False
+        """True after a failed append whose rollback failed: appends must :meth:`repair` first."""
 
     # --- opening ------------------------------------------------------------------------------------
     @classmethod
@@ -80,9 +90,13 @@ class LogSegment:
         for suffix in SEGMENT_SUFFIXES:
             segment_path(directory, base_offset, suffix).unlink(missing_ok=True)
         segment = cls(directory, base_offset, index_interval_bytes)
-        segment.offset_index.rewrite([])
-        segment.time_index.rewrite([])
-        segment.txn_index.path.write_bytes(b"")
+        try:
+            segment.offset_index.rewrite([])
+            segment.time_index.rewrite([])
+            segment.txn_index.path.write_bytes(b"")
+        except OSError:
+            segment.delete_files()  # no half-created segment is left behind
+            raise
         return segment
 
     @classmethod
@@ -205,16 +219,58 @@ class LogSegment:
             pos += offset
 
     # --- writing ------------------------------------------------------------------------------------
-    def append(self, buffers: Sequence[bytes | bytearray | memoryview], batches: Sequence[AppendedBatch]) -> None:
-        """Write ``buffers`` (the concatenated batches) at the end and index the batches in them."""
-        start = self.size
+    def append(
+        self,
+        buffers: Sequence[bytes | bytearray | memoryview],
+        batches: Sequence[AppendedBatch],
+        *,
+        sync: bool = False,
+    ) -> None:
+        """Write ``buffers`` (the concatenated batches) at the end and index the batches in them;
+        with ``sync`` also fdatasync the log. All or nothing.
+
+        If any write fails (ENOSPC, EIO, a short write that cannot be finished), the ``.log`` and the
+        indexes are truncated back to their size before the call, the in-memory state is left as it
+        was, and :class:`LogWriteError` is raised. If even that truncation fails, the error says the
+        partition is offline and :attr:`needs_repair` stays True until :meth:`repair` succeeds.
+        """
+        if self.needs_repair:
+            try:
+                self.repair()
+            except OSError as exc:
+                raise LogWriteError(self.path.parent.name, str(exc), partition_offline=True) from exc
+            log.info("event=segment_repaired segment=%s size=%d", self.path, self.size)
+        saved = self._append_state()
+        try:
+            self._write_all(buffers)
+            self._index(saved[0], batches)
+            if sync:
+                os.fdatasync(self._fd)
+        except OSError as exc:
+            self._restore_append_state(saved)
+            offline = not self._try_repair()
+            log.warning(
+                "event=append_rolled_back segment=%s size=%d rolled_back=%s reason=%r",
+                self.path,
+                self.size,
+                not offline,
+                str(exc),
+            )
+            raise LogWriteError(self.path.parent.name, str(exc), partition_offline=offline) from exc
+
+    def _write_all(self, buffers: Sequence[bytes | bytearray | memoryview]) -> None:
         total = sum(len(b) for b in buffers)
         written = os.writev(self._fd, buffers)
-        if written != total:  # short write: finish the remainder in one piece
-            rest = b"".join(bytes(b) for b in buffers)[written:]
+        if written != total:  # short write: finish the remainder, or fail trying
+            rest = memoryview(b"".join(bytes(b) for b in buffers))[written:]
             while rest:
-                rest = rest[os.write(self._fd, rest) :]
-        self.size = start + total
+                done = os.write(self._fd, rest)
+                if done <= 0:
+                    raise OSError(errno.ENOSPC, "short write made no progress")
+                rest = rest[done:]
+
+    def _index(self, start: int, batches: Sequence[AppendedBatch]) -> None:
+        self.size = start + sum(b.size for b in batches)
         interval = self.index_interval_bytes
         for batch in batches:
             if self._bytes_since_index >= interval:
@@ -228,6 +284,50 @@ class LogSegment:
                 self.first_batch_timestamp = batch.max_timestamp
             self.next_offset = batch.next_offset
             self._bytes_since_index += batch.size
+
+    def _append_state(self) -> _AppendState:
+        return (
+            self.size,
+            self.next_offset,
+            self.max_timestamp,
+            self.offset_of_max_timestamp,
+            self.first_batch_timestamp,
+            self._bytes_since_index,
+            len(self.offset_index),
+            len(self.time_index),
+        )
+
+    def _restore_append_state(self, saved: _AppendState) -> None:
+        (
+            self.size,
+            self.next_offset,
+            self.max_timestamp,
+            self.offset_of_max_timestamp,
+            self.first_batch_timestamp,
+            self._bytes_since_index,
+            self._offset_entries,
+            self._time_entries,
+        ) = saved
+        self.needs_repair = True
+
+    def _try_repair(self) -> bool:
+        try:
+            self.repair()
+        except OSError as exc:
+            log.error("event=segment_offline segment=%s size=%d reason=%r", self.path, self.size, str(exc))
+            return False
+        return True
+
+    def repair(self) -> None:
+        """Truncate the ``.log`` and both indexes back to what the in-memory state says they hold
+        (dropping what a failed append left behind). Raises OSError if that fails; a no-op unless
+        :attr:`needs_repair`."""
+        if not self.needs_repair:
+            return
+        self.offset_index.truncate_to(self._offset_entries)
+        self.time_index.truncate_to(self._time_entries)
+        os.ftruncate(self._fd, self.size)
+        self.needs_repair = False
 
     def sync_data(self) -> None:
         """fdatasync the log file only (what ``fsync="always"`` needs before acknowledging)."""

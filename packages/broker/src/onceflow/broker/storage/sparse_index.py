@@ -75,6 +75,16 @@ class SparseIndex:
         self.values.append(value)
         os.write(self._fd, self._encode(key, value))
 
+    def truncate_to(self, count: int) -> None:
+        """Keep only the first ``count`` entries, in memory and in the file (which may hold a torn
+        entry of a failed append beyond them)."""
+        del self.keys[count:]
+        del self.values[count:]
+        if self._fd is not None:
+            os.ftruncate(self._fd, count * self.ENTRY.size)
+        elif self.path.exists():
+            os.truncate(self.path, count * self.ENTRY.size)
+
     def flush(self) -> None:
         """fsync the index file if it has been written through this object."""
         if self._fd is not None:

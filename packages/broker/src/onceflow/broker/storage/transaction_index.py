@@ -12,6 +12,8 @@ None for a missing, torn or inconsistent file and recovery rebuilds it. All entr
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import struct
 from bisect import bisect_left
@@ -25,6 +27,8 @@ from onceflow.broker.storage.producer_snapshot import fsync_directory
 if TYPE_CHECKING:
     from onceflow.broker.storage.producer_state import CompletedTransaction
     from onceflow.broker.storage.segment import LogSegment
+
+log = logging.getLogger(__name__)
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
@@ -62,6 +66,8 @@ class TransactionIndex:
         self.entries: list[AbortedTxn] = entries or []
         self._last_offsets = [e.last_offset for e in self.entries]
         self._fd: int | None = None
+        self.unwritten = False
+        """True after an append failed to reach the file: the file is missing until :meth:`flush`."""
 
     # --- lifecycle ----------------------------------------------------------------------------------
     @classmethod
@@ -91,12 +97,18 @@ class TransactionIndex:
         tmp = self.path.with_name(self.path.name + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            os.write(fd, b"".join(_encode(e) for e in self.entries))
+            data = memoryview(b"".join(_encode(e) for e in self.entries))
+            while data:  # a short write (disk full) either finishes or raises
+                data = data[os.write(fd, data) :]
             os.fsync(fd)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
         finally:
             os.close(fd)
         os.replace(tmp, self.path)
         fsync_directory(self.path.parent)
+        self.unwritten = False
 
     def append(self, entry: AbortedTxn) -> None:
         """Record one aborted transaction; its marker must come after every indexed one."""
@@ -104,9 +116,21 @@ class TransactionIndex:
             raise ValueError(f"{self.path}: marker offset {entry.last_offset} is not after {self._last_offsets[-1]}")
         self.entries.append(entry)
         self._last_offsets.append(entry.last_offset)
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(self._fd, _encode(entry))
+        if self.unwritten:
+            return
+        data = _encode(entry)
+        try:
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            if os.write(self._fd, data) != len(data):
+                raise OSError(errno.ENOSPC, "short write")
+        except OSError as exc:
+            # The entry is served from memory. The file goes (recovery rebuilds a missing index from
+            # the log) until flush() manages to rewrite it whole.
+            self.unwritten = True
+            self.close()
+            self.path.unlink(missing_ok=True)
+            log.warning("event=txn_index_write_failed path=%s reason=%r", self.path, str(exc))
 
     def append_completed(self, completed: CompletedTransaction | None, first_unstable_offset: int | None) -> None:
         """Index ``completed`` if it was aborted. ``first_unstable_offset`` is the partition's first
@@ -124,7 +148,10 @@ class TransactionIndex:
             self.rewrite(self.entries[:keep])
 
     def flush(self) -> None:
-        """fsync the file if it has been appended to through this object."""
+        """Rewrite the file if an append could not write it (see :meth:`append`), then fsync it if
+        it has been appended to through this object. Raises OSError if either fails."""
+        if self.unwritten:
+            self.rewrite(self.entries)
         if self._fd is not None:
             os.fsync(self._fd)
 
