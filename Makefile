@@ -11,12 +11,15 @@ VENV := .venv/bin
 PACKAGES := $(sort $(wildcard packages/*))
 PYTEST_ARGS ?=
 
-.PHONY: help setup check-python check-java postgres uv sync test lint fmt typecheck pytest proto demo clean
+.PHONY: help setup setup-env kafka check-python check-java postgres uv sync test lint fmt typecheck pytest proto demo clean
 
 help: ## show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-setup: check-python check-java postgres uv sync ## check prerequisites, get uv, create .venv from uv.lock (idempotent)
+setup: setup-env kafka ## check prerequisites, get uv, create .venv from uv.lock, fetch Apache Kafka (idempotent)
+
+# Everything but Apache Kafka: `make demo` and the linters need no network access to Maven Central.
+setup-env: check-python check-java postgres uv sync
 
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null || { \
@@ -47,6 +50,36 @@ postgres:
 	    echo "Debian/Ubuntu, 'brew install postgresql' on macOS) so that initdb and pg_ctl are on PATH."; exit 1; }; \
 	fi
 
+# Apache Kafka jars for the differential tests (docs/testing-on-apache-kafka.md): tools/kafka/pom.xml
+# resolved from Maven Central into $(KAFKA_HOME)/libs. The stamp is a copy of the pom, so a changed pom
+# fetches again and an unchanged one does nothing.
+KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' tools/kafka/pom.xml)
+KAFKA_HOME := .cache/kafka/$(KAFKA_VERSION)
+
+kafka: check-java ## fetch the Apache Kafka jars the differential tests run (Maven Central -> .cache/kafka)
+	@stamp=$(KAFKA_HOME)/.complete; \
+	if [ -f "$$stamp" ] && cmp -s tools/kafka/pom.xml "$$stamp"; then \
+	  echo "setup: Apache Kafka $(KAFKA_VERSION) ok ($(KAFKA_HOME)/libs)"; exit 0; fi; \
+	if ! command -v mvn >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi; \
+	  echo "setup: no Maven (mvn) on PATH; it fetches the Apache Kafka jars for the tests;"; \
+	  echo "setup: installing it: $${sudo:+sudo }apt-get update && $${sudo:+sudo }apt-get install -y maven"; \
+	  $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y maven || { \
+	    echo "setup: could not install Maven. Install it yourself ('apt-get install maven' on Debian/Ubuntu,"; \
+	    echo "'brew install maven' on macOS) so that mvn is on PATH, then run 'make setup' again."; exit 1; }; \
+	fi; \
+	echo "setup: fetching Apache Kafka $(KAFKA_VERSION) jars from Maven Central into $(KAFKA_HOME)/libs"; \
+	rm -rf $(KAFKA_HOME); mkdir -p $(KAFKA_HOME); \
+	set -o pipefail; \
+	mvn -q -B -f tools/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	  -DoutputDirectory="$(CURDIR)/$(KAFKA_HOME)/libs" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e '/^$$/d' || { \
+	  rm -rf $(KAFKA_HOME); \
+	  echo "setup: Maven could not fetch Apache Kafka $(KAFKA_VERSION) (see its errors above). It needs Maven Central:"; \
+	  echo "setup: check the network, or set a proxy/mirror in ~/.m2/settings.xml, then run 'make setup' again."; \
+	  echo "setup: 'make demo' does not need Kafka; 'make test' does (the differential tests run on it)."; exit 1; }; \
+	cp tools/kafka/pom.xml "$$stamp"; \
+	echo "setup: Apache Kafka $(KAFKA_VERSION) ok ($(KAFKA_HOME)/libs)"
+
 uv:
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || { \
 	  echo "setup: installing uv with pip (user site)"; \
@@ -57,16 +90,16 @@ sync:
 	@$(UV) sync --locked --all-packages
 	@echo "setup: .venv is in sync with uv.lock"
 
-lint: setup ## ruff lint + format check, and stale gRPC stubs
+lint: setup-env ## ruff lint + format check, and stale gRPC stubs
 	$(VENV)/ruff check .
 	$(VENV)/ruff format --check .
 	$(VENV)/python proto/generate.py --check
 
-fmt: setup ## format and auto-fix
+fmt: setup-env ## format and auto-fix
 	$(VENV)/ruff format .
 	$(VENV)/ruff check --fix .
 
-typecheck: setup ## mypy --strict, one package at a time (tests share module names across packages)
+typecheck: setup-env ## mypy --strict, one package at a time (tests share module names across packages)
 	@set -e; for p in $(PACKAGES); do echo "mypy $$p"; $(VENV)/mypy $$p/src $$p/tests; done
 	$(VENV)/mypy tests proto/generate.py $(wildcard bench/*.py)
 
@@ -75,11 +108,11 @@ pytest: setup ## the test suite (slow end-to-end and chaos tests included)
 
 test: lint typecheck pytest ## setup, then lint, types and every test
 
-proto: setup ## regenerate the gRPC stubs from proto/onceflow/v1
+proto: setup-env ## regenerate the gRPC stubs from proto/onceflow/v1
 	$(VENV)/python proto/generate.py
 
 DEMO_ARGS ?=
-demo: setup ## run the whole pipeline embedded, with a live dashboard and the final audit (DEMO_ARGS="--chaos")
+demo: setup-env ## run the whole pipeline embedded, with a live dashboard and the final audit (DEMO_ARGS="--chaos")
 	$(VENV)/onceflow demo --postgres $(DEMO_ARGS)
 
 clean: ## remove the venv and caches

@@ -4,8 +4,14 @@
   stopped after the test. If the test fails, the tail of the broker log is printed.
 - ``broker_factory``: ``broker_factory(data_dir=None, **options)`` starts further brokers (or a new
   one on an existing dir, e.g. to restart); all are stopped after the test.
+- ``apache_kafka``: a real Apache Kafka (:class:`~onceflow.broker.testing.apache_kafka.ApacheKafka`)
+  started once per session on a free port; tests share it, so they use their own topic, group and
+  transactional id names. It fails (never skips) when ``make setup`` has not fetched the jars.
+- ``apache_kafka_factory``: ``apache_kafka_factory(data_dir=None, **options)`` starts a private Apache
+  Kafka (for tests that stop, ``kill -9`` or restart it); all are stopped after the test.
 
-Importing this module is cheap: only the stdlib and :mod:`onceflow.broker.embedded`.
+Importing this module is cheap: only the stdlib and :mod:`onceflow.broker.embedded` (the Apache Kafka
+launcher is imported when its fixture is first used).
 """
 
 from __future__ import annotations
@@ -13,13 +19,17 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
 
+if TYPE_CHECKING:
+    from onceflow.broker.testing.apache_kafka import ApacheKafka
+
 BrokerFactory = Callable[..., EmbeddedBroker]
+ApacheKafkaFactory = Callable[..., "ApacheKafka"]
 
 
 @pytest.fixture
@@ -46,6 +56,41 @@ def broker(broker_factory: BrokerFactory, request: pytest.FixtureRequest) -> Ite
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:
         sys.stderr.write(f"\n--- broker log ({instance.log_path}) ---\n{instance.log_tail()}\n")
+
+
+def _start_apache_kafka(data_dir: Path, port: int = 0, **options: Any) -> ApacheKafka:
+    from onceflow.broker.testing.apache_kafka import ApacheKafka, KafkaJarsMissing
+
+    instance = ApacheKafka(data_dir, port, **options)
+    try:
+        return instance.start()
+    except KafkaJarsMissing as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def apache_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKafka]:
+    """A running Apache Kafka shared by every test of the session; stopped at the end of it."""
+    instance = _start_apache_kafka(tmp_path_factory.mktemp("apache-kafka"))
+    yield instance
+    instance.stop()
+
+
+@pytest.fixture
+def apache_kafka_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKafkaFactory]:
+    """Start private Apache Kafka brokers on demand (a data dir of an earlier one restarts it on its
+    ports); every one is stopped (SIGTERM, then SIGKILL) at teardown."""
+    started: list[ApacheKafka] = []
+
+    def factory(data_dir: Path | None = None, port: int = 0, **options: Any) -> ApacheKafka:
+        directory = data_dir if data_dir is not None else tmp_path_factory.mktemp("apache-kafka")
+        instance = _start_apache_kafka(directory, port, **options)
+        started.append(instance)
+        return instance
+
+    yield factory
+    for instance in started:
+        instance.stop()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

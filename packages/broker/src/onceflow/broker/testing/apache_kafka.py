@@ -1,0 +1,252 @@
+"""A real single-node Apache Kafka (KRaft, broker and controller in one JVM) as a child process.
+
+It runs from the jars ``make setup`` (``make kafka``) copies from Maven Central into
+``.cache/kafka/<version>/libs`` (see ``tools/kafka/pom.xml`` and docs/testing-on-apache-kafka.md).
+:class:`ApacheKafka` is a :class:`~onceflow.broker.embedded.BrokerProcess`, so it starts, stops,
+``kill -9``s and restarts exactly like :class:`~onceflow.broker.embedded.EmbeddedBroker`: the same
+data dir, the same broker and controller ports across restarts.
+
+``start()`` steps:
+    1. On the first start: pick free ports for the broker and controller listeners, write
+       ``server.properties`` and ``log4j2.properties``, and format the storage
+       (``kafka.tools.StorageTool format``) with a fresh cluster id.
+    2. Spawn ``java -cp 'libs/*' kafka.Kafka server.properties``.
+    3. Wait until a Metadata request on the broker listener lists the broker.
+
+Importing this module is cheap (stdlib and kio only).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shutil
+import socket
+import subprocess
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from kio.schema.metadata.v12.request import MetadataRequest
+
+from onceflow.broker.admin.connection import KafkaConnection
+from onceflow.broker.embedded import BrokerProcess
+from onceflow.broker.protocol.shapes import build_entity
+
+__all__ = ["KAFKA_HOME_ENV", "ApacheKafka", "KafkaJarsMissing", "find_kafka_libs", "kafka_version"]
+
+KAFKA_HOME_ENV = "ONCEFLOW_KAFKA_HOME"
+"""Environment variable naming a folder whose ``libs/`` holds the Kafka jars (overrides the cache)."""
+POM = Path("tools/kafka/pom.xml")
+STAMP = ".complete"
+NODE_ID = 1
+
+DEFAULT_SETTINGS: Mapping[str, object] = {
+    "num.partitions": 1,
+    "auto.create.topics.enable": True,
+    "offsets.topic.replication.factor": 1,
+    "offsets.topic.num.partitions": 1,
+    "transaction.state.log.replication.factor": 1,
+    "transaction.state.log.min.isr": 1,
+    "transaction.state.log.num.partitions": 1,
+    "group.initial.rebalance.delay.ms": 0,
+    # The embedded broker's transaction_max_timeout_ms default (and Kafka's): 15 minutes.
+    "transaction.max.timeout.ms": 15 * 60 * 1000,
+    # Tests wait for timed-out transactions to be aborted: sweep every half second, not every 10 s.
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500,
+    # After a kill -9 the restarted broker may register only once its old session expired (9 s by default).
+    "broker.session.timeout.ms": 2000,
+    "broker.heartbeat.interval.ms": 500,
+    "share.coordinator.state.topic.replication.factor": 1,
+    "share.coordinator.state.topic.min.isr": 1,
+}
+"""``server.properties`` settings besides listeners and paths; ``ApacheKafka(settings=...)`` overrides them."""
+
+LOG4J2 = """status = warn
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {log}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = file
+logger.state.name = state.change.logger
+logger.state.level = WARN
+"""
+
+
+class KafkaJarsMissing(RuntimeError):  # noqa: N818 - the name says what it is
+    """The Apache Kafka jars are not where ``make setup`` puts them."""
+
+
+def _repo_root(start: Path) -> Path | None:
+    for folder in (start, *start.parents):
+        if (folder / POM).is_file():
+            return folder
+    return None
+
+
+def kafka_version(root: Path | None = None) -> str:
+    """The Kafka version ``tools/kafka/pom.xml`` pins (the repository is found from the cwd upwards)."""
+    root = root or _repo_root(Path.cwd()) or _repo_root(Path(__file__).resolve())
+    if root is None:
+        raise KafkaJarsMissing(f"no {POM} above {Path.cwd()}: run from inside the onceflow repository")
+    match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", (root / POM).read_text())
+    if match is None:
+        raise KafkaJarsMissing(f"{root / POM} has no <kafka.version>")
+    return match.group(1)
+
+
+def find_kafka_libs() -> Path:
+    """The folder of Kafka jars: ``$ONCEFLOW_KAFKA_HOME/libs``, else ``.cache/kafka/<version>/libs``.
+
+    Raises :class:`KafkaJarsMissing` saying to run ``make setup`` when they are not there.
+    """
+    home = os.environ.get(KAFKA_HOME_ENV)
+    if home:
+        libs = Path(home) / "libs"
+        if not any(libs.glob("kafka_2.13-*.jar")):
+            raise KafkaJarsMissing(f"${KAFKA_HOME_ENV}={home}, but {libs} holds no kafka_2.13 jar")
+        return libs
+    root = _repo_root(Path.cwd()) or _repo_root(Path(__file__).resolve())
+    version = kafka_version(root)
+    assert root is not None
+    cache = root / ".cache" / "kafka" / version
+    if not (cache / STAMP).is_file():
+        raise KafkaJarsMissing(
+            f"Apache Kafka {version} jars are missing ({cache / 'libs'}): run 'make setup' "
+            f"(or 'make kafka'), which fetches them from Maven Central"
+        )
+    return cache / "libs"
+
+
+def _free_port(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+
+
+class ApacheKafka(BrokerProcess):
+    """Apache Kafka in KRaft combined mode on ``data_dir``, listening on ``host`` only.
+
+    ``settings`` override :data:`DEFAULT_SETTINGS` (``server.properties`` keys). The broker's node id
+    is 1. ``controller_port`` is fixed at the first start like ``port``. Raises
+    :class:`KafkaJarsMissing` from ``start()`` when the jars are not fetched.
+    """
+
+    LOG_FILE = "kafka.log"
+    NAME = "Apache Kafka"
+    STDOUT_TO_LOG = True
+
+    def __init__(
+        self,
+        data_dir: Path,
+        port: int = 0,
+        *,
+        host: str = "127.0.0.1",
+        controller_port: int = 0,
+        settings: Mapping[str, object] | None = None,
+        heap: str = "512m",
+        libs: Path | None = None,
+        startup_timeout: float = 60.0,
+        stop_timeout: float = 30.0,
+    ) -> None:
+        super().__init__(data_dir, port, host=host, startup_timeout=startup_timeout, stop_timeout=stop_timeout)
+        self.controller_port = controller_port
+        self.settings = {**DEFAULT_SETTINGS, **(settings or {})}
+        self._heap = heap
+        self._libs = libs
+
+    @property
+    def node_id(self) -> int:
+        """The broker's (and controller's) node id."""
+        return NODE_ID
+
+    @property
+    def properties_path(self) -> Path:
+        """The ``server.properties`` the broker runs with."""
+        return self.data_dir / "server.properties"
+
+    def _java(self, main: str, *args: str) -> list[str]:
+        libs = self._libs or find_kafka_libs()
+        java = shutil.which("java")
+        if java is None:
+            raise KafkaJarsMissing("no java on PATH: Apache Kafka needs Java 17+ (see 'make setup')")
+        return [
+            java,
+            f"-Xmx{self._heap}",
+            "-Xms64m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
+            "-cp",
+            f"{libs}/*",
+            main,
+            *args,
+        ]
+
+    def _command(self) -> Sequence[str]:
+        # Step 1
+        if not self.properties_path.is_file():
+            self._format()
+        elif self._port == 0 or self.controller_port == 0:
+            self._load_ports()
+        # Step 2
+        return self._java("kafka.Kafka", str(self.properties_path))
+
+    def _format(self) -> None:
+        if self._port == 0:
+            self._port = _free_port(self.host)
+        if self.controller_port == 0:
+            self.controller_port = _free_port(self.host)
+        (self.data_dir / "log4j2.properties").write_text(LOG4J2.format(log=self.log_path))
+        listeners = {
+            "process.roles": "broker,controller",
+            "node.id": NODE_ID,
+            "listeners": f"PLAINTEXT://{self.host}:{self._port},CONTROLLER://{self.host}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{self._port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "controller.quorum.voters": f"{NODE_ID}@{self.host}:{self.controller_port}",
+            "log.dirs": str(self.data_dir / "logs"),
+        }
+        lines = [f"{key}={_property(value)}" for key, value in {**listeners, **self.settings}.items()]
+        staging = self.properties_path.with_suffix(".tmp")
+        staging.write_text("\n".join(lines) + "\n")
+        command = self._java(
+            "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(staging), "--ignore-formatted"
+        )
+        result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+        if result.returncode != 0:
+            raise RuntimeError(f"kafka-storage format failed ({result.returncode}):\n{result.stdout}{result.stderr}")
+        staging.replace(self.properties_path)
+
+    def _load_ports(self) -> None:
+        """Take the ports of an earlier instance on this data dir from its ``server.properties``."""
+        properties = dict(line.split("=", 1) for line in self.properties_path.read_text().splitlines() if "=" in line)
+        found = dict(re.findall(r"(PLAINTEXT|CONTROLLER)://[^:,]+:(\d+)", properties["listeners"]))
+        self._port = int(found["PLAINTEXT"])
+        self.controller_port = int(found["CONTROLLER"])
+
+    def _serving_port(self, pid: int) -> int | None:
+        # Step 3
+        request = build_entity(MetadataRequest, {"topics": [], "allow_auto_topic_creation": False})
+        try:
+            with KafkaConnection(f"{self.host}:{self._port}", "onceflow-readiness", timeout=2.0) as connection:
+                answer = connection.request(request)
+        except (OSError, ConnectionError):
+            return None
+        return self._port if any(int(b.node_id) == NODE_ID for b in answer.brokers) else None
+
+
+def _property(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

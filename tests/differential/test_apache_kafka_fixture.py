@@ -1,0 +1,53 @@
+"""The Apache Kafka fixture itself: it starts from the cached jars, serves clients, and a
+``kill -9`` followed by a restart on the same data dir and port keeps every acknowledged record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from onceflow.broker.testing.apache_kafka import ApacheKafka, KafkaJarsMissing
+from onceflow.broker.testing.clients import create_topic, produce_acked, read_topic
+from onceflow.broker.testing.fixtures import ApacheKafkaFactory
+
+from .observe import unique
+
+
+def test_session_kafka_serves_produce_and_consume(apache_kafka: ApacheKafka) -> None:
+    topic = unique("fixture")
+    create_topic(apache_kafka.bootstrap_servers, topic, partitions=2)
+    acked = produce_acked(apache_kafka.bootstrap_servers, topic, [b"a", b"b", b"c"], partition=1)
+    assert [offset for _, offset, _ in acked] == [0, 1, 2]
+    read = read_topic(apache_kafka.bootstrap_servers, topic, idle_timeout=0.3)
+    assert [(r.partition, r.offset, r.value) for r in read] == [(1, 0, b"a"), (1, 1, b"b"), (1, 2, b"c")]
+    assert apache_kafka.is_running()
+    assert apache_kafka.log_path.is_file()
+
+
+def test_kill_9_and_restart_keep_acked_records_on_the_same_port(apache_kafka_factory: ApacheKafkaFactory) -> None:
+    kafka = apache_kafka_factory()
+    port, controller_port = kafka.port, kafka.controller_port
+    topic = unique("survivor")
+    create_topic(kafka.bootstrap_servers, topic)
+    produce_acked(kafka.bootstrap_servers, topic, [b"v%d" % i for i in range(50)])
+
+    kafka.kill()
+    assert not kafka.is_running()
+    kafka.start()
+    assert (kafka.port, kafka.controller_port) == (port, controller_port)
+    produce_acked(kafka.bootstrap_servers, topic, [b"after"])
+    kafka.stop()
+
+    again = apache_kafka_factory(kafka.data_dir)
+    assert again.port == port
+    values = [r.value for r in read_topic(again.bootstrap_servers, topic, idle_timeout=0.3)]
+    assert values == [b"v%d" % i for i in range(50)] + [b"after"]
+
+
+def test_missing_jars_say_to_run_make_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tools" / "kafka").mkdir(parents=True)
+    (tmp_path / "tools" / "kafka" / "pom.xml").write_text("<kafka.version>9.9.9</kafka.version>")
+    with pytest.raises(KafkaJarsMissing, match=r"Apache Kafka 9\.9\.9 jars are missing .* run 'make setup'"):
+        ApacheKafka(tmp_path / "data").start()

@@ -1,0 +1,73 @@
+"""Records and offsets under each isolation level, control-record gaps, the high watermark and the
+last stable offset: the same on the embedded broker and on Apache Kafka."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from onceflow.broker.testing.clients import produce_acked
+
+from .observe import Brokers, BrokerUnderTest, end_offsets, new_topic, produce, records, transactional_producer, unique
+
+
+def _committed_aborted_committed(broker: BrokerUnderTest) -> dict[str, Any]:
+    topic = new_topic(broker, "isolation")
+    producer = transactional_producer(broker, unique("isolation-txn"))
+    producer.begin_transaction()
+    produce(producer, topic, b"c1", b"c2", b"c3")
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    produce(producer, topic, b"a1", b"a2")
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    produce(producer, topic, b"c4")
+    producer.commit_transaction(30)
+    return {
+        "read_uncommitted": records(broker, topic, "read_uncommitted"),
+        "read_committed": records(broker, topic, "read_committed"),
+        "end_offsets": end_offsets(broker, topic),
+    }
+
+
+def test_control_records_take_offsets_and_aborted_records_are_hidden(brokers: Brokers) -> None:
+    observed = brokers.observe(_committed_aborted_committed)
+    assert observed["embedded"] == observed["apache-kafka"]
+    assert observed["apache-kafka"] == {
+        # Markers at 3 (commit), 6 (abort) and 8 (commit) are never returned but take their offsets.
+        "read_uncommitted": [(0, b"c1"), (1, b"c2"), (2, b"c3"), (4, b"a1"), (5, b"a2"), (7, b"c4")],
+        "read_committed": [(0, b"c1"), (1, b"c2"), (2, b"c3"), (7, b"c4")],
+        "end_offsets": {"high_watermark": 9, "lso": 9},
+    }
+
+
+def _open_transaction_holds_the_lso(broker: BrokerUnderTest) -> dict[str, Any]:
+    topic = new_topic(broker, "lso")
+    produce_acked(broker.bootstrap_servers, topic, [b"p1", b"p2"], partition=0)
+    producer = transactional_producer(broker, unique("lso-txn"))
+    producer.begin_transaction()
+    produce(producer, topic, b"t1", b"t2")
+    produce_acked(broker.bootstrap_servers, topic, [b"p3"], partition=0)
+    during = {
+        "end_offsets": end_offsets(broker, topic),
+        "read_committed": records(broker, topic, "read_committed"),
+        "read_uncommitted": records(broker, topic, "read_uncommitted"),
+    }
+    producer.commit_transaction(30)
+    after = {"end_offsets": end_offsets(broker, topic), "read_committed": records(broker, topic, "read_committed")}
+    return {"during": during, "after": after}
+
+
+def test_an_open_transaction_holds_the_last_stable_offset(brokers: Brokers) -> None:
+    observed = brokers.observe(_open_transaction_holds_the_lso)
+    assert observed["embedded"] == observed["apache-kafka"]
+    assert observed["apache-kafka"] == {
+        "during": {
+            "end_offsets": {"high_watermark": 5, "lso": 2},
+            "read_committed": [(0, b"p1"), (1, b"p2")],
+            "read_uncommitted": [(0, b"p1"), (1, b"p2"), (2, b"t1"), (3, b"t2"), (4, b"p3")],
+        },
+        "after": {
+            "end_offsets": {"high_watermark": 6, "lso": 6},
+            "read_committed": [(0, b"p1"), (1, b"p2"), (2, b"t1"), (3, b"t2"), (4, b"p3")],
+        },
+    }
