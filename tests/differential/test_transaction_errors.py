@@ -37,6 +37,8 @@ from .observe import (
     unique,
 )
 
+FENCED = ClientError("_FENCED", fatal=True, retriable=False, txn_requires_abort=False)
+
 
 def _fenced_by_a_second_init(broker: BrokerUnderTest) -> dict[str, Any]:
     topic, transactional_id = new_topic(broker, "fencing"), unique("fencing-txn")
@@ -58,8 +60,10 @@ def _fenced_by_a_second_init(broker: BrokerUnderTest) -> dict[str, Any]:
 def test_a_second_init_transactions_fences_the_first_producer(brokers: Brokers) -> None:
     observed = brokers.observe(_fenced_by_a_second_init)
     assert observed["embedded"] == observed["apache-kafka"]
-    assert observed["apache-kafka"]["read_committed"] == [b"successor"]
-    assert observed["apache-kafka"]["zombie_commit"] is not None
+    assert observed["apache-kafka"] == {
+        "zombie_commit": FENCED,
+        "read_committed": [b"successor"],
+    }
 
 
 def _timed_out_transaction(broker: BrokerUnderTest) -> dict[str, Any]:
@@ -87,7 +91,8 @@ def test_a_transaction_past_its_timeout_is_aborted_and_its_commit_fails(brokers:
     # The sweep wrote an abort marker at offset 1, which releases the LSO.
     assert observed["apache-kafka"]["end_offsets_after_sweep"] == {"high_watermark": 2, "lso": 2}
     assert observed["apache-kafka"]["read_committed"] == []
-    assert observed["apache-kafka"]["commit"] is not None
+    # The abort bumped the epoch: the producer's commit is fenced.
+    assert observed["apache-kafka"]["commit"] == FENCED
 
 
 def _produce(
@@ -162,8 +167,21 @@ def _idempotent_sequences(broker: BrokerUnderTest) -> dict[str, Any]:
 def test_idempotent_sequence_and_producer_id_errors(brokers: Brokers) -> None:
     observed = brokers.observe(_idempotent_sequences)
     assert observed["embedded"] == observed["apache-kafka"]
-    assert observed["apache-kafka"]["first"] == ("none", 0)
-    assert observed["apache-kafka"]["duplicate_of_next"] == ("none", 1)
+    assert observed["apache-kafka"] == {
+        "first": ("none", 0),
+        "next": ("none", 1),
+        "gap": ("out_of_order_sequence_number", -1),
+        # A retry of an acknowledged batch answers its original offset and writes nothing.
+        "duplicate_of_next": ("none", 1),
+        "after_duplicate": ("none", 2),
+        # A producer id the partition has no state for starts at any sequence (KIP-360) ...
+        "unknown_producer_nonzero_sequence": ("none", 3),
+        # ... and is held to it from then on.
+        "unknown_producer_sequence_zero": ("out_of_order_sequence_number", -1),
+        "new_epoch_nonzero_sequence": ("out_of_order_sequence_number", -1),
+        "new_epoch_sequence_zero": ("none", 4),
+        "old_epoch": ("invalid_producer_epoch", -1),
+    }
 
 
 def _end_txn(client: WireClient, ids: dict[str, int], transactional_id: str, *, commit: bool) -> str:
@@ -222,8 +240,20 @@ def test_end_txn_retries_and_conflicting_outcomes(brokers: Brokers) -> None:
     broker writes them before answering: see docs/testing-on-apache-kafka.md.)"""
     observed = brokers.observe(_transitions)
     assert observed["embedded"] == observed["apache-kafka"]
-    assert observed["apache-kafka"]["commit"] == "none"
-    assert observed["apache-kafka"]["read_committed"] == [(0, b"s0")]
+    assert observed["apache-kafka"] == {
+        "produce_outside_the_transaction": ("invalid_txn_state", -1),
+        "add_partition": "none",
+        "produce": ("none", 0),
+        "commit": "none",
+        "commit_again": "none",
+        "abort_after_commit": "invalid_txn_state",
+        "add_partition_again": "none",
+        "produce_again": ("none", 2),
+        "abort": "none",
+        "abort_again": "none",
+        "commit_after_abort": "invalid_txn_state",
+        "read_committed": [(0, b"s0")],
+    }
 
 
 EMPTY_END_TXN = (
