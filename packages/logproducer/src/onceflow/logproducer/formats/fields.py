@@ -13,12 +13,22 @@ from functools import lru_cache
 
 from onceflow.logproducer.formats.errors import MalformedKind, MalformedLine, shown
 
-__all__ = ["MAX_BYTES", "check_ip", "parse_bytes", "parse_status", "split_request", "time_local_ms"]
+__all__ = [
+    "MAX_BYTES",
+    "STATUSES",
+    "VALID_IPS",
+    "check_ip",
+    "parse_bytes",
+    "parse_status",
+    "split_request",
+    "time_local_ms",
+]
 
 #: The largest byte count an AccessEvent (an Avro long) can hold.
 MAX_BYTES = (1 << 63) - 1
 _CACHE_LIMIT = 100_000
-_valid_ips: set[str] = set()
+#: Caches of checked values (the fast path of :mod:`.httpd` looks them up inline).
+VALID_IPS: set[str] = set()
 _MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES, 1)}
 _TIME = re.compile(r"([0-9]{2})/([A-Z][a-z]{2})/([0-9]{4}):([0-9]{2}):([0-9]{2}):([0-9]{2}) ([+-])([0-9]{2})([0-9]{2})")
@@ -27,15 +37,15 @@ _METHOD = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
 def check_ip(ip: str) -> str:
     """``ip`` if it is an IPv4 or IPv6 address (as written: ``::1``, ``::ffff:1.2.3.4``), else bad_ip."""
-    if ip in _valid_ips:
+    if ip in VALID_IPS:
         return ip
     try:
         ipaddress.ip_address(ip)
     except ValueError:
         raise MalformedLine(f"bad client ip {shown(ip)}", MalformedKind.BAD_IP) from None
-    if len(_valid_ips) >= _CACHE_LIMIT:
-        _valid_ips.clear()
-    _valid_ips.add(ip)
+    if len(VALID_IPS) >= _CACHE_LIMIT:
+        VALID_IPS.clear()
+    VALID_IPS.add(ip)
     return ip
 
 
@@ -56,19 +66,19 @@ def time_local_ms(text: str) -> int:
     return (int(local.timestamp()) - (offset_s if match[7] == "+" else -offset_s)) * 1000
 
 
-_statuses: dict[str, int] = {}
+STATUSES: dict[str, int] = {}
 
 
 def parse_status(text: str) -> int:
     """A status is any three ASCII digits (the server writes what it has; 000 and 999 included)."""
-    status = _statuses.get(text)
+    status = STATUSES.get(text)
     if status is not None:
         return status
     if not (text.isascii() and text.isdigit()):
         raise MalformedLine(f"status {shown(text)} is not a number", MalformedKind.BAD_STATUS)
     if len(text) != 3:
         raise MalformedLine(f"status {shown(text)} is not 3 digits", MalformedKind.BAD_STATUS)
-    _statuses[text] = status = int(text)
+    STATUSES[text] = status = int(text)
     return status
 
 
@@ -96,9 +106,24 @@ def split_request(request: str) -> tuple[str, str]:
     """
     if request in ("", "-"):
         return "", ""
-    tokens = request.split(" ")
-    if len(tokens) >= 2 and tokens[1] and _METHOD.fullmatch(tokens[0]):
-        if len(tokens) >= 3 and tokens[-1].startswith("HTTP/"):
-            return tokens[0], " ".join(tokens[1:-1])
-        return tokens[0], " ".join(tokens[1:])
+    first = request.find(" ")
+    method = request[:first]
+    if first > 0 and request[first + 1 : first + 2] not in ("", " ") and _is_method(method):
+        last = request.rfind(" ")
+        if last > first and request.startswith("HTTP/", last + 1):
+            return method, request[first + 1 : last]
+        return method, request[first + 1 :]
     return "", request
+
+
+_methods: set[str] = set()
+
+
+def _is_method(word: str) -> bool:
+    if word in _methods:
+        return True
+    if _METHOD.fullmatch(word) is None:
+        return False
+    if len(_methods) < 1000:
+        _methods.add(word)
+    return True

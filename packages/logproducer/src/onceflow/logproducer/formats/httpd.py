@@ -30,7 +30,15 @@ from typing import Final, NoReturn
 from onceflow.core.avro import AccessEvent
 from onceflow.logproducer.formats.errors import MalformedKind, MalformedLine, shown
 from onceflow.logproducer.formats.escapes import unescape
-from onceflow.logproducer.formats.fields import check_ip, parse_bytes, parse_status, split_request, time_local_ms
+from onceflow.logproducer.formats.fields import (
+    STATUSES,
+    VALID_IPS,
+    check_ip,
+    parse_bytes,
+    parse_status,
+    split_request,
+    time_local_ms,
+)
 
 __all__ = ["HTTPD_FORMATS", "MIN_TRAILING_FIELDS", "parse_httpd"]
 
@@ -40,8 +48,10 @@ MIN_TRAILING_FIELDS: Final = {"common": 0, "combined": 2, "main": 3, "httpd": 0}
 HTTPD_FORMATS: Final = ("common", "combined", "main")
 
 _QUOTED = r'[^"\\]*(?:\\.[^"\\]*)*'
+#: The fast path: one match per line. A plain ``METHOD PATH HTTP/x`` request (no space, quote or
+#: backslash in it) is split by the pattern itself; any other request is the generic quoted group.
 _LINE = re.compile(
-    rf'(\S+) \S+ \S+ \[([^\]]*)\] "({_QUOTED})" (\S+) (\S+)'
+    rf'(\S+) \S+ \S+ \[([^\]]*)\] "(?:([A-Za-z][A-Za-z0-9_-]*) ([^ "\\]+) HTTP/[^ "\\]*|({_QUOTED}))" (\S+) (\S+)'
     rf'(?: "({_QUOTED})")?(?: "({_QUOTED})")?(?: "({_QUOTED})")?((?: "{_QUOTED}")*)[ \t]*',
     re.DOTALL,
 )
@@ -61,24 +71,25 @@ def parse_httpd(line: str, fmt: str = "httpd") -> AccessEvent:
     match = _LINE.fullmatch(line)
     if match is None:
         _diagnose(line)
-    referer, agent, forwarded, extra = match[6], match[7], match[8], match[9]
-    trailing = 0 if referer is None else 1 if agent is None else 2 if forwarded is None else 3
-    if trailing == 3 and extra:
-        trailing += len(_TRAILING.findall(extra))
-    if not _enough_fields(fmt, trailing):
-        raise MalformedLine(f"expected {_FIELDS_NEEDED[fmt]}, found {trailing}", MalformedKind.UNRECOGNISED)
-    ip = check_ip(match[1])
-    event_time = time_local_ms(match[2])
-    status = parse_status(match[4])
-    size = parse_bytes(match[5])
-    method, path = split_request(unescape(match[3]))
+    ip, time_text, method, path, request, status, size, referer, agent, forwarded, extra = match.groups()
+    if (referer is not None and agent is None) or fmt != "httpd":
+        trailing = 0 if referer is None else 1 if agent is None else 2 if forwarded is None else 3
+        if trailing == 3 and extra:
+            trailing += len(_TRAILING.findall(extra))
+        if not _enough_fields(fmt, trailing):
+            raise MalformedLine(f"expected {_FIELDS_NEEDED[fmt]}, found {trailing}", MalformedKind.UNRECOGNISED)
+    if ip not in VALID_IPS:
+        check_ip(ip)
+    event_time = time_local_ms(time_text)
+    if method is None:
+        method, path = split_request(unescape(request))
     return {
         "event_time": event_time,
         "ip": ip,
         "method": method,
         "path": path,
-        "status": status,
-        "bytes": size,
+        "status": STATUSES.get(status) or parse_status(status),
+        "bytes": int(size) if size.isdigit() and size.isascii() and len(size) < 19 else parse_bytes(size),
         "user_agent": "" if agent is None else unescape(agent),
     }
 

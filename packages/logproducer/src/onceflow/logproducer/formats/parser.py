@@ -16,6 +16,8 @@ is not UTF-8 is ``not_utf8``.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Final
 
 from onceflow.core.avro import AccessEvent
@@ -41,6 +43,21 @@ class LineParser:
         self.format = fmt
         self.max_line_bytes = max_line_bytes
         self._detector = FormatDetector() if fmt == "auto" else None
+        self._parse: Callable[[str], AccessEvent] = self._parser_for(fmt)
+
+    def _parser_for(self, fmt: str) -> Callable[[str], AccessEvent]:
+        if fmt == "time-ip":
+            return parse_time_ip
+        if fmt in HTTPD_FORMATS or fmt == "httpd":
+            return functools.partial(parse_httpd, fmt=fmt)
+        return self._detect
+
+    def _detect(self, line: str) -> AccessEvent:
+        assert self._detector is not None
+        event = self._detector.parse(line)
+        if self._detector.decided is not None:  # from now on straight to the decided grammar
+            self._parse = self._parser_for(self._detector.decided)
+        return event
 
     @property
     def detected(self) -> str | None:
@@ -51,6 +68,7 @@ class LineParser:
         """A new file starts (``auto`` decides again)."""
         if self._detector is not None:
             self._detector.reset()
+            self._parse = self._detect
 
     def parse(self, raw: bytes) -> AccessEvent:
         """Parse one line (without its newline; one trailing CR is ignored)."""
@@ -61,14 +79,10 @@ class LineParser:
             )
         if raw.endswith(b"\r"):
             raw = raw[:-1]
-        if not raw.strip():
+        if not raw or raw.isspace():
             raise MalformedLine("empty line", MalformedKind.EMPTY)
         try:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise MalformedLine(f"not UTF-8 at byte {exc.start}", MalformedKind.NOT_UTF8) from None
-        if self._detector is not None:
-            return self._detector.parse(line)
-        if self.format == "time-ip":
-            return parse_time_ip(line)
-        return parse_httpd(line, self.format)
+        return self._parse(line)
