@@ -7,7 +7,7 @@ import pytest
 
 from onceflow.core.avro import ACCESS_EVENT_SERDE, AccessEvent
 from onceflow.logproducer.encoding import AccessEventEncoder, TimestampEncoder, encode_long
-from onceflow.logproducer.formats import KINDS, LineParser, MalformedKind, MalformedLine, unescape
+from onceflow.logproducer.formats import KINDS, FormatDetector, LineParser, MalformedKind, MalformedLine, unescape
 from onceflow.logproducer.testing.corpus import BAD, GOOD, BadLine, GoodLine
 
 COMBINED = b'10.0.0.7 - - [22/Nov/2026:14:30:01 +0000] "GET /index.html HTTP/1.1" 200 612 "-" "curl/8.5.0"'
@@ -83,6 +83,12 @@ def test_auto_decides_per_file_and_misfits_do_not_switch_it() -> None:
     assert parser.detected == "time-ip"
     with pytest.raises(MalformedLine):
         parser.parse(COMBINED)
+
+
+def test_the_detector_decides_from_the_first_fitting_lines() -> None:
+    assert FormatDetector().detect(["", "junk", COMBINED.decode(), TIME_IP.decode()]) == "httpd"
+    assert FormatDetector().detect(["junk", TIME_IP.decode(), COMBINED.decode()]) == "time-ip"
+    assert FormatDetector().detect(["junk", "more junk"]) is None
 
 
 def test_too_long_is_a_piece_of_a_longer_line() -> None:

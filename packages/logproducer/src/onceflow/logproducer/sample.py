@@ -29,7 +29,7 @@ from typing import Final, Literal
 from onceflow.core import defaults
 
 __all__ = [
-    "MALFORMED_KINDS",
+    "MALFORMED_LINES",
     "SampleTruth",
     "Style",
     "escape_apache",
@@ -117,7 +117,7 @@ class SampleTruth:
 
 
 #: Malformed lines the sample writes, in turn: (kind, line); ``{ip}`` and ``{time}`` are filled in.
-MALFORMED_KINDS: Final[tuple[tuple[str, bytes], ...]] = (
+MALFORMED_LINES: Final[tuple[tuple[str, bytes], ...]] = (
     ("bad_timestamp", b'{ip} - - [32/Foo/2026:10:00:00 +0000] "GET / HTTP/1.1" 200 12 "-" "curl/8.5.0"'),
     ("bad_status", b'{ip} - - [{time}] "GET /status HTTP/1.1" abc 12 "-" "curl/8.5.0"'),
     ("bad_bytes", b'{ip} - - [{time}] "GET /bytes HTTP/1.1" 200 12k "-" "curl/8.5.0"'),
@@ -230,7 +230,7 @@ def write_sample_log(
             event_time = (now - (rng.randrange(2000) if rng.random() < 0.7 else 0)) // 1000 * 1000
             ip = rng.choices(pool, weights)[0]
             if i in bad:
-                kind, template = MALFORMED_KINDS[sum(malformed.values()) % len(MALFORMED_KINDS)]
+                kind, template = MALFORMED_LINES[sum(malformed.values()) % len(MALFORMED_LINES)]
                 malformed[kind] += 1
                 data = template.replace(b"{ip}", ip.encode()).replace(b"{time}", time_local(event_time, 0).encode())
             else:

@@ -17,8 +17,8 @@ a line malformed (``-``, ``""``, HTTP/0.9 and escaped junk are events). The stat
 digits, the byte count digits or ``-`` (0), the time is any UTC offset, kept to the second.
 
 A line is checked in this order, and the first problem found is its reason: the shape (quoted fields
-closed; a quote that is followed by neither a space nor the end of the line is ``bad_quoting``, an
-unescaped quote inside a field; anything else out of shape is ``unrecognised``), the number of
+closed; a closing quote followed by neither whitespace nor the end of the line is ``bad_quoting``,
+an unescaped quote inside a field; anything else out of shape is ``unrecognised``), the number of
 trailing quoted fields the format needs, the client ip, the time, the status, the byte count.
 """
 
