@@ -15,7 +15,7 @@ from pathlib import Path
 from onceflow.demo.components.postgres import fallback_base
 
 ONCEFLOW = Path(sys.executable).parent / "onceflow"
-PRODUCED = re.compile(r"produced=(\d+)/(\d+)")
+PRODUCED = re.compile(r" events=(\d+)")
 CHAOS_LINE = re.compile(r"^chaos: (\d+) kills: (\{.*\})$", re.MULTILINE)
 
 
@@ -101,6 +101,6 @@ def verdicts(output: str) -> dict[str, str]:
     result: dict[str, str] = {}
     for line in block[1].splitlines():
         parts = line.split()
-        if len(parts) == 2 and parts[1] in ("EXACT", "DIFFERENT"):
+        if len(parts) >= 2 and parts[1] in ("EXACT", "DIFFERENT"):
             result[parts[0]] = parts[1]
     return result

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from onceflow.core.end_of_input import END_OF_INPUT_TIME_MS
 from onceflow.demo.dashboard import MetricsCollector, RateMeter, Snapshot, progress_line, render
-from onceflow.demo.observe import SparkProgress, TopIps, TransactionTally
-from onceflow.demo.runner import is_complete
+from onceflow.demo.observe import InputProgress, SparkProgress, TopIps, TransactionTally
+from onceflow.demo.runner import DRAIN_QUIET_S, is_complete, is_drained
 from onceflow.demo.supervisor import ChildProcess, EventKind, SupervisedService, Supervisor
 
 
@@ -20,10 +21,13 @@ class FakeSource:
     def __init__(self) -> None:
         self.down = False
         self.produced_value = 0
+        self.ended = False
         self.tally = TransactionTally()
 
-    def produced(self) -> int | None:
-        return None if self.down else self.produced_value
+    def input_progress(self) -> InputProgress | None:
+        if self.down:
+            return None
+        return InputProgress(self.produced_value + 3, self.produced_value, 3, self.ended)
 
     def transactions(self) -> TransactionTally | None:
         return None if self.down else self.tally
@@ -103,7 +107,8 @@ def test_plain_progress_line(tmp_path: Path) -> None:
     collector = MetricsCollector(source, supervisor_with(tmp_path), 1000)
     collector.refresh()
     line = progress_line(collector.snapshot("draining"))
-    assert "draining produced=1000/1000" in line
+    assert "draining lines=1003 events=1000/1000" in line
+    assert "dead_letters=3 input_ended=false" in line
     assert "counted=1000" in line
     assert "batches=10 batch_duration=2.5s" in line
     # The supervisor never started the service: it is reported as down.
@@ -113,6 +118,7 @@ def test_plain_progress_line(tmp_path: Path) -> None:
 def snapshot(**changes: object) -> Snapshot:
     base: dict[str, object] = dict(
         at=0.0, elapsed_s=0.0, phase="draining", target_events=100, produced=100, produced_per_s=0.0,
+        lines_read=101, dead_letters=1, input_ended=True,
         counted_in_store=100, result_rows=5, counted_in_sqlite=100, transactions_committed=3,
         transactions_aborted=0, transactions_in_doubt=0, spark=None, top=None, services=(), log=(),
         kills=0, recoveries=0,
@@ -122,9 +128,21 @@ def snapshot(**changes: object) -> Snapshot:
 
 
 def test_a_run_is_complete_only_when_everything_is_through() -> None:
-    assert is_complete(snapshot(), flushed=True)
-    assert not is_complete(snapshot(), flushed=False)
-    assert not is_complete(snapshot(counted_in_store=99), flushed=True)
-    assert not is_complete(snapshot(counted_in_sqlite=99), flushed=True)
-    assert not is_complete(snapshot(transactions_in_doubt=1), flushed=True)
-    assert not is_complete(snapshot(produced=99), flushed=True)
+    assert is_complete(snapshot())
+    assert not is_complete(snapshot(input_ended=False))
+    assert not is_complete(snapshot(counted_in_store=99))
+    assert not is_complete(snapshot(counted_in_sqlite=99))
+    assert not is_complete(snapshot(transactions_in_doubt=1))
+    assert not is_complete(snapshot(produced=99))
+    # a file: no target, the input's own events
+    assert is_complete(snapshot(target_events=0, produced=100))
+
+
+def test_a_run_whose_job_dropped_late_events_is_drained_once_quiet_after_the_end_of_input() -> None:
+    at_end = SparkProgress(9, 1.0, END_OF_INPUT_TIME_MS - 5_000, 0.0)
+    late = snapshot(counted_in_store=97, counted_in_sqlite=97, spark=at_end)
+    assert not is_complete(late)
+    assert is_drained(late, DRAIN_QUIET_S)
+    assert not is_drained(late, DRAIN_QUIET_S - 1)
+    assert not is_drained(snapshot(spark=SparkProgress(9, 1.0, 1_795_000_000_000, 0.0)), DRAIN_QUIET_S)
+    assert not is_drained(snapshot(input_ended=False, spark=at_end), DRAIN_QUIET_S)

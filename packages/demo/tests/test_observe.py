@@ -1,15 +1,11 @@
-"""Reading progress: the generator's committed positions, result tables, the flush event."""
+"""Reading progress: the source connector's committed positions, result tables."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
-from onceflow.core import defaults
-from onceflow.demo.flush import FLUSH_IP, flush_event, last_event_time
-from onceflow.demo.observe import produced_from_offsets, sqlite_totals
-from onceflow.logproducer.generator import TrafficModel, expected_counts
-from onceflow.logproducer.generator.traffic import ip_and_time
+from onceflow.demo.observe import InputProgress, input_from_offsets, produced_from_offsets, sqlite_totals
 
 
 def test_produced_counts_every_task_of_the_generator() -> None:
@@ -34,19 +30,17 @@ def test_sqlite_totals(tmp_path: Path) -> None:
     assert sqlite_totals(path, "missing_table") is None
 
 
-def test_the_flush_event_closes_every_window_of_the_run_and_stays_in_its_own() -> None:
-    model = TrafficModel(seed=3, start_ms=1_000_000, event_rate=1000, max_disorder_ms=3000)
-    count = 20_000
-    rows = expected_counts(model, count)
-    last = last_event_time(model, count)
-    assert last == max(event_time for _, event_time in ip_and_time(model, 0, count))
-    event = flush_event(model, count)
-    assert event["ip"] == FLUSH_IP
-    watermark = event["event_time"] - defaults.ALLOWED_LATENESS_MS
-    # Every real window ends before the flush event's watermark ...
-    assert all(row.window_end <= watermark for row in rows)
-    # ... and the flush event's own window does not.
-    own_window_end = event["event_time"] - event["event_time"] % defaults.WINDOW_MS + defaults.WINDOW_MS
-    assert own_window_end > watermark
-    assert flush_event(model, count) == event
-    assert last_event_time(model, 0) is None
+def test_the_input_ends_when_every_source_partition_ended() -> None:
+    ended: dict[str, object] = {"seq": 8.0, "end_of_input": True}
+    assert input_from_offsets([({"generator": "access-log", "task": 0, "tasks": 2}, ended)]) == InputProgress(
+        5, 5, 0, False
+    )  # task 0 of 2 emitted 0, 2, ..., 8; task 1 has not even started
+    both: list[tuple[dict[str, object], dict[str, object]]] = [
+        ({"generator": "access-log", "task": 0, "tasks": 2}, ended),
+        ({"generator": "access-log", "task": 1, "tasks": 2}, {"seq": 9, "end_of_input": True}),
+    ]
+    assert input_from_offsets(both).ended
+    file = {"file": "/x/access.log"}
+    position = {"offset": 10, "lines": 1000.0, "events": 990, "dead_letters": 10}
+    assert input_from_offsets([(file, position)]) == InputProgress(1000, 990, 10, False)
+    assert input_from_offsets([(file, {**position, "end_of_input": True})]).ended

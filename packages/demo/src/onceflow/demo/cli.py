@@ -2,9 +2,15 @@
 
 Starts the broker, the coordinator, the sink participants (Kafka, SQLite, optionally PostgreSQL),
 the consumer with its Results API, the Spark job (local[2]) and a connect worker running the
-generator, as supervised child processes under a run directory. Stops after --events events were
-produced and fully processed (or on Ctrl-C), then audits every sink against the generator's truth
-and the source topic. Exit code 0 only when every sink is EXACT; 1 otherwise; 130 on Ctrl-C.
+generator, or with --input FILE the access-log file tailer, as supervised child processes under a
+run directory.
+
+With the generator it stops after --events events were produced and fully processed; with --input
+it reads the file from the start and stops at its end (--follow keeps tailing it through rotation,
+as tail -F does, until --idle-timeout passes without a new line, or until Ctrl-C). Then it audits
+every sink against an independent truth (the generator's, or a plain-Python recount of the file
+that accounts for every line: events plus dead letters) and against the source topic.
+Exit code 0 only when every sink is EXACT and every line is accounted for; 1 otherwise; 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -40,6 +46,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--events", type=_positive_int, default=DEFAULT_EVENTS, help="events to generate in total")
     parser.add_argument("--rate", type=_positive_float, default=DEFAULT_RATE, help="generator events per second")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the generated traffic")
+    parser.add_argument(
+        "--input",
+        type=Path,
+        metavar="FILE",
+        help="run over this access-log file (nginx/Apache formats) instead of the generator",
+    )
+    parser.add_argument(
+        "--follow", action="store_true", help="with --input: keep tailing the file through rotation, as tail -F does"
+    )
+    parser.add_argument("--idle-timeout", type=_positive_float, default=None, metavar="SECONDS",
+                        help="with --follow: end the input after this long without a new line")  # fmt: skip
     parser.add_argument("--trigger-ms", type=_positive_int, default=5000, help="micro-batch (checkpoint) interval")
     parser.add_argument("--chaos", action="store_true", help="kill -9 a random service every --chaos-interval")
     parser.add_argument("--chaos-interval", type=_positive_float, default=8.0, metavar="SECONDS")
@@ -68,6 +85,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 def options_from(args: argparse.Namespace) -> DemoOptions:
     if args.resume and args.run_dir is None:
         raise InvalidConfig("--resume", "needs --run-dir (the run to continue)")
+    if args.input is not None and not args.input.is_file():
+        raise InvalidConfig("--input", f"{args.input} is not a readable file")
+    if (args.follow or args.idle_timeout is not None) and args.input is None:
+        raise InvalidConfig("--follow/--idle-timeout", "only go with --input FILE")
+    if args.idle_timeout is not None and not args.follow:
+        raise InvalidConfig("--idle-timeout", "only goes with --follow (a file without --follow ends at its end)")
     return DemoOptions(
         run_dir=args.run_dir,
         resume=args.resume,
@@ -83,6 +106,9 @@ def options_from(args: argparse.Namespace) -> DemoOptions:
         timeout_s=args.timeout,
         plain=args.plain,
         service_log_level=args.service_log_level,
+        input_path=args.input,
+        follow=args.follow,
+        idle_timeout_s=args.idle_timeout,
     )
 
 

@@ -1,11 +1,11 @@
 """The demo's verdict: every sink against two independent truths.
 
-1. **Generator truth**: the counts of the generator's first N events for the run's seed (recomputed
-   from the traffic model, never read back from Kafka). Every window counts: after the flush event
-   every real window is closed, so every sink must hold exactly these rows.
-2. **Source-topic truth**: ``ip_count_source`` recounted with read_committed, closed windows only
-   (the flush event's own window stays open and is left out of both sides). It catches an event
-   produced twice, or lost, by the log producer.
+1. **Input truth**: the generator's first N events for the run's seed (recomputed from the traffic
+   model, never read back from Kafka), or with ``--input`` a plain-Python recount of the file that
+   also accounts for every line (an event in ``ip_count_source`` or a dead letter, kind by kind).
+   Every window counts: the end of input closed them all, so every sink must hold exactly these rows.
+2. **Source-topic truth**: ``ip_count_source`` recounted with read_committed. It catches an event
+   produced twice, or lost, by the log producer. The dead-letter topic is tallied with it.
 
 Sinks: ``kafka`` (ip_count_sink, read_committed, latest record per key), ``sqlite`` (the
 participant's table), ``postgres`` when enabled, and ``consumer`` (the consumer's store).
@@ -14,16 +14,18 @@ participant's table), ``postgres`` when enabled, and ``consumer`` (the consumer'
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from onceflow.consumer.audit import report as audit_report
 from onceflow.consumer.audit.model import AuditReport
-from onceflow.consumer.audit.runner import Auditor, GeneratorSource, TopicSource
+from onceflow.consumer.audit.runner import Auditor, FileSource, GeneratorSource, TopicSource
 from onceflow.consumer.settings import AuditSettings, AuditSinkSettings, StoreSettings
 from onceflow.core import defaults
 from onceflow.core.settings import KafkaSettings
-from onceflow.core.topics import SINK_TOPIC, SOURCE_TOPIC
+from onceflow.core.topics import DEAD_LETTER_TOPIC, SINK_TOPIC, SOURCE_TOPIC
 from onceflow.demo.components import Context, generator_config
 from onceflow.demo.components.participant import KAFKA_SINK, POSTGRES_SINK, SQLITE_SINK
+from onceflow.demo.run_dir import RunState
 
 
 @dataclass(frozen=True)
@@ -49,15 +51,19 @@ class Verdict:
         """Both reports in full, then one verdict line per sink and the overall verdict."""
         word = {True: audit_report.EXACT, False: audit_report.DIFFERENT}
         lines = [
-            f"== audit 1: generator truth ({self.generator.truth_source}, {self.generator.events} events)",
+            f"== audit 1: input truth ({self.generator.truth_source}, {self.generator.events} events)",
             audit_report.render(self.generator).rstrip(),
             "",
-            f"== audit 2: source-topic truth ({self.source_topic.truth_source}, closed windows only)",
+            f"== audit 2: source-topic truth ({self.source_topic.truth_source})",
             audit_report.render(self.source_topic).rstrip(),
             "",
             "== verdict",
         ]
         lines += [f"{sink:<10} {word[exact]}" for sink, exact in self.per_sink().items()]
+        accounting = self.generator.accounting
+        if accounting is not None:
+            lines.append(f"{'lines':<10} {word[accounting.exact]} ({accounting.lines} lines, "
+                         f"{accounting.unaccounted} unaccounted for)")  # fmt: skip
         lines.append(f"{'overall':<10} {word[self.exact]}")
         return "\n".join(lines)
 
@@ -81,17 +87,30 @@ def auditor(context: Context) -> Auditor:
     return Auditor(KafkaSettings(bootstrap_servers=context.bootstrap), settings, store)
 
 
+def rotated_files(state: RunState) -> tuple[str, ...]:
+    """With ``--follow``: the files rotated away from the input while it was read, oldest first (the
+    tailer finds them the same way: siblings whose name starts with the file's name)."""
+    if not state.follow:
+        return ()
+    path = Path(state.input_path)
+    siblings = [p for p in path.parent.iterdir() if p.name.startswith(path.name) and p.name != path.name]
+    return tuple(str(p) for p in sorted(siblings, key=lambda p: (p.stat().st_mtime, p.name)))
+
+
 def run_final_audit(context: Context, *, events: int | None = None) -> Verdict:
     """Steps 1 and 2 of the module docstring. ``events`` defaults to the run's N."""
     audit = auditor(context)
-    count = context.state.events if events is None else events
+    state = context.state
     # Step 1
-    generator = audit.run(
-        GeneratorSource(context.state.seed, count, generator_config(context.state)), closed_only=False
-    )
+    if state.input_path:
+        source = FileSource(state.input_path, SOURCE_TOPIC, DEAD_LETTER_TOPIC, rotated=rotated_files(state))
+        first = audit.run(source, closed_only=False)
+    else:
+        count = state.events if events is None else events
+        first = audit.run(GeneratorSource(state.seed, count, generator_config(state)), closed_only=False)
     # Step 2
-    source_topic = audit.run(TopicSource(SOURCE_TOPIC), closed_only=True)
-    return Verdict(generator, source_topic)
+    source_topic = audit.run(TopicSource(SOURCE_TOPIC, DEAD_LETTER_TOPIC), closed_only=False)
+    return Verdict(first, source_topic)
 
 
 def run_partial_audit(context: Context) -> AuditReport:

@@ -3,8 +3,10 @@
 Every read answers None when the service cannot be asked right now (it may be down under chaos):
 callers keep their last known value.
 
-- events produced: the generator's committed positions (Connect ``GetConnectorOffsets``), which
-  commit in the same Kafka transaction as the events (so this counts committed events only);
+- input progress: the source connector's committed positions (Connect ``GetConnectorOffsets``),
+  which commit in the same Kafka transaction as the events (so this counts committed data only):
+  the generator's sequence numbers, or the file tailer's counts of lines, events and dead letters,
+  and whether the input ended;
 - results: ``SUM(count)`` over a SQLite result table (the participant's sink, the consumer store);
 - 2PC transactions: the coordinator's ``ListTransactions``;
 - Spark: the job's Prometheus endpoint (last batch id, batch duration, watermark, rows/s);
@@ -23,10 +25,11 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 from prometheus_client.parser import text_string_to_metric_families
 
-from onceflow.demo.components import GENERATOR, JOB, Context
+from onceflow.demo.components import JOB, Context, connector_name
 from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc, results_pb2, results_pb2_grpc
 from onceflow.proto.v1 import connect_pb2 as connect_pb
 from onceflow.runtime.admin.client import ConnectClient
+from onceflow.runtime.api.source import END_OF_INPUT_KEY
 
 RPC_TIMEOUT_S = 2.0
 #: Coordinator states of a transaction that is not final yet.
@@ -72,19 +75,51 @@ class TopIps:
     counts: tuple[tuple[str, int], ...]
 
 
-def produced_from_offsets(offsets: Sequence[tuple[Mapping[str, object], Mapping[str, object]]]) -> int:
-    """Events committed by the generator's tasks: task ``k`` of ``n`` at ``seq`` has produced
-    ``(seq - k) // n + 1`` events (it emits ``k, k + n, ...``)."""
-    total = 0
+@dataclass(frozen=True)
+class InputProgress:
+    """The source connector's committed progress: lines read (the generator's events are its lines),
+    events, dead letters, and whether the whole input has ended."""
+
+    lines: int = 0
+    events: int = 0
+    dead_letters: int = 0
+    ended: bool = False
+
+
+def _number(value: object) -> int:
+    """A JSON number of a position (a protobuf Struct holds them as floats)."""
+    return int(float(str(value)))
+
+
+def input_from_offsets(offsets: Sequence[tuple[Mapping[str, object], Mapping[str, object]]]) -> InputProgress:
+    """The committed progress of the generator's tasks or of the file tailer.
+
+    Generator task ``k`` of ``n`` at ``seq`` has produced ``(seq - k) // n + 1`` events (it emits
+    ``k, k + n, ...``); the tailer commits its counts with its position. The input ended when every
+    source partition did (for the generator: all ``n`` of its tasks).
+    """
+    lines = events = dead = 0
+    ended: list[bool] = []
+    tasks = 0
     for partition, offset in offsets:
-        if partition.get("generator") != "access-log" or "seq" not in offset:
+        if partition.get("generator") == "access-log" and "seq" in offset:
+            tasks = _number(partition.get("tasks", 1))
+            produced = (_number(offset["seq"]) - _number(partition.get("task", 0))) // tasks + 1
+            lines, events = lines + produced, events + produced
+        elif "file" in partition and "lines" in offset:
+            lines += _number(offset["lines"])
+            events += _number(offset.get("events", 0))
+            dead += _number(offset.get("dead_letters", 0))
+        else:
             continue
-        # JSON numbers (a protobuf Struct holds them as floats).
-        task = int(float(str(partition.get("task", 0))))
-        tasks = int(float(str(partition.get("tasks", 1))))
-        seq = int(float(str(offset["seq"])))
-        total += (seq - task) // tasks + 1
-    return total
+        ended.append(bool(offset.get(END_OF_INPUT_KEY)))
+    complete = bool(ended) and all(ended) and len(ended) >= max(tasks, 1)
+    return InputProgress(lines, events, dead, complete)
+
+
+def produced_from_offsets(offsets: Sequence[tuple[Mapping[str, object], Mapping[str, object]]]) -> int:
+    """Events committed by the source connector (see :func:`input_from_offsets`)."""
+    return input_from_offsets(offsets).events
 
 
 def sqlite_totals(path: Path, table: str) -> tuple[int, int] | None:
@@ -120,14 +155,15 @@ class Observer:
         self.context = context
         self.tally = TransactionTally()
 
-    def produced(self) -> int | None:
+    def input_progress(self) -> InputProgress | None:
         try:
             with ConnectClient(self.context.target("connect"), timeout=RPC_TIMEOUT_S) as client:
-                reply = client.call("GetConnectorOffsets", connect_pb.GetConnectorOffsetsRequest(name=GENERATOR))
+                request = connect_pb.GetConnectorOffsetsRequest(name=connector_name(self.context.state))
+                reply = client.call("GetConnectorOffsets", request)
         except grpc.RpcError:
             return None
         pairs = [(MessageToDict(o.partition), MessageToDict(o.offset)) for o in reply.offsets]
-        return produced_from_offsets(pairs)
+        return input_from_offsets(pairs)
 
     def transactions(self) -> TransactionTally | None:
         """The job's transactions (newest page) folded into :attr:`tally`."""

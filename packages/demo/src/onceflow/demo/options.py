@@ -36,6 +36,11 @@ class DemoOptions:
     #: None: a rich dashboard on a terminal, plain progress lines otherwise.
     plain: bool | None = None
     progress_interval_s: float = 5.0
+    #: ``--input``: an access-log file to run over instead of the generator; ``--follow`` tails it
+    #: through rotation, ending after ``idle_timeout_s`` without a new line (None: until Ctrl-C).
+    input_path: Path | None = None
+    follow: bool = False
+    idle_timeout_s: float | None = None
     service_log_level: str = "INFO"
 
     def new_state(self, run_id: str) -> RunState:
@@ -59,4 +64,7 @@ class DemoOptions:
             source_partitions=self.source_partitions,
             postgres=postgres,
             postgres_dsn=self.postgres_dsn,
+            input_path=str(self.input_path.resolve()) if self.input_path is not None else "",
+            follow=self.follow,
+            idle_end_ms=int(self.idle_timeout_s * 1000) if self.idle_timeout_s else 0,
         )

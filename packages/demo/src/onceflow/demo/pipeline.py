@@ -6,7 +6,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from onceflow.core.logging import get_logger
-from onceflow.core.topics import SINK_TOPIC, SOURCE_TOPIC
+from onceflow.core.topics import DEAD_LETTER_TOPIC, SINK_TOPIC, SOURCE_TOPIC
 from onceflow.demo.components import (
     BrokerComponent,
     Component,
@@ -27,11 +27,12 @@ TOPIC_CONFIG = {"retention.ms": "-1"}
 
 
 def ensure_topics(bootstrap: str, source_partitions: int, timeout: float = 30.0) -> None:
-    """Create ``ip_count_source`` and ``ip_count_sink`` unless they exist (idempotent, for resume)."""
+    """Create ``ip_count_source``, ``ip_count_sink`` and the dead-letter topic unless they exist (idempotent)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     wanted = [
         NewTopic(SOURCE_TOPIC, num_partitions=source_partitions, replication_factor=1, config=TOPIC_CONFIG),
         NewTopic(SINK_TOPIC, num_partitions=1, replication_factor=1, config=TOPIC_CONFIG),
+        NewTopic(DEAD_LETTER_TOPIC, num_partitions=1, replication_factor=1, config=TOPIC_CONFIG),
     ]
     for topic, future in admin.create_topics(wanted, request_timeout=timeout).items():
         try:

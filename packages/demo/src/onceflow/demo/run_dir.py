@@ -77,8 +77,11 @@ class RunState:
     postgres_dsn: str = ""
     ports: dict[str, int] = field(default_factory=dict)
     created_at: float = field(default_factory=time.time)
-    #: Set once the end-of-input flush event is in the source topic (see flush.py).
-    flushed: bool = False
+    #: ``--input``: the access-log file the run reads ("" = the generator), and how it ends.
+    input_path: str = ""
+    follow: bool = False
+    #: With ``follow``: the input ends after this long without a new line (0 = never).
+    idle_end_ms: int = 0
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True)

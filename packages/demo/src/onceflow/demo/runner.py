@@ -8,14 +8,13 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TextIO
 
-from onceflow.consumer.audit.truth import generator_model
+from onceflow.core.end_of_input import END_OF_INPUT_TIME_MS
 from onceflow.core.logging import get_logger
 from onceflow.demo.chaos import ChaosMonkey
-from onceflow.demo.components import Context, generator_config
+from onceflow.demo.components import Context
 from onceflow.demo.components.postgres import LocalPostgres
 from onceflow.demo.dashboard import MetricsCollector, Snapshot, progress_line, render
 from onceflow.demo.final_audit import Verdict, run_final_audit, run_partial_audit
-from onceflow.demo.flush import write_flush_event
 from onceflow.demo.observe import Observer
 from onceflow.demo.options import DemoOptions
 from onceflow.demo.pipeline import Pipeline
@@ -27,19 +26,31 @@ _log = get_logger(__name__)
 EXIT_EXACT = 0
 EXIT_DIFFERENT = 1
 EXIT_INTERRUPTED = 130
+#: How long counts must stand still, after the end of input, before a run that is not complete is
+#: taken as drained (then audited).
+DRAIN_QUIET_S = 30.0
 
 
-def is_complete(snap: Snapshot, flushed: bool) -> bool:
-    """Every event produced, the flush written, every event counted in the consumer store and the
-    SQLite sink, and no 2PC transaction in doubt."""
-    n = snap.target_events
+def is_complete(snap: Snapshot) -> bool:
+    """The input ended, every one of its events is counted in the consumer store and the SQLite
+    sink, and no 2PC transaction is in doubt."""
+    n = snap.produced
     return (
-        flushed
-        and snap.produced >= n
+        snap.input_ended
+        and n >= snap.target_events
         and snap.counted_in_store >= n
         and snap.counted_in_sqlite >= n
         and snap.transactions_in_doubt == 0
     )
+
+
+def is_drained(snap: Snapshot, quiet_s: float) -> bool:
+    """The input ended, the job's watermark reached the end of input (every window is closed and
+    emitted), nothing is in doubt, and the counts have not moved for ``quiet_s``: events the job
+    dropped as too late will never be counted, and the audit says which."""
+    spark = snap.spark
+    at_end = spark is not None and spark.watermark_ms >= END_OF_INPUT_TIME_MS - 86_400_000
+    return snap.input_ended and at_end and snap.transactions_in_doubt == 0 and quiet_s >= DRAIN_QUIET_S
 
 
 class DemoRun:
@@ -52,8 +63,9 @@ class DemoRun:
         2. PostgreSQL: start the local server (``--postgres``) or use the DSN given.
         3. Start the pipeline in dependency order (see :class:`~onceflow.demo.pipeline.Pipeline`).
         4. Chaos on, when asked for.
-        5. Watch and show progress. Once the generator's committed position reaches N, write the
-           flush event (once per run). The run is complete when :func:`is_complete`.
+        5. Watch and show progress until the source ends its input (the generator after its N events,
+           a file at its end or after its idle timeout) and the job has counted it all
+           (:func:`is_complete`, or :func:`is_drained` when the job dropped late events).
         6. Chaos off; wait until every service is up again (the audit reads the broker).
         7. Audit every sink against the generator and the source topic; print the verdicts.
         8. Stop the pipeline (producer first, broker last) and PostgreSQL.
@@ -99,7 +111,8 @@ class DemoRun:
             self.start_postgres()
             # Step 3
             self.pipeline = Pipeline(context, self.supervisor, RestartPolicy(self.options.restart_delay_s))
-            self.say("starting broker, coordinator, participant, consumer, Spark job and generator ...")
+            source = f"the tailer of {self.state.input_path}" if self.state.input_path else "the generator"
+            self.say(f"starting broker, coordinator, participant, consumer, Spark job and {source} ...")
             started = time.monotonic()
             self.pipeline.start()
             self.say(f"pipeline up in {time.monotonic() - started:.0f}s; logs in {self.run_dir.root / 'logs'}")
@@ -117,7 +130,8 @@ class DemoRun:
                 return self.finish_interrupted(context)
             self.wait_all_up()
             # Step 7
-            self.say("auditing every sink against the generator and the source topic ...")
+            truth = "a recount of the input file" if self.state.input_path else "the generator"
+            self.say(f"auditing every sink against {truth} and the source topic ...")
             self.verdict = run_final_audit(context)
             self.say(self.verdict.render())
             return EXIT_EXACT if self.verdict.exact and outcome == "complete" else EXIT_DIFFERENT
@@ -132,20 +146,23 @@ class DemoRun:
 
     def watch(self, context: Context) -> str:
         """Step 5: returns ``complete``, ``timeout`` or ``interrupted``."""
-        collector = MetricsCollector(Observer(context), self.supervisor, self.state.events)
+        target = 0 if self.state.input_path else self.state.events
+        collector = MetricsCollector(Observer(context), self.supervisor, target)
         deadline = None if self.options.timeout_s is None else time.monotonic() + self.options.timeout_s
+        counts, changed_at = (-1, -1), time.monotonic()
         try:
             with self.display(collector) as show:
                 while True:
                     collector.refresh()
-                    phase = "draining" if self.state.flushed else "producing"
-                    snap = collector.snapshot(phase)
+                    snap = collector.snapshot("draining" if collector.input.ended else "reading")
                     show(snap)
-                    if not self.state.flushed and snap.produced >= self.state.events:
-                        self.write_flush(context)
-                    if is_complete(collector.snapshot("complete"), self.state.flushed):
-                        show(collector.snapshot("complete"))
-                        _log.info("demo.complete", run=self.state.run_id, events=self.state.events)
+                    if (snap.counted_in_store, snap.counted_in_sqlite) != counts:
+                        counts, changed_at = (snap.counted_in_store, snap.counted_in_sqlite), time.monotonic()
+                    done = collector.snapshot("complete")
+                    if is_complete(done) or is_drained(done, time.monotonic() - changed_at):
+                        show(done)
+                        _log.info("demo.complete", run=self.state.run_id, lines=done.lines_read, events=done.produced,
+                                  dead_letters=done.dead_letters, counted=done.counted_in_store)  # fmt: skip
                         return "complete"
                     if deadline is not None and time.monotonic() > deadline:
                         _log.error("demo.timeout", run=self.state.run_id, timeout_s=self.options.timeout_s)
@@ -155,16 +172,6 @@ class DemoRun:
         except KeyboardInterrupt:
             _log.warning("demo.interrupted", run=self.state.run_id)
             return "interrupted"
-
-    def write_flush(self, context: Context) -> None:
-        model = generator_model(self.state.seed, generator_config(self.state))
-        try:
-            write_flush_event(context.bootstrap, model, self.state.events, timeout=30.0)
-        except Exception as exc:  # the broker may be down (chaos): try again at the next refresh
-            _log.warning("flush.failed", error=f"{type(exc).__name__}: {exc}")
-            return
-        self.state.flushed = True
-        self.run_dir.save(self.state)
 
     @contextlib.contextmanager
     def display(self, collector: MetricsCollector) -> Iterator[Callable[[Snapshot], None]]:

@@ -5,11 +5,21 @@ A library (used by ``RunAudit``, ``onceflow audit`` and the demo): :func:`run_au
 """
 
 from onceflow.consumer.audit.compare import compare
-from onceflow.consumer.audit.model import AuditReport, Difference, DifferenceKind, Key, SinkAudit, SinkRows, Truth
+from onceflow.consumer.audit.model import (
+    Accounting,
+    AuditReport,
+    Difference,
+    DifferenceKind,
+    Key,
+    SinkAudit,
+    SinkRows,
+    Truth,
+)
 from onceflow.consumer.audit.report import DIFFERENT, EXACT, render
 from onceflow.consumer.audit.runner import (
     STORE_SINK,
     Auditor,
+    FileSource,
     GeneratorSource,
     TopicSource,
     TruthSource,
@@ -24,10 +34,12 @@ __all__ = [
     "DIFFERENT",
     "EXACT",
     "STORE_SINK",
+    "Accounting",
     "AuditReport",
     "Auditor",
     "Difference",
     "DifferenceKind",
+    "FileSource",
     "GeneratorSource",
     "KafkaTopicReader",
     "Key",

@@ -370,3 +370,23 @@ def recount_file(
         max_event_time=max_event_time,
         grammar=scanner.grammar,
     )
+
+
+def merge_recounts(parts: list[FileRecount]) -> FileRecount:
+    """One recount of an input that spans several files (rotated ones first, then the live file)."""
+    counts: Counter[Key] = Counter()
+    dead: Counter[str] = Counter()
+    for part in parts:
+        counts.update(part.counts)
+        dead.update(part.dead_letters)
+    times = [p.max_event_time for p in parts if p.max_event_time is not None]
+    return FileRecount(
+        path=" + ".join(p.path for p in parts),
+        window_ms=parts[0].window_ms,
+        lines=sum(p.lines for p in parts),
+        events=sum(p.events for p in parts),
+        counts=dict(counts),
+        dead_letters=dict(dead),
+        max_event_time=max(times) if times else None,
+        grammar=next((p.grammar for p in parts if p.grammar), None),
+    )

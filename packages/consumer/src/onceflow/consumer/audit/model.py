@@ -75,6 +75,37 @@ class SinkAudit:
 
 
 @dataclass(frozen=True)
+class Accounting:
+    """Every input line accounted for: it is an event in the source topic or a dead letter.
+
+    ``lines``, ``events`` and ``expected_dead_letters`` come from an independent recount of the input
+    file; ``events_in_topic`` and ``dead_letters`` are what the pipeline committed (the source topic
+    and the dead-letter topic, read_committed). Exact when the topic holds exactly the recount's
+    events, and the dead-letter topic exactly its malformed lines, kind by kind.
+    """
+
+    lines: int
+    events: int
+    expected_dead_letters: dict[str, int]
+    events_in_topic: int
+    dead_letters: dict[str, int]
+
+    @property
+    def unaccounted(self) -> int:
+        """Lines neither in the source topic nor in the dead-letter topic (negative: too many records)."""
+        return self.lines - self.events_in_topic - sum(self.dead_letters.values())
+
+    @property
+    def exact(self) -> bool:
+        return (
+            self.unaccounted == 0
+            and self.events_in_topic == self.events
+            and {k: n for k, n in self.dead_letters.items() if n}
+            == {k: n for k, n in self.expected_dead_letters.items() if n}
+        )
+
+
+@dataclass(frozen=True)
 class AuditReport:
     """The truth's summary and one :class:`SinkAudit` per sink; exact when every sink is."""
 
@@ -87,7 +118,14 @@ class AuditReport:
     closed_end_limit: int | None
     excluded_open_rows: int
     sinks: tuple[SinkAudit, ...] = field(default_factory=tuple)
+    #: The dead-letter topic per kind (None: not read).
+    dead_letter_topic: str = ""
+    dead_letters_by_kind: dict[str, int] | None = None
+    #: With a file as the truth: every line of it accounted for (None: not a file audit).
+    accounting: Accounting | None = None
 
     @property
     def exact(self) -> bool:
-        return bool(self.sinks) and all(sink.exact for sink in self.sinks)
+        accounted = self.accounting is None or self.accounting.exact
+        audited = bool(self.sinks) or self.accounting is not None
+        return audited and all(sink.exact for sink in self.sinks) and accounted

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import psycopg
 from confluent_kafka import KafkaException
 
 from onceflow.consumer.audit.compare import compare
-from onceflow.consumer.audit.model import AuditReport, Key, SinkAudit, Truth
+from onceflow.consumer.audit.dead_letters import DeadLetterTally, tally_dead_letters
+from onceflow.consumer.audit.logfile import FileRecount, merge_recounts, recount_file
+from onceflow.consumer.audit.model import Accounting, AuditReport, Key, SinkAudit, Truth
 from onceflow.consumer.audit.sinks import KafkaTopicReader, PostgresTableReader, SinkReader, SqliteTableReader
-from onceflow.consumer.audit.truth import generator_model, generator_truth, source_topic_truth
+from onceflow.consumer.audit.truth import file_truth, generator_model, generator_truth, source_topic_truth
 from onceflow.consumer.exceptions import InvalidQuery
 from onceflow.consumer.settings import AuditSettings, StoreSettings
 from onceflow.core import defaults
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
+from onceflow.core.topics import DEAD_LETTER_TOPIC, SOURCE_TOPIC
 
 _log = get_logger(__name__)
 
@@ -102,12 +105,29 @@ class GeneratorSource:
 
 @dataclass(frozen=True)
 class TopicSource:
-    """Truth recounted from a source topic (``ip_count_source``), read with read_committed."""
+    """Truth recounted from a source topic (``ip_count_source``), read with read_committed; the
+    report also tallies the dead-letter topic ("" = do not read it)."""
 
     topic: str
+    dead_letter_topic: str = DEAD_LETTER_TOPIC
 
 
-TruthSource = GeneratorSource | TopicSource
+@dataclass(frozen=True)
+class FileSource:
+    """Truth recounted from the access-log file the pipeline read, with an independent plain-Python
+    parse (:mod:`onceflow.consumer.audit.logfile`). The report accounts for every line of it: an
+    event in ``source_topic`` or a dead letter in ``dead_letter_topic``, kind by kind."""
+
+    path: str
+    source_topic: str = SOURCE_TOPIC
+    dead_letter_topic: str = DEAD_LETTER_TOPIC
+    #: The tailer's ``max.line.bytes``: longer lines reach the pipeline in pieces.
+    max_line_bytes: int = 1 << 20
+    #: Files rotated away from ``path`` while it was read (oldest first): they hold the input's start.
+    rotated: tuple[str, ...] = ()
+
+
+TruthSource = GeneratorSource | TopicSource | FileSource
 
 
 class Auditor:
@@ -151,23 +171,56 @@ class Auditor:
         if isinstance(source, GeneratorSource):
             settings = {**self.settings.generator, **source.settings}
             return generator_truth(generator_model(source.seed, settings), source.count, window_ms)
+        if isinstance(source, FileSource):
+            return file_truth(self._recount(source))
         return source_topic_truth(self.kafka, source.topic, window_ms, timeout=self.settings.read_timeout_s)
+
+    def _recount(self, source: FileSource) -> FileRecount:
+        """The recount of the input: the rotated files (oldest first), then the file itself."""
+        parts: list[FileRecount] = []
+        for path in (*source.rotated, source.path):
+            try:
+                parts.append(recount_file(path, self.settings.window_ms, max_line_bytes=source.max_line_bytes))
+            except OSError as exc:
+                raise InvalidQuery("input", f"cannot read {path}: {exc.strerror or exc}") from None
+        return merge_recounts(parts) if len(parts) > 1 else parts[0]
+
+    def accounting(self, source: FileSource, recount: FileRecount, dead_letters: DeadLetterTally) -> Accounting:
+        """Every line of the file: an event in the source topic or a dead letter (see :class:`Accounting`)."""
+        in_topic = source_topic_truth(
+            self.kafka, source.source_topic, self.settings.window_ms, timeout=self.settings.read_timeout_s
+        )
+        return Accounting(
+            lines=recount.lines,
+            events=recount.events,
+            expected_dead_letters=dict(recount.dead_letters),
+            events_in_topic=in_topic.events,
+            dead_letters=dict(dead_letters.by_kind),
+        )
 
     def run(self, source: TruthSource, sinks: Sequence[str] = (), *, closed_only: bool | None = None) -> AuditReport:
         """Audit; ``closed_only`` defaults to on for topic truth (a live run) and off for generator truth."""
         readers = self.readers(sinks)
-        if not readers:
+        if not readers and not isinstance(source, FileSource):
             raise InvalidQuery("sinks", "no sinks to audit: configure audit.sinks or pass sinks")
         if closed_only is None:
             closed_only = isinstance(source, TopicSource)
-        return run_audit(
-            self.truth(source),
+        recount = self._recount(source) if isinstance(source, FileSource) else None
+        report = run_audit(
+            file_truth(recount) if recount is not None else self.truth(source),
             readers,
             window_ms=self.settings.window_ms,
             allowed_lateness_ms=self.settings.allowed_lateness_ms,
             closed_only=closed_only,
             examples=self.settings.examples,
         )
+        if isinstance(source, GeneratorSource) or not source.dead_letter_topic:
+            return report
+        dead = tally_dead_letters(self.kafka, source.dead_letter_topic, timeout=self.settings.read_timeout_s)
+        report = replace(report, dead_letter_topic=dead.topic, dead_letters_by_kind=dict(dead.by_kind))
+        if isinstance(source, FileSource) and recount is not None:
+            report = replace(report, accounting=self.accounting(source, recount, dead))
+        return report
 
 
 def store_reader(store: StoreSettings, name: str = STORE_SINK) -> SinkReader:

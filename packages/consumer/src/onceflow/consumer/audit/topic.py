@@ -18,10 +18,23 @@ class TopicRecord:
     offset: int
     key: bytes | None
     value: bytes | None
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+    def header(self, name: str) -> bytes | None:
+        """The last value of header ``name`` (None when absent)."""
+        found = [value for key, value in self.headers if key == name]
+        return found[-1] if found else None
 
 
 class TopicNotFound(KafkaException):
     """The topic does not exist (or its metadata has an error)."""
+
+
+def _headers(raw: object) -> tuple[tuple[str, bytes], ...]:
+    """librdkafka's headers (a list of pairs, or None) as ``(name, bytes)`` pairs."""
+    if not isinstance(raw, list):
+        return ()
+    return tuple((str(k), v if isinstance(v, bytes) else str(v or "").encode()) for k, v in raw)
 
 
 def read_committed(kafka: KafkaSettings, topic: str, *, timeout: float = 120.0) -> Iterator[TopicRecord]:
@@ -78,7 +91,8 @@ def read_committed(kafka: KafkaSettings, topic: str, *, timeout: float = 120.0) 
                     continue
                 if partition not in remaining or offset >= ends[partition]:
                     continue
-                yield TopicRecord(partition, offset, message.key(), message.value())
+                headers = _headers(message.headers())
+                yield TopicRecord(partition, offset, message.key(), message.value(), headers)
                 if offset + 1 >= ends[partition]:
                     remaining.discard(partition)
     finally:

@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
+from onceflow.consumer.audit.logfile import FileRecount
 from onceflow.consumer.audit.model import Key, Truth
 from onceflow.consumer.audit.topic import read_committed
 from onceflow.consumer.exceptions import InvalidQuery
 from onceflow.core import defaults
 from onceflow.core.avro import ACCESS_EVENT_SERDE
+from onceflow.core.end_of_input import is_marker
 from onceflow.core.errors import InvalidConfig, SerializationError
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
@@ -55,6 +57,7 @@ def source_topic_truth(
     """Recount ``topic`` (AccessEvent records) read with read_committed from the beginning to its end.
 
     A record that is not an AccessEvent is a dead letter: counted in ``dead_letters``, not in a window.
+    End-of-input markers (:mod:`onceflow.core.end_of_input`) are not events and are skipped.
     """
     if not topic:
         raise InvalidQuery("topic", "must not be empty")
@@ -64,6 +67,8 @@ def source_topic_truth(
     events = dead_letters = 0
     max_event_time: int | None = None
     for record in read_committed(kafka, topic, timeout=timeout):
+        if is_marker(record.headers):
+            continue
         try:
             event = ACCESS_EVENT_SERDE.decode(record.value or b"")
         except SerializationError as exc:
@@ -83,4 +88,15 @@ def source_topic_truth(
         events=events,
         max_event_time=max_event_time,
         dead_letters=dead_letters,
+    )
+
+
+def file_truth(recount: FileRecount) -> Truth:
+    """The counts of an access-log file's well-formed lines (an independent recount of the file)."""
+    return Truth(
+        source=f"file {recount.path} (independent recount: {recount.lines} lines)",
+        counts=dict(recount.counts),
+        events=recount.events,
+        max_event_time=recount.max_event_time,
+        dead_letters=sum(recount.dead_letters.values()),
     )

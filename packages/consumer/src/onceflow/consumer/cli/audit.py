@@ -3,6 +3,10 @@
 Truth (one of):
   --seed S --count N [-c KEY=VALUE ...]   the generator's first N events (its connector settings with -c)
   --source-topic ip_count_source          recount the topic, read with read_committed, per window and ip
+  --input PATH                            recount an access-log file with an independent plain-Python
+                                          parse, and account for every line: lines = events in
+                                          --events-topic + dead letters in --dead-letter-topic, with
+                                          the dead letters matching the malformed lines kind by kind
 
 Sinks (any number; names default to the kind, repeated kinds get -2, -3, ...):
   --kafka-sink TOPIC      a topic written by the Kafka sink (read_committed; latest record per key wins)
@@ -11,9 +15,14 @@ Sinks (any number; names default to the kind, repeated kinds get -2, -3, ...):
   --store-sqlite PATH / --store-postgres DSN   the consumer's results table (sink "consumer")
   --config FILE           a consumer config: its [kafka], its store and its [[audit.sinks]]
 
+--source-topic and --input also tally the dead-letter topic (--dead-letter-topic, default ip_count_dlq;
+'' to skip it) per kind of problem.
+
 --closed-only (default for --source-topic, i.e. a live run) leaves out windows that may still change:
 those with window_end + allowed lateness after the newest event time of the truth, on both sides.
 --no-closed-only compares everything (the default for generator truth).
+
+--wait SECONDS audits again until every sink is EXACT (a pipeline that is still draining) or the time is up.
 
 Per sink the report gives windows expected (window, ip rows), matched, missing, extra, count
 mismatches and duplicated rows with the first differences, then a verdict line (EXACT / DIFFERENT);
@@ -24,14 +33,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections import Counter
 from typing import Any
 
-from onceflow.consumer.audit import Auditor, GeneratorSource, TopicSource, TruthSource, render
+from onceflow.consumer.audit import Auditor, FileSource, GeneratorSource, TopicSource, TruthSource, render
 from onceflow.consumer.exceptions import InvalidQuery
 from onceflow.consumer.settings import AuditSinkSettings, ConsumerSettings, StoreSettings
 from onceflow.core import defaults
 from onceflow.core.settings import KafkaSettings, load_settings
+from onceflow.core.topics import DEAD_LETTER_TOPIC, SOURCE_TOPIC
+
+#: Pause between two audits with --wait.
+WAIT_STEP_S = 5.0
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -43,6 +57,21 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     truth = parser.add_mutually_exclusive_group(required=True)
     truth.add_argument("--seed", type=int, help="generator truth: the generator's seed (with --count)")
     truth.add_argument("--source-topic", metavar="TOPIC", help="truth recounted from this topic (ip_count_source)")
+    truth.add_argument("--input", metavar="PATH", help="truth recounted from this access-log file")
+    parser.add_argument(
+        "--events-topic",
+        default=SOURCE_TOPIC,
+        metavar="TOPIC",
+        help=f"with --input: the topic the file's events went to (default {SOURCE_TOPIC})",
+    )
+    parser.add_argument(
+        "--dead-letter-topic",
+        default=DEAD_LETTER_TOPIC,
+        metavar="TOPIC",
+        help=f"the dead-letter topic to tally (default {DEAD_LETTER_TOPIC}; '' to skip)",
+    )
+    parser.add_argument("--max-line-bytes", type=int, default=1 << 20, metavar="N",
+                        help="with --input: the tailer's max.line.bytes (longer lines arrive in pieces)")  # fmt: skip
     parser.add_argument("--count", type=int, help="generator truth: the first N events")
     parser.add_argument(
         "-c", "--set", dest="generator", action="append", default=[], metavar="KEY=VALUE",
@@ -62,14 +91,21 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.add_argument("--lateness-ms", type=int, help=f"allowed lateness (default {defaults.ALLOWED_LATENESS_MS})")
     parser.add_argument("--examples", type=int, help="differences listed per sink (default 5)")
     parser.add_argument("--timeout", type=float, help="seconds to read a topic to its end (default 120)")
+    parser.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                        help="audit again every few seconds until EXACT or this long has passed (a pipeline "
+                        "still draining), then print the last report")  # fmt: skip
     parser.set_defaults(func=run)
 
 
 def _truth(args: argparse.Namespace) -> TruthSource:
-    if args.source_topic is not None:
+    if args.source_topic is not None or args.input is not None:
         if args.count is not None or args.generator:
             raise InvalidQuery("--count/-c", "only go with --seed (generator truth)")
-        return TopicSource(args.source_topic)
+        if args.input is not None:
+            if args.max_line_bytes < 64:
+                raise InvalidQuery("--max-line-bytes", f"must be >= 64, got {args.max_line_bytes}")
+            return FileSource(args.input, args.events_topic, args.dead_letter_topic, args.max_line_bytes)
+        return TopicSource(args.source_topic, args.dead_letter_topic)
     if args.count is None:
         raise InvalidQuery("--count", "is required with --seed")
     settings: dict[str, str] = {}
@@ -121,7 +157,14 @@ def build_auditor(args: argparse.Namespace) -> Auditor:
 def run(args: argparse.Namespace) -> int:
     source = _truth(args)
     auditor = build_auditor(args)
+    if args.wait < 0:
+        raise InvalidQuery("--wait", f"must be >= 0 seconds, got {args.wait}")
+    deadline = time.monotonic() + args.wait
     report = auditor.run(source, args.sink, closed_only=args.closed_only)
+    while not report.exact and time.monotonic() < deadline:
+        print(f"onceflow audit: not exact yet; again in {WAIT_STEP_S:.0f}s", file=sys.stderr, flush=True)
+        time.sleep(WAIT_STEP_S)
+        report = auditor.run(source, args.sink, closed_only=args.closed_only)
     sys.stdout.write(render(report))
     sys.stdout.flush()
     return 0 if report.exact else 1

@@ -1,7 +1,13 @@
-"""The connect worker (``onceflow connect-worker``, standalone) running the ``access-log-generator``.
+"""The connect worker (``onceflow connect-worker``, standalone) running the run's source connector.
 
-The generator's settings come from the run's state, so a resumed run produces the same events: its
-task resumes after the last position committed with its records (KIP-618), never re-generating one.
+- The ``access-log-generator``: its settings come from the run's state, so a resumed run produces the
+  same events; its task resumes after the last position committed with its records (KIP-618),
+  never re-generating one. After its N events it ends the input.
+- The ``access-log-file`` tailer over ``--input FILE``: read from the start; at the end of the file
+  the input ends (``end.of.input=eof``), or with ``--follow`` it keeps tailing through rotation until
+  ``--idle-timeout`` passes without a new line (``idle``), or for ever (``never``).
+
+Ending the input writes end-of-input markers, which close every window of the Spark job.
 """
 
 from __future__ import annotations
@@ -11,13 +17,14 @@ from typing import Any
 
 import grpc
 
-from onceflow.core.topics import SOURCE_TOPIC
+from onceflow.core.topics import DEAD_LETTER_TOPIC, SOURCE_TOPIC
 from onceflow.demo.components.base import HOST, Component, onceflow_command
 from onceflow.demo.supervisor import ChildProcess
 from onceflow.proto.v1 import connect_pb2 as pb
 from onceflow.runtime.admin.client import ConnectClient
 
 GENERATOR = "access-log-generator"
+FILE_CONNECTOR = "access-log-file"
 #: Most an event's time lags the newest one before it; below the job's 5 s lateness.
 MAX_DISORDER_MS = 3000
 
@@ -35,9 +42,41 @@ def generator_config(state: Any) -> dict[str, str]:
         "event.time.start.ms": str(state.event_time_start_ms),
         "event.time.rate": str(state.event_time_rate),
         "max.disorder.ms": str(MAX_DISORDER_MS),
+        "end.of.input": "eof",
         "transaction.boundary": "interval",
         "transaction.boundary.interval.ms": "100",
     }
+
+
+def file_config(state: Any) -> dict[str, str]:
+    """The connector config of a run over an access-log file (``--input``)."""
+    if not state.follow:
+        end = "eof"
+    elif state.idle_end_ms > 0:
+        end = "idle"
+    else:
+        end = "never"
+    return {
+        "connector.class": FILE_CONNECTOR,
+        "file": state.input_path,
+        "topic": SOURCE_TOPIC,
+        "dead.letter.topic": DEAD_LETTER_TOPIC,
+        "format": "auto",
+        "end.of.input": end,
+        "end.of.input.idle.ms": str(max(1, state.idle_end_ms)),
+        "transaction.boundary": "interval",
+        "transaction.boundary.interval.ms": "100",
+    }
+
+
+def connector_name(state: Any) -> str:
+    """The name of the run's source connector."""
+    return FILE_CONNECTOR if state.input_path else GENERATOR
+
+
+def connector_config(state: Any) -> dict[str, str]:
+    """The run's source connector: the file tailer with ``--input``, else the generator."""
+    return file_config(state) if state.input_path else generator_config(state)
 
 
 class ConnectComponent(Component):
@@ -45,7 +84,7 @@ class ConnectComponent(Component):
 
     @property
     def connector_path(self) -> Any:
-        return self.context.run.config("generator.json")
+        return self.context.run.config("connector.json")
 
     def settings(self) -> dict[str, Any]:
         context = self.context
@@ -62,7 +101,7 @@ class ConnectComponent(Component):
 
     def prepare(self) -> None:
         super().prepare()
-        doc = {"name": GENERATOR, "config": generator_config(self.context.state)}
+        doc = {"name": connector_name(self.context.state), "config": connector_config(self.context.state)}
         self.connector_path.write_text(json.dumps(doc, indent=2) + "\n")
 
     def command(self) -> list[str]:
@@ -74,4 +113,4 @@ class ConnectComponent(Component):
                 reply = client.call("ListConnectors", pb.ListConnectorsRequest())
         except grpc.RpcError:
             return False
-        return GENERATOR in list(getattr(reply, "names", []))
+        return connector_name(self.context.state) in list(getattr(reply, "names", []))

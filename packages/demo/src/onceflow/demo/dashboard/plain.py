@@ -13,9 +13,11 @@ def progress_line(snap: Snapshot) -> str:
     watermark = clock(spark.watermark_ms) if spark is not None and spark.watermark_ms > 0 else "-"
     duration = f"{spark.batch_duration_s:.1f}s" if spark is not None else "-"
     down = [row.name for row in snap.services if row.state != "running"]
+    target = f"/{snap.target_events}" if snap.target_events else ""
     return (
-        f"[{snap.elapsed_s:5.0f}s] {snap.phase} produced={snap.produced}/{snap.target_events} "
-        f"({snap.produced_per_s:.0f}/s) counted={snap.counted_in_store} rows={snap.result_rows} "
+        f"[{snap.elapsed_s:5.0f}s] {snap.phase} lines={snap.lines_read} events={snap.produced}{target} "
+        f"({snap.produced_per_s:.0f}/s) dead_letters={snap.dead_letters} input_ended={str(snap.input_ended).lower()} "
+        f"counted={snap.counted_in_store} rows={snap.result_rows} "
         f"batches={batches} batch_duration={duration} watermark={watermark} "
         f"txns committed={snap.transactions_committed} aborted={snap.transactions_aborted} "
         f"in_doubt={snap.transactions_in_doubt} kills={snap.kills} recoveries={snap.recoveries}"

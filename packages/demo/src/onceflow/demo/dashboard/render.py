@@ -35,13 +35,14 @@ def pipeline_table(snap: Snapshot) -> Table:
     table = Table(show_header=False, box=None, padding=(0, 1))
     table.add_column(style="bold")
     table.add_column()
-    table.add_row(
-        "events produced",
-        f"{snap.produced:,} / {snap.target_events:,} ({snap.produced_fraction:.0%})  {snap.produced_per_s:,.0f}/s",
-    )
+    target = f" / {snap.target_events:,} ({snap.produced_fraction:.0%})" if snap.target_events else ""
+    ended = "  input ended" if snap.input_ended else ""
+    table.add_row("lines read", f"{snap.lines_read:,}{ended}")
+    table.add_row("events", f"{snap.produced:,}{target}  {snap.produced_per_s:,.0f}/s")
+    table.add_row("dead letters", f"{snap.dead_letters:,}")
     table.add_row(
         "events counted",
-        f"{snap.counted_in_store:,} in the consumer store ({snap.processed_fraction:.0%}), "
+        f"{snap.counted_in_store:,} in the consumer store ({snap.processed_fraction:.0%} of the events), "
         f"{snap.result_rows:,} result rows; {snap.counted_in_sqlite:,} in the SQLite sink",
     )
     spark = snap.spark

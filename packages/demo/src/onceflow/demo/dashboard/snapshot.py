@@ -12,7 +12,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from onceflow.demo.observe import SparkProgress, TopIps, TransactionTally
+from onceflow.demo.observe import InputProgress, SparkProgress, TopIps, TransactionTally
 from onceflow.demo.supervisor import EventKind, Supervisor, SupervisorEvent
 
 #: Events shown in the dashboard's log of kills and recoveries.
@@ -22,7 +22,7 @@ LOGGED_KINDS = (EventKind.KILLED, EventKind.EXITED, EventKind.RECOVERED, EventKi
 class Source(Protocol):
     """What the collector needs from an Observer (a fake in unit tests)."""
 
-    def produced(self) -> int | None: ...
+    def input_progress(self) -> InputProgress | None: ...
     def transactions(self) -> TransactionTally | None: ...
     def spark(self) -> SparkProgress | None: ...
     def top_ips(self, limit: int = 5) -> TopIps | None: ...
@@ -45,9 +45,13 @@ class Snapshot:
     at: float
     elapsed_s: float
     phase: str
+    #: Events the run will produce (the generator's N); 0 when unknown (a file).
     target_events: int
     produced: int
     produced_per_s: float
+    lines_read: int
+    dead_letters: int
+    input_ended: bool
     counted_in_store: int
     result_rows: int
     counted_in_sqlite: int
@@ -67,7 +71,7 @@ class Snapshot:
 
     @property
     def processed_fraction(self) -> float:
-        return min(1.0, self.counted_in_store / self.target_events) if self.target_events else 0.0
+        return min(1.0, self.counted_in_store / self.produced) if self.produced else 0.0
 
 
 @dataclass
@@ -93,7 +97,7 @@ class MetricsCollector:
         self.supervisor = supervisor
         self.target_events = target_events
         self.started = time.time()
-        self.produced = 0
+        self.input = InputProgress()
         self.store = (0, 0)
         self.sqlite = (0, 0)
         self.tally = TransactionTally()
@@ -103,9 +107,9 @@ class MetricsCollector:
 
     def refresh(self) -> None:
         """Ask every service; keep the last known value where one does not answer."""
-        produced = self.source.produced()
-        if produced is not None:
-            self.produced = max(self.produced, produced)
+        progress = self.source.input_progress()
+        if progress is not None and progress.lines >= self.input.lines:
+            self.input = progress
         store = self.source.consumer_totals()
         if store is not None:
             self.store = store
@@ -138,8 +142,11 @@ class MetricsCollector:
             elapsed_s=now - self.started,
             phase=phase,
             target_events=self.target_events,
-            produced=self.produced,
-            produced_per_s=self._rate.add(now, self.produced),
+            produced=self.input.events,
+            produced_per_s=self._rate.add(now, self.input.events),
+            lines_read=self.input.lines,
+            dead_letters=self.input.dead_letters,
+            input_ended=self.input.ended,
             counted_in_store=self.store[1],
             result_rows=self.store[0],
             counted_in_sqlite=self.sqlite[1],

@@ -93,7 +93,9 @@ class AccessLogFileTask(SourceTask):
         self.partition: dict[str, Any] = {"file": self.file}
         self.topic = parsed.get_str("topic")
         self.dead_letter_topic = parsed.get_str("dead.letter.topic")
-        self.parser = LineParser(parsed.get_str("format"))
+        self.parser = LineParser(parsed.get_str("format"), max_line_bytes=parsed.get_int("max.line.bytes"))
+        #: The file the lines come from (device, inode): format=auto decides per file.
+        self._file_id: tuple[int, int] | None = None
         self.batch = parsed.get_int("batch.max.lines")
         self.idle_s = parsed.get_int("poll.interval.ms") / 1000
         self.encoder = AccessEventEncoder()
@@ -155,6 +157,11 @@ class AccessLogFileTask(SourceTask):
         records = []
         for line in lines:
             self.lines += 1
+            file_id = (line.position.device, line.position.inode)
+            if file_id != self._file_id:
+                if self._file_id is not None:
+                    self.parser.reset()  # a rotated-in file: detect its format anew
+                self._file_id = file_id
             try:
                 event = self.parser.parse(line.data)
             except MalformedLine as exc:

@@ -16,6 +16,7 @@ from onceflow.spark.runner.listener import ProgressListener
 from onceflow.spark.runner.metrics import JobMetrics
 from onceflow.spark.runner.restart import RestartLoop
 from onceflow.spark.runner.session import build_session
+from onceflow.spark.source.topic import wait_for_topic
 
 _log = get_logger(__name__)
 
@@ -49,7 +50,9 @@ def run_job(settings: SparkJobSettings, *, master: str | None) -> int:
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     _log.info("driver.started", job=settings.job, guarantee=settings.guarantee, master=spark.sparkContext.master)
     try:
-        loop.run(lambda: start_query(spark, settings))
+        topic_config = settings.kafka.client_config()
+        if wait_for_topic(topic_config, settings.source.topic, loop.stopping):
+            loop.run(lambda: start_query(spark, settings))
         return EXIT_OK
     except WriterFencedError as exc:
         print(f"onceflow spark: {exc}", file=sys.stderr)

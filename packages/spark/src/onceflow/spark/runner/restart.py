@@ -33,6 +33,10 @@ class RestartLoop:
     def stop(self) -> None:
         self._stopping.set()
 
+    def stopping(self) -> bool:
+        """Whether :meth:`stop` was called."""
+        return self._stopping.is_set()
+
     def run(self, start: Callable[[], StreamingQuery]) -> None:
         """Run until stopped; raises :class:`WriterFencedError` or :class:`RestartsExhausted`.
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -80,3 +82,35 @@ class TopicProbe:
         for consumer in (self._consumer, self._committer):
             if consumer is not None:
                 consumer.close()
+
+
+def wait_for_topic(
+    client_config: dict[str, object], topic: str, stopping: Callable[[], bool], *, log_every_s: float = 10.0
+) -> bool:
+    """Wait until ``topic`` exists (services may start in any order); False when asked to stop first.
+
+    The wait is not bounded: a job whose source topic does not exist yet has nothing to do, and
+    spending its restarts on UNKNOWN_TOPIC_OR_PART would only end it. It logs every ``log_every_s``.
+    """
+    consumer = Consumer({**client_config, "group.id": f"onceflow-spark-wait-{uuid.uuid4().hex[:12]}"})
+    started = last_log = time.monotonic()
+    try:
+        while not stopping():
+            try:
+                info = consumer.list_topics(topic, timeout=REQUEST_TIMEOUT_S).topics.get(topic)
+            except KafkaException as exc:
+                info, error = None, str(exc.args[0])
+            else:
+                error = str(info.error) if info is not None and info.error is not None else ""
+            if info is not None and info.error is None and info.partitions:
+                if time.monotonic() - started > 1:
+                    _log.info("source.topic_ready", topic=topic, waited_s=round(time.monotonic() - started, 1))
+                return True
+            if time.monotonic() - last_log >= log_every_s or last_log == started:
+                last_log = time.monotonic()
+                _log.warning("source.waiting_for_topic", topic=topic, waited_s=round(last_log - started, 1),
+                             error=error or "does not exist")  # fmt: skip
+            time.sleep(0.5)
+        return False
+    finally:
+        consumer.close()
