@@ -2,8 +2,8 @@
 timeouts, unknown producer ids, out-of-order sequences and invalid EndTxn transitions. The same on
 the embedded broker and on Apache Kafka.
 
-confluent-kafka refuses most invalid sequences locally, so the wire-level cases go through
-:class:`~onceflow.broker.testing.wire.WireClient` with crafted requests.
+confluent-kafka refuses most invalid sequences locally, so the wire-level cases send crafted
+requests (``wire_steps``).
 """
 
 from __future__ import annotations
@@ -13,15 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException
-from kio.schema.add_partitions_to_txn.v3.request import AddPartitionsToTxnRequest
-from kio.schema.end_txn.v3.request import EndTxnRequest
-from kio.schema.errors import ErrorCode
-from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
-from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
-from kio.schema.produce.v9.request import ProduceRequest
 
-from onceflow.broker.protocol.shapes import build_entity
-from onceflow.broker.storage import SimpleRecord, build_batch
 from onceflow.broker.testing.wire import WireClient
 
 from .observe import (
@@ -36,6 +28,7 @@ from .observe import (
     transactional_producer,
     unique,
 )
+from .wire_steps import add_partition, end_txn, end_txn_until_settled, init_producer, produce_one
 
 FENCED = ClientError("_FENCED", fatal=True, retriable=False, txn_requires_abort=False)
 
@@ -95,72 +88,23 @@ def test_a_transaction_past_its_timeout_is_aborted_and_its_commit_fails(brokers:
     assert observed["apache-kafka"]["commit"] == FENCED
 
 
-def _produce(
-    client: WireClient, topic: str, ids: dict[str, int], sequence: int, *, transactional_id: str | None = None
-) -> tuple[str, int]:
-    """One record with ``sequence``: (error name, base offset or -1)."""
-    batch = build_batch(
-        [SimpleRecord(key=None, value=b"s%d" % sequence)],
-        producer_id=ids["producer_id"],
-        producer_epoch=ids["producer_epoch"],
-        base_sequence=sequence,
-        transactional=transactional_id is not None,
-        timestamp_ms=int(time.time() * 1000),
-    )
-    answer = client.request(
-        build_entity(
-            ProduceRequest,
-            {
-                "transactional_id": transactional_id,
-                "acks": -1,
-                "timeout": 5000,
-                "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}],
-            },
-        )
-    )
-    partition = answer.responses[0].partition_responses[0]
-    code = ErrorCode(partition.error_code)
-    return code.name, int(partition.base_offset) if code is ErrorCode.none else -1
-
-
-RETRIABLE_INIT = {
-    ErrorCode.not_coordinator,
-    ErrorCode.coordinator_not_available,
-    ErrorCode.coordinator_load_in_progress,
-}
-
-
-def _init(client: WireClient, transactional_id: str | None) -> dict[str, int]:
-    """InitProducerId, retried while a fresh Apache Kafka still creates its transaction state topic."""
-    request = build_entity(InitProducerIdRequest, {"transactional_id": transactional_id, "transaction_timeout": 60_000})
-    deadline = time.monotonic() + 30
-    while (answer := client.request(request)).error_code in RETRIABLE_INIT and time.monotonic() < deadline:
-        if transactional_id is not None:
-            client.request(
-                build_entity(FindCoordinatorRequest, {"key_type": 1, "coordinator_keys": [transactional_id]})
-            )
-        time.sleep(0.2)
-    assert answer.error_code is ErrorCode.none
-    return {"producer_id": int(answer.producer_id), "producer_epoch": int(answer.producer_epoch)}
-
-
 def _idempotent_sequences(broker: BrokerUnderTest) -> dict[str, Any]:
     topic = new_topic(broker, "sequences")
     with WireClient(broker.bootstrap_servers) as client:
-        ids = _init(client, None)
+        ids = init_producer(client, None)
         unknown = {"producer_id": ids["producer_id"] + 1000, "producer_epoch": 0}
         bumped = {**ids, "producer_epoch": ids["producer_epoch"] + 1}
         return {
-            "first": _produce(client, topic, ids, 0),
-            "next": _produce(client, topic, ids, 1),
-            "gap": _produce(client, topic, ids, 3),
-            "duplicate_of_next": _produce(client, topic, ids, 1),
-            "after_duplicate": _produce(client, topic, ids, 2),
-            "unknown_producer_nonzero_sequence": _produce(client, topic, unknown, 5),
-            "unknown_producer_sequence_zero": _produce(client, topic, unknown, 0),
-            "new_epoch_nonzero_sequence": _produce(client, topic, bumped, 4),
-            "new_epoch_sequence_zero": _produce(client, topic, bumped, 0),
-            "old_epoch": _produce(client, topic, ids, 3),
+            "first": produce_one(client, topic, ids, 0),
+            "next": produce_one(client, topic, ids, 1),
+            "gap": produce_one(client, topic, ids, 3),
+            "duplicate_of_next": produce_one(client, topic, ids, 1),
+            "after_duplicate": produce_one(client, topic, ids, 2),
+            "unknown_producer_nonzero_sequence": produce_one(client, topic, unknown, 5),
+            "unknown_producer_sequence_zero": produce_one(client, topic, unknown, 0),
+            "new_epoch_nonzero_sequence": produce_one(client, topic, bumped, 4),
+            "new_epoch_sequence_zero": produce_one(client, topic, bumped, 0),
+            "old_epoch": produce_one(client, topic, ids, 3),
         }
 
 
@@ -184,51 +128,22 @@ def test_idempotent_sequence_and_producer_id_errors(brokers: Brokers) -> None:
     }
 
 
-def _end_txn(client: WireClient, ids: dict[str, int], transactional_id: str, *, commit: bool) -> str:
-    request = build_entity(EndTxnRequest, {"transactional_id": transactional_id, **ids, "committed": commit})
-    return ErrorCode(client.request(request).error_code).name
-
-
-def _add_partition(client: WireClient, ids: dict[str, int], transactional_id: str, topic: str) -> str:
-    answer = client.request(
-        build_entity(
-            AddPartitionsToTxnRequest,
-            {
-                "v3_and_below_transactional_id": transactional_id,
-                "v3_and_below_producer_id": ids["producer_id"],
-                "v3_and_below_producer_epoch": ids["producer_epoch"],
-                "v3_and_below_topics": [{"name": topic, "partitions": [0]}],
-            },
-        )
-    )
-    return ErrorCode(answer.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code).name
-
-
-def _end_txn_until_settled(client: WireClient, ids: dict[str, int], transactional_id: str, *, commit: bool) -> str:
-    """EndTxn, retried while the answer is CONCURRENT_TRANSACTIONS (as every client does)."""
-    deadline = time.monotonic() + 30
-    while (answer := _end_txn(client, ids, transactional_id, commit=commit)) == "concurrent_transactions":
-        assert time.monotonic() < deadline, "the previous transaction end never completed"
-        time.sleep(0.05)
-    return answer
-
-
 def _transitions(broker: BrokerUnderTest) -> dict[str, Any]:
     topic, transactional_id = new_topic(broker, "transitions"), unique("transitions-txn")
     with WireClient(broker.bootstrap_servers) as client:
-        ids = _init(client, transactional_id)
+        ids = init_producer(client, transactional_id)
         steps: dict[str, Any] = {
-            "produce_outside_the_transaction": _produce(client, topic, ids, 0, transactional_id=transactional_id),
-            "add_partition": _add_partition(client, ids, transactional_id, topic),
-            "produce": _produce(client, topic, ids, 0, transactional_id=transactional_id),
-            "commit": _end_txn(client, ids, transactional_id, commit=True),
-            "commit_again": _end_txn_until_settled(client, ids, transactional_id, commit=True),
-            "abort_after_commit": _end_txn(client, ids, transactional_id, commit=False),
-            "add_partition_again": _add_partition(client, ids, transactional_id, topic),
-            "produce_again": _produce(client, topic, ids, 1, transactional_id=transactional_id),
-            "abort": _end_txn(client, ids, transactional_id, commit=False),
-            "abort_again": _end_txn_until_settled(client, ids, transactional_id, commit=False),
-            "commit_after_abort": _end_txn(client, ids, transactional_id, commit=True),
+            "produce_outside_the_transaction": produce_one(client, topic, ids, 0, transactional_id=transactional_id),
+            "add_partition": add_partition(client, ids, transactional_id, topic),
+            "produce": produce_one(client, topic, ids, 0, transactional_id=transactional_id),
+            "commit": end_txn(client, ids, transactional_id, commit=True),
+            "commit_again": end_txn_until_settled(client, ids, transactional_id, commit=True),
+            "abort_after_commit": end_txn(client, ids, transactional_id, commit=False),
+            "add_partition_again": add_partition(client, ids, transactional_id, topic),
+            "produce_again": produce_one(client, topic, ids, 1, transactional_id=transactional_id),
+            "abort": end_txn(client, ids, transactional_id, commit=False),
+            "abort_again": end_txn_until_settled(client, ids, transactional_id, commit=False),
+            "commit_after_abort": end_txn(client, ids, transactional_id, commit=True),
         }
     steps["read_committed"] = records(broker, topic, "read_committed")
     return steps
@@ -270,6 +185,6 @@ EMPTY_END_TXN = (
 def test_end_txn_without_a_transaction_is_invalid(any_broker: BrokerUnderTest) -> None:
     transactional_id = unique("empty-txn")
     with WireClient(any_broker.bootstrap_servers) as client:
-        ids = _init(client, transactional_id)
-        answers = [_end_txn(client, ids, transactional_id, commit=commit) for commit in (True, False)]
+        ids = init_producer(client, transactional_id)
+        answers = [end_txn(client, ids, transactional_id, commit=commit) for commit in (True, False)]
     assert answers == ["invalid_txn_state", "invalid_txn_state"]
