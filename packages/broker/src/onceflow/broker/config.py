@@ -46,6 +46,18 @@ class BrokerConfig(Settings):
     log_segment_bytes: int = Field(default=1024 * 1024 * 1024, ge=14)
     message_max_bytes: int = Field(default=1048588, ge=0)
     socket_request_max_bytes: int = Field(default=100 * 1024 * 1024, ge=64)
+    """Kafka's ``socket.request.max.bytes``: a frame header announcing more closes the connection
+    before anything of the frame is buffered."""
+    queued_max_request_bytes: int = Field(default=256 * 1024 * 1024, ge=-1)
+    """Kafka's ``queued.max.request.bytes``: bytes of partially received requests the broker holds
+    over all connections; the connection that would exceed it is closed. -1: unlimited (Kafka's
+    default; here the default bounds memory)."""
+    connections_max_idle_ms: int = Field(default=600_000, ge=1)
+    """Kafka's ``connections.max.idle.ms``: close a connection with no traffic for this long (and no
+    request in flight)."""
+    max_connections_per_ip: int = Field(default=1000, ge=-1)
+    """Kafka's ``max.connections.per.ip``: connections accepted from one client address; the next is
+    closed at once. -1: unlimited (Kafka's default)."""
     maintenance_interval_ms: int = Field(default=30_000, ge=100)
     """How often retention and compaction run."""
     snapshot_interval_ms: int = Field(default=60_000, ge=100)

@@ -7,7 +7,9 @@ Guarantees:
 - a topic's ``topic_id`` never changes, and a re-created topic gets a new one;
 - on open, every registered partition log is reopened (storage recovers torn tails);
 - partition logs of a deleted topic are closed and their directories removed after the registry
-  update, so a crash in between leaves only an orphan directory, which is removed on the next open.
+  update, so a crash in between leaves only an orphan directory, which is removed on the next open;
+- a create that fails (a partition that cannot be opened, a registry that cannot be written) leaves
+  nothing behind: no registration, no open file, no partition directory.
 """
 
 from __future__ import annotations
@@ -121,11 +123,16 @@ class TopicRegistry:
         return self._logs_dir / f"{topic}-{partition}"
 
     def _open_topic(self, spec: TopicSpec) -> Topic:
+        """Open every partition of ``spec``; if one fails, the ones already open are closed again."""
         config = LogConfig.from_topic_configs(spec.configs, self._defaults)
-        partitions = [
-            Partition.open(self._partition_dir(spec.name, index), spec.name, index, config)
-            for index in range(spec.partitions)
-        ]
+        partitions: list[Partition] = []
+        try:
+            for index in range(spec.partitions):
+                partitions.append(Partition.open(self._partition_dir(spec.name, index), spec.name, index, config))
+        except BaseException:
+            for partition in partitions:
+                partition.log.close_files()
+            raise
         return Topic(spec=spec, log_config=config, partitions=partitions)
 
     def _persist(self) -> None:
@@ -176,13 +183,30 @@ class TopicRegistry:
         """Register and open a new topic; durable when this returns (errors as :meth:`validate`)."""
         self.validate(name, partitions, configs)
         spec = TopicSpec(name=name, topic_id=uuid.uuid4(), partitions=partitions, configs=dict(configs))
-        for index in range(partitions):
-            shutil.rmtree(self._partition_dir(name, index), ignore_errors=True)
-        topic = self._open_topic(spec)
+        self._remove_partition_dirs(name, partitions)
+        try:
+            topic = self._open_topic(spec)
+        except BaseException as exc:
+            self._remove_partition_dirs(name, partitions)
+            log.warning("topic.create_failed topic=%s reason=%s", name, exc)
+            raise
         self._topics[name] = topic
-        self._persist()
+        try:
+            self._persist()
+        except BaseException as exc:
+            # Step back to before the call: not registered, no open files, no directories.
+            del self._topics[name]
+            for partition in topic.partitions:
+                partition.log.close_files()
+            self._remove_partition_dirs(name, partitions)
+            log.warning("topic.create_failed topic=%s reason=%s", name, exc)
+            raise
         log.info("topic.created topic=%s partitions=%d topic_id=%s", name, partitions, spec.topic_id)
         return topic
+
+    def _remove_partition_dirs(self, name: str, partitions: int) -> None:
+        for index in range(partitions):
+            shutil.rmtree(self._partition_dir(name, index), ignore_errors=True)
 
     def delete(self, name: str) -> Topic | None:
         """Unregister ``name`` (durably), then close and remove its logs. Returns the removed topic."""

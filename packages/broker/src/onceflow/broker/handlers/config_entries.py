@@ -103,6 +103,9 @@ def broker_entries(broker: Broker) -> list[ConfigEntry]:
         static("auto.create.topics.enable", config.auto_create_topics, BOOLEAN),
         static("message.max.bytes", config.message_max_bytes, INT),
         static("socket.request.max.bytes", config.socket_request_max_bytes, INT),
+        static("queued.max.request.bytes", config.queued_max_request_bytes, INT),
+        static("connections.max.idle.ms", config.connections_max_idle_ms, LONG),
+        static("max.connections.per.ip", config.max_connections_per_ip, INT),
         static("group.initial.rebalance.delay.ms", config.group_initial_rebalance_delay_ms, INT),
         static("transaction.max.timeout.ms", config.transaction_max_timeout_ms, INT),
         static(

@@ -4,6 +4,8 @@ CreateTopics checks, per topic, in this order: duplicate in the request (INVALID
 (INVALID_TOPIC_EXCEPTION), not existing (TOPIC_ALREADY_EXISTS), partitions >= 1 or -1 for the default
 (INVALID_PARTITIONS; at most 10,000), replication factor 1 or -1 (INVALID_REPLICATION_FACTOR), manual assignments only
 to this broker (INVALID_REPLICA_ASSIGNMENT), configs valid (INVALID_CONFIG, message naming the config).
+A create that fails on the data dir (its files cannot be created) is KAFKA_STORAGE_ERROR and leaves
+nothing behind.
 With ``validate_only`` nothing is created, but the answer is the same. A created topic is durable
 before the response is sent.
 """
@@ -83,6 +85,9 @@ async def _create_one(ctx: RequestContext, wanted: Any, validate_only: bool) -> 
         return _failed(name, ErrorCode.invalid_config, f"Invalid value for config '{exc.name}': {exc.reason}")
     except ValueError as exc:
         return _failed(name, ErrorCode.invalid_partitions, str(exc))
+    except OSError as exc:  # the registry rolled the topic back (and logged it): nothing of it is left
+        reason = exc.strerror or str(exc)
+        return _failed(name, ErrorCode.kafka_storage_error, f"Topic '{name}' could not be created: {reason}")
     log.info("%s topic=%s partitions=%d validate_only=%s", "topic.create", name, partitions, validate_only)
     return {
         "name": name,

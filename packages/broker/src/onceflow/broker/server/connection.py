@@ -8,7 +8,12 @@ Guarantees:
   hold back other requests;
 - a request that gets no response (Produce with acks=0) takes no slot in the response stream;
 - bad input (a frame size that is negative or above ``socket_request_max_bytes``, an unparsable
-  frame, an unknown API key or version) is logged with the peer and closes this connection only.
+  frame, an unknown API key or version) is logged with the peer and closes this connection only;
+- a frame is read in chunks, each counted against the broker-wide ``queued_max_request_bytes``
+  budget of partially received requests until the frame is complete and decoded; the connection
+  whose chunk would exceed it is closed, so partial frames cannot grow the broker's memory past it;
+- a connection with nothing read or written for ``connections_max_idle_ms`` while no request of it
+  is in flight is closed.
   An ApiVersions request of an unknown version is answered in v0 format with UNSUPPORTED_VERSION, so
   the client can retry with a version the broker has.
 """
@@ -37,10 +42,12 @@ from onceflow.broker.protocol.codec import (
 
 if TYPE_CHECKING:
     from onceflow.broker.broker import Broker
+    from onceflow.broker.server.limits import QueuedRequestBytes
 
 log = logging.getLogger("onceflow.broker.server")
 
 _MAX_IN_FLIGHT = 64
+_READ_CHUNK = 64 * 1024
 _ids = itertools.count(1)
 
 
@@ -51,8 +58,18 @@ class ConnectionClosedError(Exception):
 class Connection:
     """Serves one accepted socket until the peer disconnects or misbehaves (see module docs)."""
 
-    def __init__(self, broker: Broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        queued_bytes: QueuedRequestBytes,
+    ) -> None:
         self._broker = broker
+        self._queued_bytes = queued_bytes
+        self._in_flight = 0
+        self._idle_s = broker.config.connections_max_idle_ms / 1000.0
+        self._last_activity = 0.0
         self._reader = reader
         self._writer = writer
         peer = writer.get_extra_info("peername")
@@ -65,6 +82,8 @@ class Connection:
     async def serve(self) -> None:
         """Read, dispatch and answer requests until the connection ends; never raises."""
         response_writer = asyncio.create_task(self._write_responses())
+        self._last_activity = asyncio.get_running_loop().time()
+        idle_watch = asyncio.create_task(self._close_when_idle())
         try:
             await self._read_requests()
         except ConnectionClosedError as exc:
@@ -73,16 +92,20 @@ class Connection:
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
-            response_writer.cancel()
-            with contextlib.suppress(BaseException):
-                await response_writer
+            for task in (response_writer, idle_watch):
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
             await self._drain_pending()
             self._writer.close()
             with contextlib.suppress(Exception):
                 await self._writer.wait_closed()
 
     async def _read_requests(self) -> None:
-        max_bytes = self._broker.config.socket_request_max_bytes
+        config = self._broker.config
+        max_bytes = config.socket_request_max_bytes
+        queued_limit = self._queued_bytes.limit
+        loop = asyncio.get_running_loop()
         while True:
             try:
                 size_bytes = await self._reader.readexactly(4)
@@ -90,16 +113,50 @@ class Connection:
                 if exc.partial:
                     raise ConnectionClosedError("truncated frame size") from None
                 return
+            self._last_activity = loop.time()
             (size,) = struct.unpack(">i", size_bytes)
             if size < 8 or size > max_bytes:
                 raise ConnectionClosedError(
                     f"invalid frame size {size} (must be 8..{max_bytes}, socket.request.max.bytes)"
                 )
+            if 0 <= queued_limit < size:
+                raise ConnectionClosedError(f"frame of {size} bytes exceeds queued.max.request.bytes={queued_limit}")
+            frame, reserved = bytearray(), 0
             try:
-                frame = await self._reader.readexactly(size)
-            except asyncio.IncompleteReadError:
-                raise ConnectionClosedError(f"peer closed in the middle of a {size}-byte frame") from None
-            await self._pending.put(self._dispatch(frame))
+                while len(frame) < size:
+                    chunk = await self._reader.read(min(size - len(frame), _READ_CHUNK))
+                    if not chunk:
+                        raise ConnectionClosedError(f"peer closed in the middle of a {size}-byte frame")
+                    if not self._queued_bytes.reserve(len(chunk)):
+                        raise ConnectionClosedError(
+                            f"partially received requests reached queued.max.request.bytes={queued_limit}"
+                        )
+                    reserved += len(chunk)
+                    frame += chunk
+                    self._last_activity = loop.time()
+                task = self._dispatch(bytes(frame))
+            finally:
+                self._queued_bytes.release(reserved)
+            del frame
+            self._in_flight += 1
+            await self._pending.put(task)
+
+    async def _close_when_idle(self) -> None:
+        """Close the connection once nothing was read or written for ``connections.max.idle.ms`` and
+        none of its requests is in flight (checked without any cost on the read path)."""
+        loop = asyncio.get_running_loop()
+        while True:
+            idle_for = loop.time() - self._last_activity
+            if idle_for < self._idle_s or self._in_flight:
+                await asyncio.sleep(max(self._idle_s - idle_for, self._idle_s / 10))
+                continue
+            log.info(
+                "connection.closed conn=%s reason=idle for %d ms (connections.max.idle.ms)",
+                self.name,
+                int(idle_for * 1000),
+            )
+            self._writer.transport.abort()
+            return
 
     def _dispatch(self, frame: bytes) -> asyncio.Task[bytes | None]:
         try:
@@ -158,9 +215,12 @@ class Connection:
                 log.exception("request.failed conn=%s closing=true", self.name)
                 self._writer.close()
                 return
+            finally:
+                self._in_flight -= 1
             if data is not None:
                 self._writer.write(data)
                 await self._writer.drain()
+                self._last_activity = asyncio.get_running_loop().time()
 
     async def _drain_pending(self) -> None:
         while not self._pending.empty():

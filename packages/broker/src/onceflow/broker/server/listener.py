@@ -1,7 +1,14 @@
 """The TCP listener: accepts connections and serves each with a :class:`Connection`.
 
-Guarantees: one misbehaving connection never affects another; ``stop`` stops accepting, then closes
-every open connection and waits for their tasks to end.
+Guarantees: one misbehaving connection never affects another; a client host gets at most
+``max_connections_per_ip`` connections (the next is closed at once, logged); partially received
+requests of all connections share one ``queued_max_request_bytes`` budget (see :mod:`.limits`);
+``stop`` stops accepting, then closes every open connection and waits for their tasks to end.
+
+When ``accept()`` fails for lack of resources (EMFILE, ENFILE, ENOBUFS, ENOMEM) asyncio stops
+accepting for one second before trying again (``asyncio.constants.ACCEPT_RETRY_DELAY``), so the
+broker backs off instead of spinning and recovers once descriptors are free again; the failures are
+logged as one ``listener.accept_failed`` line a second at most (not a traceback per attempt).
 """
 
 from __future__ import annotations
@@ -9,14 +16,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import TYPE_CHECKING
+from asyncio.constants import ACCEPT_RETRY_DELAY
+from typing import TYPE_CHECKING, Any
 
 from onceflow.broker.server.connection import Connection
+from onceflow.broker.server.limits import ConnectionsPerIp, QueuedRequestBytes
 
 if TYPE_CHECKING:
     from onceflow.broker.broker import Broker
 
 log = logging.getLogger("onceflow.broker.server")
+
+_ACCEPT_OUT_OF_RESOURCES = "socket.accept() out of system resource"
+"""asyncio's message when accept() fails with EMFILE/ENFILE/ENOBUFS/ENOMEM (it then pauses accepting)."""
 
 
 class BrokerServer:
@@ -26,6 +38,11 @@ class BrokerServer:
         self._broker = broker
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
+        config = broker.config
+        self._queued_bytes = QueuedRequestBytes(config.queued_max_request_bytes)
+        self._per_ip = ConnectionsPerIp(config.max_connections_per_ip)
+        self._accept_failures = 0
+        self._accept_failure_logged = -1e9
 
     @property
     def port(self) -> int:
@@ -37,9 +54,29 @@ class BrokerServer:
     async def start(self) -> None:
         """Bind and start accepting; raises OSError if the address is unavailable."""
         config = self._broker.config
+        asyncio.get_running_loop().set_exception_handler(self._loop_exception)
         self._server = await asyncio.start_server(
             self._accept, host=config.listen_host or None, port=config.listen_port, reuse_address=True
         )
+
+    def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """One log line (at most one a second) for accept() failing for lack of resources, instead
+        of asyncio's traceback per attempt; everything else goes to asyncio's default handler."""
+        if context.get("message") != _ACCEPT_OUT_OF_RESOURCES:
+            loop.default_exception_handler(context)
+            return
+        now = loop.time()
+        self._accept_failures += 1
+        if now - self._accept_failure_logged >= 1.0:
+            error = context.get("exception")
+            log.warning(
+                "listener.accept_failed reason=%s failures=%d retry_in_ms=%d",
+                getattr(error, "strerror", None) or error,
+                self._accept_failures,
+                int(ACCEPT_RETRY_DELAY * 1000),
+            )
+            self._accept_failure_logged = now
+            self._accept_failures = 0
 
     async def stop(self) -> None:
         """Stop accepting and close all connections."""
@@ -55,7 +92,15 @@ class BrokerServer:
                 await asyncio.wait_for(self._server.wait_closed(), timeout=2.0)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connection = Connection(self._broker, reader, writer)
+        connection = Connection(self._broker, reader, writer, self._queued_bytes)
+        if not self._per_ip.open(connection.peer_host):
+            log.warning(
+                "connection.refused conn=%s reason=max.connections.per.ip=%d reached",
+                connection.name,
+                self._per_ip.limit,
+            )
+            writer.transport.abort()
+            return
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
@@ -67,5 +112,6 @@ class BrokerServer:
             # logging the cancellation as an error (Python 3.11).
             pass
         finally:
+            self._per_ip.close(connection.peer_host)
             self._connections.discard(task)
             log.debug("connection.ended conn=%s", connection.name)

@@ -424,8 +424,12 @@ class PartitionLog:
             for segment in self._segments:
                 segment.close()
 
-    def delete(self) -> None:
-        """Close the log and remove its directory with everything in it."""
+    def close_files(self) -> None:
+        """Close every file without writing anything (a log being abandoned, e.g. a failed create)."""
         for segment in self._segments:
             segment.close()
+
+    def delete(self) -> None:
+        """Close the log and remove its directory with everything in it."""
+        self.close_files()
         shutil.rmtree(self.directory, ignore_errors=True)
