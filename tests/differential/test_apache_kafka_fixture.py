@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 
 from onceflow.broker.testing.apache_kafka import ApacheKafka, KafkaJarsMissing
 from onceflow.broker.testing.clients import create_topic, produce_acked, read_topic
@@ -31,6 +32,11 @@ def test_kill_9_and_restart_keep_acked_records_on_the_same_port(apache_kafka_fac
     topic = unique("survivor")
     create_topic(kafka.bootstrap_servers, topic)
     produce_acked(kafka.bootstrap_servers, topic, [b"v%d" % i for i in range(50)])
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "transactional.id": unique("survivor-txn")})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"txn")
+    producer.commit_transaction(30)
 
     kafka.kill()
     assert not kafka.is_running()
@@ -42,7 +48,7 @@ def test_kill_9_and_restart_keep_acked_records_on_the_same_port(apache_kafka_fac
     again = apache_kafka_factory(kafka.data_dir)
     assert again.port == port
     values = [r.value for r in read_topic(again.bootstrap_servers, topic, idle_timeout=0.3)]
-    assert values == [b"v%d" % i for i in range(50)] + [b"after"]
+    assert values == [b"v%d" % i for i in range(50)] + [b"txn", b"after"]
 
 
 def test_missing_jars_say_to_run_make_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
