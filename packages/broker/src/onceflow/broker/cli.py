@@ -86,6 +86,7 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     """Load the config, then serve until SIGTERM/SIGINT. Returns the process exit code."""
     from onceflow.broker.config import BrokerConfig
+    from onceflow.broker.log_escaping import escape_log_lines
     from onceflow.broker.process import serve_forever
     from onceflow.core.logging import configure_logging
     from onceflow.core.settings import load_settings
@@ -106,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"onceflow broker: invalid command-line value: {exc}", file=sys.stderr)
         return 2
     configure_logging(level=config.log.level, fmt=config.log.format, stream=sys.stderr)
+    escape_log_lines()  # client-chosen ids must not forge log lines
     return serve_forever(config)
 
 

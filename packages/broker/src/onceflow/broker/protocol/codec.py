@@ -8,6 +8,7 @@ Guarantees:
 - :func:`peek_header` never raises on frames of 8 bytes or more;
 - :func:`decode_request` either returns a fully parsed request or raises :class:`MalformedRequestError`
   (bad bytes) or :class:`UnsupportedRequestError` (an API key or version this broker does not answer);
+  a null array the schema does not allow comes back as an empty one (see :mod:`.null_arrays`);
 - :func:`encode_response` produces the size-prefixed bytes of the header version that belongs to the
   response's API version (kio pins ApiVersions responses to header v0, as Kafka does).
 """
@@ -24,6 +25,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 from kio.static.primitive import i32
 
+from onceflow.broker.protocol.null_arrays import fill_null_arrays
 from onceflow.broker.protocol.versions import is_supported
 
 _PREFIX = struct.Struct(">hhi")
@@ -81,6 +83,7 @@ def decode_request(frame: bytes) -> DecodedRequest:
     try:
         header, used = entity_reader(header_cls)(frame, 0)
         body, _ = entity_reader(request_cls)(frame, used)
+        body = fill_null_arrays(body)
     except (SerialError, ValueError, TypeError, UnicodeDecodeError, OverflowError) as exc:
         raise MalformedRequestError(
             f"cannot parse api_key={prefix.api_key} api_version={prefix.api_version}: {type(exc).__name__}: {exc}"
