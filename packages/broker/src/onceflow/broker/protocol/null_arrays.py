@@ -11,7 +11,6 @@ DescribeConfigs ``configuration_keys``: every config).
 from __future__ import annotations
 
 import dataclasses
-from functools import cache
 from types import NoneType, UnionType
 from typing import Any, NamedTuple, get_args, get_origin
 
@@ -29,8 +28,17 @@ class _Plan(NamedTuple):
     """Fields holding a single nested entity."""
 
 
-@cache
+_PLANS: dict[type[Any], _Plan] = {}
+
+
 def _plan(entity_cls: type[Any]) -> _Plan:
+    plan = _PLANS.get(entity_cls)
+    if plan is None:
+        plan = _PLANS[entity_cls] = _make_plan(entity_cls)
+    return plan
+
+
+def _make_plan(entity_cls: type[Any]) -> _Plan:
     arrays: list[_ArrayField] = []
     entities: list[str] = []
     for field in dataclasses.fields(entity_cls):
