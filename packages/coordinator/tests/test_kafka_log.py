@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.coordinator.exceptions import CoordinatorFenced
+from onceflow.coordinator.exceptions import CoordinatorFenced, LogAppendRejected
 from onceflow.coordinator.log.kafka import KafkaTransactionLog
 from onceflow.coordinator.log.records import LogRecord, Tombstone
 from onceflow.coordinator.model import JobState, ParticipantRef, Transaction, TransactionId, TransactionState
@@ -78,3 +78,16 @@ def test_a_new_instance_fences_the_zombie_and_drops_its_open_transaction(broker:
     third = _log(broker)
     assert third.open() == [JobState(JOB, epoch=1), JobState(JOB, epoch=2)]
     third.close()
+
+
+def test_a_too_large_append_fails_alone_and_the_log_keeps_working(broker: EmbeddedBroker) -> None:
+    log = _log(broker)
+    log.open()
+    with pytest.raises(LogAppendRejected, match="more than the 900000"):
+        log.append([JobState(JOB, epoch=1, writer_id="w" * 2_000_000)])
+    log.append([JobState(JOB, epoch=1, writer_id="w")])
+    log.close()
+
+    again = _log(broker)
+    assert again.open() == [JobState(JOB, epoch=1, writer_id="w")]
+    again.close()

@@ -24,10 +24,20 @@ def toml_value(value: Any) -> str:
 
 
 def write_config(
-    path: Path, *, coordinator: str, sinks: list[dict[str, Any]], server: dict[str, Any] | None = None
+    path: Path,
+    *,
+    coordinator: str,
+    sinks: list[dict[str, Any]],
+    server: dict[str, Any] | None = None,
+    staging_roots: list[str] | None = None,
 ) -> Path:
-    """A participant TOML config: [server], [coordinator] and one [[sinks]] table per sink."""
-    lines = ["[server]", 'host = "127.0.0.1"', "port = 0"]
+    """A participant TOML config: [server], [coordinator], [staging] and one [[sinks]] table per sink.
+
+    ``staging_roots`` defaults to the config file's directory (the test's tmp_path, holding its staging root).
+    """
+    roots = staging_roots if staging_roots is not None else [str(path.parent)]
+    lines = ["[staging]", f"roots = [{', '.join(toml_value(root) for root in roots)}]", ""]
+    lines += ["[server]", 'host = "127.0.0.1"', "port = 0"]
     for key, value in (server or {}).items():
         lines.append(f"{key} = {toml_value(value)}")
     lines += [

@@ -16,6 +16,7 @@ from onceflow.core.settings import GrpcServerSettings, MetricsSettings
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
 from onceflow.sinks.server import SERVICE_NAME, ParticipantServer, ParticipantSettings, SqliteOptions, SqliteSink
 from onceflow.sinks.server.convert import staged_file_to_proto
+from onceflow.sinks.server.settings import StagingSettings
 
 from .conftest import W0, Stage, row
 
@@ -23,6 +24,7 @@ from .conftest import W0, Stage, row
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ParticipantServer]:
     settings = ParticipantSettings(
+        staging=StagingSettings(roots=[str(tmp_path)]),
         sinks=[
             SqliteSink(name="main", kind="sqlite", options=SqliteOptions(path=str(tmp_path / "main.db"))),
             SqliteSink(name="audit", kind="sqlite", options=SqliteOptions(path=str(tmp_path / "audit.db"))),
@@ -197,6 +199,7 @@ def test_health_and_metrics(
 
 def test_metrics_endpoint(tmp_path: Path) -> None:
     settings = ParticipantSettings(
+        staging=StagingSettings(roots=[str(tmp_path)]),
         server=GrpcServerSettings(port=0),
         sinks=[SqliteSink(name="main", kind="sqlite", options=SqliteOptions(path=str(tmp_path / "m.db")))],
         metrics=MetricsSettings(port=_free_port()),

@@ -13,6 +13,7 @@ from onceflow.core.grpc import open_channel
 from onceflow.core.settings import GrpcServerSettings, TlsSettings
 from onceflow.proto.v1 import participant_pb2, participant_pb2_grpc
 from onceflow.sinks.server import ParticipantServer, ParticipantSettings, SqliteOptions, SqliteSink
+from onceflow.sinks.server.settings import StagingSettings
 
 
 @pytest.fixture(scope="module")
@@ -42,6 +43,7 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 def _serve(tmp_path: Path, tls: TlsSettings) -> ParticipantServer:
     settings = ParticipantSettings(
+        staging=StagingSettings(roots=[str(tmp_path)]),
         server=GrpcServerSettings(host="127.0.0.1", port=0, tls=tls),
         sinks=[SqliteSink(name="main", kind="sqlite", options=SqliteOptions(path=str(tmp_path / "main.db")))],
     )

@@ -9,6 +9,7 @@ __all__ = [
     "CoordinatorFenced",
     "CoordinatorStopped",
     "InvalidRequest",
+    "LogAppendRejected",
     "NoParticipants",
     "ResolutionRefused",
     "TransactionDecided",
@@ -75,6 +76,14 @@ class TransactionDecided(ResolutionRefused):
 
 class TransactionLogError(CoordinatorError):
     """The durable transaction log could not be read or written. The coordinator must stop serving."""
+
+
+class LogAppendRejected(CoordinatorError):  # noqa: N818
+    """The log refused one append (its records are too large) and nothing was written.
+
+    Unlike :class:`TransactionLogError` the outcome is known, so only the request that caused it
+    fails; the coordinator keeps serving.
+    """
 
 
 class CoordinatorFenced(TransactionLogError):  # noqa: N818 - the name the design uses

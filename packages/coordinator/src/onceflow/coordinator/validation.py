@@ -1,4 +1,12 @@
-"""Argument checks of the coordinator's operations; a bad argument is an :class:`InvalidRequest` naming it."""
+"""Argument checks of the coordinator's operations; a bad argument is an :class:`InvalidRequest` naming it.
+
+Sizes are bounded here, at the edge (limits from :mod:`onceflow.core.request_limits`), so that no
+request can make a log record larger than one append takes, which would stop the coordinator for
+every job: every id (writer id, sink name, participant target) is at most :data:`MAX_ID_BYTES`, a
+reason :data:`MAX_REASON_BYTES`, a job has at most :data:`MAX_PARTICIPANTS` participants, and a
+transaction at most :data:`MAX_STAGED_FILES` staged files, each URI at most :data:`MAX_URI_BYTES`
+and all of them together at most :data:`MAX_TOTAL_URI_BYTES`. The error message names the limit.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +15,48 @@ from collections.abc import Sequence
 
 from onceflow.coordinator.exceptions import InvalidRequest
 from onceflow.coordinator.model import JOB_NAME, RESERVED_JOB_NAMES, ParticipantRef, StagedFile
+from onceflow.core.request_limits import (
+    MAX_ID_BYTES,
+    MAX_PARTICIPANTS,
+    MAX_REASON_BYTES,
+    MAX_STAGED_FILES,
+    MAX_TOTAL_URI_BYTES,
+    MAX_URI_BYTES,
+    oversize,
+)
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
+
+__all__ = [
+    "MAX_ID_BYTES",
+    "MAX_PARTICIPANTS",
+    "MAX_REASON_BYTES",
+    "MAX_STAGED_FILES",
+    "MAX_TOTAL_URI_BYTES",
+    "MAX_URI_BYTES",
+    "check_batch",
+    "check_epoch",
+    "check_files",
+    "check_job",
+    "check_participants",
+    "check_reason",
+    "check_writer_id",
+]
+
+
+def _check_size(field: str, value: str, limit: int) -> str:
+    problem = oversize(value, limit)
+    if problem is not None:
+        raise InvalidRequest(field, problem)
+    return value
+
+
+def check_writer_id(writer_id: str) -> str:
+    return _check_size("writer_id", writer_id, MAX_ID_BYTES)
+
+
+def check_reason(reason: str) -> str:
+    return _check_size("reason", reason, MAX_REASON_BYTES)
 
 
 def check_job(job: str) -> str:
@@ -35,12 +83,18 @@ def check_epoch(epoch: int) -> int:
 
 def check_files(files: Sequence[StagedFile]) -> tuple[StagedFile, ...]:
     """The files with their SHA-256 in lowercase; every file needs a URI, a count >= 0 and a 64-hex digest."""
+    if len(files) > MAX_STAGED_FILES:
+        raise InvalidRequest("files", f"{len(files)} staged files, more than the limit of {MAX_STAGED_FILES}")
     checked: list[StagedFile] = []
     seen: set[str] = set()
+    total = 0
     for index, file in enumerate(files):
         where = f"files[{index}]"
         if not file.uri:
             raise InvalidRequest(f"{where}.uri", "must not be empty")
+        total += len(_check_size(f"{where}.uri", file.uri, MAX_URI_BYTES).encode())
+        if total > MAX_TOTAL_URI_BYTES:
+            raise InvalidRequest("files", f"the URIs add up to more than the limit of {MAX_TOTAL_URI_BYTES} bytes")
         if file.uri in seen:
             raise InvalidRequest(f"{where}.uri", f"{file.uri!r} is listed twice")
         seen.add(file.uri)
@@ -55,10 +109,16 @@ def check_files(files: Sequence[StagedFile]) -> tuple[StagedFile, ...]:
 def check_participants(participants: Sequence[ParticipantRef]) -> tuple[ParticipantRef, ...]:
     if not participants:
         raise InvalidRequest("participants", "a job needs at least one participant")
+    if len(participants) > MAX_PARTICIPANTS:
+        raise InvalidRequest(
+            "participants", f"{len(participants)} participants, more than the limit of {MAX_PARTICIPANTS}"
+        )
     sinks: set[str] = set()
     for index, ref in enumerate(participants):
         if not ref.sink:
             raise InvalidRequest(f"participants[{index}].sink", "must not be empty")
+        _check_size(f"participants[{index}].sink", ref.sink, MAX_ID_BYTES)
+        _check_size(f"participants[{index}].target", ref.target, MAX_ID_BYTES)
         if not ref.target:
             raise InvalidRequest(f"participants[{index}].target", f"must not be empty (sink {ref.sink!r})")
         if ref.sink in sinks:

@@ -113,6 +113,7 @@ class TwoPhaseCommitEngine:
     def register_writer(self, job: str, writer_id: str) -> JobState:
         """Bump the job's writer epoch durably (fencing the previous writer) and return the job's state."""
         validation.check_job(job)
+        validation.check_writer_id(writer_id)
         with self.book.lock:
             self.book.check_alive()
             current = self.book.job(job) or JobState(job)
@@ -385,6 +386,7 @@ class TwoPhaseCommitEngine:
     def abort_transaction(self, job: str, epoch: int, batch: int, reason: str = "") -> TransactionOutcome:
         """The writer gives up on a batch: abort it unless it passed its commit point."""
         txn_id = TransactionId(validation.check_job(job), validation.check_batch(batch))
+        validation.check_reason(reason)
         with self.book.lock:
             self.check_writer(job, epoch)
         return self._resolver.abort(txn_id, f"aborted by the writer (epoch {epoch}): {reason or 'no reason given'}")
@@ -392,6 +394,7 @@ class TwoPhaseCommitEngine:
     def resolve_transaction(self, job: str, batch: int, resolution: Resolution, reason: str = "") -> TransactionOutcome:
         """Operator action on a stuck transaction; see :class:`~onceflow.coordinator.engine.resolution.Resolver`."""
         txn_id = TransactionId(validation.check_job(job), validation.check_batch(batch))
+        validation.check_reason(reason)
         return self._resolver.resolve(txn_id, resolution, reason)
 
     def get_transaction(self, job: str, batch: int) -> Transaction:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
-from onceflow.coordinator.exceptions import CoordinatorFenced, TransactionLogError
+from onceflow.coordinator.exceptions import CoordinatorFenced, LogAppendRejected, TransactionLogError
 from onceflow.coordinator.log.base import TransactionLog
+from onceflow.coordinator.log.log_topic import LogTopic
 from onceflow.coordinator.log.records import LogRecord, decode, encode
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
@@ -27,6 +27,11 @@ from onceflow.core.topics import COORDINATOR_LOG_TOPIC
 DEFAULT_TRANSACTIONAL_ID: Final = "onceflow-coordinator"
 _FENCED_CODES: Final = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
 _OFFSET_BEGINNING: Final = -2
+#: Largest append (sum of encoded keys and values) the log accepts; below librdkafka's and the
+#: broker's default ``message.max.bytes`` (1,000,000), so a too-large append is refused before it
+#: is produced and fails only its request.
+MAX_APPEND_BYTES: Final = 900_000
+_TOO_LARGE_CODES: Final = frozenset({KafkaError.MSG_SIZE_TOO_LARGE})
 
 _log = get_logger(__name__)
 
@@ -44,7 +49,9 @@ class KafkaTransactionLog(TransactionLog):
     """A :class:`TransactionLog` on ``topic`` (one partition, ``cleanup.policy=compact``).
 
     Every :meth:`append` is one Kafka transaction. ``timeout`` bounds each operation (topic
-    creation, init, one append, replay).
+    creation, init, one append, replay). The topic must stay the one :meth:`open` verified (see
+    :mod:`~onceflow.coordinator.log.log_topic`): it is checked before and after every append, and
+    the producer never auto-creates it.
     """
 
     def __init__(
@@ -65,6 +72,7 @@ class KafkaTransactionLog(TransactionLog):
         self._transaction_timeout_ms = transaction_timeout_ms
         self._producer: Producer | None = None
         self._fenced: CoordinatorFenced | None = None
+        self._topic = LogTopic(kafka.client_config(), topic, replication_factor=replication_factor, timeout=timeout)
 
     @property
     def description(self) -> str:
@@ -74,13 +82,14 @@ class KafkaTransactionLog(TransactionLog):
         """Make this instance the log's only writer, then return the committed records.
 
         Steps:
-            1. Create the topic if it is missing: one partition (total order), compacted.
+            1. Create the topic if it is missing: one partition (total order), compacted, no
+               retention; refuse an existing topic with a delete policy (:class:`LogTopicMisconfigured`).
             2. ``init_transactions`` with the fixed transactional id: the broker fences every earlier
                instance and aborts its open transaction, so nothing it did not commit is replayed.
             3. Read the partition with ``read_committed`` from the beginning up to its end offset.
         """
         # Step 1
-        self._ensure_topic()
+        self._topic.ensure()
         # Step 2
         producer = Producer(
             self._kafka.client_config(
@@ -90,6 +99,7 @@ class KafkaTransactionLog(TransactionLog):
                     "acks": "all",
                     "linger.ms": 0,
                     "transaction.timeout.ms": self._transaction_timeout_ms,
+                    "allow.auto.create.topics": False,
                 }
             )
         )
@@ -100,21 +110,14 @@ class KafkaTransactionLog(TransactionLog):
         self._producer = producer
         # Step 3
         records = self._replay()
-        _log.info("txnlog.opened", topic=self.topic, transactional_id=self.transactional_id, records=len(records))
+        _log.info(
+            "txnlog.opened",
+            topic=self.topic,
+            topic_id=self._topic.topic_id,
+            transactional_id=self.transactional_id,
+            records=len(records),
+        )
         return records
-
-    def _ensure_topic(self) -> None:
-        config: dict[str, Any] = self._kafka.client_config()
-        admin = AdminClient(config)
-        spec = NewTopic(self.topic, 1, self._replication_factor, config={"cleanup.policy": "compact"})
-        future = admin.create_topics([spec], operation_timeout=self._timeout)[self.topic]
-        try:
-            future.result(self._timeout)
-            _log.info("txnlog.topic_created", topic=self.topic)
-        except KafkaException as exc:
-            error = _kafka_error(exc)
-            if error is None or error.code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise TransactionLogError(f"cannot create log topic {self.topic}: {exc}") from None
 
     def _replay(self) -> list[LogRecord]:
         consumer = Consumer(
@@ -162,11 +165,17 @@ class KafkaTransactionLog(TransactionLog):
         """Write ``records`` in one Kafka transaction.
 
         Steps:
-            1. Begin a transaction and produce every record (key, JSON value or tombstone).
-            2. Commit it. An abortable error aborts and retries from Step 1; a retriable one retries
-               the commit; both until ``timeout``.
-            3. A fenced producer raises :class:`CoordinatorFenced`; a fatal error or running out of
+            1. Refuse records larger than :data:`MAX_APPEND_BYTES` with :class:`LogAppendRejected`
+               (nothing is written; only this request fails), and check that the topic is still
+               the one :meth:`open` verified (:class:`LogTopicLost` otherwise).
+            2. Begin a transaction and produce every record (key, JSON value or tombstone).
+            3. Commit it. An abortable error aborts and retries from Step 2; a retriable one retries
+               the commit; both until ``timeout``. A record the producer or broker finds too large
+               aborts and raises :class:`LogAppendRejected`.
+            4. A fenced producer raises :class:`CoordinatorFenced`; a fatal error or running out of
                time raises :class:`TransactionLogError` (the outcome is unknown).
+            5. Check the topic again: deleted or re-created during the append raises
+               :class:`LogTopicLost` (the decision may be in a topic that lost the earlier ones).
         """
         if self._fenced is not None:
             raise self._fenced
@@ -174,21 +183,36 @@ class KafkaTransactionLog(TransactionLog):
         if producer is None:
             raise TransactionLogError("the log is not open")
         encoded = [encode(record) for record in records]
+        # Step 1
+        size = sum(len(key) + len(value or b"") for key, value in encoded)
+        if size > MAX_APPEND_BYTES:
+            raise LogAppendRejected(
+                f"the log records are {size} bytes, more than the {MAX_APPEND_BYTES} one append takes"
+            )
+        self._topic.check("before an append")
+        self._append(producer, encoded)
+        # Step 5
+        self._topic.check("during an append")
+
+    def _append(self, producer: Producer, encoded: list[tuple[bytes, bytes | None]]) -> None:
         deadline = time.monotonic() + self._timeout
         last_error: KafkaException | None = None
         while time.monotonic() < deadline:
             try:
-                # Step 1
+                # Step 2
                 producer.begin_transaction()
                 for key, value in encoded:
                     producer.produce(self.topic, key=key, value=value, partition=0)
-                # Step 2
+                # Step 3
                 self._commit(producer, deadline)
                 return
             except KafkaException as exc:
                 last_error = exc
                 error = _kafka_error(exc)
-                # Step 3
+                if error is not None and error.code() in _TOO_LARGE_CODES and not error.fatal():
+                    self._abort_quietly(producer)
+                    raise LogAppendRejected(f"{self.topic} refused the log records: {exc}") from None
+                # Step 4
                 if error is not None and _is_fenced(error):
                     self._fenced = CoordinatorFenced(f"{self.transactional_id} on {self.topic}: {exc}")
                     _log.error("txnlog.fenced", topic=self.topic, transactional_id=self.transactional_id, error=exc)

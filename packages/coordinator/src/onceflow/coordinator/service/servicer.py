@@ -3,10 +3,13 @@
 Each RPC converts the request (``from_proto``), calls the engine, and converts the answer
 (``to_proto``). Errors become status codes here and nowhere else:
 
-- INVALID_ARGUMENT: a malformed argument (empty job, negative batch, bad staged file, ...);
+- INVALID_ARGUMENT: a malformed argument (empty job, negative batch, bad staged file, ...) or one
+  over a size limit (see :mod:`~onceflow.coordinator.engine.validation`);
 - NOT_FOUND: a job that never registered a writer;
 - FAILED_PRECONDITION: a fenced writer (another writer owns the job), an epoch never issued, a
   job without participants, a decided transaction an abort or resolution would flip;
+- RESOURCE_EXHAUSTED: the log refused this request's records as too large (nothing was written;
+  the coordinator keeps serving);
 - UNAVAILABLE: the coordinator stopped serving (closed, fenced by a newer instance, log failed).
 """
 
@@ -20,6 +23,7 @@ from onceflow.coordinator.engine import TwoPhaseCommitEngine
 from onceflow.coordinator.exceptions import (
     CoordinatorStopped,
     InvalidRequest,
+    LogAppendRejected,
     NoParticipants,
     ResolutionRefused,
     TransactionLogError,
@@ -35,6 +39,7 @@ SERVICE_NAME = coordinator_pb2.DESCRIPTOR.services_by_name["TransactionCoordinat
 STATUS_CODES: Mapping[type[BaseException], grpc.StatusCode] = {
     **DEFAULT_STATUS_CODES,
     InvalidRequest: grpc.StatusCode.INVALID_ARGUMENT,
+    LogAppendRejected: grpc.StatusCode.RESOURCE_EXHAUSTED,
     UnknownJob: grpc.StatusCode.NOT_FOUND,
     UnknownEpoch: grpc.StatusCode.FAILED_PRECONDITION,
     NoParticipants: grpc.StatusCode.FAILED_PRECONDITION,

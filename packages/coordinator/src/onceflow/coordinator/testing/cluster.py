@@ -155,6 +155,7 @@ class TwoPhaseCommitCluster:
                 "max_backoff_s": 0.5,
             },
             "sinks": [{"name": sink, "kind": sink, "options": options}],
+            "staging": {"roots": [str(self.staging_root)]},
             "log": {"level": self._participant_log_level},
         }
 

@@ -14,6 +14,10 @@ from onceflow.core.grpc.tls import server_credentials
 from onceflow.core.settings import GrpcServerSettings
 
 HEALTH_SERVICE_NAME = "grpc.health.v1.Health"
+#: Largest request message a onceflow server accepts (gRPC's default, made explicit): a bigger one
+#: is refused with RESOURCE_EXHAUSTED before any servicer sees it. Each service bounds its fields
+#: further (ids, lists, URIs) and answers INVALID_ARGUMENT naming the limit.
+MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 
 def build_server(
@@ -26,7 +30,8 @@ def build_server(
     """Create a server bound to ``settings.host:port`` and return it (not started) with its bound port.
 
     Steps:
-        1. Create the server on a thread pool of ``max_workers``.
+        1. Create the server on a thread pool of ``max_workers``, taking requests of at most
+           :data:`MAX_REQUEST_BYTES`.
         2. Register gRPC health, SERVING for every name in ``service_names`` and for ``""`` (the
            whole server). Pass ``health_servicer`` to flip statuses later (e.g. NOT_SERVING on stop).
         3. Register reflection for ``service_names``, health and reflection itself.
@@ -36,7 +41,10 @@ def build_server(
     The caller adds its servicers, then calls ``server.start()``.
     """
     # Step 1
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"))
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
+        options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES)],
+    )
     # Step 2
     health_servicer = health_servicer or health.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

@@ -31,7 +31,7 @@ class ParticipantComponent(Component):
                 "options": {
                     "topic": SINK_TOPIC,
                     "state_dir": str(context.run.data("participant") / "kafka"),
-                    "kafka": {"bootstrap_servers": context.bootstrap},
+                    "kafka": context.kafka_settings(),
                 },
             },
             {"name": SQLITE_SINK, "kind": "sqlite", "options": {"path": str(context.sqlite_sink_path)}},
@@ -42,6 +42,7 @@ class ParticipantComponent(Component):
             "server": {"host": HOST, "port": context.port("participant")},
             "coordinator": {"target": context.target("coordinator"), "initial_backoff_s": 0.1, "max_backoff_s": 1.0},
             "sinks": sinks,
+            "staging": {"roots": [str(context.staging_root)]},
             "metrics": {"host": HOST, "port": context.port("participant_metrics")},
             "log": self.logging_settings(),
         }

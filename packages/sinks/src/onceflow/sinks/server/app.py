@@ -12,6 +12,7 @@ from types import FrameType
 
 import grpc
 
+from onceflow.core.confinement import StagingConfinement
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.grpc import build_server, open_channel
 from onceflow.core.logging import get_logger
@@ -52,13 +53,15 @@ class ParticipantServer:
         """Open, recover and serve; returns the bound port.
 
         Steps:
-            1. Open every configured sink.
+            1. Check the staging roots and schemes (``staging``), then open every configured sink.
             2. Recover: resolve each sink's prepared transactions with the coordinator's decision,
                retrying with backoff while it is unreachable or undecided.
             3. Build the gRPC server (TLS/mTLS, health, reflection), add the servicer and start it.
             4. Expose the Prometheus metrics, when a metrics port is configured.
         """
         # Step 1
+        staging = self.settings.staging
+        confinement = StagingConfinement(staging.roots, staging.allowed_schemes)
         for sink_settings in self.settings.sinks:
             self.sinks[sink_settings.name] = open_sink(sink_settings)
         # Step 2
@@ -68,7 +71,7 @@ class ParticipantServer:
         add_servicer: Callable[[ParticipantServicer, grpc.Server], None] = (
             participant_pb2_grpc.add_ParticipantServicer_to_server
         )
-        add_servicer(ParticipantServicer(self.sinks, self.metrics), server)
+        add_servicer(ParticipantServicer(self.sinks, confinement, self.metrics), server)
         server.start()
         self._server, self.port = server, port
         # Step 4

@@ -11,7 +11,10 @@ import grpc
 import psycopg
 from confluent_kafka import KafkaException
 
+from onceflow.core.confinement import PathNotAllowed, StagingConfinement
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
+from onceflow.core.logging import get_logger
+from onceflow.core.request_limits import MAX_ID_BYTES, MAX_STAGED_FILES, MAX_URI_BYTES, oversize
 from onceflow.core.staging import StagedFile, StagingError
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
 from onceflow.sinks.base import SinkParticipant, TxnId
@@ -31,6 +34,7 @@ STATUS_CODES: Final[Mapping[type[BaseException], grpc.StatusCode]] = {
 }
 
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
+_log = get_logger(__name__)
 
 
 class InvalidRequest(Exception):  # noqa: N818 - becomes INVALID_ARGUMENT, never leaves the servicer
@@ -41,15 +45,24 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
     """Maps the Participant RPCs onto the hosted sinks.
 
     - A missing or malformed argument is INVALID_ARGUMENT, an unknown sink NOT_FOUND; the message
-      names the argument.
+      names the argument. So is one over a size limit (:mod:`onceflow.core.request_limits`).
+    - Every staged-file URI is checked against ``confinement`` (the staging roots and schemes)
+      before any file is opened: Prepare votes no and Commit is INVALID_ARGUMENT, naming the file
+      and the roots, never its contents or checksum.
     - A no vote is a normal :class:`PrepareTransactionResponse` with ``vote_commit = false`` and a
       reason naming the file or cause.
     - Sink errors (commit of an unknown transaction, abort of a committed one) are
       FAILED_PRECONDITION; an unreachable database or broker is UNAVAILABLE (the coordinator retries).
     """
 
-    def __init__(self, sinks: Mapping[str, SinkParticipant], metrics: ParticipantMetrics | None = None) -> None:
+    def __init__(
+        self,
+        sinks: Mapping[str, SinkParticipant],
+        confinement: StagingConfinement,
+        metrics: ParticipantMetrics | None = None,
+    ) -> None:
         self._sinks = dict(sinks)
+        self._confinement = confinement
         self._metrics = metrics or ParticipantMetrics()
 
     def _sink(self, name: str, context: grpc.ServicerContext) -> SinkParticipant:
@@ -72,6 +85,8 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
             raise InvalidRequest("id must be set (job and batch of the transaction)")
         if not request.id.job:
             raise InvalidRequest("id.job must not be empty")
+        if (problem := oversize(request.id.job, MAX_ID_BYTES)) is not None:
+            raise InvalidRequest(f"id.job {problem}")
         if request.id.batch < 0:
             raise InvalidRequest(f"id.batch must be >= 0, got {request.id.batch}")
         return txn_from_proto(request.id)
@@ -80,14 +95,26 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
     def _files(messages: Sequence[common_pb2.StagedFile], *, required: bool) -> list[StagedFile]:
         if required and not messages:
             raise InvalidRequest("files must list the batch's staged files (none given)")
+        if len(messages) > MAX_STAGED_FILES:
+            raise InvalidRequest(f"files lists {len(messages)} staged files, more than the limit of {MAX_STAGED_FILES}")
         for i, message in enumerate(messages):
             if not message.uri:
                 raise InvalidRequest(f"files[{i}].uri must not be empty")
+            if (problem := oversize(message.uri, MAX_URI_BYTES)) is not None:
+                raise InvalidRequest(f"files[{i}].uri {problem}")
             if message.count < 0:
                 raise InvalidRequest(f"files[{i}].count must be >= 0, got {message.count} ({message.uri})")
             if not _SHA256.match(message.sha256):
                 raise InvalidRequest(f"files[{i}].sha256 must be 64 hex digits, got {message.sha256!r} ({message.uri})")
         return staged_files_from_proto(messages)
+
+    def _confine(self, files: Sequence[StagedFile]) -> None:
+        """Raise :class:`PathNotAllowed` (naming the file) unless every file may be opened."""
+        for i, file in enumerate(files):
+            try:
+                self._confinement.check(file.uri)
+            except PathNotAllowed as exc:
+                raise PathNotAllowed(file.uri, f"files[{i}]: {exc.reason}") from None
 
     @translate_errors(STATUS_CODES)
     def PrepareTransaction(  # noqa: N802 - gRPC method name
@@ -99,6 +126,12 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
             files = self._files(request.files, required=True)
         except InvalidRequest as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        try:
+            self._confine(files)
+        except PathNotAllowed as exc:
+            _log.warning("prepare.file_refused", sink=sink.name, job=txn.job, batch=txn.batch, txn=txn, reason=str(exc))
+            self._metrics.prepares.labels(sink.name, "no").inc()
+            return participant_pb2.PrepareTransactionResponse(vote_commit=False, reason=f"staged file refused: {exc}")
         started = time.perf_counter()
         result = sink.prepare(txn, files)
         self._metrics.prepare_seconds.labels(sink.name).observe(time.perf_counter() - started)
@@ -115,7 +148,8 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         try:
             txn = self._txn(request)
             files = self._files(request.files, required=False)
-        except InvalidRequest as exc:
+            self._confine(files)
+        except (InvalidRequest, PathNotAllowed) as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         sink.commit(txn, files)
         self._metrics.commits.labels(sink.name).inc()

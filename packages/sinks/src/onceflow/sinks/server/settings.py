@@ -18,6 +18,9 @@ from onceflow.core.settings import (
 )
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
 
+#: The staging root of the shipped service configs (services/coordinator, services/spark-worker).
+DEFAULT_STAGING_ROOT = "./data/staging"
+
 SinkName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
 
 
@@ -76,6 +79,18 @@ class KafkaSink(Section):
     options: KafkaOptions
 
 
+class StagingSettings(Section):
+    """Where staged files may be read from: nothing outside these roots and schemes is ever opened.
+
+    ``roots`` are local directories (paths or ``file://`` URIs) or URIs of another allowed scheme
+    (``s3://bucket/staging``); the default is the shipped default staging root (the coordinator's and
+    the Spark worker's ``staging_root``). Symlinks and ``..`` are resolved before the check.
+    """
+
+    roots: list[str] = Field(default_factory=lambda: [DEFAULT_STAGING_ROOT], min_length=1)
+    allowed_schemes: list[str] = Field(default_factory=lambda: ["file"], min_length=1)
+
+
 SinkSettings = Annotated[SqliteSink | PostgresSink | KafkaSink, Field(discriminator="kind")]
 
 
@@ -87,6 +102,7 @@ class ParticipantSettings(Settings):
     server: GrpcServerSettings = GrpcServerSettings(port=7101)
     coordinator: CoordinatorClientSettings = CoordinatorClientSettings()
     sinks: list[SinkSettings] = Field(min_length=1)
+    staging: StagingSettings = StagingSettings()
     log: LoggingSettings = LoggingSettings()
     metrics: MetricsSettings = MetricsSettings()
 

@@ -1,0 +1,147 @@
+"""A participant opens staged files only under its staging roots and schemes (issue 14).
+
+Before, the participant opened any URI a Prepare named through fsspec: ``/etc/passwd`` and ``..``
+paths were read (and the checksum error told the caller the file's real SHA-256), a valid staged
+file outside the staging root was committed, an ``ftp://`` URI made it dial out and a ``data:`` URI
+was read. Now each is a no vote naming the refusal, decided before anything is opened.
+
+A real participant process (SQLite sink) behind its gRPC server, driven like the coordinator does.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import socket
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from onceflow.core.avro import IpCount
+from onceflow.core.grpc import open_channel
+from onceflow.core.staging import StagedFile, StagingWriter
+from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
+from onceflow.sinks.testing.process import ParticipantProcess
+
+pytestmark = pytest.mark.slow
+W0 = 1_700_000_000_000
+Stub = participant_pb2_grpc.ParticipantStub
+
+
+class Participant:
+    def __init__(self, process: ParticipantProcess, stub: Stub, staging: Path, db: Path) -> None:
+        self.process, self.stub, self.staging, self.db = process, stub, staging, db
+
+    def prepare(self, batch: int, *files: StagedFile) -> participant_pb2.PrepareTransactionResponse:
+        request = participant_pb2.PrepareTransactionRequest(
+            sink="sqlite",
+            id=common_pb2.TransactionId(job="job", batch=batch),
+            files=[common_pb2.StagedFile(uri=f.uri, count=f.count, sha256=f.sha256) for f in files],
+        )
+        response: participant_pb2.PrepareTransactionResponse = self.stub.PrepareTransaction(request, timeout=30)
+        return response
+
+    def prepared(self) -> list[int]:
+        listed = self.stub.ListPreparedTransactions(participant_pb2.ListPreparedTransactionsRequest(), timeout=10)
+        return [t.id.batch for t in listed.transactions]
+
+    def results(self) -> list[tuple[str, int]]:
+        with sqlite3.connect(self.db) as db:
+            return sorted(db.execute("SELECT ip, count FROM ip_counts").fetchall())
+
+
+@pytest.fixture
+def participant(tmp_path: Path) -> Iterator[Participant]:
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    db = tmp_path / "sink.db"
+    settings = {
+        "coordinator": {"target": "127.0.0.1:1"},
+        "sinks": [{"name": "sqlite", "kind": "sqlite", "options": {"path": str(db)}}],
+        "staging": {"roots": [str(staging)]},
+        "log": {"level": "INFO"},
+    }
+    process = ParticipantProcess(tmp_path / "participant", settings).start()
+    channel = open_channel(process.target)
+    try:
+        yield Participant(process, participant_pb2_grpc.ParticipantStub(channel), staging, db)  # type: ignore[no-untyped-call]
+    finally:
+        channel.close()
+        process.stop()
+
+
+def _rows(ip: str = "10.0.0.1") -> list[IpCount]:
+    return [IpCount(window_start=W0, window_end=W0 + 5000, ip=ip, count=7)]
+
+
+def _assert_refused(response: participant_pb2.PrepareTransactionResponse, *secrets: str) -> None:
+    assert not response.vote_commit, response
+    assert "staged file refused" in response.reason and "is not allowed" in response.reason, response.reason
+    for secret in secrets:
+        assert secret not in response.reason
+
+
+def test_system_files_and_dot_dot_paths_are_refused_unread(participant: Participant) -> None:
+    passwd = Path("/etc/passwd").read_bytes()
+    real_sha = hashlib.sha256(passwd).hexdigest()
+    escape = f"{participant.staging}/../../../../../../etc/passwd"
+    for batch, uri in enumerate(["/etc/passwd", "file:///etc/passwd", escape, f"file://{escape}"]):
+        response = participant.prepare(batch, StagedFile(uri, 1, "0" * 64))
+        _assert_refused(response, real_sha, "root:")
+    assert participant.prepared() == []
+
+
+def test_a_valid_staged_file_outside_the_root_is_not_committed(participant: Participant, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    outside = StagingWriter(str(elsewhere), "job", 0).write("part-0", _rows())
+    _assert_refused(participant.prepare(0, outside), outside.sha256)
+
+    # a symlink inside the root pointing at it is resolved, and refused too
+    link_dir = participant.staging / "job" / "1"
+    link_dir.mkdir(parents=True)
+    link = link_dir / "part-0.avro"
+    link.symlink_to(outside.uri.removeprefix("file://"))
+    _assert_refused(participant.prepare(1, StagedFile(f"file://{link}", outside.count, outside.sha256)))
+
+    # a commit naming it is refused as well (INVALID_ARGUMENT), before any redo from staging
+    request = participant_pb2.CommitPreparedTransactionRequest(
+        sink="sqlite",
+        id=common_pb2.TransactionId(job="job", batch=0),
+        files=[common_pb2.StagedFile(uri=outside.uri, count=outside.count, sha256=outside.sha256)],
+    )
+    with pytest.raises(grpc.RpcError) as refused:
+        participant.stub.CommitPreparedTransaction(request, timeout=30)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert participant.prepared() == [] and participant.results() == []
+
+    # the same rows staged under the root are prepared as before
+    inside = StagingWriter(str(participant.staging), "job", 2).write("part-0", _rows())
+    assert participant.prepare(2, inside).vote_commit
+    assert participant.prepared() == [2]
+
+
+def test_an_ftp_uri_does_not_make_the_participant_dial_out(participant: Participant) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(1.0)
+        port = listener.getsockname()[1]
+        response = participant.prepare(0, StagedFile(f"ftp://127.0.0.1:{port}/staging/job/0/part-0.avro", 1, "0" * 64))
+        _assert_refused(response)
+        with pytest.raises(TimeoutError):
+            listener.accept()  # nobody connected
+    assert "scheme 'ftp'" in response.reason
+
+
+def test_a_data_uri_is_not_read(participant: Participant, tmp_path: Path) -> None:
+    staged = StagingWriter(str(tmp_path / "scratch"), "job", 0).write("part-0", _rows())
+    payload = Path(staged.uri.removeprefix("file://")).read_bytes()
+    uri = "data:application/octet-stream;base64," + base64.b64encode(payload).decode()
+    response = participant.prepare(0, StagedFile(uri, staged.count, staged.sha256))
+    _assert_refused(response)
+    assert "scheme 'data'" in response.reason
+    assert participant.prepared() == []
