@@ -6,7 +6,8 @@ dir (see :mod:`onceflow.broker.readiness`) and prints ``ONCEFLOW_BROKER_READY po
 once it accepts connections; SIGTERM or SIGINT stop it gracefully.
 
 ``onceflow broker txns`` (also ``python -m onceflow.broker txns``) lists and aborts transactions of a
-running broker (see :mod:`onceflow.broker.cli_txns`).
+running broker (see :mod:`onceflow.broker.cli_txns`); ``onceflow broker users`` manages the SASL
+users of a data dir (see :mod:`onceflow.broker.cli_users`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import argparse
 import sys
 from typing import Any
 
-from onceflow.broker import cli_txns
+from onceflow.broker import cli_txns, cli_users
 from onceflow.core.errors import InvalidConfig
 
 _FLAG_SETTINGS = {
@@ -67,6 +68,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
     commands = parser.add_subparsers(title="broker commands", metavar="COMMAND")
     cli_txns.register(commands)
+    cli_users.register(commands)
 
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import socket
 from pathlib import Path
 from typing import ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from onceflow.core.settings import LoggingSettings, Settings
 
@@ -69,6 +69,24 @@ class BrokerConfig(Settings):
     transaction_abort_timed_out_interval_ms: int = Field(default=10_000, ge=1)
     """Kafka's ``transaction.abort.timed.out.transaction.cleanup.interval.ms``: how often the transaction
     coordinator aborts transactions open longer than their timeout."""
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    """Kafka's ``security.protocol`` of the listener: SASL_* require SaslHandshake + SaslAuthenticate
+    before any other request; SSL/SASL_SSL wrap the connection in TLS (``ssl_certfile``...)."""
+    sasl_enabled_mechanisms: list[Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]] = [
+        "PLAIN",
+        "SCRAM-SHA-256",
+        "SCRAM-SHA-512",
+    ]
+    """Kafka's ``sasl.enabled.mechanisms``; users come from ``onceflow broker users add``."""
+    ssl_certfile: Path | None = None
+    """PEM certificate chain of the TLS listener (Kafka: ssl.keystore.location)."""
+    ssl_keyfile: Path | None = None
+    """PEM private key of ``ssl_certfile``."""
+    ssl_cafile: Path | None = None
+    """PEM CA bundle; when set, clients must present a certificate it signed (ssl.client.auth=required)."""
+    super_users: list[str] = []
+    """Kafka's ``super.users`` (``User:<name>``). When set, only they may delete internal topics
+    (``_onceflow_*``, ``__consumer_offsets``, ``__transaction_state``)."""
     log: LoggingSettings = LoggingSettings()
 
     @field_validator("listen")
@@ -85,6 +103,22 @@ class BrokerConfig(Settings):
             if not host or port == 0:
                 raise ValueError(f"advertised needs a host and a non-zero port, got {value!r}")
         return value
+
+    @model_validator(mode="after")
+    def _check_tls(self) -> BrokerConfig:
+        if self.security_protocol in ("SSL", "SASL_SSL") and (self.ssl_certfile is None or self.ssl_keyfile is None):
+            raise ValueError(f"security_protocol {self.security_protocol} needs ssl_certfile and ssl_keyfile")
+        return self
+
+    @property
+    def uses_sasl(self) -> bool:
+        """Whether clients must authenticate with SASL on the listener."""
+        return self.security_protocol.startswith("SASL_")
+
+    @property
+    def uses_tls(self) -> bool:
+        """Whether the listener speaks TLS."""
+        return self.security_protocol in ("SSL", "SASL_SSL")
 
     @property
     def listen_host(self) -> str:

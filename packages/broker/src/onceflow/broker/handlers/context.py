@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from kio.index import load_response_schema
 
+from onceflow.broker.auth.session import ANONYMOUS, SaslSession
 from onceflow.broker.protocol.shapes import build_entity
 
 if TYPE_CHECKING:
@@ -28,6 +29,10 @@ class RequestContext:
     client_id: str | None
     api_key: int
     api_version: int
+    principal: str = ANONYMOUS
+    """``User:<name>`` once authenticated on a SASL listener, else ``User:ANONYMOUS``."""
+    sasl: SaslSession | None = None
+    """The connection's SASL state on a SASL listener (what SaslHandshake/SaslAuthenticate drive)."""
 
     def respond(self, values: Mapping[str, object]) -> Any:
         """Build this request's response entity from ``values``."""

@@ -25,6 +25,7 @@ from onceflow.broker.topics import InvalidTopicName, TopicExists
 
 log = logging.getLogger("onceflow.broker.admin")
 
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 MAX_PARTITIONS = 10_000
 """More partitions than a single-node embedded broker can sensibly hold open (a guard, not a Kafka rule)."""
 
@@ -114,10 +115,33 @@ async def handle_create(ctx: RequestContext, request: Any) -> Any:
     return ctx.respond({"throttle_time": 0, "topics": results})
 
 
+def is_internal_topic(name: str) -> bool:
+    """Topics holding the broker's or onceflow's own state (Kafka's and onceflow's internal topics)."""
+    return name.startswith("_onceflow_") or name in INTERNAL_TOPICS
+
+
 async def handle_delete(ctx: RequestContext, request: Any) -> Any:
-    """Delete every named topic; unknown ones get UNKNOWN_TOPIC_OR_PARTITION."""
+    """Delete every named topic; unknown ones get UNKNOWN_TOPIC_OR_PARTITION. With ``super_users``
+    set, an internal topic (:func:`is_internal_topic`) is deleted only for one of them
+    (TOPIC_AUTHORIZATION_FAILED otherwise)."""
     results = []
+    super_users = ctx.broker.config.super_users
     for name in request.topic_names:
+        if super_users and is_internal_topic(name) and ctx.principal not in super_users:
+            log.warning(
+                "topic.delete_refused %s topic=%s principal=%s reason=not a super user",
+                ctx.log_fields(),
+                name,
+                ctx.principal,
+            )
+            results.append(
+                {
+                    "name": name,
+                    "error_code": ErrorCode.topic_authorization_failed,
+                    "error_message": f"Only super.users may delete the internal topic '{name}'.",
+                }
+            )
+            continue
         deleted = await ctx.broker.delete_topic(name)
         if deleted is None:
             results.append({"name": name, "error_code": ErrorCode.unknown_topic_or_partition, "error_message": None})

@@ -12,6 +12,9 @@ Guarantees:
 - a frame is read in chunks, each counted against the broker-wide ``queued_max_request_bytes``
   budget of partially received requests until the frame is complete and decoded; the connection
   whose chunk would exceed it is closed, so partial frames cannot grow the broker's memory past it;
+- on a SASL listener only ApiVersions, SaslHandshake and SaslAuthenticate are served until the
+  client has authenticated (anything else closes the connection), and a failed authentication is
+  answered, then the connection closes;
 - a connection with nothing read or written for ``connections_max_idle_ms`` while no request of it
   is in flight is closed.
   An ApiVersions request of an unknown version is answered in v0 format with UNSUPPORTED_VERSION, so
@@ -27,6 +30,7 @@ import logging
 import struct
 from typing import TYPE_CHECKING, Any
 
+from onceflow.broker.auth import ANONYMOUS, CredentialStore, SaslSession
 from onceflow.broker.handlers import HANDLERS
 from onceflow.broker.handlers.api_versions import unsupported_version_response
 from onceflow.broker.handlers.context import RequestContext
@@ -48,6 +52,8 @@ log = logging.getLogger("onceflow.broker.server")
 
 _MAX_IN_FLIGHT = 64
 _READ_CHUNK = 64 * 1024
+_BEFORE_AUTHENTICATION = frozenset({versions.API_VERSIONS, versions.SASL_HANDSHAKE, versions.SASL_AUTHENTICATE})
+"""What a SASL listener serves before the client has authenticated."""
 _ids = itertools.count(1)
 
 
@@ -78,6 +84,10 @@ class Connection:
         self.name = f"{next(_ids)}/{self.peer}"
         self._pending: asyncio.Queue[asyncio.Task[bytes | None]] = asyncio.Queue(_MAX_IN_FLIGHT)
         self._serial = asyncio.Lock()
+        config = broker.config
+        self._sasl = (
+            SaslSession(config.sasl_enabled_mechanisms, CredentialStore(config.data_dir)) if config.uses_sasl else None
+        )
 
     async def serve(self) -> None:
         """Read, dispatch and answer requests until the connection ends; never raises."""
@@ -159,6 +169,10 @@ class Connection:
             return
 
     def _dispatch(self, frame: bytes) -> asyncio.Task[bytes | None]:
+        if self._sasl is not None and not self._sasl.authenticated:
+            api_key = peek_header(frame).api_key
+            if api_key not in _BEFORE_AUTHENTICATION:
+                raise ConnectionClosedError(f"request api_key={api_key} before SASL authentication")
         try:
             request = decode_request(frame)
         except UnsupportedRequestError as exc:
@@ -190,6 +204,8 @@ class Connection:
             client_id=request.client_id,
             api_key=request.api_key,
             api_version=request.api_version,
+            principal=(self._sasl.principal if self._sasl is not None else None) or ANONYMOUS,
+            sasl=self._sasl,
         )
         handler = HANDLERS[request.api_key]
         log.debug("request.received %s correlation_id=%d", ctx.log_fields(), request.correlation_id)
@@ -221,6 +237,9 @@ class Connection:
                 self._writer.write(data)
                 await self._writer.drain()
                 self._last_activity = asyncio.get_running_loop().time()
+            if self._sasl is not None and self._sasl.failed:  # answered; now the connection ends
+                self._writer.close()
+                return
 
     async def _drain_pending(self) -> None:
         while not self._pending.empty():

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 from asyncio.constants import ACCEPT_RETRY_DELAY
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from onceflow.broker.server.limits import ConnectionsPerIp, QueuedRequestBytes
 
 if TYPE_CHECKING:
     from onceflow.broker.broker import Broker
+    from onceflow.broker.config import BrokerConfig
 
 log = logging.getLogger("onceflow.broker.server")
 
@@ -56,7 +58,11 @@ class BrokerServer:
         config = self._broker.config
         asyncio.get_running_loop().set_exception_handler(self._loop_exception)
         self._server = await asyncio.start_server(
-            self._accept, host=config.listen_host or None, port=config.listen_port, reuse_address=True
+            self._accept,
+            host=config.listen_host or None,
+            port=config.listen_port,
+            reuse_address=True,
+            ssl=_tls_context(config) if config.uses_tls else None,
         )
 
     def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -115,3 +121,14 @@ class BrokerServer:
             self._per_ip.close(connection.peer_host)
             self._connections.discard(task)
             log.debug("connection.ended conn=%s", connection.name)
+
+
+def _tls_context(config: BrokerConfig) -> ssl.SSLContext:
+    """The server side of the TLS listener; with ``ssl_cafile`` clients must present a certificate."""
+    assert config.ssl_certfile is not None and config.ssl_keyfile is not None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(config.ssl_certfile, config.ssl_keyfile)
+    if config.ssl_cafile is not None:
+        context.load_verify_locations(config.ssl_cafile)
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
