@@ -213,7 +213,11 @@ class TopicRegistry:
         topic = self._topics.pop(name, None)
         if topic is None:
             return None
-        self._persist()
+        try:
+            self._persist()
+        except BaseException:
+            self._topics[name] = topic  # still registered on disk, so still served
+            raise
         for partition in topic.partitions:
             partition.delete()
         log.info("topic.deleted topic=%s topic_id=%s", name, topic.topic_id)

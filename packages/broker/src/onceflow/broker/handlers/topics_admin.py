@@ -142,7 +142,14 @@ async def handle_delete(ctx: RequestContext, request: Any) -> Any:
                 }
             )
             continue
-        deleted = await ctx.broker.delete_topic(name)
+        try:
+            deleted = await ctx.broker.delete_topic(name)
+        except OSError as exc:  # the registry could not be rewritten: the topic stays
+            log.warning("topic.delete_failed %s topic=%s reason=%s", ctx.log_fields(), name, exc)
+            results.append(
+                {"name": name, "error_code": ErrorCode.kafka_storage_error, "error_message": exc.strerror or str(exc)}
+            )
+            continue
         if deleted is None:
             results.append({"name": name, "error_code": ErrorCode.unknown_topic_or_partition, "error_message": None})
         else:
