@@ -1,6 +1,7 @@
 """``onceflow demo``: the whole pipeline embedded, with a live dashboard, optional chaos, and a verdict.
 
-Starts the broker, the coordinator, the sink participants (Kafka, SQLite, optionally PostgreSQL),
+Starts the broker (or uses an existing Kafka: --bootstrap-servers, with -X for librdkafka
+properties), the coordinator, the sink participants (Kafka, SQLite, optionally PostgreSQL),
 the consumer with its Results API, the Spark job (local[2]) and a connect worker running the
 generator, or with --input FILE the access-log file tailer, as supervised child processes under a
 run directory.
@@ -47,6 +48,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rate", type=_positive_float, default=DEFAULT_RATE, help="generator events per second")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the generated traffic")
     parser.add_argument(
+        "--bootstrap-servers",
+        default="",
+        metavar="HOST:PORT[,...]",
+        help="use this Kafka (Apache Kafka, any cluster) instead of the embedded broker",
+    )
+    parser.add_argument(
+        "-X",
+        dest="kafka_properties",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="librdkafka property for every client of the run (security.protocol, sasl.*, ssl.*)",
+    )
+    parser.add_argument(
         "--input",
         type=Path,
         metavar="FILE",
@@ -85,6 +100,16 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 def options_from(args: argparse.Namespace) -> DemoOptions:
     if args.resume and args.run_dir is None:
         raise InvalidConfig("--resume", "needs --run-dir (the run to continue)")
+    properties: dict[str, str] = {}
+    for item in args.kafka_properties:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InvalidConfig("-X", f"expected KEY=VALUE (a librdkafka property), got {item!r}")
+        properties[key.strip()] = value.strip()
+    if properties and not args.bootstrap_servers:
+        raise InvalidConfig("-X", "only goes with --bootstrap-servers (the embedded broker needs no properties)")
+    if args.resume and (args.bootstrap_servers or properties):
+        raise InvalidConfig("--bootstrap-servers", "a resumed run uses the Kafka it was started with")
     if args.input is not None and not args.input.is_file():
         raise InvalidConfig("--input", f"{args.input} is not a readable file")
     if (args.follow or args.idle_timeout is not None) and args.input is None:
@@ -107,6 +132,8 @@ def options_from(args: argparse.Namespace) -> DemoOptions:
         plain=args.plain,
         service_log_level=args.service_log_level,
         input_path=args.input,
+        bootstrap_servers=args.bootstrap_servers,
+        kafka_properties=properties,
         follow=args.follow,
         idle_timeout_s=args.idle_timeout,
     )

@@ -84,7 +84,8 @@ def auditor(context: Context) -> Auditor:
         sinks=sinks,
     )
     store = StoreSettings(backend="sqlite", path=str(context.consumer_store_path))
-    return Auditor(KafkaSettings(bootstrap_servers=context.bootstrap), settings, store)
+    kafka = KafkaSettings(bootstrap_servers=context.bootstrap, properties=dict(context.state.kafka_properties))
+    return Auditor(kafka, settings, store)
 
 
 def rotated_files(state: RunState) -> tuple[str, ...]:

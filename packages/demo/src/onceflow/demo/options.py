@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from onceflow.core import defaults
@@ -39,6 +39,9 @@ class DemoOptions:
     #: ``--input``: an access-log file to run over instead of the generator; ``--follow`` tails it
     #: through rotation, ending after ``idle_timeout_s`` without a new line (None: until Ctrl-C).
     input_path: Path | None = None
+    #: An existing Kafka instead of the embedded broker, and librdkafka properties for every client.
+    bootstrap_servers: str = ""
+    kafka_properties: dict[str, str] = field(default_factory=dict)
     follow: bool = False
     idle_timeout_s: float | None = None
     service_log_level: str = "INFO"
@@ -65,6 +68,8 @@ class DemoOptions:
             postgres=postgres,
             postgres_dsn=self.postgres_dsn,
             input_path=str(self.input_path.resolve()) if self.input_path is not None else "",
+            bootstrap_servers=self.bootstrap_servers,
+            kafka_properties=dict(self.kafka_properties),
             follow=self.follow,
             idle_end_ms=int(self.idle_timeout_s * 1000) if self.idle_timeout_s else 0,
         )

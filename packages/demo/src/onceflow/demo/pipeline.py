@@ -26,13 +26,19 @@ _log = get_logger(__name__)
 TOPIC_CONFIG = {"retention.ms": "-1"}
 
 
-def ensure_topics(bootstrap: str, source_partitions: int, timeout: float = 30.0) -> None:
-    """Create ``ip_count_source``, ``ip_count_sink`` and the dead-letter topic unless they exist (idempotent)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+def ensure_topics(
+    client_config: dict[str, str], source_partitions: int, *, replication_factor: int = 1, timeout: float = 30.0
+) -> None:
+    """Create ``ip_count_source``, ``ip_count_sink`` and the dead-letter topic unless they exist (idempotent).
+
+    ``replication_factor=-1`` leaves it to the cluster's default (KIP-464), for an existing Kafka.
+    """
+    admin = AdminClient(dict(client_config))
+    rf = replication_factor
     wanted = [
-        NewTopic(SOURCE_TOPIC, num_partitions=source_partitions, replication_factor=1, config=TOPIC_CONFIG),
-        NewTopic(SINK_TOPIC, num_partitions=1, replication_factor=1, config=TOPIC_CONFIG),
-        NewTopic(DEAD_LETTER_TOPIC, num_partitions=1, replication_factor=1, config=TOPIC_CONFIG),
+        NewTopic(SOURCE_TOPIC, num_partitions=source_partitions, replication_factor=rf, config=TOPIC_CONFIG),
+        NewTopic(SINK_TOPIC, num_partitions=1, replication_factor=rf, config=TOPIC_CONFIG),
+        NewTopic(DEAD_LETTER_TOPIC, num_partitions=1, replication_factor=rf, config=TOPIC_CONFIG),
     ]
     for topic, future in admin.create_topics(wanted, request_timeout=timeout).items():
         try:
@@ -47,7 +53,7 @@ class Pipeline:
     """Every service of the demo under one :class:`Supervisor`.
 
     Start order (each step waits until the service serves):
-        1. broker;
+        1. broker (unless the run uses an existing Kafka, ``--bootstrap-servers``);
         2. the topics (``ip_count_source`` with the run's partitions, ``ip_count_sink``);
         3. coordinator (its transaction log lives in the broker);
         4. participant (resolves prepared transactions with the coordinator before serving);
@@ -63,7 +69,7 @@ class Pipeline:
         self.components: dict[str, Component] = {
             component.name: component
             for component in (
-                BrokerComponent(context),
+                *([BrokerComponent(context)] if context.embedded_broker else []),
                 CoordinatorComponent(context),
                 ParticipantComponent(context),
                 ConsumerComponent(context),
@@ -81,11 +87,18 @@ class Pipeline:
     def start(self, timeout: float = 180.0) -> None:
         """Steps 1-7 of the class docstring; raises ServiceFailedError naming the service that did not come up."""
         self.supervisor.watch()
+        if not self.context.embedded_broker:
+            self.create_topics()
         for name in self.components:
             self.supervisor.start(name)
             self.supervisor.wait_ready(name, timeout)
             if name == "broker":
-                ensure_topics(self.context.bootstrap, self.context.state.source_partitions)
+                self.create_topics()
+
+    def create_topics(self) -> None:
+        """Step 2."""
+        rf = 1 if self.context.embedded_broker else -1
+        ensure_topics(self.context.client_config(), self.context.state.source_partitions, replication_factor=rf)
 
     def stop(self) -> None:
         """Stop every service gracefully, producer first, broker last."""

@@ -77,6 +77,10 @@ class RunState:
     postgres_dsn: str = ""
     ports: dict[str, int] = field(default_factory=dict)
     created_at: float = field(default_factory=time.time)
+    #: ``--bootstrap-servers``: an existing Kafka instead of the embedded broker ("" = embedded), and the
+    #: librdkafka properties every client of the run gets (``-X``).
+    bootstrap_servers: str = ""
+    kafka_properties: dict[str, str] = field(default_factory=dict)
     #: ``--input``: the access-log file the run reads ("" = the generator), and how it ends.
     input_path: str = ""
     follow: bool = False

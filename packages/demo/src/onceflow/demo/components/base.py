@@ -38,7 +38,20 @@ class Context:
 
     @property
     def bootstrap(self) -> str:
-        return self.target("broker")
+        """The Kafka the run uses: ``--bootstrap-servers``, or the embedded broker of the run."""
+        return self.state.bootstrap_servers or self.target("broker")
+
+    @property
+    def embedded_broker(self) -> bool:
+        return not self.state.bootstrap_servers
+
+    def kafka_settings(self) -> dict[str, Any]:
+        """The ``[kafka]`` section of every service: bootstrap servers and librdkafka properties."""
+        return {"bootstrap_servers": self.bootstrap, "properties": dict(self.state.kafka_properties)}
+
+    def client_config(self) -> dict[str, str]:
+        """librdkafka configuration for the demo's own clients."""
+        return {"bootstrap.servers": self.bootstrap, **self.state.kafka_properties}
 
     @property
     def staging_root(self) -> Path:

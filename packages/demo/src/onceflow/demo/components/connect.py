@@ -92,7 +92,7 @@ class ConnectComponent(Component):
             "mode": "standalone",
             "exactly_once_source": True,
             "connectors": [str(self.connector_path)],
-            "kafka": {"bootstrap_servers": context.bootstrap},
+            "kafka": context.kafka_settings(),
             "producer": {"linger.ms": "20"},
             "server": {"host": HOST, "port": context.port("connect")},
             "metrics": {"host": HOST, "port": context.port("connect_metrics")},

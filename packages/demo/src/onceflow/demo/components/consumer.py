@@ -19,7 +19,7 @@ class ConsumerComponent(Component):
     def settings(self) -> dict[str, Any]:
         context = self.context
         return {
-            "kafka": {"bootstrap_servers": context.bootstrap},
+            "kafka": context.kafka_settings(),
             "consumer": {
                 "topic": SINK_TOPIC,
                 "group_id": CONSUMER_GROUP,

@@ -19,7 +19,7 @@ class CoordinatorComponent(Component):
             "prepare_timeout_ms": 30_000,
             "commit_wait_ms": 30_000,
             "server": {"host": HOST, "port": self.context.port("coordinator")},
-            "kafka": {"bootstrap_servers": self.context.bootstrap},
+            "kafka": self.context.kafka_settings(),
             "transaction_log": {"backend": "kafka"},
             "commit_retry": {"initial_backoff_ms": 100, "max_backoff_ms": 2000},
             "metrics": {"host": HOST, "port": self.context.port("coordinator_metrics")},

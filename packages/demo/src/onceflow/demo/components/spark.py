@@ -37,7 +37,7 @@ class SparkComponent(Component):
         return {
             "job": JOB,
             "guarantee": "exactly-once",
-            "kafka": {"bootstrap_servers": context.bootstrap},
+            "kafka": context.kafka_settings(),
             "source": {"topic": SOURCE_TOPIC, "starting_offsets": "earliest"},
             "trigger_interval_ms": context.state.trigger_ms,
             "output_mode": "append",
