@@ -9,13 +9,16 @@ acknowledged offset, exactly once.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from kio.schema.errors import ErrorCode
 
+from onceflow.broker.groups import GroupCoordinator, OffsetAndMetadata
 from onceflow.broker.statelog import StateLog, StateLogWriteFailed
 from onceflow.broker.storage import LogConfig, PartitionLog, SimpleRecord, build_batch
 from onceflow.broker.storage.errors import LogWriteError
@@ -151,3 +154,25 @@ def test_a_failed_state_log_append_is_rolled_back_and_later_appends_work(tmp_pat
         reopened = StateLog.open(disk / "state.log", fsync=False)
         assert list(reopened.replay()) == [(b"a", b"1"), (b"c", b"3")]
         reopened.close()
+
+
+def test_an_offset_commit_on_a_full_disk_is_refused_and_the_next_one_works(tmp_path: Path) -> None:
+    def at(offset: int) -> OffsetAndMetadata:
+        return OffsetAndMetadata(offset, -1, None, 1_700_000_000_000)
+
+    async def scenario(disk: Path) -> None:
+        coordinator = GroupCoordinator(disk / "groups", fsync=False, group_initial_rebalance_delay_ms=0)
+        await coordinator.start()
+        partition = ("t", 0)
+        assert coordinator.commit_offsets("g", -1, "", None, {partition: at(1)}) == {partition: ErrorCode.none}
+        fill_up(disk / "filler")
+        big = {("t", i): OffsetAndMetadata(i, -1, "m" * 4000, 0) for i in range(64)}
+        results = coordinator.commit_offsets("g", -1, "", None, big)
+        assert set(results.values()) == {ErrorCode.coordinator_not_available}
+        (disk / "filler").unlink()
+        assert coordinator.commit_offsets("g", -1, "", None, {partition: at(2)}) == {partition: ErrorCode.none}
+        assert coordinator.fetch_offsets("g", None) == (ErrorCode.none, {partition: at(2)})
+        await coordinator.stop()
+
+    with tmpfs(tmp_path / "disk", size="1m") as disk:
+        asyncio.run(scenario(disk))

@@ -16,6 +16,7 @@ from onceflow.broker.groups.rebalance import Rebalancer
 from onceflow.broker.groups.results import NO_MEMBER_ID, OffsetAndMetadata
 from onceflow.broker.groups.state import GroupState
 from onceflow.broker.groups.store import GroupStore
+from onceflow.broker.statelog import StateLogError
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +72,13 @@ class OffsetCommits:
         if member is not None:
             self._rebalancer.schedule_heartbeat(member)
         accepted, results = self._check_metadata(offsets)
-        for partition, entry in self._store.store_offsets(group_id, accepted).items():
+        try:
+            stored = self._store.store_offsets(group_id, accepted)
+        except StateLogError as error:
+            # Nothing was committed (the state log rolled the write back); clients retry.
+            logger.warning("offset commit not stored group=%s partitions=%d reason=%s", group_id, len(accepted), error)
+            return {**results, **dict.fromkeys(accepted, ErrorCode.coordinator_not_available)}
+        for partition, entry in stored.items():
             group.offsets.commit(partition, entry)
         logger.debug(
             "offsets committed group=%s generation=%d member=%s partitions=%d",
