@@ -127,6 +127,18 @@ def end_offsets(broker: BrokerUnderTest, topic: str, partition: int = 0) -> dict
     return answer
 
 
+def settle(broker: BrokerUnderTest, topic: str, partition: int = 0) -> None:
+    """Wait until no transaction is open on the partition (LSO = HW). Apache Kafka writes the markers
+    of a committed or aborted transaction after it answered EndTxn, so a read right after
+    ``commit_transaction()`` may still stop before them; the embedded broker writes them first."""
+
+    def stable() -> bool:
+        offsets = end_offsets(broker, topic, partition)
+        return offsets["lso"] == offsets["high_watermark"]
+
+    wait_until(stable, what=f"markers written on {topic}-{partition}")
+
+
 def wait_until(condition: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
     deadline = time.monotonic() + timeout
     while not condition():

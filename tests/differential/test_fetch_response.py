@@ -14,7 +14,7 @@ from onceflow.broker.protocol.shapes import build_entity
 from onceflow.broker.storage import iter_batches
 from onceflow.broker.testing.wire import WireClient
 
-from .observe import Brokers, BrokerUnderTest, new_topic, produce, transactional_producer, unique
+from .observe import Brokers, BrokerUnderTest, new_topic, produce, settle, transactional_producer, unique
 
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 TRANSACTIONAL, CONTROL = 0x10, 0x20
@@ -68,6 +68,7 @@ def _fetch_both_levels(broker: BrokerUnderTest) -> dict[str, Any]:
     topic = new_topic(broker, "fetch")
     producer = transactional_producer(broker, unique("fetch-txn"))
     for values, commit in (((b"c1", b"c2"), True), ((b"a1",), False), ((b"c3",), True), ((b"open",), None)):
+        settle(broker, topic)
         producer.begin_transaction()
         produce(producer, topic, *values)
         if commit is True:

@@ -7,7 +7,17 @@ from typing import Any
 
 from onceflow.broker.testing.clients import produce_acked
 
-from .observe import Brokers, BrokerUnderTest, end_offsets, new_topic, produce, records, transactional_producer, unique
+from .observe import (
+    Brokers,
+    BrokerUnderTest,
+    end_offsets,
+    new_topic,
+    produce,
+    records,
+    settle,
+    transactional_producer,
+    unique,
+)
 
 
 def _committed_aborted_committed(broker: BrokerUnderTest) -> dict[str, Any]:
@@ -22,6 +32,7 @@ def _committed_aborted_committed(broker: BrokerUnderTest) -> dict[str, Any]:
     producer.begin_transaction()
     produce(producer, topic, b"c4")
     producer.commit_transaction(30)
+    settle(broker, topic)
     return {
         "read_uncommitted": records(broker, topic, "read_uncommitted"),
         "read_committed": records(broker, topic, "read_committed"),
@@ -53,6 +64,7 @@ def _open_transaction_holds_the_lso(broker: BrokerUnderTest) -> dict[str, Any]:
         "read_uncommitted": records(broker, topic, "read_uncommitted"),
     }
     producer.commit_transaction(30)
+    settle(broker, topic)
     after = {"end_offsets": end_offsets(broker, topic), "read_committed": records(broker, topic, "read_committed")}
     return {"during": during, "after": after}
 

@@ -25,6 +25,7 @@ from .observe import (
     new_topic,
     produce,
     records,
+    settle,
     transactional_producer,
     unique,
 )
@@ -47,6 +48,7 @@ def _fenced_by_a_second_init(broker: BrokerUnderTest) -> dict[str, Any]:
     successor.begin_transaction()
     produce(successor, topic, b"successor")
     successor.commit_transaction(30)
+    settle(broker, topic)
     return {"zombie_commit": zombie_error, "read_committed": [v for _, v in records(broker, topic, "read_committed")]}
 
 
@@ -64,7 +66,8 @@ def _timed_out_transaction(broker: BrokerUnderTest) -> dict[str, Any]:
     producer = transactional_producer(broker, unique("timeout-txn"), **{"transaction.timeout.ms": 1000})
     producer.begin_transaction()
     produce(producer, topic, b"late")
-    time.sleep(1.0 + 3 * SWEEP_INTERVAL_MS / 1000)
+    time.sleep(1.0 + SWEEP_INTERVAL_MS / 1000)
+    settle(broker, topic)  # the sweep aborted the transaction and wrote its marker
     offsets_after_sweep = end_offsets(broker, topic)
     try:
         producer.commit_transaction(30)
