@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +24,6 @@ from .demo_process import CHAOS_LINE, DemoProcess, verdicts
 SERVICES = ("coordinator", "participant", "consumer", "spark", "connect")
 EVENTS = 120_000
 KAFKA_KILLS = 3
-
-
-@pytest.fixture
-def demos() -> Iterator[list[DemoProcess]]:
-    started: list[DemoProcess] = []
-    yield started
-    for demo in started:
-        if demo.process.poll() is None:
-            demo.interrupt()
-            try:
-                demo.process.wait(180)
-            except Exception:
-                demo.kill_everything()
-        demo.remove_postgres_fallback()
 
 
 def kill_kafka_repeatedly(kafka: ApacheKafka, demo: DemoProcess, stop: threading.Event, kills: list[float]) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,21 +15,6 @@ import pytest
 from .demo_process import DemoProcess, verdicts
 
 SINKS = ("kafka", "sqlite", "postgres", "consumer")
-
-
-@pytest.fixture
-def demos() -> Iterator[list[DemoProcess]]:
-    """Every demo a test starts; interrupted (services stopped) and reported if still running."""
-    started: list[DemoProcess] = []
-    yield started
-    for demo in started:
-        if demo.process.poll() is None:
-            demo.interrupt()
-            try:
-                demo.process.wait(180)
-            except Exception:
-                demo.kill_everything()
-        demo.remove_postgres_fallback()
 
 
 @pytest.mark.slow

@@ -14,7 +14,6 @@ import re
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,20 +24,6 @@ from .demo_process import DemoProcess, verdicts
 
 SINKS = ("kafka", "sqlite", "postgres", "consumer")
 LINES = 20_000
-
-
-@pytest.fixture
-def demos() -> Iterator[list[DemoProcess]]:
-    started: list[DemoProcess] = []
-    yield started
-    for demo in started:
-        if demo.process.poll() is None:
-            demo.interrupt()
-            try:
-                demo.process.wait(180)
-            except Exception:
-                demo.kill_everything()
-        demo.remove_postgres_fallback()
 
 
 def result_tables(run_dir: Path) -> dict[str, dict[tuple[int, str], int]]:

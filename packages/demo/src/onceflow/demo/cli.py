@@ -24,6 +24,7 @@ from types import FrameType
 from typing import Any
 
 from onceflow.core.errors import InvalidConfig
+from onceflow.core.settings import parse_pairs
 from onceflow.demo.options import DEFAULT_EVENTS, DEFAULT_RATE, DEFAULT_SEED, DemoOptions
 
 
@@ -100,12 +101,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 def options_from(args: argparse.Namespace) -> DemoOptions:
     if args.resume and args.run_dir is None:
         raise InvalidConfig("--resume", "needs --run-dir (the run to continue)")
-    properties: dict[str, str] = {}
-    for item in args.kafka_properties:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InvalidConfig("-X", f"expected KEY=VALUE (a librdkafka property), got {item!r}")
-        properties[key.strip()] = value.strip()
+    properties = parse_pairs(args.kafka_properties, "-X")
     if properties and not args.bootstrap_servers:
         raise InvalidConfig("-X", "only goes with --bootstrap-servers (the embedded broker needs no properties)")
     if args.resume and (args.bootstrap_servers or properties):

@@ -16,6 +16,7 @@ from typing import Any
 
 from onceflow.core import defaults
 from onceflow.core.errors import InvalidConfig
+from onceflow.core.settings import parse_pairs
 from onceflow.logproducer.generator.connector import generator_config_def, model_from_config
 from onceflow.logproducer.generator.truth import expected_counts
 from onceflow.logproducer.sample import write_sample_log
@@ -51,12 +52,7 @@ def run_truth(args: argparse.Namespace) -> int:
         raise InvalidConfig("--count", "must be >= 0")
     if args.window_ms < 1:
         raise InvalidConfig("--window-ms", "must be >= 1")
-    raw = {"seed": str(args.seed)}
-    for item in args.settings:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise InvalidConfig(item, "expected KEY=VALUE")
-        raw[key.strip()] = value.strip()
+    raw = {**parse_pairs(args.settings, "-c"), "seed": str(args.seed)}
     model = model_from_config(generator_config_def().parse(raw))
     out = sys.stdout
     if args.format == "csv":

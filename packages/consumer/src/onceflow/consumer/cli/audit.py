@@ -41,7 +41,7 @@ from onceflow.consumer.audit import Auditor, FileSource, GeneratorSource, TopicS
 from onceflow.consumer.exceptions import InvalidQuery
 from onceflow.consumer.settings import AuditSinkSettings, ConsumerSettings, StoreSettings
 from onceflow.core import defaults
-from onceflow.core.settings import KafkaSettings, load_settings
+from onceflow.core.settings import KafkaSettings, load_settings, parse_pairs
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SOURCE_TOPIC
 
 #: Pause between two audits with --wait.
@@ -108,13 +108,7 @@ def _truth(args: argparse.Namespace) -> TruthSource:
         return TopicSource(args.source_topic, args.dead_letter_topic)
     if args.count is None:
         raise InvalidQuery("--count", "is required with --seed")
-    settings: dict[str, str] = {}
-    for item in args.generator:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise InvalidQuery("-c", f"expected KEY=VALUE, got {item!r}")
-        settings[key.strip()] = value.strip()
-    return GeneratorSource(args.seed, args.count, settings)
+    return GeneratorSource(args.seed, args.count, parse_pairs(args.generator, "-c"))
 
 
 def build_auditor(args: argparse.Namespace) -> Auditor:

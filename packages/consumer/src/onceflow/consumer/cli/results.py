@@ -33,9 +33,9 @@ from onceflow.consumer.audit.topic import TopicRecord, read_committed
 from onceflow.core.avro import REGISTRY
 from onceflow.core.defaults import BOOTSTRAP_SERVERS
 from onceflow.core.end_of_input import is_marker
-from onceflow.core.errors import InvalidConfig, SerializationError
+from onceflow.core.errors import SerializationError
 from onceflow.core.grpc import open_channel
-from onceflow.core.settings import KafkaSettings, TlsSettings
+from onceflow.core.settings import KafkaSettings, TlsSettings, parse_pairs
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
 
 DEFAULT_TARGET_ENV = "ONCEFLOW_RESULTS_TARGET"
@@ -181,13 +181,7 @@ def record_json(record: TopicRecord) -> dict[str, Any]:
 
 
 def _dump(args: argparse.Namespace) -> int:
-    properties: dict[str, str] = {}
-    for item in args.properties:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise InvalidConfig("-X", f"expected KEY=VALUE, got {item!r}")
-        properties[key.strip()] = value.strip()
-    kafka = KafkaSettings(bootstrap_servers=args.bootstrap_servers, properties=properties)
+    kafka = KafkaSettings(bootstrap_servers=args.bootstrap_servers, properties=parse_pairs(args.properties, "-X"))
     for printed, record in enumerate(read_committed(kafka, args.topic, timeout=args.timeout), start=1):
         print(json.dumps(record_json(record), sort_keys=True))
         if args.limit and printed >= args.limit:

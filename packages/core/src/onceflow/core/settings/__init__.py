@@ -10,6 +10,7 @@ from onceflow.core.settings.base import (
     TlsSettings,
 )
 from onceflow.core.settings.loader import load_settings
+from onceflow.core.settings.pairs import parse_pairs
 
 __all__ = [
     "GrpcServerSettings",
@@ -20,4 +21,5 @@ __all__ = [
     "Settings",
     "TlsSettings",
     "load_settings",
+    "parse_pairs",
 ]

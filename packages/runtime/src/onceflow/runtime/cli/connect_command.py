@@ -25,7 +25,7 @@ import grpc
 from google.protobuf import json_format
 
 from onceflow.core.errors import InvalidConfig
-from onceflow.core.settings import TlsSettings
+from onceflow.core.settings import TlsSettings, parse_pairs
 from onceflow.proto.v1 import connect_pb2 as pb
 from onceflow.runtime.admin.client import ConnectClient, describe_rpc_error
 from onceflow.runtime.admin.convert import dict_to_struct
@@ -86,11 +86,7 @@ def _config(args: argparse.Namespace, name: str | None = None) -> dict[str, str]
     config: dict[str, str] = {}
     if args.file:
         _, config = load_connector_file(args.file)
-    for item in args.settings:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InvalidConfig(item, "expected KEY=VALUE")
-        config[key.strip()] = value
+    config.update(parse_pairs(args.settings, "-c"))
     if name is not None:
         config.setdefault("name", name)
     return config

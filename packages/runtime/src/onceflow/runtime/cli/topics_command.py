@@ -23,6 +23,7 @@ from typing import Any
 from onceflow.core import topics
 from onceflow.core.defaults import BOOTSTRAP_SERVERS
 from onceflow.core.errors import InvalidConfig
+from onceflow.core.settings import parse_pairs
 from onceflow.runtime.storage.kafka_log import ensure_topic
 from onceflow.runtime.worker.end_of_input import write_end_of_input
 
@@ -55,24 +56,14 @@ def _client_arguments(parser: argparse.ArgumentParser) -> None:
                         help="librdkafka property for the clients")  # fmt: skip
 
 
-def _pairs(items: list[str], option: str) -> dict[str, str]:
-    pairs: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InvalidConfig(option, f"expected KEY=VALUE, got {item!r}")
-        pairs[key.strip()] = value.strip()
-    return pairs
-
-
 def _client_config(args: argparse.Namespace) -> dict[str, Any]:
-    return {"bootstrap.servers": args.bootstrap_servers, **_pairs(args.properties, "-X")}
+    return {"bootstrap.servers": args.bootstrap_servers, **parse_pairs(args.properties, "-X")}
 
 
 def run_create(args: argparse.Namespace) -> int:
     if args.partitions < 1:
         raise InvalidConfig("--partitions", f"must be >= 1, got {args.partitions}")
-    config = _pairs(args.config, "--config")
+    config = parse_pairs(args.config, "--config")
     client = _client_config(args)
     for topic in args.topics or PIPELINE_TOPICS:
         partitions = args.partitions if topic == topics.SOURCE_TOPIC or args.topics else 1
