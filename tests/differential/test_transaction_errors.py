@@ -191,3 +191,13 @@ def test_end_txn_without_a_transaction_is_invalid(any_broker: BrokerUnderTest) -
         ids = init_producer(client, transactional_id)
         answers = [end_txn(client, ids, transactional_id, commit=commit) for commit in (True, False)]
     assert answers == ["invalid_txn_state", "invalid_txn_state"]
+
+
+def test_an_empty_transaction_commits_and_aborts_through_the_client(any_broker: BrokerUnderTest) -> None:
+    """librdkafka ends a transaction to which nothing was added without an EndTxn, so the deviation
+    above cannot reach confluent-kafka users."""
+    producer = transactional_producer(any_broker, unique("empty-client-txn"))
+    producer.begin_transaction()
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    producer.abort_transaction(30)
