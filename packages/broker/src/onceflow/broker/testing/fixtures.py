@@ -65,7 +65,8 @@ def _start_apache_kafka(data_dir: Path, port: int = 0, **options: Any) -> Apache
     try:
         return instance.start()
     except KafkaJarsMissing as exc:
-        pytest.fail(str(exc), pytrace=False)
+        missing = str(exc)
+    pytest.fail(missing, pytrace=False)  # outside the except: the message alone, no chained traceback
 
 
 @pytest.fixture(scope="session")
