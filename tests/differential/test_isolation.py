@@ -83,3 +83,51 @@ def test_an_open_transaction_holds_the_last_stable_offset(brokers: Brokers) -> N
             "read_committed": [(0, b"p1"), (1, b"p2"), (2, b"t1"), (3, b"t2"), (4, b"p3")],
         },
     }
+
+
+def _kafka_python_reads(broker: BrokerUnderTest) -> dict[str, Any]:
+    """The committed/aborted/committed topic read by kafka-python, a client with its own read_committed
+    implementation (aborted transactions list, control batches skipped in Python)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    topic = new_topic(broker, "kafka-python")
+    producer = transactional_producer(broker, unique("kafka-python-txn"))
+    for values, commit in (((b"c1", b"c2"), True), ((b"a1",), False), ((b"c3",), True)):
+        producer.begin_transaction()
+        produce(producer, topic, *values)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    settle(broker, topic)
+    observed: dict[str, Any] = {}
+    for level in ("read_uncommitted", "read_committed"):
+        consumer = KafkaConsumer(
+            bootstrap_servers=broker.bootstrap_servers,
+            isolation_level=level,
+            enable_auto_commit=False,
+            consumer_timeout_ms=1500,
+        )
+        partition = TopicPartition(topic, 0)
+        consumer.assign([partition])
+        consumer.seek_to_beginning(partition)
+        read: list[tuple[int, bytes]] = []
+        for message in consumer:
+            read.append((message.offset, message.value))
+            if consumer.position(partition) >= consumer.end_offsets([partition])[partition]:
+                break
+        observed[level] = read
+        observed[f"{level}_position"] = consumer.position(partition)
+        consumer.close()
+    return observed
+
+
+def test_kafka_python_sees_the_same_records_and_positions(brokers: Brokers) -> None:
+    observed = brokers.observe(_kafka_python_reads)
+    assert observed["embedded"] == observed["apache-kafka"]
+    assert observed["apache-kafka"] == {
+        "read_uncommitted": [(0, b"c1"), (1, b"c2"), (3, b"a1"), (5, b"c3")],
+        "read_uncommitted_position": 7,
+        "read_committed": [(0, b"c1"), (1, b"c2"), (5, b"c3")],
+        "read_committed_position": 7,
+    }
