@@ -15,6 +15,7 @@ from grpc_health.v1 import health, health_pb2
 
 from onceflow.consumer.api import SERVICE_NAME, ResultsQuery, ResultsServicer
 from onceflow.consumer.audit import Auditor
+from onceflow.consumer.audit.bounded import BoundedAuditRunner
 from onceflow.consumer.feed import ResultsFeed
 from onceflow.consumer.loop import ConsumerMetrics, ResultsConsumer
 from onceflow.consumer.settings import ConsumerSettings
@@ -47,6 +48,7 @@ class ConsumerService:
         self._loop_store: ResultsStore | None = None
         self._api_store: ResultsStore | None = None
         self.consumer: ResultsConsumer | None = None
+        self.audits: BoundedAuditRunner | None = None
         self._server: grpc.Server | None = None
         self._metrics_endpoint: MetricsEndpoint | None = None
 
@@ -77,9 +79,13 @@ class ConsumerService:
             health_servicer=self.health,
         )  # fmt: skip
         query = ResultsQuery(self._api_store, allowed_lateness_ms=settings.api.allowed_lateness_ms)
-        auditor = Auditor(settings.kafka, settings.audit, settings.store)
+        self.audits = BoundedAuditRunner(
+            Auditor(settings.kafka, settings.audit, settings.store),
+            max_generator_events=settings.audit.max_generator_events,
+            max_duration_s=settings.audit.max_duration_s,
+        )
         results_pb2_grpc.add_ResultsServicer_to_server(  # type: ignore[no-untyped-call]
-            ResultsServicer(query, self.feed, auditor), server
+            ResultsServicer(query, self.feed, self.audits), server
         )
         server.start()
         self._server = server
@@ -98,6 +104,8 @@ class ConsumerService:
             self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         if self.consumer is not None:
             self.consumer.stop()
+        if self.audits is not None:
+            self.audits.stop()
         if self._server is not None:
             self._server.stop(grace).wait(grace + 1)
             self._server = None

@@ -98,6 +98,10 @@ class AuditSettings(Section):
     read_timeout_s: float = Field(default=120.0, gt=0)
     #: The generator's settings for generator truth, as in its connector config (ips, max.disorder.ms, ...).
     generator: dict[str, str] = Field(default_factory=dict)
+    #: RunAudit bounds: the largest generator truth (its memory and time grow with the count), and
+    #: how long one audit may run (the call's own deadline applies too).
+    max_generator_events: int = Field(default=10_000_000, ge=1)
+    max_duration_s: float = Field(default=600.0, gt=0)
     #: Also audit the consumer's own store, as sink ``consumer``.
     include_store: bool = True
     sinks: list[AuditSinkSettings] = Field(default_factory=list)

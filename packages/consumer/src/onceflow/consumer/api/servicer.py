@@ -9,7 +9,7 @@ import grpc
 
 from onceflow.consumer.api.convert import report_to_proto, rows_to_proto, truth_from_proto
 from onceflow.consumer.api.query import ResultsQuery
-from onceflow.consumer.audit import Auditor
+from onceflow.consumer.audit.bounded import AuditStopped, BoundedAuditRunner
 from onceflow.consumer.exceptions import FeatureUnavailable, InvalidQuery
 from onceflow.consumer.feed import ResultsFeed, Subscription
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
@@ -22,6 +22,12 @@ STATUS_CODES: Final = {
     InvalidQuery: grpc.StatusCode.INVALID_ARGUMENT,
     FeatureUnavailable: grpc.StatusCode.FAILED_PRECONDITION,
 }
+#: The status of a RunAudit the server stopped, by why it stopped.
+AUDIT_STOPPED_CODES: Final = {
+    "cancelled": grpc.StatusCode.CANCELLED,
+    "deadline": grpc.StatusCode.DEADLINE_EXCEEDED,
+    "shutdown": grpc.StatusCode.UNAVAILABLE,
+}
 #: How often a watch stream checks that its client is still there.
 WATCH_TICK_S: Final = 0.25
 
@@ -32,13 +38,15 @@ class ResultsServicer(results_pb2_grpc.ResultsServicer):
     """Serves queries over the store, pushes applied batches to watchers, and runs audits.
 
     ``feed`` is None when no consumer runs in this process (WatchResults is then FAILED_PRECONDITION);
-    ``auditor`` None disables RunAudit the same way.
+    ``audits`` None disables RunAudit the same way.
     """
 
-    def __init__(self, query: ResultsQuery, feed: ResultsFeed | None = None, auditor: Auditor | None = None) -> None:
+    def __init__(
+        self, query: ResultsQuery, feed: ResultsFeed | None = None, audits: BoundedAuditRunner | None = None
+    ) -> None:
         self.query = query
         self.feed = feed
-        self.auditor = auditor
+        self.audits = audits
 
     @translate_errors(STATUS_CODES)
     def GetIpCounts(  # noqa: N802 - gRPC method name
@@ -91,8 +99,14 @@ class ResultsServicer(results_pb2_grpc.ResultsServicer):
         self, request: results_pb2.RunAuditRequest, context: grpc.ServicerContext
     ) -> results_pb2.RunAuditResponse:
         source = truth_from_proto(request)
-        if self.auditor is None:
+        if self.audits is None:
             raise FeatureUnavailable("audits are not configured on this server")
-        report = self.auditor.run(source, list(request.sinks))
+        try:
+            report = self.audits.run(
+                source, list(request.sinks), is_active=context.is_active, time_remaining=context.time_remaining
+            )
+        except AuditStopped as exc:
+            _log.warning("audit.stopped", why=exc.why, reason=str(exc))
+            context.abort(AUDIT_STOPPED_CODES[exc.why], f"audit stopped: {exc}")
         _log.info("audit.done", truth=report.truth_source, exact=report.exact, sinks=len(report.sinks))
         return report_to_proto(report)

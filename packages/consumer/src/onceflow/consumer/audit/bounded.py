@@ -1,0 +1,122 @@
+"""An audit a client asked for over the Results API, kept within bounds.
+
+``RunAudit`` runs the audit in a child process (spawned, so no gRPC state is forked) that the server
+can always stop, whatever the audit is doing:
+
+    1. Refuse a generator truth larger than ``max_generator_events`` before anything runs (its memory
+       and time grow with the count).
+    2. Start the child; it runs :meth:`Auditor.run` and sends back the report (or the error).
+    3. Wait, checking every tick: the client went away (``is_active`` false), the call's deadline or
+       ``max_duration_s`` passed, or the server is shutting down (SIGTERM) -> kill the child and fail
+       the call with CANCELLED / DEADLINE_EXCEEDED / UNAVAILABLE.
+    4. Otherwise return the child's report, or raise its error (InvalidQuery stays INVALID_ARGUMENT).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+import time
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection
+
+from onceflow.consumer.audit.model import AuditReport
+from onceflow.consumer.audit.runner import Auditor, GeneratorSource, TruthSource
+from onceflow.consumer.exceptions import ConsumerError, InvalidQuery
+from onceflow.core.logging import get_logger
+
+_log = get_logger(__name__)
+
+#: How often the waiting server checks its client, the deadline and shutdown.
+TICK_S = 0.1
+
+
+class AuditStopped(ConsumerError):  # noqa: N818 - reads as an outcome
+    """The audit was stopped before it finished; ``why`` is ``cancelled``, ``deadline`` or ``shutdown``."""
+
+    def __init__(self, why: str, detail: str) -> None:
+        self.why = why
+        super().__init__(detail)
+
+
+def _child(auditor: Auditor, source: TruthSource, sinks: list[str], out: Connection) -> None:
+    try:
+        out.send(("report", auditor.run(source, sinks)))
+    except InvalidQuery as exc:
+        out.send(("invalid", (exc.argument, exc.reason)))
+    except BaseException as exc:  # the parent re-raises what it can name
+        out.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        out.close()
+
+
+class BoundedAuditRunner:
+    """Runs audits in a child process it can stop (steps in the module docstring)."""
+
+    def __init__(self, auditor: Auditor, *, max_generator_events: int, max_duration_s: float) -> None:
+        self.auditor = auditor
+        self.max_generator_events = max_generator_events
+        self.max_duration_s = max_duration_s
+        self.shutdown = threading.Event()
+        self._context = multiprocessing.get_context("spawn")
+
+    def run(
+        self,
+        source: TruthSource,
+        sinks: Sequence[str],
+        *,
+        is_active: Callable[[], bool] = lambda: True,
+        time_remaining: Callable[[], float | None] = lambda: None,
+    ) -> AuditReport:
+        # Step 1
+        if isinstance(source, GeneratorSource) and source.count > self.max_generator_events:
+            raise InvalidQuery(
+                "generator.count", f"{source.count} events is more than the limit of {self.max_generator_events}"
+            )
+        # Step 2
+        receive, send = self._context.Pipe(duplex=False)
+        child = self._context.Process(target=_child, args=(self.auditor, source, list(sinks), send), daemon=True)
+        child.start()
+        send.close()
+        started = time.monotonic()
+        try:
+            # Step 3
+            while not receive.poll(TICK_S):
+                stop = self._why_stop(started, is_active, time_remaining)
+                if stop is not None:
+                    raise AuditStopped(*stop)
+                if not child.is_alive() and not receive.poll(0):
+                    raise RuntimeError(f"the audit process died (exit code {child.exitcode})")
+            # Step 4
+            kind, value = receive.recv()
+        except EOFError:
+            raise RuntimeError(f"the audit process died (exit code {child.exitcode})") from None
+        finally:
+            receive.close()
+            if child.is_alive():
+                child.kill()
+            child.join(5)
+        if kind == "invalid":
+            raise InvalidQuery(*value)
+        if kind == "error":
+            raise RuntimeError(f"the audit failed: {value}")
+        report: AuditReport = value
+        return report
+
+    def _why_stop(
+        self, started: float, is_active: Callable[[], bool], time_remaining: Callable[[], float | None]
+    ) -> tuple[str, str] | None:
+        if self.shutdown.is_set():
+            return "shutdown", "the server is shutting down"
+        if not is_active():
+            return "cancelled", "the client went away"
+        remaining = time_remaining()
+        if remaining is not None and remaining <= 0:
+            return "deadline", "the call's deadline passed"
+        if time.monotonic() - started > self.max_duration_s:
+            return "deadline", f"the audit ran longer than max_duration_s={self.max_duration_s:g}"
+        return None
+
+    def stop(self) -> None:
+        """Shutdown: every running audit is stopped (step 3)."""
+        self.shutdown.set()
