@@ -16,9 +16,9 @@ from onceflow.broker.storage.segment import (
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
     LogSegment,
-    scan_next_offset,
     segment_path,
 )
+from onceflow.broker.storage.segment_scan import scan_next_offset
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from onceflow.broker.storage.header import (
     BatchHeader,
     batch_lengths,
     parse_header,
-    verify_batch,
 )
 from onceflow.broker.storage.offset_index import OffsetIndex
+from onceflow.broker.storage.segment_scan import verified_batches
 from onceflow.broker.storage.time_index import TimeIndex
 from onceflow.broker.storage.transaction_index import TransactionIndex
 
@@ -35,7 +35,6 @@ INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
-_SCAN_CHUNK = 1 << 20
 
 _AppendState = tuple[int, int, int, int, int | None, int, int, int]
 """What an append changes: size, next offset, max timestamp and its offset, first batch timestamp,
@@ -156,7 +155,7 @@ class LogSegment:
         since_index = 0
         valid_end = 0
         try:
-            for pos, header in self._verified_batches():
+            for pos, header in verified_batches(self._fd, self.size):
                 if since_index >= self.index_interval_bytes:
                     offset_entries.append((header.base_offset, pos))
                     if self.max_timestamp >= 0 and (not time_entries or self.max_timestamp > time_entries[-1][0]):
@@ -190,33 +189,6 @@ class LogSegment:
     def _read_first_timestamp(self) -> None:
         if self.size >= HEADER_SIZE:
             self.first_batch_timestamp = parse_header(os.pread(self._fd, HEADER_SIZE, 0)).max_timestamp
-
-    def _verified_batches(self) -> Iterator[tuple[int, BatchHeader]]:
-        """(position, header) of each batch, CRC checked, reading the file in large chunks."""
-        pos = 0
-        while pos < self.size:
-            chunk = os.pread(self._fd, min(_SCAN_CHUNK, self.size - pos), pos)
-            offset = 0
-            while offset < len(chunk):
-                if len(chunk) - offset < HEADER_SIZE:
-                    if pos + offset + HEADER_SIZE > self.size:
-                        raise CorruptRecordError("truncated header", position=pos + offset)
-                    break
-                header = parse_header(chunk, offset)
-                if offset + header.size > len(chunk):
-                    if pos + offset + header.size > self.size:
-                        raise CorruptRecordError("truncated batch", position=pos + offset)
-                    if offset == 0:  # a batch larger than the chunk
-                        chunk = os.pread(self._fd, header.size, pos)
-                    else:
-                        break
-                try:
-                    verify_batch(chunk, offset, header)
-                except CorruptRecordError as exc:
-                    raise CorruptRecordError(exc.reason, position=pos + offset) from None
-                yield pos + offset, header
-                offset += header.size
-            pos += offset
 
     # --- writing ------------------------------------------------------------------------------------
     def append(
@@ -406,21 +378,3 @@ class LogSegment:
         if self.max_timestamp >= 0:
             return self.max_timestamp
         return int(os.stat(self.path).st_mtime * 1000)
-
-
-def scan_next_offset(path: Path) -> int | None:
-    """Offset after the last whole batch of a segment-format file (headers only), or None if empty."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        position = 0
-        next_offset = None
-        while size - position >= HEADER_SIZE:
-            header = parse_header(os.pread(fd, HEADER_SIZE, position))
-            if position + header.size > size:
-                break
-            next_offset = header.next_offset
-            position += header.size
-        return next_offset
-    finally:
-        os.close(fd)
