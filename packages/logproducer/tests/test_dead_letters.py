@@ -39,7 +39,11 @@ def test_malformed_lines_are_dead_lettered_and_good_lines_arrive(broker: Embedde
             lines.append(GOOD.format(n=n, s=n % 60))
     log.write_text("\n".join(lines) + "\n")
     settings = WorkerSettings.model_validate(
-        {"kafka": {"bootstrap_servers": broker.bootstrap_servers}, "server": {"port": 0}}
+        {
+            "kafka": {"bootstrap_servers": broker.bootstrap_servers},
+            "server": {"port": 0},
+            "allowed_paths": [str(log.parent)],
+        }
     )
     service = ConnectWorkerService(settings).start()
     try:

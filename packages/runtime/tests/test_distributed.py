@@ -54,6 +54,7 @@ def test_tasks_split_and_move_when_a_worker_dies(broker: EmbeddedBroker, tmp_pat
             "worker_id": worker_id,
             "group_id": "cluster-a",
             "kafka": {"bootstrap_servers": bootstrap},
+            "extra_plugins": [COUNTER],
         }
 
     one = WorkerProcess(tmp_path / "w1", settings("w1")).start()

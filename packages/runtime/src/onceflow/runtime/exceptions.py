@@ -39,7 +39,10 @@ class PluginNotFound(ConnectError):  # noqa: N818
 
     def __init__(self, name: str, known: list[str]) -> None:
         self.name = name
-        super().__init__(f"no connector plugin {name!r}; installed: {', '.join(sorted(known)) or 'none'}")
+        super().__init__(
+            f"connector.class {name!r} is not a registered connector plugin (the onceflow.connectors entry points); "
+            f"known plugins: {', '.join(sorted(known)) or 'none'}"
+        )
 
 
 class ConnectorNotStopped(ConnectError):  # noqa: N818

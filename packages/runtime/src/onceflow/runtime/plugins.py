@@ -1,8 +1,11 @@
 """Connector plugins, discovered through the ``onceflow.connectors`` entry-point group.
 
 A plugin is found by its entry-point name (``access-log-generator``) or by its class, given as
-``module:Class`` or the class's qualified name, the way Kafka Connect accepts both aliases and
-class names in ``connector.class``.
+its entry point (``module:Class``), its fully qualified name (``module.Class``) or its class name,
+the way Kafka Connect accepts both aliases and class names in ``connector.class``. Only registered
+plugins are ever found: a name that is none of these is :class:`PluginNotFound`, and nothing is
+imported for it (``connector.class`` comes from the admin API, so it must not import arbitrary
+modules).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import importlib
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 
+from onceflow.core.errors import InvalidConfig
 from onceflow.core.logging import get_logger
 from onceflow.runtime.api.connector import Connector, ConnectorType
 from onceflow.runtime.exceptions import PluginNotFound
@@ -54,6 +58,20 @@ class PluginRegistry:
                 _log.warning("plugin.not_a_connector", plugin=ep.name, entry_point=ep.value)
         return cls(plugins)
 
+    def register_class(self, spec: str) -> None:
+        """Register the connector class ``module:Class`` under that name (the worker's ``extra_plugins``).
+
+        Raises :class:`InvalidConfig` (``extra_plugins``) when it does not name a :class:`Connector` class.
+        """
+        module, _, attr = spec.partition(":")
+        try:
+            loaded: object = getattr(importlib.import_module(module), attr) if module and attr else None
+        except (ImportError, AttributeError):
+            loaded = None
+        if not (isinstance(loaded, type) and issubclass(loaded, Connector)):
+            raise InvalidConfig("extra_plugins", f"{spec!r} does not name a connector class (module:Class)")
+        self.register(spec, loaded)
+
     def register(self, name: str, cls: type[Connector]) -> None:
         """Add a connector class by hand (tests, embedding)."""
         self._plugins[name] = _info(name, f"{cls.__module__}:{cls.__qualname__}", cls)
@@ -62,7 +80,7 @@ class PluginRegistry:
         return sorted(self._plugins.values(), key=lambda p: p.name)
 
     def lookup(self, name: str) -> PluginInfo:
-        """The plugin named ``name`` (alias, ``module:Class`` or qualified class name)."""
+        """The registered plugin named ``name`` (alias, entry point, qualified or plain class name); never imports."""
         found = self._plugins.get(name)
         if found is not None:
             return found
@@ -70,12 +88,4 @@ class PluginRegistry:
             cls = plugin.connector_class
             if name in (plugin.entry_point, f"{cls.__module__}.{cls.__qualname__}", cls.__qualname__):
                 return plugin
-        if ":" in name:
-            module, _, attr = name.partition(":")
-            try:
-                loaded: object = getattr(importlib.import_module(module), attr)
-            except (ImportError, AttributeError):
-                loaded = None
-            if isinstance(loaded, type) and issubclass(loaded, Connector):
-                return _info(name, name, loaded)
         raise PluginNotFound(name, list(self._plugins))

@@ -45,6 +45,8 @@ class ConnectWorkerService:
     def __init__(self, settings: WorkerSettings, plugins: PluginRegistry | None = None) -> None:
         self.settings = settings
         self.plugins = plugins or PluginRegistry.discover()
+        for spec in settings.extra_plugins:
+            self.plugins.register_class(spec)
         self.worker_id = settings.resolved_worker_id()
         self.metrics = ServiceMetrics("connect")
         self.herder: Herder | None = None
@@ -74,6 +76,7 @@ class ConnectWorkerService:
                 exactly_once_source=s.exactly_once_source,
                 producer_config=dict(s.producer),
                 task_shutdown_timeout_s=s.task_shutdown_timeout_ms / 1000,
+                allowed_paths=tuple(s.allowed_paths),
             ),
             self.plugins,
             offsets,

@@ -83,7 +83,11 @@ LINES_KEY, EVENTS_KEY, DEAD_LETTERS_KEY = "lines", "events", "dead_letters"
 
 class AccessLogFileTask(SourceTask):
     def start(self, config: Mapping[str, str]) -> None:
+        from onceflow.core.confinement import confine_path  # the worker's allowed_paths (issue 14)
+
         parsed = file_config_def().parse(config)
+        # Only files under the worker's allowed_paths (symlinks and .. resolved); none when it is empty.
+        confine_path(parsed.get_str("file"), self.context.allowed_paths)
         self.reader = RotatingFileReader(
             parsed.get_str("file"),
             fingerprint_bytes=parsed.get_int("fingerprint.bytes"),

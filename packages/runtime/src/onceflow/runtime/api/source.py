@@ -68,6 +68,9 @@ class SourceTaskContext:
     connector: str
     task: int
     offset_reader: OffsetReader
+    #: The worker's ``allowed_paths``: a task that reads files reads only under these directories
+    #: (check with :func:`onceflow.core.confinement.confine_path`); empty allows no file.
+    allowed_paths: tuple[str, ...] = ()
 
 
 class SourceTask(Task):

@@ -52,6 +52,12 @@ class WorkerSettings(Settings):
     task_shutdown_timeout_ms: int = Field(default=10_000, ge=0)
     #: Connector config files (JSON or properties) to create at start (standalone mode).
     connectors: list[str] = Field(default_factory=list)
+    #: Connector classes (``module:Class``) to register besides the ``onceflow.connectors`` entry
+    #: points, under that name. Only this file (the operator) can add plugins, never the admin API.
+    extra_plugins: list[str] = Field(default_factory=list)
+    #: Directories that file-reading connectors (access-log-file) may read, symlinks and ``..``
+    #: resolved. Empty (the default): no file may be read, so the file tailer is refused.
+    allowed_paths: list[str] = Field(default_factory=list)
     kafka: KafkaSettings = KafkaSettings()
     #: librdkafka producer properties for source tasks (e.g. linger.ms), over the worker's defaults.
     producer: dict[str, str] = Field(default_factory=dict)

@@ -29,13 +29,19 @@ class WorkerProcess:
     """A worker child process with its settings file, log file and admin port under ``directory``.
 
     ``settings`` are :class:`WorkerSettings` fields (nested tables as dicts, one level deep).
+    ``allowed_paths`` defaults to ``directory``'s parent (a test's ``tmp_path``, where tests keep the
+    files a file connector reads); pass ``allowed_paths`` to test the confinement itself.
     """
 
     def __init__(self, directory: Path, settings: dict[str, Any], connector_files: list[Path] | None = None) -> None:
         self.directory = directory
         directory.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
-        settings = {**settings, "server": {"host": "127.0.0.1", "port": self.port, **settings.get("server", {})}}
+        settings = {
+            "allowed_paths": [str(directory.parent)],
+            **settings,
+            "server": {"host": "127.0.0.1", "port": self.port, **settings.get("server", {})},
+        }
         self.config_path = directory / "worker.toml"
         self.config_path.write_text(to_toml(settings))
         self.log_path = directory / "worker.log"

@@ -64,8 +64,10 @@ class AbstractWorkerSourceTask(WorkerTask):
         producer_config: Mapping[str, Any],
         offset_store: OffsetBackingStore,
         client_config: Mapping[str, Any] | None = None,
+        allowed_paths: tuple[str, ...] = (),
     ) -> None:
         super().__init__(task_id, worker_id, listener, target)
+        self.allowed_paths = allowed_paths
         self.task = task
         self.task_config = dict(task_config)
         self.connector_config = connector_config
@@ -120,7 +122,9 @@ class AbstractWorkerSourceTask(WorkerTask):
         _log.info("task.offsets_read", connector=self.id.connector, task=self.id.task, partitions=len(offsets))
         # Step 3
         self.task.initialize(
-            SourceTaskContext(self.id.connector, self.id.task, OffsetSnapshot(self.id.connector, offsets))
+            SourceTaskContext(
+                self.id.connector, self.id.task, OffsetSnapshot(self.id.connector, offsets), self.allowed_paths
+            )
         )
         self.task.start(self.task_config)
 

@@ -58,6 +58,8 @@ class WorkerConfig:
     exactly_once_source: bool = True
     producer_config: dict[str, Any] = field(default_factory=dict)
     task_shutdown_timeout_s: float = 10.0
+    #: Directories file-reading source tasks may read (handed to them in their context).
+    allowed_paths: tuple[str, ...] = ()
 
 
 class _TaskThatFailedToStart(WorkerTask):
@@ -154,6 +156,7 @@ class Worker:
                 "producer_config": producer_config,
                 "offset_store": self.offset_store,
                 "client_config": self.config.client_config,
+                "allowed_paths": self.config.allowed_paths,
             }
             if self.config.exactly_once_source:
                 return ExactlyOnceWorkerSourceTask(
