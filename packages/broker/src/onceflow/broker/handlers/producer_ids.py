@@ -18,12 +18,29 @@ from kio.schema.errors import ErrorCode
 
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.producer_fenced import for_client
+from onceflow.broker.statelog import StateLogError
 
 log = logging.getLogger("onceflow.broker.producer_ids")
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    """Answer with a producer id and epoch (see module docs)."""
+    """Answer with a producer id and epoch (see module docs); COORDINATOR_NOT_AVAILABLE (retriable)
+    when the id block or the transaction log cannot be written (disk full): nothing was handed out."""
+    try:
+        return await _init(ctx, request)
+    except (OSError, StateLogError) as exc:
+        log.warning("producer.init_failed %s reason=%s", ctx.log_fields(), exc)
+        return ctx.respond(
+            {
+                "throttle_time": 0,
+                "error_code": ErrorCode.coordinator_not_available,
+                "producer_id": -1,
+                "producer_epoch": -1,
+            }
+        )
+
+
+async def _init(ctx: RequestContext, request: Any) -> Any:
     transactional_id = request.transactional_id
     if transactional_id is not None:
         timeout_ms = round(request.transaction_timeout.total_seconds() * 1000)
