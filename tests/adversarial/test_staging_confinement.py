@@ -21,6 +21,7 @@ import grpc
 import pytest
 
 from onceflow.core.avro import IpCount
+from onceflow.core.confinement import PathNotAllowed, StagingConfinement
 from onceflow.core.grpc import open_channel
 from onceflow.core.staging import StagedFile, StagingWriter
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
@@ -145,3 +146,39 @@ def test_a_data_uri_is_not_read(participant: Participant, tmp_path: Path) -> Non
     _assert_refused(response)
     assert "scheme 'data'" in response.reason
     assert participant.prepared() == []
+
+
+def test_a_prepare_over_the_size_limits_is_invalid_argument(participant: Participant) -> None:
+    files = [StagedFile(f"{participant.staging}/job/0/part-{i}.avro", 1, "0" * 64) for i in range(10_000)]
+    with pytest.raises(grpc.RpcError) as refused:
+        participant.prepare(0, *files)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "limit of 1000" in (refused.value.details() or "")
+    with pytest.raises(grpc.RpcError) as long_uri:
+        participant.prepare(0, StagedFile(f"{participant.staging}/{'x' * 5000}.avro", 1, "0" * 64))
+    assert long_uri.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "limit of 4096 bytes" in (long_uri.value.details() or "")
+
+
+@pytest.mark.parametrize(
+    ("uri", "allowed"),
+    [
+        ("s3://bucket/staging/job/0/part-0.avro", True),
+        ("s3://bucket/staging-other/job/0/part-0.avro", False),
+        ("s3://bucket/staging/../secrets/part-0.avro", False),
+        ("s3://bucket/staging/%2e%2e/secrets/part-0.avro", False),
+        ("file://otherhost/staging/job/0/part-0.avro", False),
+        ("file:///srv/staging/job/0/part-0.avro?x=1", False),
+        ("file:///srv/staging/job/0/part-0.avro", True),
+        ("/srv/staging/job/0/part-0.avro", True),
+        ("/srv/staging-other/job/0/part-0.avro", False),
+        ("hdfs://nn/staging/job/0/part-0.avro", False),
+    ],
+)
+def test_the_confinement_rules(uri: str, allowed: bool) -> None:
+    confinement = StagingConfinement(["/srv/staging", "s3://bucket/staging"], ["file", "s3"])
+    if allowed:
+        assert confinement.check(uri) == uri
+    else:
+        with pytest.raises(PathNotAllowed):
+            confinement.check(uri)
