@@ -22,6 +22,7 @@ from onceflow.broker.handlers import (
     topics_admin,
     transactions,
     transactions_admin,
+    write_txn_markers,
 )
 from onceflow.broker.handlers.context import Handler, RequestContext
 from onceflow.broker.protocol import versions
@@ -45,6 +46,7 @@ HANDLERS: dict[int, Handler] = {
     versions.DESCRIBE_PRODUCERS: transactions_admin.handle_describe_producers,
     versions.LIST_TRANSACTIONS: transactions_admin.handle_list_transactions,
     versions.DESCRIBE_TRANSACTIONS: transactions_admin.handle_describe_transactions,
+    versions.WRITE_TXN_MARKERS: write_txn_markers.handle,
     versions.DESCRIBE_CONFIGS: describe_configs.handle,
     versions.JOIN_GROUP: group_membership.handle_join,
     versions.SYNC_GROUP: group_membership.handle_sync,

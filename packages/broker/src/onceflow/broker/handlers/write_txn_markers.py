@@ -1,0 +1,77 @@
+"""WriteTxnMarkers: a COMMIT/ABORT marker written into partitions on an admin's request.
+
+On Apache Kafka the transaction coordinator sends this request to partition leaders; admins send
+it too, to abort a hanging transaction (``kafka-transactions.sh abort --topic --partition
+--start-offset``, KIP-664): the tool reads the producer id and epoch from DescribeProducers and
+asks for an ABORT marker. Here the coordinator writes its markers directly, so only admins send it.
+
+Guarantees (per partition): the marker is appended exactly as the coordinator appends its own
+(:class:`~onceflow.broker.txn_markers.PartitionMarkerWriter`: durable like an acked produce, the LSO
+and aborted-transaction index updated, long polls woken); an unknown topic or partition is
+UNKNOWN_TOPIC_OR_PARTITION, an epoch older than the producer's INVALID_PRODUCER_EPOCH, a storage
+failure KAFKA_STORAGE_ERROR. With ``super_users`` set only they may write markers
+(CLUSTER_AUTHORIZATION_FAILED otherwise, Kafka's ClusterAction rule).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from onceflow.broker.handlers.context import RequestContext
+from onceflow.broker.handlers.storage_errors import error_code_for
+from onceflow.broker.storage.errors import StorageError
+from onceflow.broker.transactions import MarkerWriteError
+from onceflow.broker.txn_markers import PartitionMarkerWriter
+
+log = logging.getLogger("onceflow.broker.admin")
+
+
+def _write(ctx: RequestContext, writer: PartitionMarkerWriter, marker: Any, topic: str, partition: int) -> ErrorCode:
+    super_users = ctx.broker.config.super_users
+    if super_users and ctx.principal not in super_users:
+        return ErrorCode.cluster_authorization_failed
+    try:
+        writer.write_marker(
+            topic,
+            partition,
+            producer_id=int(marker.producer_id),
+            producer_epoch=int(marker.producer_epoch),
+            coordinator_epoch=max(0, int(marker.coordinator_epoch)),
+            commit=bool(marker.transaction_result),
+        )
+    except MarkerWriteError:
+        return ErrorCode.unknown_topic_or_partition
+    except StorageError as exc:
+        return error_code_for(exc)
+    except OSError:
+        return ErrorCode.kafka_storage_error
+    return ErrorCode.none
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    """Write every requested marker (see module docs)."""
+    writer = PartitionMarkerWriter(ctx.broker.topics, ctx.broker.waiters)
+    results = []
+    for marker in request.markers:
+        topics = []
+        for topic in marker.topics:
+            partitions = []
+            for index in topic.partition_indexes:
+                code = _write(ctx, writer, marker, topic.name, int(index))
+                log.info(
+                    "txn.admin_marker %s topic=%s partition=%d pid=%d epoch=%d marker=%s error=%s",
+                    ctx.log_fields(),
+                    topic.name,
+                    int(index),
+                    int(marker.producer_id),
+                    int(marker.producer_epoch),
+                    "commit" if marker.transaction_result else "abort",
+                    code.name,
+                )
+                partitions.append({"partition_index": int(index), "error_code": code})
+            topics.append({"name": topic.name, "partitions": partitions})
+        results.append({"producer_id": marker.producer_id, "topics": topics})
+    return ctx.respond({"markers": results})
