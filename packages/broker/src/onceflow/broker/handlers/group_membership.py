@@ -34,7 +34,7 @@ async def handle_join(ctx: RequestContext, request: Any) -> Any:
         session_ms,
         _ms(rebalance) if rebalance is not None else session_ms,
         ctx.client_id or "",
-        ctx.client_host,
+        f"/{ctx.client_host}",  # Kafka's member host is Java's InetAddress.toString(): "/127.0.0.1"
         ctx.api_version >= 4,
         getattr(request, "reason", None),
     )
