@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import pytest
 from confluent_kafka import KafkaException
 
 from onceflow.broker.testing.wire import WireClient
@@ -174,17 +173,6 @@ def test_end_txn_retries_and_conflicting_outcomes(brokers: Brokers) -> None:
     }
 
 
-EMPTY_END_TXN = (
-    "deviation: the embedded broker answers NONE to EndTxn on an Empty transaction, Apache Kafka "
-    "INVALID_TXN_STATE (docs/testing-on-apache-kafka.md, 'EndTxn without a transaction')"
-)
-
-
-@pytest.mark.parametrize(
-    "any_broker",
-    [pytest.param("embedded", marks=pytest.mark.xfail(strict=True, reason=EMPTY_END_TXN)), "apache-kafka"],
-    indirect=True,
-)
 def test_end_txn_without_a_transaction_is_invalid(any_broker: BrokerUnderTest) -> None:
     transactional_id = unique("empty-txn")
     with WireClient(any_broker.bootstrap_servers) as client:

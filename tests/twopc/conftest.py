@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.broker.embedded import BrokerProcess
 from onceflow.coordinator.testing.cluster import TwoPhaseCommitCluster
 
 ClusterFactory = Callable[..., TwoPhaseCommitCluster]
@@ -19,17 +19,18 @@ ClusterFactory = Callable[..., TwoPhaseCommitCluster]
 
 @pytest.fixture
 def cluster_factory(
-    broker: EmbeddedBroker, postgres_dsn: str, tmp_path: Path, request: pytest.FixtureRequest
+    kafka_broker: BrokerProcess, postgres_dsn: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> Iterator[ClusterFactory]:
     """``cluster_factory(start=True, **options)``: a :class:`TwoPhaseCommitCluster` on the test's broker
-    and database (options as its constructor's); every cluster is stopped after the test, and its
+    (the embedded one, and Apache Kafka in the modules whose ``BROKERS`` name it) and database
+    (options as its constructor's); every cluster is stopped after the test, and its
     process logs are printed when the test failed."""
     clusters: list[TwoPhaseCommitCluster] = []
 
     def factory(*, start: bool = True, **options: Any) -> TwoPhaseCommitCluster:
         cluster = TwoPhaseCommitCluster(
             tmp_path / f"cluster-{len(clusters)}",
-            bootstrap_servers=broker.bootstrap_servers,
+            bootstrap_servers=kafka_broker.bootstrap_servers,
             postgres_dsn=postgres_dsn,
             **options,
         )

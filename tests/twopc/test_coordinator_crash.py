@@ -20,6 +20,9 @@ from onceflow.coordinator.testing.cluster import TwoPhaseCommitCluster
 from .conftest import ClusterFactory
 from .driver import ABORTED, COMMITTED, JOB, NO_ROWS, NOTHING_PREPARED, batch_rows, expected_rows
 
+#: Run on the embedded broker and on Apache Kafka (issue 15: the guarantees, tested on both).
+BROKERS = ("embedded", "apache-kafka")
+
 HELD = {"sqlite": [f"{JOB}:0"], "postgres": [f"onceflow:postgres:{JOB}:0"], "kafka": [f"{JOB}:0"]}
 
 

@@ -8,6 +8,9 @@ from onceflow.coordinator.testing.cluster import SINKS, TwoPhaseCommitCluster
 
 from .driver import COMMITTED, JOB, batch_rows, expected_rows
 
+#: Run on the embedded broker and on Apache Kafka (issue 15: the guarantees, tested on both).
+BROKERS = ("embedded", "apache-kafka")
+
 
 def test_duplicate_commit_transaction_changes_nothing(cluster: TwoPhaseCommitCluster) -> None:
     """Steps:

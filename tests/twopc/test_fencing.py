@@ -13,6 +13,9 @@ from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
 
 from .driver import COMMITTED, JOB, NOTHING_PREPARED, batch_rows, expected_rows
 
+#: Run on the embedded broker and on Apache Kafka (issue 15: the guarantees, tested on both).
+BROKERS = ("embedded", "apache-kafka")
+
 
 def test_a_zombie_writer_is_fenced_by_the_next_registration(cluster: TwoPhaseCommitCluster) -> None:
     """Steps:

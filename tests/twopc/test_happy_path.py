@@ -10,6 +10,9 @@ from onceflow.proto.v1 import coordinator_pb2
 
 from .driver import COMMITTED, JOB, NOTHING_PREPARED, batch_rows, expected_rows
 
+#: Run on the embedded broker and on Apache Kafka (issue 15: the guarantees, tested on both).
+BROKERS = ("embedded", "apache-kafka")
+
 BATCHES = 200
 
 

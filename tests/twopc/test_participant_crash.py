@@ -35,6 +35,9 @@ from .driver import (
     expected_rows,
 )
 
+#: Run on the embedded broker and on Apache Kafka (issue 15: the guarantees, tested on both).
+BROKERS = ("embedded", "apache-kafka")
+
 
 def _prepared_everywhere_coordinator_lost(
     cluster_factory: ClusterFactory, point: str, **options: Any

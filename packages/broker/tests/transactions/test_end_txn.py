@@ -85,13 +85,13 @@ def test_retry_with_same_outcome_is_none_and_opposite_is_invalid_txn_state(broke
     run(scenario)
 
 
-def test_end_of_empty_transaction_is_cheap_and_valid(broker: Any) -> None:
+def test_end_of_a_transaction_that_was_never_begun_is_invalid_and_writes_nothing(broker: Any) -> None:
     async def scenario() -> None:
         async with broker() as b:
             init = await b.txn.init_producer_id(TXN, 60_000)
             pid, epoch = init.producer_id, init.producer_epoch
-            assert await b.txn.end_txn(TXN, pid, epoch, commit=True) is ErrorCode.none
-            assert await b.txn.end_txn(TXN, pid, epoch, commit=False) is ErrorCode.none
+            assert await b.txn.end_txn(TXN, pid, epoch, commit=True) is ErrorCode.invalid_txn_state
+            assert await b.txn.end_txn(TXN, pid, epoch, commit=False) is ErrorCode.invalid_txn_state
             assert b.markers.written == []
             assert b.txn.describe_transactions([TXN])[0].state == "Empty"
 

@@ -233,7 +233,13 @@ class ApacheKafka(BrokerProcess):
         staging = self.properties_path.with_suffix(".tmp")
         staging.write_text("\n".join(lines) + "\n")
         command = self._java(
-            "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(staging), "--ignore-formatted"
+            # "--cluster-id=ID": a random id may start with "-", which a separate argument would read as an option
+            "kafka.tools.StorageTool",
+            "format",
+            f"--cluster-id={_cluster_id()}",
+            "-c",
+            str(staging),
+            "--ignore-formatted",
         )
         result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
         if result.returncode != 0:

@@ -9,6 +9,10 @@
   transactional id names. It fails (never skips) when ``make setup`` has not fetched the jars.
 - ``apache_kafka_factory``: ``apache_kafka_factory(data_dir=None, **options)`` starts a private Apache
   Kafka (for tests that stop, ``kill -9`` or restart it); all are stopped after the test.
+- ``kafka_broker``: a private broker process of the kind the test is parametrized with, ``embedded``
+  or ``apache-kafka`` (both are :class:`~onceflow.broker.embedded.BrokerProcess`: start, stop,
+  ``kill -9``, restart on the same data). A test module that requests it runs on the kinds named by
+  its module-level ``BROKERS`` (default: embedded only), so the guarantees can be checked on both.
 
 Importing this module is cheap: only the stdlib and :mod:`onceflow.broker.embedded` (the Apache Kafka
 launcher is imported when its fixture is first used).
@@ -92,6 +96,31 @@ def apache_kafka_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
     yield factory
     for instance in started:
         instance.stop()
+
+
+#: The kinds of broker ``kafka_broker`` can start.
+BROKER_KINDS = ("embedded", "apache-kafka")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Parametrize ``kafka_broker`` with the module's ``BROKERS`` (default: the embedded broker)."""
+    if "kafka_broker" in metafunc.fixturenames:
+        kinds = tuple(getattr(metafunc.module, "BROKERS", ("embedded",)))
+        unknown = sorted(set(kinds) - set(BROKER_KINDS))
+        if unknown:
+            raise ValueError(f"{metafunc.module.__name__}.BROKERS: unknown {unknown}; known: {BROKER_KINDS}")
+        metafunc.parametrize("kafka_broker", kinds, indirect=True)
+
+
+@pytest.fixture
+def kafka_broker(
+    request: pytest.FixtureRequest,
+    broker_factory: BrokerFactory,
+    apache_kafka_factory: ApacheKafkaFactory,
+) -> EmbeddedBroker | ApacheKafka:
+    """A started broker process of the test's kind (see the module docstring)."""
+    kind = getattr(request, "param", "embedded")
+    return apache_kafka_factory() if kind == "apache-kafka" else broker_factory()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

@@ -359,7 +359,8 @@ class TransactionCoordinator:
     def _end(self, running: _Running, metadata: Metadata, commit: bool) -> ErrorCode:
         state = metadata.state
         if state is TransactionState.EMPTY:
-            return ErrorCode.none
+            # Nothing was begun (as Apache Kafka answers; clients end an empty transaction without EndTxn).
+            return ErrorCode.invalid_txn_state
         if state is TransactionState.ONGOING:
             # Step 1
             prepared = running.completer.decide(metadata, commit)
