@@ -33,6 +33,9 @@ REGISTRY_FILE = "topics.json"
 LOGS_DIR = "logs"
 MAX_TOPIC_NAME = 249
 _LEGAL_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+KAFKA_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+"""Apache Kafka's internal topics: here the group and transaction state lives in state logs, so these
+names are never created on demand (auto-creation skips them) and Metadata flags them internal."""
 
 
 class TopicExists(Exception):  # noqa: N818 - Kafka's TOPIC_ALREADY_EXISTS
@@ -202,6 +205,59 @@ class TopicRegistry:
             log.warning("topic.create_failed topic=%s reason=%s", name, exc)
             raise
         log.info("topic.created topic=%s partitions=%d topic_id=%s", name, partitions, spec.topic_id)
+        return topic
+
+    def add_partitions(self, name: str, total: int) -> Topic:
+        """Grow ``name`` to ``total`` partitions (CreatePartitions); durable when this returns.
+
+        Raises KeyError for an unknown topic and ValueError unless ``total`` exceeds the current count.
+        A failure leaves the topic as it was (no new partition open, no new directory).
+        """
+        topic = self._topics[name]
+        current = len(topic.partitions)
+        if total <= current:
+            raise ValueError(f"Topic currently has {current} partitions, which is higher than the requested {total}.")
+        added: list[Partition] = []
+        try:
+            for index in range(current, total):
+                directory = self._partition_dir(name, index)
+                shutil.rmtree(directory, ignore_errors=True)
+                added.append(Partition.open(directory, name, index, topic.log_config))
+            old_spec = topic.spec
+            topic.spec = TopicSpec(old_spec.name, old_spec.topic_id, total, old_spec.configs)
+            topic.partitions.extend(added)
+            try:
+                self._persist()
+            except BaseException:
+                topic.spec = old_spec
+                del topic.partitions[current:]
+                raise
+        except BaseException as exc:
+            for partition in added:
+                partition.log.close_files()
+            for index in range(current, total):
+                shutil.rmtree(self._partition_dir(name, index), ignore_errors=True)
+            log.warning("topic.add_partitions_failed topic=%s reason=%s", name, exc)
+            raise
+        log.info("topic.partitions_added topic=%s partitions=%d was=%d", name, total, current)
+        return topic
+
+    def alter_configs(self, name: str, configs: Mapping[str, str]) -> Topic:
+        """Replace the topic config overrides of ``name`` (AlterConfigs); durable when this returns and
+        applied to every open partition log. Raises KeyError or InvalidTopicConfig (nothing changed)."""
+        topic = self._topics[name]
+        log_config = LogConfig.from_topic_configs(configs, self._defaults)
+        old_spec = topic.spec
+        topic.spec = TopicSpec(old_spec.name, old_spec.topic_id, old_spec.partitions, dict(configs))
+        try:
+            self._persist()
+        except BaseException:
+            topic.spec = old_spec
+            raise
+        topic.log_config = log_config
+        for partition in topic.partitions:
+            partition.log.update_config(log_config)
+        log.info("topic.configs_altered topic=%s configs=%s was=%s", name, dict(configs), dict(old_spec.configs))
         return topic
 
     def _remove_partition_dirs(self, name: str, partitions: int) -> None:

@@ -7,7 +7,9 @@ registered here for exactly the API keys advertised in :mod:`onceflow.broker.pro
 from __future__ import annotations
 
 from onceflow.broker.handlers import (
+    alter_configs,
     api_versions,
+    create_partitions,
     describe_configs,
     fetch,
     find_coordinator,
@@ -38,6 +40,7 @@ HANDLERS: dict[int, Handler] = {
     versions.SASL_AUTHENTICATE: sasl.handle_authenticate,
     versions.CREATE_TOPICS: topics_admin.handle_create,
     versions.DELETE_TOPICS: topics_admin.handle_delete,
+    versions.CREATE_PARTITIONS: create_partitions.handle,
     versions.INIT_PRODUCER_ID: producer_ids.handle,
     versions.ADD_PARTITIONS_TO_TXN: transactions.handle_add_partitions,
     versions.ADD_OFFSETS_TO_TXN: transactions.handle_add_offsets,
@@ -48,6 +51,8 @@ HANDLERS: dict[int, Handler] = {
     versions.DESCRIBE_TRANSACTIONS: transactions_admin.handle_describe_transactions,
     versions.WRITE_TXN_MARKERS: write_txn_markers.handle,
     versions.DESCRIBE_CONFIGS: describe_configs.handle,
+    versions.ALTER_CONFIGS: alter_configs.handle_alter,
+    versions.INCREMENTAL_ALTER_CONFIGS: alter_configs.handle_incremental,
     versions.JOIN_GROUP: group_membership.handle_join,
     versions.SYNC_GROUP: group_membership.handle_sync,
     versions.HEARTBEAT: group_membership.handle_heartbeat,

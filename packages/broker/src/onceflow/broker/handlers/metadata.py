@@ -2,8 +2,9 @@
 
 Guarantees: a null topic list (an empty one before v1) lists every topic; unknown topics are created
 when the request allows it (always before v4) and ``auto_create_topics`` is on, otherwise answered with
-UNKNOWN_TOPIC_OR_PARTITION; leader epochs are reported as unknown (-1), so clients skip epoch
-validation, which this single-node broker never needs.
+UNKNOWN_TOPIC_OR_PARTITION; Kafka's internal topic names (``__consumer_offsets``,
+``__transaction_state``) are never auto-created and are flagged internal if created; leader epochs
+are reported as unknown (-1), so clients skip epoch validation, which this single-node broker never needs.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from onceflow.broker.handlers.context import RequestContext
-from onceflow.broker.topics import InvalidTopicName, Topic, check_topic_name
+from onceflow.broker.topics import KAFKA_INTERNAL_TOPICS, InvalidTopicName, Topic, check_topic_name
 
 NULL_TOPIC_ID = "00000000-0000-0000-0000-000000000000"
 
@@ -24,7 +25,7 @@ def describe_topic(topic: Topic, node_id: int) -> dict[str, object]:
         "error_code": ErrorCode.none,
         "name": topic.name,
         "topic_id": topic.topic_id,
-        "is_internal": False,
+        "is_internal": topic.name in KAFKA_INTERNAL_TOPICS,
         "partitions": [
             {
                 "error_code": ErrorCode.none,
@@ -47,7 +48,7 @@ async def _lookup(ctx: RequestContext, name: str, allow_create: bool) -> dict[st
     except InvalidTopicName:
         return {"error_code": ErrorCode.invalid_topic_exception, "name": name, "partitions": []}
     topic = broker.topics.get(name)
-    if topic is None and allow_create:
+    if topic is None and allow_create and name not in KAFKA_INTERNAL_TOPICS:
         topic = await broker.auto_create_topic(name)
     if topic is None:
         return {"error_code": ErrorCode.unknown_topic_or_partition, "name": name, "partitions": []}

@@ -30,6 +30,7 @@ from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.storage_errors import error_code_for
 from onceflow.broker.storage.errors import CorruptRecordError, DuplicateSequenceError, StorageError
 from onceflow.broker.storage.header import parse_header
+from onceflow.broker.topics import KAFKA_INTERNAL_TOPICS
 
 log = logging.getLogger("onceflow.broker.produce")
 
@@ -84,7 +85,9 @@ async def _produce_partition(
 ) -> dict[str, object]:
     broker = ctx.broker
     # Step 1
-    topic = broker.topics.get(topic_name) or await broker.auto_create_topic(topic_name)
+    topic = broker.topics.get(topic_name)
+    if topic is None and topic_name not in KAFKA_INTERNAL_TOPICS:
+        topic = await broker.auto_create_topic(topic_name)
     if topic is None or not 0 <= index < len(topic.partitions):
         return _failure(index, ErrorCode.unknown_topic_or_partition)
     if not records:

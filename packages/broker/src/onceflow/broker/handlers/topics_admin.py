@@ -21,11 +21,11 @@ from kio.schema.errors import ErrorCode
 from onceflow.broker.handlers.config_entries import topic_entries
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.storage.errors import InvalidTopicConfig
-from onceflow.broker.topics import InvalidTopicName, TopicExists
+from onceflow.broker.topics import KAFKA_INTERNAL_TOPICS, InvalidTopicName, TopicExists
 
 log = logging.getLogger("onceflow.broker.admin")
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = KAFKA_INTERNAL_TOPICS
 MAX_PARTITIONS = 10_000
 """More partitions than a single-node embedded broker can sensibly hold open (a guard, not a Kafka rule)."""
 
