@@ -9,18 +9,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
 
 from onceflow.broker.embedded import BrokerProcess, EmbeddedBroker
-from onceflow.broker.testing.apache_kafka import ApacheKafka
 from onceflow.broker.testing.clients import create_topic, produce_acked, read_topic
-
-
-@pytest.fixture(params=["embedded", "apache-kafka"])
-def any_broker(request: pytest.FixtureRequest) -> BrokerProcess:
-    """The embedded broker, then the session's Apache Kafka."""
-    if request.param == "embedded":
-        embedded: EmbeddedBroker = request.getfixturevalue("broker")
-        return embedded
-    kafka: ApacheKafka = request.getfixturevalue("apache_kafka")
-    return kafka
 
 
 def _topic_configs(admin: AdminClient, topic: str) -> dict[str, str]:

@@ -1,4 +1,4 @@
-"""``kafka-transactions`` (``TransactionsCommand``) against the embedded broker.
+"""``kafka-transactions`` (``TransactionsCommand``) against the embedded broker and Apache Kafka.
 
 A transaction left open by a confluent-kafka producer is what an operator meets as a hanging
 transaction: ``list`` and ``describe`` show it Ongoing on its partition, ``describe-producers``
@@ -12,12 +12,12 @@ import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.broker.embedded import BrokerProcess
 from onceflow.broker.testing.clients import create_topic, produce_acked
 from onceflow.broker.testing.kafka_tools import TRANSACTIONS_COMMAND, run_tool
 
 
-def _table(broker: EmbeddedBroker, *args: str) -> list[dict[str, str]]:
+def _table(broker: BrokerProcess, *args: str) -> list[dict[str, str]]:
     """Run a ``kafka-transactions`` sub-command and return its table as one dict per row."""
     result = run_tool(TRANSACTIONS_COMMAND, "--bootstrap-server", broker.bootstrap_servers, *args)
     assert result.returncode == 0, f"kafka-transactions {' '.join(args)}:\n{result.stdout}{result.stderr}"
@@ -26,7 +26,7 @@ def _table(broker: EmbeddedBroker, *args: str) -> list[dict[str, str]]:
     return [dict(zip(header, (cell.strip() for cell in line.split("\t")), strict=False)) for line in lines[1:]]
 
 
-def _watermarks(broker: EmbeddedBroker, topic: str) -> tuple[int, int]:
+def _watermarks(broker: BrokerProcess, topic: str) -> tuple[int, int]:
     """(high watermark, last stable offset) of partition 0."""
     stable = {}
     for level in ("read_uncommitted", "read_committed"):
@@ -38,7 +38,8 @@ def _watermarks(broker: EmbeddedBroker, topic: str) -> tuple[int, int]:
     return stable["read_uncommitted"], stable["read_committed"]
 
 
-def test_list_describe_and_abort_a_hanging_transaction(broker: EmbeddedBroker, name: str) -> None:
+def test_list_describe_and_abort_a_hanging_transaction(any_broker: BrokerProcess, name: str) -> None:
+    broker = any_broker
     topic = f"hanging-{name}"
     transactional_id = f"hanging-{name}"
     create_topic(broker.bootstrap_servers, topic)
