@@ -1,5 +1,6 @@
-"""``kafka-consumer-groups``, ``kafka-console-consumer`` and ``kafka-producer-perf-test`` against the
-embedded broker: the answers an operator reads are the ones Apache Kafka would give."""
+"""``kafka-consumer-groups``, ``kafka-console-consumer``, ``kafka-producer-perf-test`` and
+``kafka-configs`` against the embedded broker: the answers an operator reads are the ones Apache
+Kafka would give."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from confluent_kafka import Consumer, Message, Producer
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.broker.testing.clients import create_topic, produce_acked, read_topic
 from onceflow.broker.testing.kafka_tools import (
+    CONFIG_COMMAND,
     CONSOLE_CONSUMER,
     CONSUMER_GROUP_COMMAND,
     PRODUCER_PERFORMANCE,
@@ -18,7 +20,9 @@ from onceflow.broker.testing.kafka_tools import (
 )
 
 
-def test_consumer_groups_describes_an_active_member_and_its_lag(broker: EmbeddedBroker, name: str) -> None:
+def test_consumer_groups_describes_an_active_member_and_deletes_the_empty_group(
+    broker: EmbeddedBroker, name: str
+) -> None:
     topic, group = f"groups-{name}", f"groups-{name}"
     create_topic(broker.bootstrap_servers, topic)
     produce_acked(broker.bootstrap_servers, topic, [b"%d" % i for i in range(100)], partition=0)
@@ -61,8 +65,20 @@ def test_consumer_groups_describes_an_active_member_and_its_lag(broker: Embedded
         )
         assert state.returncode == 0, state.stderr
         assert re.search(rf"^{group}\s+\S+\s+\(0\)\s+range\s+Stable\s+1\s*$", state.stdout, re.MULTILINE), state.stdout
+
+        refused = run_tool(
+            CONSUMER_GROUP_COMMAND, "--bootstrap-server", broker.bootstrap_servers, "--delete", "--group", group
+        )
+        assert "GroupNotEmptyException: The group is not empty." in refused.stdout + refused.stderr, refused.stdout
     finally:
         consumer.close()
+
+    deleted = run_tool(
+        CONSUMER_GROUP_COMMAND, "--bootstrap-server", broker.bootstrap_servers, "--delete", "--group", group
+    )
+    assert f"Deletion of requested consumer groups ('{group}') was successful." in deleted.stdout, deleted.stdout
+    listed = run_tool(CONSUMER_GROUP_COMMAND, "--bootstrap-server", broker.bootstrap_servers, "--list")
+    assert group not in listed.stdout.split()
 
 
 def test_console_consumer_reads_committed_transactions_only(broker: EmbeddedBroker, name: str) -> None:
@@ -104,3 +120,22 @@ def test_producer_performance_plain_and_transactional(broker: EmbeddedBroker, na
         assert result.returncode == 0, result.stdout + result.stderr
         assert re.search(r"^2000 records sent", result.stdout, re.MULTILINE), result.stdout
         assert len(read_topic(broker.bootstrap_servers, topic, idle_timeout=0.5)) == 2000
+
+
+def test_kafka_configs_alters_and_describes_topic_configs(broker: EmbeddedBroker, name: str) -> None:
+    topic = f"configs-{name}"
+    create_topic(broker.bootstrap_servers, topic)
+
+    def configs(*args: str) -> str:
+        result = run_tool(CONFIG_COMMAND, "--bootstrap-server", broker.bootstrap_servers, *args)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    entity = ("--entity-type", "topics", "--entity-name", topic)
+    added = configs("--alter", *entity, "--add-config", "retention.ms=1000,cleanup.policy=[delete,compact]")
+    assert f"Completed updating config for topic {topic}." in added
+    described = configs("--describe", *entity)
+    assert "  cleanup.policy=compact,delete sensitive=false synonyms={}" in described.splitlines()
+    assert "  retention.ms=1000 sensitive=false synonyms={}" in described.splitlines()
+    configs("--alter", *entity, "--delete-config", "retention.ms")
+    assert "retention.ms" not in configs("--describe", *entity)

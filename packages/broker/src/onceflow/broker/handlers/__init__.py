@@ -13,6 +13,7 @@ from onceflow.broker.handlers import (
     describe_configs,
     fetch,
     find_coordinator,
+    group_deletion,
     group_listing,
     group_membership,
     group_offsets,
@@ -61,6 +62,7 @@ HANDLERS: dict[int, Handler] = {
     versions.OFFSET_FETCH: group_offsets.handle_fetch,
     versions.LIST_GROUPS: group_listing.handle_list,
     versions.DESCRIBE_GROUPS: group_listing.handle_describe,
+    versions.DELETE_GROUPS: group_deletion.handle,
 }
 
 __all__ = ["HANDLERS", "Handler", "RequestContext"]

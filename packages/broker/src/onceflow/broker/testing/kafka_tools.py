@@ -27,6 +27,7 @@ from typing import Any, Final, Self
 from onceflow.broker.testing.apache_kafka import KafkaJarsMissing, find_kafka_libs
 
 __all__ = [
+    "CONFIG_COMMAND",
     "CONSOLE_CONSUMER",
     "CONSUMER_GROUP_COMMAND",
     "PRODUCER_PERFORMANCE",
@@ -47,6 +48,8 @@ TRANSACTIONS_COMMAND: Final = "org.apache.kafka.tools.TransactionsCommand"
 CONSUMER_GROUP_COMMAND: Final = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 CONSOLE_CONSUMER: Final = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 PRODUCER_PERFORMANCE: Final = "org.apache.kafka.tools.ProducerPerformance"
+CONFIG_COMMAND: Final = "kafka.admin.ConfigCommand"
+"""``kafka-configs``: in the ``kafka_2.13`` jar, not in ``kafka-tools``."""
 
 LOG4J2: Final = """status = error
 appender.err.type = Console

@@ -1,0 +1,25 @@
+"""DeleteGroups: ``kafka-consumer-groups --delete``, ``AdminClient.delete_consumer_groups``.
+
+Guarantees, per group in request order (``GroupCoordinator.delete_group``): an Empty group is
+deleted with its committed and staged offsets (NONE); a group with members is NON_EMPTY_GROUP; an
+unknown one GROUP_ID_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from onceflow.broker.handlers.context import RequestContext
+
+log = logging.getLogger("onceflow.broker.groups")
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    """Delete every named group (see module docs)."""
+    results = []
+    for group_id in request.groups_names:
+        code = ctx.broker.groups.delete_group(group_id)
+        log.info("group.delete %s group=%s error=%s", ctx.log_fields(), group_id, code.name)
+        results.append({"group_id": group_id, "error_code": code})
+    return ctx.respond({"throttle_time": 0, "results": results})
