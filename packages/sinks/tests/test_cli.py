@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from onceflow.core.settings import load_settings
-from onceflow.sinks.server import KafkaSink, ParticipantSettings, PostgresSink, SqliteSink
+from onceflow.sinks.server import KafkaSink, ParticipantSettings, SqliteSink
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -46,7 +46,8 @@ def test_bad_config_names_the_setting(tmp_path: Path) -> None:
 def test_shipped_default_config_loads() -> None:
     settings = load_settings(ParticipantSettings, REPO / "services" / "participant" / "participant.toml", env={})
     kinds = {type(sink) for sink in settings.sinks}
-    assert kinds == {SqliteSink, KafkaSink, PostgresSink}
+    # one machine, as it is: no PostgreSQL server is assumed (its sink is there, commented out)
+    assert kinds == {SqliteSink, KafkaSink}
     assert settings.server.port == 7101
 
 

@@ -154,6 +154,7 @@ class SinkSystem:
             to_toml(
                 {
                     "server": {"host": "127.0.0.1", "port": 0},
+                    "staging": {"roots": [str(self.staging_root)]},
                     "coordinator": {
                         "target": self.coordinator.target,
                         "initial_backoff_s": 0.1,

@@ -13,6 +13,7 @@ Ending the input writes end-of-input markers, which close every window of the Sp
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -92,6 +93,8 @@ class ConnectComponent(Component):
             "mode": "standalone",
             "exactly_once_source": True,
             "connectors": [str(self.connector_path)],
+            # the tailer may read the --input file's directory (its rotated siblings included), no more
+            "allowed_paths": [str(Path(context.state.input_path).parent)] if context.state.input_path else [],
             "kafka": context.kafka_settings(),
             "producer": {"linger.ms": "20"},
             "server": {"host": HOST, "port": context.port("connect")},
