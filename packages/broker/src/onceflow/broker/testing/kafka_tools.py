@@ -1,4 +1,4 @@
-"""Apache Kafka's own command-line tools (kafka-tools jar) as child processes, for tests.
+"""Apache Kafka's own command-line tools (kafka-tools and kafka_2.13 jars) as child processes, for tests.
 
 Kafka's system tests drive brokers with these tools (``VerifiableProducer``, ``VerifiableConsumer``,
 ``TransactionalMessageCopier``, ``kafka-transactions``, ``kafka-consumer-groups``, ...); running
@@ -10,12 +10,14 @@ cached jars as :class:`~onceflow.broker.testing.apache_kafka.ApacheKafka`
 Guarantees: :func:`run_tool` returns the finished process with its stdout and stderr, or raises
 :class:`subprocess.TimeoutExpired` after killing it; :class:`ToolProcess` is a tool running in the
 background whose stdout is collected line by line, and is killed (``kill -9``) at ``close()``.
-The tools log WARN and above to stderr. Importing this module is cheap (stdlib only).
+The tools log WARN and above to stderr. Importing this module costs what importing
+:mod:`onceflow.broker.testing.apache_kafka` costs (stdlib and kio).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -65,7 +67,7 @@ rootLogger.appenderRef.err.ref = err
 def _log4j2_config() -> Path:
     path = Path(tempfile.gettempdir()) / "onceflow-kafka-tools-log4j2.properties"
     if not path.is_file() or path.read_text() != LOG4J2:
-        staging = path.with_suffix(f".{threading.get_ident()}.tmp")
+        staging = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
         staging.write_text(LOG4J2)
         staging.replace(path)
     return path
