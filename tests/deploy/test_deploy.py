@@ -356,3 +356,28 @@ def test_topic_script_creates_the_chart_topics(broker: EmbeddedBroker, values: d
     for name, topic in definitions.items():
         assert len(metadata.topics[name].partitions) == topic["partitions"], name
     assert script.main({**env, "TOPICS": "[]"}) == 2
+
+
+TOKEN_SECRET = "/run/secrets/grpc_token"
+
+
+def test_compose_servers_on_every_interface_require_the_token_and_clients_send_it(compose: dict[str, Any]) -> None:
+    """Issue 14: the container deploy binds 0.0.0.0 with authentication on."""
+    servers = ("coordinator", "participant", "consumer", "connect-worker")
+    for name in servers:
+        settings = compose_settings(compose, name)
+        server = getattr(settings, "server")  # noqa: B009 - every serving settings class has one
+        assert server.host == "0.0.0.0" and server.auth.token_file == TOKEN_SECRET, name
+        assert "grpc_token" in compose["services"][name].get("secrets", []), name
+    assert "grpc_token" in compose["services"]["spark-worker"].get("secrets", [])
+    clients: dict[str, tuple[str, ...]] = {
+        "spark-worker": ("coordinator", "tls"),
+        "participant": ("coordinator", "tls"),
+        "coordinator": ("participant_tls",),
+    }
+    for name, path in clients.items():
+        section: Any = compose_settings(compose, name)
+        for attribute in path:
+            section = getattr(section, attribute)
+        assert section.token_file == TOKEN_SECRET, name
+    assert compose["secrets"]["grpc_token"]["file"] == "./grpc-token"

@@ -40,6 +40,9 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     write("client_key", client.private_key_pem.bytes())
     write("client_cert", b"".join(blob.bytes() for blob in client.cert_chain_pems))
     write("stranger_key", stranger.private_key_pem.bytes())
+    other = ca.issue_cert("other.onceflow.test")
+    write("other_key", other.private_key_pem.bytes())
+    write("other_cert", b"".join(blob.bytes() for blob in other.cert_chain_pems))
     write("stranger_cert", b"".join(blob.bytes() for blob in stranger.cert_chain_pems))
     return files
 
@@ -144,3 +147,59 @@ def test_domain_errors_become_status_codes() -> None:
     assert "another writer owns the job" in aborted.value.args[1]
     with pytest.raises(ValueError, match="a bug"):  # unmapped errors are not swallowed
         servicer.call(ValueError("a bug"), _Context())
+
+
+def _echo_server(settings: GrpcServerSettings) -> tuple[grpc.Server, int]:
+    """A server with one mutating method (``/test.Things/CreateThing``) and one read-only one."""
+    server, port = build_server(settings, service_names=[])
+    handlers = {
+        name: grpc.unary_unary_rpc_method_handler(lambda request, context: request)
+        for name in ("CreateThing", "GetThing")
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("test.Things", handlers),))
+    server.start()
+    return server, port
+
+
+def _call(channel: grpc.Channel, method: str) -> grpc.StatusCode:
+    try:
+        channel.unary_unary(f"/test.Things/{method}")(b"x", timeout=5)
+    except grpc.RpcError as exc:
+        code: grpc.StatusCode = exc.code()
+        return code
+    return grpc.StatusCode.OK
+
+
+def test_an_allowed_client_certificate_may_call_mutating_rpcs_without_a_token(pki: dict[str, str]) -> None:
+    tls = TlsSettings(cert=pki["server_cert"], key=pki["server_key"], ca=pki["ca"], require_client_auth=True)
+    settings = GrpcServerSettings.model_validate(
+        {
+            "host": "127.0.0.1",
+            "port": 0,
+            "tls": tls.model_dump(),
+            "auth": {"allowed_identities": ["client.onceflow.test"]},
+        }
+    )
+    server, port = _echo_server(settings)
+    try:
+        allowed = TlsSettings(ca=pki["ca"], cert=pki["client_cert"], key=pki["client_key"])
+        with open_channel(f"127.0.0.1:{port}", allowed) as channel:
+            assert _call(channel, "CreateThing") == grpc.StatusCode.OK
+        other_client = trustme_client(pki)
+        with open_channel(f"127.0.0.1:{port}", other_client) as channel:
+            assert _call(channel, "GetThing") == grpc.StatusCode.OK
+            assert _call(channel, "CreateThing") == grpc.StatusCode.PERMISSION_DENIED
+    finally:
+        server.stop(0).wait(5)
+
+
+def trustme_client(pki: dict[str, str]) -> TlsSettings:
+    """A client certificate of the same CA for another identity (``other.onceflow.test``)."""
+    ca_dir = Path(pki["ca"]).parent
+    return TlsSettings(ca=pki["ca"], cert=str(ca_dir / "other_cert"), key=str(ca_dir / "other_key"))
+
+
+def test_a_token_file_that_cannot_be_read_is_a_config_error(tmp_path: Path) -> None:
+    settings = GrpcServerSettings.model_validate({"port": 0, "auth": {"token_file": str(tmp_path / "missing")}})
+    with pytest.raises(InvalidConfig, match=r"server\.auth\.token_file"):
+        build_server(settings, service_names=[])

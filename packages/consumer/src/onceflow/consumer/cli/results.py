@@ -52,6 +52,7 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tls-ca", metavar="PEM", default="", help="CA of the server's certificate (enables TLS)")
     parser.add_argument("--tls-cert", metavar="PEM", default="", help="client certificate (mTLS)")
     parser.add_argument("--tls-key", metavar="PEM", default="", help="client key (mTLS)")
+    parser.add_argument("--token-file", metavar="FILE", default="", help="bearer token, when the server requires one")
     parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="deadline of each call")
 
 
@@ -92,7 +93,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def results_stub(args: argparse.Namespace) -> tuple[grpc.Channel, results_pb2_grpc.ResultsStub]:
-    tls = TlsSettings(ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key) if args.tls_ca else None
+    tls = TlsSettings(ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key, token_file=args.token_file)
     channel = open_channel(args.results, tls)
     return channel, results_pb2_grpc.ResultsStub(channel)  # type: ignore[no-untyped-call]
 

@@ -43,6 +43,8 @@ def _common_arguments() -> argparse.ArgumentParser:
     common.add_argument("--tls-ca", metavar="PEM", default="", help="CA of the coordinator's certificate (enables TLS)")
     common.add_argument("--tls-cert", metavar="PEM", default="", help="client certificate (mTLS)")
     common.add_argument("--tls-key", metavar="PEM", default="", help="client key (mTLS)")
+    common.add_argument("--token-file", metavar="FILE", default="",
+                        help="bearer token for the mutating RPCs (resolve), when the server requires one")  # fmt: skip
     common.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="deadline of each call")
     return common
 
@@ -79,7 +81,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 
 def _stub(args: argparse.Namespace) -> tuple[grpc.Channel, coordinator_pb2_grpc.TransactionCoordinatorStub]:
-    tls = TlsSettings(ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key) if args.tls_ca else None
+    tls = TlsSettings(ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key, token_file=args.token_file)
     channel = open_channel(args.coordinator, tls)
     return channel, coordinator_pb2_grpc.TransactionCoordinatorStub(channel)  # type: ignore[no-untyped-call]
 

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import grpc
 
+from onceflow.core.grpc.auth import bearer_token_interceptor
 from onceflow.core.grpc.tls import channel_credentials
 from onceflow.core.settings import TlsSettings
 
@@ -25,8 +26,13 @@ def open_channel(
     options: Sequence[tuple[str, str | int]] = (),
 ) -> grpc.Channel:
     """A channel to ``target`` (``host:port``): TLS when ``tls.ca`` is set (mTLS with ``tls.cert``/``key``),
-    plaintext otherwise. ``options`` are extra gRPC channel arguments."""
+    plaintext otherwise; every call carries the bearer token of ``tls.token_file`` when it is set.
+    ``options`` are extra gRPC channel arguments."""
     merged: list[tuple[str, str | int]] = [*DEFAULT_CHANNEL_OPTIONS, *options]
     if tls is not None and tls.ca:
-        return grpc.secure_channel(target, channel_credentials(tls), options=merged)
-    return grpc.insecure_channel(target, options=merged)
+        channel = grpc.secure_channel(target, channel_credentials(tls), options=merged)
+    else:
+        channel = grpc.insecure_channel(target, options=merged)
+    if tls is not None and tls.token_file:
+        return grpc.intercept_channel(channel, bearer_token_interceptor(tls.token_file))
+    return channel

@@ -1,6 +1,7 @@
 """Typed settings: a TOML file plus environment overrides, validated with errors that name the setting."""
 
 from onceflow.core.settings.base import (
+    GrpcAuthSettings,
     GrpcServerSettings,
     KafkaSettings,
     LoggingSettings,
@@ -13,6 +14,7 @@ from onceflow.core.settings.loader import load_settings
 from onceflow.core.settings.pairs import parse_pairs
 
 __all__ = [
+    "GrpcAuthSettings",
     "GrpcServerSettings",
     "KafkaSettings",
     "LoggingSettings",

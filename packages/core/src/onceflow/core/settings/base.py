@@ -45,20 +45,39 @@ class MetricsSettings(Section):
 
 
 class TlsSettings(Section):
-    """gRPC transport security. Empty paths mean plaintext; ``client_ca`` on a server enables mTLS."""
+    """gRPC transport security. Empty paths mean plaintext; ``client_ca`` on a server enables mTLS.
+
+    ``token_file`` is for clients: the bearer token sent with every call (see
+    :mod:`onceflow.core.grpc.auth`); a server's own rule is :class:`GrpcAuthSettings`.
+    """
 
     cert: str = ""
     key: str = ""
     ca: str = ""
     require_client_auth: bool = False
+    token_file: str = ""
+
+
+class GrpcAuthSettings(Section):
+    """Who may call the mutating RPCs (:mod:`onceflow.core.grpc.auth`); both empty: anyone who connects."""
+
+    #: A file holding the bearer token that mutating calls must send.
+    token_file: str = ""
+    #: Client-certificate identities (common name or subject alternative name) allowed without a token.
+    allowed_identities: list[str] = Field(default_factory=list)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.token_file or self.allowed_identities)
 
 
 class GrpcServerSettings(Section):
-    """Where a gRPC service listens."""
+    """Where a gRPC service listens, over which transport, and who may change state through it."""
 
     host: str = "127.0.0.1"
     port: int = Field(default=0, ge=0, le=65535)
     tls: TlsSettings = TlsSettings()
+    auth: GrpcAuthSettings = GrpcAuthSettings()
 
 
 class KafkaSettings(Section):

@@ -44,6 +44,9 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("connect", help="manage connectors of a connect worker (admin gRPC API)")
     parser.add_argument("--server", default=DEFAULT_SERVER, help=f"worker admin address (default {DEFAULT_SERVER})")
     parser.add_argument("--tls-ca", default="", help="CA certificate: use TLS")
+    parser.add_argument(
+        "--token-file", default="", help="bearer token for the mutating RPCs, when the worker requires one"
+    )
     parser.add_argument("--timeout", type=float, default=60.0, help="deadline of each call, seconds")
     commands = parser.add_subparsers(title="connect commands", dest="connect_command", metavar="COMMAND", required=True)
     listing = commands.add_parser("list", help="connector names")
@@ -171,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
     if args.connect_command == "describe":
         return run_describe(args)
     method, request = _request(args)
-    tls = TlsSettings(ca=args.tls_ca) if args.tls_ca else None
+    tls = TlsSettings(ca=args.tls_ca, token_file=args.token_file)
     with ConnectClient(args.server, tls=tls, timeout=args.timeout) as client:
         try:
             response = client.call(method, request)
