@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
@@ -95,9 +95,8 @@ def test_prepared_sqlite_and_postgres_transactions_survive_kill_9(
 
     # Restarted while the coordinator is down: it waits, and takes no new work (it does not even listen).
     participant.start()
-    time.sleep(1.5)
+    _until(lambda: "recover.coordinator_unreachable" in participant.log_tail(), "the restarted participant's recovery")
     assert not participant.is_ready()
-    assert "recover.coordinator_unreachable" in participant.log_tail()
 
     decisions = {("job", 0): COMMITTED, ("job", 1): ABORTED}
     with running_coordinator(decisions, port=coordinator_port) as (coordinator, _):
@@ -110,6 +109,14 @@ def test_prepared_sqlite_and_postgres_transactions_survive_kill_9(
     assert _pg_gids(postgres_dsn) == []
     listed = participant.stub().ListPreparedTransactions(participant_pb2.ListPreparedTransactionsRequest(), timeout=10)
     assert list(listed.transactions) == []
+
+
+def _until(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+    """Wait for ``condition`` (a restarted process may take seconds to import on a loaded machine)."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
 
 
 def test_undecided_transaction_waits_for_the_decision(
@@ -127,8 +134,9 @@ def test_undecided_transaction_waits_for_the_decision(
         _prepare(participant, "sqlite", "job", 0, [staged_file_to_proto(f) for f in stage("job", 0, [row("a", 1)])])
         participant.kill()
 
+        asked_before = len(coordinator.asked)
         participant.start()
-        time.sleep(1.0)
+        _until(lambda: len(coordinator.asked) > asked_before, "the restarted participant to ask for the outcome")
         assert not participant.is_ready(), "a PREPARING transaction has no decision yet"
         decisions[("job", 0)] = COMMITTED
         participant.wait_ready()
