@@ -381,3 +381,21 @@ def test_compose_servers_on_every_interface_require_the_token_and_clients_send_i
             section = getattr(section, attribute)
         assert section.token_file == TOKEN_SECRET, name
     assert compose["secrets"]["grpc_token"]["file"] == "./grpc-token"
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_chart_services_mount_the_grpc_token_their_config_names(values: dict[str, Any], name: str) -> None:
+    """Issue 14: the chart's servers require the token and its clients send it, from grpcAuth's Secret."""
+    settings: Any
+    settings, _, text = chart_settings(values, name)
+    assert 'include "onceflow.grpcTokenVolume" .' in text and 'include "onceflow.grpcTokenVolumeMount" .' in text
+    tokens = []
+    if name != "spark-worker":
+        assert settings.server.host == "0.0.0.0"
+        tokens.append(settings.server.auth.token_file)
+    if name in ("spark-worker", "participant"):
+        tokens.append(settings.coordinator.tls.token_file)
+    if name == "coordinator":
+        tokens.append(settings.participant_tls.token_file)
+    assert tokens and set(tokens) == {TOKEN_SECRET}
+    assert values["grpcAuth"]["existingSecret"] and values["grpcAuth"]["secretKey"]

@@ -164,6 +164,22 @@ postgres sinks. A SQLite sink's file is on the participant's volume: audit it in
 {{- end }}
 {{- end }}
 
+{{/* The gRPC bearer token (grpcAuth.existingSecret), at /run/secrets/grpc_token in every service */}}
+{{- define "onceflow.grpcTokenVolume" -}}
+- name: grpc-token
+  secret:
+    secretName: {{ required "grpcAuth.existingSecret: the Secret holding the gRPC token" .Values.grpcAuth.existingSecret }}
+    items:
+      - key: {{ .Values.grpcAuth.secretKey }}
+        path: grpc_token
+{{- end }}
+
+{{- define "onceflow.grpcTokenVolumeMount" -}}
+- name: grpc-token
+  mountPath: /run/secrets
+  readOnly: true
+{{- end }}
+
 {{/* Pod-level settings shared by every workload */}}
 {{- define "onceflow.podSpecCommon" -}}
 {{- with .Values.imagePullSecrets }}
