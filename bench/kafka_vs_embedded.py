@@ -12,6 +12,9 @@ Assumptions:
   idempotent produce of 100-byte values (linger.ms=5, after a warm-up record), transactional produce
   committing every 100 ms, ``commit_transaction()`` latency of 3-record transactions over the 3
   partitions, and a read_committed fetch of the transactional topic;
+- ``kafka-producer-perf-test`` (Kafka's ProducerPerformance, the Java client: acks=all, idempotent)
+  writes the same number of 100-byte records, plain and with ``--transactional-id`` committing
+  every 100 ms; its own "records/sec" is reported;
 - start time is ``start()`` until the broker answers (Kafka: JVM start, storage format on the first
   start, KRaft election and broker registration), on a fresh data dir, measured once per run.
 
@@ -36,6 +39,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from onceflow.broker.embedded import BrokerProcess, EmbeddedBroker
 from onceflow.broker.testing.apache_kafka import ApacheKafka, kafka_version
 from onceflow.broker.testing.clients import create_topic
+from onceflow.broker.testing.kafka_tools import PRODUCER_PERFORMANCE, run_tool
 
 PARTITIONS = 3
 VALUE = b"x" * 100
@@ -137,6 +141,20 @@ def fetch_read_committed(bootstrap: str, topic: str, messages: int) -> float:
     return messages / elapsed
 
 
+def producer_perf_test(bootstrap: str, topic: str, messages: int, *, transactional: bool) -> float:
+    """Records/s that Kafka's own ``kafka-producer-perf-test`` reports (the Java client)."""
+    args = ["--topic", topic, "--num-records", str(messages), "--record-size", str(len(VALUE)),
+            "--throughput", "-1", "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all",
+            "enable.idempotence=true", "linger.ms=5"]  # fmt: skip
+    if transactional:
+        args += ["--transactional-id", f"bench-{uuid.uuid4().hex[:8]}", "--transaction-duration-ms", "100"]
+    result = run_tool(PRODUCER_PERFORMANCE, *args, timeout=600)
+    summary = [line for line in result.stdout.splitlines() if "records sent" in line]
+    if result.returncode != 0 or not summary:
+        raise RuntimeError(f"kafka-producer-perf-test failed ({result.returncode}): {result.stderr[-2000:]}")
+    return float(summary[-1].split(" records sent, ")[1].split(" records/sec")[0])
+
+
 def _percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
@@ -149,12 +167,14 @@ def measure(kind: str, data_dir: Path, messages: int, txns: int) -> dict[str, fl
     with broker:
         started_s = time.perf_counter() - start
         bootstrap = broker.bootstrap_servers
-        for topic in ("idempotent", "txn", "latency"):
+        for topic in ("idempotent", "txn", "latency", "perf", "perf-txn"):
             create_topic(bootstrap, topic, partitions=PARTITIONS)
         produced = produce_idempotent(bootstrap, "idempotent", messages)
         transactional = produce_transactional(bootstrap, "txn", messages)
         latencies = commit_latencies(bootstrap, "latency", txns)
         fetched = fetch_read_committed(bootstrap, "txn", messages)
+        perf = producer_perf_test(bootstrap, "perf", messages, transactional=False)
+        perf_txn = producer_perf_test(bootstrap, "perf-txn", messages, transactional=True)
     return {
         "start s": started_s,
         "idempotent msgs/s": produced,
@@ -162,6 +182,8 @@ def measure(kind: str, data_dir: Path, messages: int, txns: int) -> dict[str, fl
         "commit p50 ms": _percentile(latencies, 0.5) * 1000,
         "commit p99 ms": _percentile(latencies, 0.99) * 1000,
         "read_committed msgs/s": fetched,
+        "perf-test msgs/s": perf,
+        "perf-test txn msgs/s": perf_txn,
     }
 
 
@@ -179,10 +201,11 @@ def main() -> int:
             line = ", ".join(f"{name} {value:,.2f}" for name, value in results[kind][-1].items())
             print(f"run {run + 1}/{args.runs} {kind}: {line}", flush=True)
     print(f"\nmedians over {args.runs} runs (Apache Kafka {kafka_version()}):")
-    print(f"{'measure':<24}{'embedded':>16}{'apache-kafka':>16}")
+    print(f"{'measure':<24}{'embedded':>16}{'apache-kafka':>16}{'embedded/kafka':>16}")
     for name in results["embedded"][0]:
         medians = [statistics.median(r[name] for r in results[kind]) for kind in BROKERS]
-        print(f"{name:<24}" + "".join(f"{value:>16,.2f}" for value in medians))
+        ratio = medians[0] / medians[1] if medians[1] else float("nan")
+        print(f"{name:<24}" + "".join(f"{value:>16,.2f}" for value in medians) + f"{ratio:>16.2f}")
     return 0
 
 
