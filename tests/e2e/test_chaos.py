@@ -7,7 +7,6 @@ Slow (about 5 minutes on a 2-core machine); it still runs in ``make test``.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,8 @@ EVENTS = 300_000
 
 
 @pytest.fixture
-def demo(tmp_path: Path) -> Iterator[DemoProcess]:
+def demo(tmp_path: Path, demos: list[DemoProcess]) -> DemoProcess:
+    """The chaos run (stopped by ``demos`` if the test ends before it does)."""
     process = DemoProcess(
         tmp_path / "run",
         "--events", str(EVENTS),
@@ -28,14 +28,8 @@ def demo(tmp_path: Path) -> Iterator[DemoProcess]:
         "--chaos", "--chaos-interval", "8", "--chaos-seed", "11",
         "--timeout", "540",
     )  # fmt: skip
-    yield process
-    if process.process.poll() is None:
-        process.interrupt()
-        try:
-            process.process.wait(180)
-        except Exception:
-            process.kill_everything()
-    process.remove_postgres_fallback()
+    demos.append(process)
+    return process
 
 
 @pytest.mark.slow
