@@ -19,6 +19,11 @@ the events arrive, so read the latency of paced runs. The run must end EXACT, or
     .venv/bin/python bench/e2e_demo.py --events 60000 --rate 1000            # chaos off
     .venv/bin/python bench/e2e_demo.py --events 60000 --rate 1000 --chaos    # chaos on
     .venv/bin/python bench/e2e_demo.py --events 300000 --rate 0              # unpaced: capacity
+    .venv/bin/python bench/e2e_demo.py --events 100000 --rate 0 --apache-kafka   # the same on Apache Kafka
+
+``--apache-kafka`` runs the pipeline on a real single-node Apache Kafka (the version ``make setup``
+fetched, started with full JIT) through ``onceflow demo --bootstrap-servers`` instead of the embedded
+broker; everything else is the same.
 """
 
 from __future__ import annotations
@@ -131,7 +136,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trigger-ms", type=int, default=defaults.CHECKPOINT_INTERVAL_MS)
     parser.add_argument("--run-dir", type=Path, default=None, help="default: a fresh temporary directory")
     parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--apache-kafka", action="store_true", help="run on Apache Kafka, not the embedded broker")
     args = parser.parse_args(argv)
+    kafka = None
+    if args.apache_kafka:
+        from onceflow.broker.testing.apache_kafka import ApacheKafka
+
+        kafka = ApacheKafka(Path(tempfile.mkdtemp(prefix="onceflow-bench-kafka-")), jvm_options=()).start()
 
     # Step 1: a fresh run dir whose state (ports, event-time start) the watchers can read up front;
     # the demo then "resumes" it, which for a fresh run is the same as starting it.
@@ -139,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     options = DemoOptions(
         run_dir=root, events=args.events, rate=args.rate, chaos=args.chaos, chaos_interval_s=args.chaos_interval,
         chaos_seed=1, trigger_ms=args.trigger_ms, timeout_s=args.timeout, plain=True,
+        bootstrap_servers=kafka.bootstrap_servers if kafka is not None else "",
     )  # fmt: skip
     run_dir = RunDir(root)
     state = run_dir.create(options.new_state(root.name))
@@ -147,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging("INFO", "kv", stream=log)
 
     # Step 2: the observers.
-    source = SourceWatcher(f"127.0.0.1:{state.ports['broker']}", state)
+    source = SourceWatcher(state.bootstrap_servers or f"127.0.0.1:{state.ports['broker']}", state)
     store = StoreWatcher(run_dir.data("consumer") / "results.db", args.events)
     threads = [threading.Thread(target=w.run, daemon=True) for w in (source, store)]
     for thread in threads:
@@ -157,7 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     out = io.StringIO()
     demo = DemoRun(dataclasses.replace(options, resume=True), out=out)
     started = time.time()
-    code = demo.run()
+    try:
+        code = demo.run()
+    finally:
+        if kafka is not None:
+            kafka.stop()
     elapsed = time.time() - started
     for watcher in (source, store):
         watcher.stop.set()
