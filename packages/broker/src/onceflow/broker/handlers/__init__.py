@@ -10,6 +10,7 @@ from onceflow.broker.handlers import (
     alter_configs,
     api_versions,
     create_partitions,
+    delete_records,
     describe_configs,
     fetch,
     find_coordinator,
@@ -63,6 +64,7 @@ HANDLERS: dict[int, Handler] = {
     versions.LIST_GROUPS: group_listing.handle_list,
     versions.DESCRIBE_GROUPS: group_listing.handle_describe,
     versions.DELETE_GROUPS: group_deletion.handle,
+    versions.DELETE_RECORDS: delete_records.handle,
 }
 
 __all__ = ["HANDLERS", "Handler", "RequestContext"]

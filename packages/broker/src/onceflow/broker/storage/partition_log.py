@@ -18,7 +18,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
-from onceflow.broker.storage import compaction, retention, timestamp_lookup
+from onceflow.broker.storage import compaction, log_start, retention, timestamp_lookup
 from onceflow.broker.storage.append_validation import stamp_log_append_time, validate_client_records
 from onceflow.broker.storage.compaction import CompactionStats
 from onceflow.broker.storage.config import LogConfig
@@ -75,6 +75,8 @@ class PartitionLog:
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
         self.producer_state = producer_state
+        #: Where DeleteRecords moved the log start (see :mod:`log_start`); the first base without one.
+        self._log_start = segments[0].base_offset
 
     # --- opening ------------------------------------------------------------------------------------
     @classmethod
@@ -106,6 +108,7 @@ class PartitionLog:
             segments=segments,
             producer_state=state,
         )
+        partition_log._log_start = log_start.load(directory, segments[0].base_offset, partition_log.log_end_offset)
         # Step 2
         snapshot_offset = state.load_snapshot(directory, partition_log.log_end_offset)
         replay_from = max(snapshot_offset or 0, partition_log.log_start_offset)
@@ -132,7 +135,7 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        return max(self._log_start, self._segments[0].base_offset)
 
     @property
     def log_end_offset(self) -> int:
@@ -398,6 +401,32 @@ class PartitionLog:
         del self._segments[:doomed]
         self._bases = [s.base_offset for s in self._segments]
         return doomed
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset to ``offset`` (-1: the high watermark), durably
+        before it returns, and delete the whole segments below it; returns the new log start offset.
+
+        Raises OffsetOutOfRangeError past the high watermark, LogWriteError when the offset cannot be
+        stored (nothing changed then).
+        """
+        target = self.high_watermark if offset == -1 else offset
+        if not 0 <= target <= self.high_watermark:
+            raise OffsetOutOfRangeError(f"{self.topic_partition}: offset {offset} is beyond the high watermark")
+        if target <= self.log_start_offset:
+            return self.log_start_offset
+        try:
+            log_start.store(self.directory, target)
+        except OSError as exc:
+            raise LogWriteError(self.topic_partition, f"log start offset: {exc.strerror or exc}") from exc
+        self._log_start = target
+        doomed = log_start.whole_segments_below(self._segments, target)
+        for segment in self._segments[:doomed]:
+            segment.delete_files()
+        del self._segments[:doomed]
+        self._bases = [s.base_offset for s in self._segments]
+        log.info("event=records_deleted partition=%s log_start=%d segments_deleted=%d",
+                 self.topic_partition, target, doomed)  # fmt: skip
+        return self.log_start_offset
 
     def expire_producers(self, now_ms: int) -> int:
         """Forget producers idle past ``producer.id.expiration.ms``; returns how many."""

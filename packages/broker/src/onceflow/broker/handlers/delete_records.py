@@ -1,0 +1,50 @@
+"""DeleteRecords: ``AdminClient.delete_records``, ``kafka-delete-records``.
+
+Guarantees, per partition (``PartitionLog.delete_records``): the log start offset moves to the
+requested offset (-1: the high watermark) durably before the answer, whose ``low_watermark`` is the
+new log start offset; records below it are never served again (a fetch there is OFFSET_OUT_OF_RANGE,
+ListOffsets earliest returns it). An offset past the high watermark is OFFSET_OUT_OF_RANGE, an unknown
+partition UNKNOWN_TOPIC_OR_PARTITION, a failed write KAFKA_STORAGE_ERROR; with ``super_users`` set,
+only they may delete records of internal topics (TOPIC_AUTHORIZATION_FAILED).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from onceflow.broker.handlers.context import RequestContext
+from onceflow.broker.handlers.storage_errors import error_code_for
+from onceflow.broker.handlers.topics_admin import is_internal_topic
+from onceflow.broker.storage.errors import StorageError
+
+log = logging.getLogger("onceflow.broker.admin")
+
+
+def _delete(ctx: RequestContext, name: str, index: int, offset: int) -> tuple[ErrorCode, int]:
+    topic = ctx.broker.topics.get(name)
+    if topic is None or not 0 <= index < len(topic.partitions):
+        return ErrorCode.unknown_topic_or_partition, -1
+    super_users = ctx.broker.config.super_users
+    if super_users and is_internal_topic(name) and ctx.principal not in super_users:
+        return ErrorCode.topic_authorization_failed, -1
+    try:
+        return ErrorCode.none, topic.partitions[index].log.delete_records(offset)
+    except StorageError as exc:
+        return error_code_for(exc), -1
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    """Move the log start offset of every requested partition (see module docs)."""
+    topics = []
+    for wanted in request.topics:
+        results = []
+        for p in wanted.partitions:
+            code, low = _delete(ctx, wanted.name, p.partition_index, p.offset)
+            log.info("records.delete %s topic=%s partition=%d offset=%d low_watermark=%d error=%s",
+                     ctx.log_fields(), wanted.name, p.partition_index, p.offset, low, code.name)  # fmt: skip
+            results.append({"partition_index": p.partition_index, "low_watermark": low, "error_code": code})
+        topics.append({"name": wanted.name, "partitions": results})
+    return ctx.respond({"throttle_time": 0, "topics": topics})
