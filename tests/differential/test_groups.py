@@ -7,16 +7,34 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from onceflow.broker.testing.clients import produce_acked
 
 from .observe import Brokers, BrokerUnderTest, consumer, new_topic, transactional_producer, unique
 
+_COORDINATOR_MOVING = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+}
 
-def _committed(group: Consumer, topic: str) -> tuple[int, str | None]:
-    (tp,) = group.committed([TopicPartition(topic, 0)], timeout=30)
-    return int(tp.offset), tp.metadata
+
+def _committed(group: Consumer, topic: str, timeout: float = 30.0) -> tuple[int, str | None]:
+    """The group's committed offset of partition 0. A group coordinator that is moving or still loading
+    answers a retriable error (Apache Kafka: NOT_COORDINATOR while it loads __consumer_offsets on a
+    busy machine); librdkafka's ``committed()`` does not retry it, so ask again, as a client would."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            (tp,) = group.committed([TopicPartition(topic, 0)], timeout=timeout)
+            return int(tp.offset), tp.metadata
+        except KafkaException as exc:
+            error = exc.args[0]
+            again = error.retriable() or error.code() in _COORDINATOR_MOVING
+            if not again or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def _offsets(broker: BrokerUnderTest) -> dict[str, Any]:

@@ -26,6 +26,7 @@ def demos() -> Iterator[list[DemoProcess]]:
         demo.remove_postgres_fallback()
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist turns the group into the test's node id
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A Spark driver JVM takes both cores: with pytest-xdist (``make test`` runs two workers, with
     ``--dist loadgroup``) every test that starts one runs on the same worker, one after another."""
