@@ -10,8 +10,8 @@ export UV_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/
 VENV := .venv/bin
 PACKAGES := $(sort $(wildcard packages/*))
 PYTEST_ARGS ?=
-# Test processes (pytest-xdist). The Spark and end-to-end tests share one worker (xdist_group "spark",
-# see packages/spark/tests/conftest.py): their JVMs take both cores; the rest is spread over both.
+# Test processes (pytest-xdist): two, one per core. Every test picks free ports and its own temp dirs,
+# so any two can run side by side (an end-to-end run and a Spark test included).
 PYTEST_WORKERS ?= 2
 
 .PHONY: help setup setup-env kafka check-python check-java postgres uv sync test lint fmt typecheck pytest proto demo clean
@@ -107,7 +107,7 @@ typecheck: setup-env ## mypy --strict, one package at a time (tests share module
 	$(VENV)/mypy tests proto/generate.py $(wildcard bench/*.py)
 
 pytest: setup ## the test suite (slow end-to-end and chaos tests included)
-	$(VENV)/pytest -n $(PYTEST_WORKERS) --dist loadgroup --durations=25 $(PYTEST_ARGS)
+	$(VENV)/pytest -n $(PYTEST_WORKERS) --durations=25 $(PYTEST_ARGS)
 
 test: lint typecheck pytest ## setup, then lint, types and every test
 

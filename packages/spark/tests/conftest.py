@@ -51,13 +51,3 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     for query in session.streams.active:
         query.stop()
     session.stop()
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist turns the group into the test's node id
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A Spark driver JVM takes both cores: with pytest-xdist (``make test`` runs two workers, with
-    ``--dist loadgroup``) every test that starts one runs on the same worker, one after another."""
-    here = Path(__file__).parent
-    for item in items:
-        if here in item.path.parents:
-            item.add_marker(pytest.mark.xdist_group("spark"))
