@@ -65,14 +65,26 @@ def end_offsets(client_config: Mapping[str, Any], topic: str, timeout: float = 3
         consumer.close()
 
 
+#: Answers of a partition whose leader is being elected or has just moved (a topic just created, a
+#: broker restarting): asked again until the timeout, as Kafka Connect's TopicAdmin does.
+_LEADER_MOVING = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._TIMED_OUT}
+
+
 def _end_offsets(consumer: Consumer, topic: str, timeout: float) -> dict[int, int]:
-    metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
-    if metadata.error is not None:
-        raise KafkaException(metadata.error)
-    return {
-        p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout, cached=False)[1]
-        for p in metadata.partitions
-    }
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
+            if metadata.error is not None:
+                raise KafkaException(metadata.error)
+            return {
+                p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout, cached=False)[1]
+                for p in metadata.partitions
+            }
+        except KafkaException as exc:
+            if exc.args[0].code() not in _LEADER_MOVING or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
 
 
 def read_to_end(
