@@ -21,8 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from confluent_kafka import Producer
+
 from onceflow.core.end_of_input import HEADER, EndOfInputMarker
 from onceflow.runtime.api.source import END_OF_INPUT_KEY, EndOfInput, SourceRecord
+from onceflow.runtime.storage.kafka_log import end_offsets
 
 
 def has_ended(offset: Mapping[str, Any] | None) -> bool:
@@ -63,10 +66,6 @@ def write_end_of_input(
     topic filled by another producer, once that producer is done. Step 4 of the module docstring,
     in a transaction of its own (``transactional.id = onceflow-end-of-input-<topic>``, so a retry
     fences a half-done attempt). Returns the end offsets the markers carry."""
-    from confluent_kafka import Producer
-
-    from onceflow.runtime.storage.kafka_log import end_offsets
-
     offsets = end_offsets(client_config, topic, timeout)
     value = EndOfInputMarker(source, offsets).encode()
     producer = Producer({**client_config, "transactional.id": f"onceflow-end-of-input-{topic}"})

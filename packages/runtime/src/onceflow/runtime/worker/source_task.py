@@ -172,14 +172,14 @@ class AbstractWorkerSourceTask(WorkerTask):
     def _ended_sources(self, end: EndOfInput, wait_s: float = 10.0) -> int:
         """Step 3: the connector's ended source partitions, read once this task's own final offset is
         visible (a broker may write the commit markers of step 2 just after it answered)."""
+        connector = self.id.connector
+        own = encode_offset_key(connector, end.source_partition)
         deadline = time.monotonic() + wait_s
         while True:
-            offsets = self.offset_store.offsets(self.id.connector)
-            mine = [o for p, o in offsets if encode_offset_key(self.id.connector, p) == encode_offset_key(
-                self.id.connector, end.source_partition)]  # fmt: skip
-            if (mine and has_ended(mine[0])) or time.monotonic() > deadline:
-                others = [(p, o) for p, o in offsets if not (mine and o is mine[0])]
-                return ended_sources(others) + (1 if has_ended(end.source_offset) else 0)
+            by_key = {encode_offset_key(connector, p): (p, o) for p, o in self.offset_store.offsets(connector)}
+            mine = by_key.pop(own, None)
+            if (mine is not None and has_ended(mine[1])) or time.monotonic() > deadline:
+                return ended_sources(list(by_key.values())) + (1 if has_ended(end.source_offset) else 0)
             time.sleep(0.1)
 
     def _dispatch(self, records: list[SourceRecord]) -> None:
