@@ -40,3 +40,14 @@ class PreparedTransactionsDisabled(SinkError):  # noqa: N818
             f"sink {sink!r}: PostgreSQL setting max_prepared_transactions is {value}; two-phase commit needs it > 0 "
             "(set it in postgresql.conf and restart the server)"
         )
+
+
+class BindingRejected(SinkError):  # noqa: N818 - the job's binding does not fit this sink
+    """A job's binding cannot be written here: an existing table whose columns or keys do not fit
+    the output, or a type the sink cannot store. The message names the table (or topic), the column
+    and the mismatch; the job fails at start, before any batch runs."""
+
+    def __init__(self, sink: str, where: str, message: str) -> None:
+        self.sink = sink
+        self.where = where
+        super().__init__(f"sink {sink!r}, {where}: {message}")

@@ -1,4 +1,4 @@
-"""Staged micro-batch output: Avro container files of IpCount rows, one per Spark task attempt.
+"""Staged micro-batch output: self-describing Arrow IPC files, one per Spark task attempt and output.
 
 Spark tasks write them with :class:`StagingWriter`, sink participants read them back with
 :func:`read_staged` (verifying existence, checksum and row count), and the coordinator deletes a

@@ -30,7 +30,7 @@ class StagedFileChecksumMismatch(StagingError):  # noqa: N818
 
 
 class StagedFileCorrupt(StagingError):  # noqa: N818
-    """The file is not a decodable Avro container file of IpCount rows."""
+    """The file is not a readable Arrow IPC file."""
 
 
 class StagedFileTruncated(StagedFileCorrupt):

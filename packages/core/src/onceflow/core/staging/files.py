@@ -7,10 +7,13 @@ from dataclasses import dataclass
 
 from fsspec.utils import infer_storage_options  # type: ignore[import-untyped]
 
+from onceflow.core.contract.bindings import DEFAULT_OUTPUT
+
 
 @dataclass(frozen=True)
 class StagedFile:
-    """One staged Avro file: its URI, its row count and the lowercase hex SHA-256 of its bytes.
+    """One staged file: its URI, its row count, the lowercase hex SHA-256 of its bytes, and the job
+    output its rows belong to. The file itself is an Arrow IPC file that carries its schema.
 
     Mirrors the ``onceflow.v1.StagedFile`` message; the proto conversion lives with the gRPC code.
     """
@@ -18,6 +21,7 @@ class StagedFile:
     uri: str
     count: int
     sha256: str
+    output: str = DEFAULT_OUTPUT
 
 
 def root_uri(staging_root: str) -> str:

@@ -1,4 +1,4 @@
-"""Write a Spark task attempt's output rows as one staged Avro file."""
+"""Write a Spark task attempt's output as one staged, self-describing Arrow IPC file."""
 
 from __future__ import annotations
 
@@ -6,26 +6,29 @@ import hashlib
 import io
 import os
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-import fastavro
+import pyarrow as pa
 from fsspec.core import url_to_fs  # type: ignore[import-untyped]
 from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
 
-from onceflow.core.avro import IP_COUNT_SCHEMA, IpCount
+from onceflow.core.contract.bindings import DEFAULT_OUTPUT
 from onceflow.core.staging.exceptions import StagingError
 from onceflow.core.staging.files import StagedFile, batch_uri
 
-_PARSED_SCHEMA = fastavro.parse_schema(dict(IP_COUNT_SCHEMA))
+#: Staged files are Arrow IPC files ("Feather v2"): the writer schema is in the file, record batches
+#: are written as Spark hands them over (no per-row work), and readers map them without decoding.
+#: docs/benchmarks.md ("Staging format") compares it with Avro containers and Parquet.
+SUFFIX = ".arrow"
 
 
 class StagingWriter:
     """Writes the staged files of one micro-batch of one job under ``<staging_root>/<job>/<batch>/``.
 
-    Each :meth:`write` publishes a complete file or nothing: readers never see a partial file
-    under its final name. On a local filesystem the file and its directory are fsynced, so a
-    reported file survives a crash of the machine, not only of the process.
+    Each write publishes a complete file or nothing: readers never see a partial file under its
+    final name. On a local filesystem the file and its directory are fsynced, so a reported file
+    survives a crash of the machine, not only of the process.
     """
 
     def __init__(self, staging_root: str, job: str, batch: int) -> None:
@@ -33,29 +36,35 @@ class StagingWriter:
         self.job = job
         self.batch = batch
 
-    def write(self, name: str, rows: Iterable[IpCount]) -> StagedFile:
-        """Write ``rows`` to ``<name>.avro`` and return its :class:`StagedFile` (uri, count, sha256).
+    def write_batches(
+        self, name: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch], *, output: str = DEFAULT_OUTPUT
+    ) -> StagedFile:
+        """Write ``batches`` (all of ``schema``) to ``<name>.arrow`` and return its :class:`StagedFile`.
 
         Steps:
-            1. Encode the rows as an Avro container file in memory and hash the bytes.
+            1. Encode the batches as an Arrow IPC file in memory (the schema first) and hash the bytes.
             2. Write the bytes to a temporary name in the batch directory and make them durable.
-            3. Rename the temporary file to ``<name>.avro`` (replacing an earlier attempt's file).
+            3. Rename the temporary file to ``<name>.arrow`` (replacing an earlier attempt's file).
         """
         if not name or "/" in name or name.startswith("."):
             raise ValueError(f"staged file name {name!r} must be a plain, non-hidden file name")
-        uri = f"{self.directory}/{name}.avro"
+        uri = f"{self.directory}/{name}{SUFFIX}"
         # Step 1
-        rows = list(rows)
-        buffer = io.BytesIO()
+        sink = pa.BufferOutputStream()
+        count = 0
         try:
-            fastavro.writer(buffer, _PARSED_SCHEMA, [dict(row) for row in rows])
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            with pa.ipc.new_file(sink, schema) as writer:
+                for batch in batches:
+                    if batch.num_rows:
+                        writer.write_batch(batch)
+                        count += batch.num_rows
+        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError) as exc:
             raise StagingError(uri, f"cannot encode rows for staged file {uri}: {exc}") from exc
-        data = buffer.getvalue()
+        data = sink.getvalue().to_pybytes()
         digest = hashlib.sha256(data).hexdigest()
         # Step 2
         fs, directory = url_to_fs(self.directory)
-        final_path = f"{directory}/{name}.avro"
+        final_path = f"{directory}/{name}{SUFFIX}"
         tmp_path = f"{directory}/.{name}.{uuid.uuid4().hex}.tmp"
         try:
             fs.makedirs(directory, exist_ok=True)
@@ -68,7 +77,24 @@ class StagingWriter:
                 _fsync_directory(directory)
         except OSError as exc:
             raise StagingError(uri, f"cannot write staged file {uri}: {exc}") from exc
-        return StagedFile(uri=uri, count=len(rows), sha256=digest)
+        return StagedFile(uri=uri, count=count, sha256=digest, output=output)
+
+    def write(
+        self, name: str, rows: Iterable[Mapping[str, Any]], schema: pa.Schema | None = None, *, output: str = DEFAULT_OUTPUT
+    ) -> StagedFile:
+        """Write rows given as dicts (tools and tests; Spark tasks hand over Arrow batches).
+
+        ``schema`` defaults to the IP-count output's schema.
+        """
+        if schema is None:
+            from onceflow.core.contract.ip_count import IP_COUNT_ARROW_SCHEMA
+
+            schema = IP_COUNT_ARROW_SCHEMA
+        try:
+            table = pa.Table.from_pylist([dict(row) for row in rows], schema=schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError, TypeError, ValueError) as exc:
+            raise StagingError(f"{self.directory}/{name}{SUFFIX}", f"cannot encode rows as {schema}: {exc}") from exc
+        return self.write_batches(name, schema, table.to_batches(), output=output)
 
 
 def _fsync(out: Any) -> None:

@@ -38,12 +38,14 @@ class RegisterWriterResponse(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., last_committed_batch: _Optional[int] = ...) -> None: ...
 
 class ParticipantRef(_message.Message):
-    __slots__ = ("sink", "target")
+    __slots__ = ("sink", "target", "bindings")
     SINK_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
+    BINDINGS_FIELD_NUMBER: _ClassVar[int]
     sink: str
     target: str
-    def __init__(self, sink: _Optional[str] = ..., target: _Optional[str] = ...) -> None: ...
+    bindings: _containers.RepeatedCompositeFieldContainer[_common_pb2.SinkBinding]
+    def __init__(self, sink: _Optional[str] = ..., target: _Optional[str] = ..., bindings: _Optional[_Iterable[_Union[_common_pb2.SinkBinding, _Mapping]]] = ...) -> None: ...
 
 class RegisterParticipantsRequest(_message.Message):
     __slots__ = ("job", "writer_epoch", "participants")

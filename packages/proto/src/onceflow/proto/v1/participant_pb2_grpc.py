@@ -55,6 +55,11 @@ class ParticipantStub:
                 request_serializer=onceflow_dot_v1_dot_participant__pb2.ListPreparedTransactionsRequest.SerializeToString,
                 response_deserializer=onceflow_dot_v1_dot_participant__pb2.ListPreparedTransactionsResponse.FromString,
                 _registered_method=True)
+        self.PrepareBindings = channel.unary_unary(
+                '/onceflow.v1.Participant/PrepareBindings',
+                request_serializer=onceflow_dot_v1_dot_participant__pb2.PrepareBindingsRequest.SerializeToString,
+                response_deserializer=onceflow_dot_v1_dot_participant__pb2.PrepareBindingsResponse.FromString,
+                _registered_method=True)
 
 
 class ParticipantServicer:
@@ -90,6 +95,15 @@ class ParticipantServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PrepareBindings(self, request, context):
+        """Checks a job's bindings before its first batch: creates a missing table from the schema, adds
+        a nullable column the query gained, and refuses a mismatch (FAILED_PRECONDITION naming the
+        table, the column and the mismatch). Publishes a Kafka binding's Avro schema.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ParticipantServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -112,6 +126,11 @@ def add_ParticipantServicer_to_server(servicer, server):
                     servicer.ListPreparedTransactions,
                     request_deserializer=onceflow_dot_v1_dot_participant__pb2.ListPreparedTransactionsRequest.FromString,
                     response_serializer=onceflow_dot_v1_dot_participant__pb2.ListPreparedTransactionsResponse.SerializeToString,
+            ),
+            'PrepareBindings': grpc.unary_unary_rpc_method_handler(
+                    servicer.PrepareBindings,
+                    request_deserializer=onceflow_dot_v1_dot_participant__pb2.PrepareBindingsRequest.FromString,
+                    response_serializer=onceflow_dot_v1_dot_participant__pb2.PrepareBindingsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -222,6 +241,33 @@ class Participant:
             '/onceflow.v1.Participant/ListPreparedTransactions',
             onceflow_dot_v1_dot_participant__pb2.ListPreparedTransactionsRequest.SerializeToString,
             onceflow_dot_v1_dot_participant__pb2.ListPreparedTransactionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PrepareBindings(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/onceflow.v1.Participant/PrepareBindings',
+            onceflow_dot_v1_dot_participant__pb2.PrepareBindingsRequest.SerializeToString,
+            onceflow_dot_v1_dot_participant__pb2.PrepareBindingsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Sequence
 
-from onceflow.core.avro import IpCount
+from onceflow.core.contract import SinkBinding
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile, StagingError
-from onceflow.sinks.base.rows import load_batch
+from onceflow.sinks.base.rows import BoundRows, load_outputs
 from onceflow.sinks.base.txn import Outcome, PrepareResult, TxnId
 from onceflow.sinks.exceptions import PrepareRejected
 
@@ -29,11 +29,17 @@ class SinkParticipant(abc.ABC):
     - :meth:`list_prepared` lists the transactions prepared but neither committed nor aborted.
     - :meth:`recover` resolves every prepared transaction with the coordinator's decision; it runs
       before the participant takes new work.
-    - Results are upserted by (window_start, ip): a row of a later batch replaces the stored one
-      (update mode); in append mode every key arrives once, so the same upsert is correct.
+    - What a transaction writes is given by the job's :class:`SinkBinding` list: each binding takes
+      the staged files of one output to one table or topic, in upsert mode (a later row replaces
+      the stored row with the same key) or append mode (every row added once: the transaction id,
+      not a key, recognises a replayed batch). Every binding of a transaction commits together.
+      No bindings means :meth:`default_bindings` (the IP-count results).
+    - :meth:`prepare_bindings` runs when a job starts: it creates missing tables, adds nullable
+      columns, and refuses a table that does not fit (:class:`BindingRejected`).
 
-    Subclasses implement :meth:`prepare_rows`, :meth:`commit`, :meth:`abort`, :meth:`list_prepared`
-    and :meth:`close`. Every method is safe to call from several threads.
+    Subclasses implement :meth:`prepare_rows`, :meth:`commit`, :meth:`abort`, :meth:`list_prepared`,
+    :meth:`prepare_bindings`, :meth:`default_bindings` and :meth:`close`. Every method is safe to
+    call from several threads.
     """
 
     def __init__(self, name: str) -> None:
@@ -41,44 +47,67 @@ class SinkParticipant(abc.ABC):
             raise ValueError(f"sink name {name!r} must be non-empty and free of ':'")
         self.name = name
 
-    def prepare(self, txn: TxnId, files: Sequence[StagedFile]) -> PrepareResult:
+    def bindings_or_default(self, bindings: Sequence[SinkBinding]) -> list[SinkBinding]:
+        """``bindings`` of this sink, or :meth:`default_bindings` when the job declared none."""
+        return list(bindings) if bindings else self.default_bindings()
+
+    def load(self, files: Sequence[StagedFile], bindings: Sequence[SinkBinding]) -> list[BoundRows]:
+        """The rows each binding writes, read and verified from ``files`` (raises ``StagingError``)."""
+        return load_outputs(files, self.bindings_or_default(bindings))
+
+    def prepare(self, txn: TxnId, files: Sequence[StagedFile], bindings: Sequence[SinkBinding] = ()) -> PrepareResult:
         """Make ``txn`` durable and vote.
 
         Steps:
-            1. Read and verify every staged file. A missing, truncated or checksum-mismatched
-               file is a no vote whose reason names the file.
+            1. Read and verify every staged file, and group the rows by binding. A missing,
+               truncated or checksum-mismatched file is a no vote whose reason names the file.
             2. Make the rows durable in the sink's prepared form (:meth:`prepare_rows`). A sink
                that refuses (:class:`PrepareRejected`) votes no with its reason.
             3. Vote yes with the number of rows.
         """
         # Step 1
         try:
-            rows = load_batch(files)
+            outputs = self.load(files, bindings)
         except StagingError as exc:
             _log.warning("prepare.vote_no", sink=self.name, txn=txn, reason=str(exc))
             return PrepareResult.no(str(exc))
         # Step 2
         try:
-            self.prepare_rows(txn, rows, files)
+            self.prepare_rows(txn, outputs, files)
         except PrepareRejected as exc:
             _log.warning("prepare.vote_no", sink=self.name, txn=txn, reason=str(exc))
             return PrepareResult.no(str(exc))
         # Step 3
-        _log.info("prepare.vote_yes", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=len(rows))
-        return PrepareResult.yes(len(rows))
+        rows = sum(bound.rows.num_rows for bound in outputs)
+        _log.info("prepare.vote_yes", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=rows)
+        return PrepareResult.yes(rows)
 
     @abc.abstractmethod
-    def prepare_rows(self, txn: TxnId, rows: Sequence[IpCount], files: Sequence[StagedFile]) -> None:
-        """Make ``rows`` durable as the prepared state of ``txn`` (raise :class:`PrepareRejected` to vote no).
+    def prepare_rows(self, txn: TxnId, outputs: Sequence[BoundRows], files: Sequence[StagedFile]) -> None:
+        """Make every binding's rows durable as the prepared state of ``txn`` (raise
+        :class:`PrepareRejected` to vote no). The bindings are one transaction: all or nothing.
 
         Preparing a transaction that is already prepared or committed must succeed without
         writing the rows twice.
         """
 
     @abc.abstractmethod
-    def commit(self, txn: TxnId, files: Sequence[StagedFile] = ()) -> None:
-        """Commit a prepared ``txn``. Idempotent. ``files`` are the staged files again, for sinks
-        whose fast-path prepared state may be gone and that redo the batch from staging."""
+    def commit(self, txn: TxnId, files: Sequence[StagedFile] = (), bindings: Sequence[SinkBinding] = ()) -> None:
+        """Commit a prepared ``txn``. Idempotent. ``files`` and ``bindings`` are given again, for
+        sinks whose fast-path prepared state may be gone and that redo the batch from staging."""
+
+    @abc.abstractmethod
+    def prepare_bindings(self, job: str, bindings: Sequence[SinkBinding]) -> None:
+        """Get ready for ``job``'s bindings before its first batch (raise :class:`BindingRejected`).
+
+        Tables: create a missing one from the binding's schema, add a nullable column the output
+        gained, refuse one whose columns or keys do not fit, naming the table, the column and the
+        mismatch. Topics: create a missing one and publish the Avro writer schema.
+        """
+
+    @abc.abstractmethod
+    def default_bindings(self) -> list[SinkBinding]:
+        """What a job that declares no bindings writes here: the IP-count results."""
 
     @abc.abstractmethod
     def abort(self, txn: TxnId) -> None:

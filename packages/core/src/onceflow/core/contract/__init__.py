@@ -1,0 +1,44 @@
+"""The cross-process contract: what the Spark driver, the coordinator, the sink participants, the
+consumer and the demo agree on. Sink bindings (which output goes to which table or topic, how) and
+the output schemas they carry live here; staged-file descriptors live in :mod:`onceflow.core.staging`.
+"""
+
+from onceflow.core.contract.bindings import (
+    DEFAULT_OUTPUT,
+    DEAD_LETTERS_OUTPUT,
+    InvalidBinding,
+    SinkBinding,
+    SinkMode,
+    ValueFormat,
+)
+from onceflow.core.contract.ip_count import (
+    IP_COUNT_ARROW_SCHEMA,
+    IP_COUNT_RECORD_NAME,
+    IP_COUNT_TABLE,
+    ip_count_table_binding,
+    ip_count_topic_binding,
+)
+from onceflow.core.contract.schema import (
+    UnsupportedColumnType,
+    check_supported,
+    schema_from_bytes,
+    schema_to_bytes,
+)
+
+__all__ = [
+    "DEAD_LETTERS_OUTPUT",
+    "InvalidBinding",
+    "DEFAULT_OUTPUT",
+    "IP_COUNT_ARROW_SCHEMA",
+    "IP_COUNT_RECORD_NAME",
+    "IP_COUNT_TABLE",
+    "SinkBinding",
+    "SinkMode",
+    "UnsupportedColumnType",
+    "ValueFormat",
+    "check_supported",
+    "ip_count_table_binding",
+    "ip_count_topic_binding",
+    "schema_from_bytes",
+    "schema_to_bytes",
+]
