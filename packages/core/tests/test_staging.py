@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import hashlib
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from onceflow.core.avro import IpCount
@@ -19,6 +22,8 @@ from onceflow.core.staging import (
     StagingWriter,
     batch_uri,
     delete_batch,
+    describe_staged,
+    list_staged,
     read_staged,
 )
 
@@ -38,17 +43,17 @@ def test_round_trip_writes_under_job_and_batch(tmp_path: Path) -> None:
     staged = StagingWriter(str(tmp_path), "ipcount", 7).write("part-0-attempt-0", ROWS)
 
     path = _local(staged.uri)
-    assert path == tmp_path / "ipcount" / "7" / "part-0-attempt-0.avro"
+    assert path == tmp_path / "ipcount" / "7" / "part-0-attempt-0.arrow"
     assert staged.count == 3
     assert staged.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert read_staged(staged) == ROWS
-    assert [p.name for p in path.parent.iterdir()] == ["part-0-attempt-0.avro"], "no temporary file is left"
+    assert read_staged(staged).to_pylist() == ROWS
+    assert [p.name for p in path.parent.iterdir()] == ["part-0-attempt-0.arrow"], "no temporary file is left"
 
 
 def test_file_uri_root_and_empty_file(tmp_path: Path) -> None:
     staged = StagingWriter(f"file://{tmp_path}", "job", 0).write("empty", [])
     assert staged.count == 0
-    assert read_staged(staged) == []
+    assert read_staged(staged).to_pylist() == []
 
 
 def test_rewrite_of_an_attempt_replaces_the_file(tmp_path: Path) -> None:
@@ -56,13 +61,13 @@ def test_rewrite_of_an_attempt_replaces_the_file(tmp_path: Path) -> None:
     first = writer.write("part-0", ROWS)
     second = writer.write("part-0", ROWS[:1])
     assert first.uri == second.uri
-    assert read_staged(second) == ROWS[:1]
+    assert read_staged(second).to_pylist() == ROWS[:1]
     with pytest.raises(StagedFileChecksumMismatch):
         read_staged(first)
 
 
 def test_missing_file_names_the_uri(tmp_path: Path) -> None:
-    uri = f"file://{tmp_path}/job/3/gone.avro"
+    uri = f"file://{tmp_path}/job/3/gone.arrow"
     with pytest.raises(StagedFileMissing, match=f"{uri} does not exist") as info:
         read_staged(StagedFile(uri=uri, count=1, sha256="00" * 32))
     assert info.value.uri == uri
@@ -103,11 +108,11 @@ def test_fewer_rows_than_reported_is_truncated(tmp_path: Path) -> None:
         read_staged(StagedFile(staged.uri, 2, staged.sha256))
 
 
-def test_not_avro_is_corrupt(tmp_path: Path) -> None:
-    path = tmp_path / "junk.avro"
-    path.write_bytes(b"not avro at all")
+def test_not_arrow_is_corrupt(tmp_path: Path) -> None:
+    path = tmp_path / "junk.arrow"
+    path.write_bytes(b"not arrow at all")
     staged = StagedFile(f"file://{path}", 1, hashlib.sha256(path.read_bytes()).hexdigest())
-    with pytest.raises(StagedFileCorrupt, match=f"{staged.uri} is not an Avro file"):
+    with pytest.raises(StagedFileCorrupt, match=f"{staged.uri} is not an Arrow IPC file"):
         read_staged(staged)
 
 
@@ -118,7 +123,7 @@ def test_delete_batch_is_idempotent_and_keeps_other_batches(tmp_path: Path) -> N
     assert delete_batch(str(tmp_path), "job", 1) is True
     assert delete_batch(str(tmp_path), "job", 1) is False
     assert not (tmp_path / "job" / "1").exists()
-    assert read_staged(kept) == ROWS
+    assert read_staged(kept).to_pylist() == ROWS
 
 
 def test_bad_names_are_refused(tmp_path: Path) -> None:
@@ -132,15 +137,57 @@ def test_bad_names_are_refused(tmp_path: Path) -> None:
 
 def test_unencodable_rows_name_the_file(tmp_path: Path) -> None:
     bad: list[Any] = [{"window_start": "soon", "window_end": 1, "ip": "x", "count": 1}]
-    with pytest.raises(StagingError, match=r"part-9\.avro"):
+    with pytest.raises(StagingError, match=r"part-9\.arrow"):
         StagingWriter(str(tmp_path), "job", 1).write("part-9", bad)
 
 
 def test_any_fsspec_filesystem_works() -> None:
     root = "memory://onceflow-staging-test"
     staged = StagingWriter(root, "job", 4).write("part-0", ROWS)
-    assert staged.uri == f"{root}/job/4/part-0.avro"
-    assert read_staged(staged) == ROWS
+    assert staged.uri == f"{root}/job/4/part-0.arrow"
+    assert read_staged(staged).to_pylist() == ROWS
     assert delete_batch(root, "job", 4) is True
     with pytest.raises(StagedFileMissing):
         read_staged(staged)
+
+
+def test_any_schema_round_trips_with_the_schema_in_the_file(tmp_path: Path) -> None:
+    schema = pa.schema(
+        [
+            pa.field("name", pa.string()),
+            pa.field("amount", pa.decimal128(12, 3)),
+            pa.field("at", pa.timestamp("us", tz="UTC")),
+            pa.field("day", pa.date32()),
+            pa.field("raw", pa.binary()),
+            pa.field("ok", pa.bool_()),
+        ]
+    )
+    rows = [
+        {
+            "name": "ü",
+            "amount": decimal.Decimal("1.250"),
+            "at": dt.datetime(2026, 11, 24, 1, 2, 3, 456789, tzinfo=dt.UTC),
+            "day": dt.date(2026, 11, 24),
+            "raw": b"\x00\xff",
+            "ok": True,
+        },
+        {"name": None, "amount": None, "at": None, "day": None, "raw": None, "ok": None},
+    ]
+    batch = pa.RecordBatch.from_pylist(rows, schema=schema)
+    staged = StagingWriter(str(tmp_path), "job", 1).write_batches("part-0", schema, [batch], output="wide")
+    assert (staged.count, staged.output) == (2, "wide")
+    table = read_staged(staged)
+    assert table.schema == schema
+    assert table.to_pylist() == rows
+
+
+def test_side_files_are_listed_and_described(tmp_path: Path) -> None:
+    writer = StagingWriter(str(tmp_path), "job", 5)
+    written = writer.write("side-dead_letters-part-00001", ROWS, output="dead_letters")
+    writer.write("part-00000-epoch-1-attempt-7", ROWS)
+    (tmp_path / "job" / "5" / ".side-x.tmp").write_bytes(b"partial")
+    assert [name for name, _ in list_staged(str(tmp_path), "job", 5, prefix="side-")] == [
+        "side-dead_letters-part-00001"
+    ]
+    assert describe_staged(written.uri, "dead_letters") == written
+    assert list_staged(str(tmp_path), "job", 99) == []

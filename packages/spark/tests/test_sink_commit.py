@@ -21,6 +21,7 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.coordinator.model import TransactionId
 from onceflow.coordinator.testing import CoordinatorProcess, FakeParticipantServer
 from onceflow.core.avro import IpCount
+from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA
 from onceflow.core.staging import StagingWriter
 from onceflow.spark.exceptions import TransactionAborted, WriterFencedError
 from onceflow.spark.sink import (
@@ -69,12 +70,14 @@ def _stage(root: Path, batch: int, epoch: int) -> list[WriterCommitMessage | Non
     for partition in range(2):
         rows = [IpCount(window_start=0, window_end=5000, ip=f"10.0.0.{partition}", count=partition + 1)]
         staged = writer.write(f"part-{partition:05d}-epoch-{epoch}-attempt-{partition}", rows)
-        messages.append(StagedFileMessage(staged.uri, staged.count, staged.sha256, partition, partition))
+        messages.append(StagedFileMessage(staged, partition, partition))
     return messages
 
 
 def _writer(coordinator: CoordinatorProcess, epoch: int, root: Path) -> TwoPhaseCommitWriter:
-    return TwoPhaseCommitWriter(SinkOptions(JOB, coordinator.target, epoch, str(root), rpc_timeout_s=30))
+    return TwoPhaseCommitWriter(
+        SinkOptions(JOB, coordinator.target, epoch, str(root), rpc_timeout_s=30), IP_COUNT_ARROW_SCHEMA
+    )
 
 
 def test_a_committed_batch_is_committed_once_and_its_replay_succeeds(

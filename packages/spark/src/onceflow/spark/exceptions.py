@@ -58,6 +58,16 @@ class WriterFencedError(SparkWorkerError):
         )
 
 
+class JobDefinitionError(SparkWorkerError):
+    """The job cannot run as defined: an output has an unsupported column type, a binding does not fit
+    its table, the entry point cannot be loaded. Fails at start, before any batch; never restarted."""
+
+    def __init__(self, job: str, detail: str) -> None:
+        self.job = job
+        self.detail = detail
+        super().__init__(f"job {job!r} cannot start: {detail}")
+
+
 class TransactionAborted(SparkWorkerError):  # noqa: N818 - the outcome's name
     """The coordinator aborted the micro-batch's transaction; Spark fails the batch and it is re-run."""
 

@@ -1,7 +1,7 @@
-"""The spark-submit application file of the IP-count job.
+"""The spark-submit application file of onceflow jobs.
 
     spark-submit --master spark://host:7077 "$(python -c 'import onceflow.spark.submit as m; print(m.__file__)')" \
-        --config /etc/onceflow/spark-worker.toml
+        --config /etc/onceflow/job.toml [--entrypoint my_jobs.errors:job]
 
 The master (and every other Spark setting given to spark-submit) comes from spark-submit; the rest
 as for ``onceflow spark run``. Executors need the onceflow packages installed (the spark-worker image).
@@ -18,6 +18,7 @@ from onceflow.spark.runner.cli import add_arguments, run
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="onceflow-spark-submit", description=__doc__)
     add_arguments(parser, with_master=False)
+    parser.add_argument("--entrypoint", help="the job's module:function (default: the config's entrypoint)")
     args = parser.parse_args(argv)
     args.from_spark_submit = True
     return run(args)

@@ -4,8 +4,8 @@ the output schemas they carry live here; staged-file descriptors live in :mod:`o
 """
 
 from onceflow.core.contract.bindings import (
-    DEFAULT_OUTPUT,
     DEAD_LETTERS_OUTPUT,
+    DEFAULT_OUTPUT,
     InvalidBinding,
     SinkBinding,
     SinkMode,
@@ -27,11 +27,11 @@ from onceflow.core.contract.schema import (
 
 __all__ = [
     "DEAD_LETTERS_OUTPUT",
-    "InvalidBinding",
     "DEFAULT_OUTPUT",
     "IP_COUNT_ARROW_SCHEMA",
     "IP_COUNT_RECORD_NAME",
     "IP_COUNT_TABLE",
+    "InvalidBinding",
     "SinkBinding",
     "SinkMode",
     "UnsupportedColumnType",

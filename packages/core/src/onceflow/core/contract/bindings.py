@@ -81,7 +81,9 @@ class SinkBinding:
         if self.topic and not TOPIC.match(self.topic):
             raise InvalidBinding(f"binding {self.describe()}: topic {self.topic!r} is not a valid Kafka topic name")
         if self.record_name and not RECORD_NAME.match(self.record_name):
-            raise InvalidBinding(f"binding {self.describe()}: record_name {self.record_name!r} is not an Avro full name")
+            raise InvalidBinding(
+                f"binding {self.describe()}: record_name {self.record_name!r} is not an Avro full name"
+            )
         if self.table and self.topic:
             raise InvalidBinding(f"binding {self.describe()}: set table (a database) or topic (Kafka), not both")
         if self.mode is SinkMode.UPSERT and self.table and not self.keys:

@@ -66,7 +66,9 @@ def file_to_proto(file: StagedFile) -> common_pb2.StagedFile:
 
 
 def file_from_proto(message: common_pb2.StagedFile) -> StagedFile:
-    return StagedFile(uri=message.uri, count=message.count, sha256=message.sha256, output=message.output or DEFAULT_OUTPUT)
+    return StagedFile(
+        uri=message.uri, count=message.count, sha256=message.sha256, output=message.output or DEFAULT_OUTPUT
+    )
 
 
 def files_to_proto(files: Iterable[StagedFile]) -> list[common_pb2.StagedFile]:

@@ -16,6 +16,7 @@ from onceflow.core.staging.exceptions import (
 )
 from onceflow.core.staging.files import StagedFile, batch_uri
 from onceflow.core.staging.gc import delete_batch
+from onceflow.core.staging.listing import describe_staged, list_staged
 from onceflow.core.staging.reader import read_staged
 from onceflow.core.staging.writer import StagingWriter
 
@@ -29,5 +30,7 @@ __all__ = [
     "StagingWriter",
     "batch_uri",
     "delete_batch",
+    "describe_staged",
+    "list_staged",
     "read_staged",
 ]

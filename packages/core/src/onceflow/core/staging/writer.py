@@ -80,7 +80,12 @@ class StagingWriter:
         return StagedFile(uri=uri, count=count, sha256=digest, output=output)
 
     def write(
-        self, name: str, rows: Iterable[Mapping[str, Any]], schema: pa.Schema | None = None, *, output: str = DEFAULT_OUTPUT
+        self,
+        name: str,
+        rows: Iterable[Mapping[str, Any]],
+        schema: pa.Schema | None = None,
+        *,
+        output: str = DEFAULT_OUTPUT,
     ) -> StagedFile:
         """Write rows given as dicts (tools and tests; Spark tasks hand over Arrow batches).
 
@@ -93,7 +98,8 @@ class StagingWriter:
         try:
             table = pa.Table.from_pylist([dict(row) for row in rows], schema=schema)
         except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError, TypeError, ValueError) as exc:
-            raise StagingError(f"{self.directory}/{name}{SUFFIX}", f"cannot encode rows as {schema}: {exc}") from exc
+            uri = f"{self.directory}/{name}{SUFFIX}"
+            raise StagingError(uri, f"cannot encode rows for staged file {uri}: {exc}") from exc
         return self.write_batches(name, schema, table.to_batches(), output=output)
 
 

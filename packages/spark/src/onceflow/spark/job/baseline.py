@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame
 
 from onceflow.core.avro import IP_COUNT_SERDE, IpCount
 from onceflow.core.logging import get_logger
-from onceflow.spark.job.ip_count import OUTPUT_COLUMNS
+from onceflow.spark.examples.ip_count import OUTPUT_COLUMNS
 from onceflow.spark.job.settings import SparkJobSettings
 
 _log = get_logger(__name__)

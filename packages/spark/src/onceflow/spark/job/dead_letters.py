@@ -1,23 +1,50 @@
-"""Undecodable source records go to the dead-letter topic with the reason, instead of crashing the job."""
+"""Undecodable source records become dead letters with the reason, instead of crashing the job.
+
+Two sinks, one per guarantee:
+
+- :class:`StagedDeadLetters` (exactly-once jobs): the dead letters are a side output of the
+  micro-batch (:mod:`onceflow.spark.sink.side_outputs`), committed with the batch's results in the
+  same transaction to whatever the job binds ``dead_letters`` to.
+- :class:`DeadLetterPublisher` (the at-least-once baseline and jobs that bind no ``dead_letters``
+  output): produced straight to the dead-letter topic; a replayed batch publishes them again, and
+  their headers name the source record so readers can drop duplicates.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import abc
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Final
 
+import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from onceflow.core.contract import DEAD_LETTERS_OUTPUT
 from onceflow.core.logging import get_logger
 
 _log = get_logger(__name__)
 
-#: Headers of a dead letter: why it was rejected and where it came from (a replayed micro-batch may
-#: publish the same dead letter twice; topic/partition/offset identify duplicates).
+#: Headers of a published dead letter: why it was rejected and where it came from.
 REASON_HEADER = "onceflow.error"
 TOPIC_HEADER = "onceflow.source.topic"
 PARTITION_HEADER = "onceflow.source.partition"
 OFFSET_HEADER = "onceflow.source.offset"
 FLUSH_TIMEOUT_S = 60.0
+
+#: The ``dead_letters`` output's rows.
+DEAD_LETTER_SCHEMA: Final = pa.schema(
+    [
+        pa.field("source_topic", pa.string(), nullable=False),
+        pa.field("source_partition", pa.int32(), nullable=False),
+        pa.field("source_offset", pa.int64(), nullable=False),
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("reason", pa.string(), nullable=False),
+    ]
+)
+#: The dead-letter rows' natural key: the source record they come from.
+DEAD_LETTER_KEYS: Final = ("source_topic", "source_partition", "source_offset")
 
 
 @dataclass(frozen=True)
@@ -32,12 +59,64 @@ class DeadLetter:
     offset: int
 
 
-class DeadLetterPublisher:
-    """Produces dead letters with an idempotent producer; :meth:`flush` raises if any was not acknowledged.
+class DeadLetterSink(abc.ABC):
+    """Where one task's dead letters go."""
 
-    Dead letters are at-least-once (a replayed batch publishes them again); their headers name the
-    source record, so readers can drop duplicates.
-    """
+    @abc.abstractmethod
+    def add(self, letters: Sequence[DeadLetter]) -> None: ...
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Make every added dead letter durable; raise if that failed (the task then fails and retries)."""
+
+
+def _log_letter(letter: DeadLetter, where: str) -> None:
+    _log.warning(
+        "job.dead_letter",
+        topic=letter.topic,
+        partition=letter.partition,
+        offset=letter.offset,
+        to=where,
+        reason=letter.reason,
+    )
+
+
+class StagedDeadLetters(DeadLetterSink):
+    """Stages the task's dead letters as the micro-batch's ``dead_letters`` side output."""
+
+    def __init__(self, staging_root: str, job: str) -> None:
+        self.staging_root = staging_root
+        self.job = job
+        self._letters: list[DeadLetter] = []
+
+    def add(self, letters: Sequence[DeadLetter]) -> None:
+        for letter in letters:
+            _log_letter(letter, DEAD_LETTERS_OUTPUT)
+        self._letters.extend(letters)
+
+    def close(self) -> None:
+        from onceflow.spark.sink.side_outputs import stage_side_output
+
+        letters = self._letters
+        batch = pa.RecordBatch.from_pylist(
+            [
+                {
+                    "source_topic": d.topic,
+                    "source_partition": d.partition,
+                    "source_offset": d.offset,
+                    "key": d.key,
+                    "value": d.value,
+                    "reason": d.reason,
+                }
+                for d in letters
+            ],
+            schema=DEAD_LETTER_SCHEMA,
+        )
+        stage_side_output(self.staging_root, self.job, DEAD_LETTERS_OUTPUT, DEAD_LETTER_SCHEMA, [batch])
+
+
+class DeadLetterPublisher(DeadLetterSink):
+    """Produces dead letters with an idempotent producer; :meth:`close` raises if any was not acknowledged."""
 
     def __init__(self, kafka_config: Mapping[str, object], topic: str) -> None:
         self.topic = topic
@@ -49,6 +128,10 @@ class DeadLetterPublisher:
     def _on_delivery(self, error: KafkaError | None, _message: Message) -> None:
         if error is not None:
             self._errors.append(error)
+
+    def add(self, letters: Sequence[DeadLetter]) -> None:
+        for letter in letters:
+            self.publish(letter)
 
     def publish(self, letter: DeadLetter) -> None:
         if self._producer is None:
@@ -68,14 +151,10 @@ class DeadLetterPublisher:
             except BufferError:
                 self._producer.poll(0.1)
         self.published += 1
-        _log.warning(
-            "job.dead_letter",
-            topic=letter.topic,
-            partition=letter.partition,
-            offset=letter.offset,
-            dead_letter_topic=self.topic,
-            reason=letter.reason,
-        )
+        _log_letter(letter, self.topic)
+
+    def close(self) -> None:
+        self.flush()
 
     def flush(self) -> None:
         """Wait until every dead letter is acknowledged; raise if one failed (the task then fails and retries)."""

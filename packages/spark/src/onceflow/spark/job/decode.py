@@ -2,38 +2,62 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Sequence
 
 import pyarrow as pa
 
 from onceflow.core.avro import ACCESS_EVENT_SERDE
 from onceflow.core.end_of_input import END_OF_INPUT_TIME_MS
 from onceflow.core.errors import SerializationError
-from onceflow.spark.job.dead_letters import DeadLetter, DeadLetterPublisher
+from onceflow.spark.job.dead_letters import DeadLetter, DeadLetterSink
 from onceflow.spark.job.end_of_input import END_OF_INPUT_COLUMN
 from onceflow.spark.worker_logging import ensure_worker_logging
 
-#: What the decoder emits per good record; event time stays epoch milliseconds until Spark casts it.
-DECODED_SCHEMA_DDL = "event_time_ms long, ip string"
-DECODED_ARROW_SCHEMA = pa.schema([pa.field("event_time_ms", pa.int64()), pa.field("ip", pa.string())])
+#: Every field of an AccessEvent as the decoder emits it; event time stays epoch milliseconds
+#: (``event_time_ms``) until Spark casts it.
+EVENT_FIELDS: dict[str, pa.DataType] = {
+    "event_time_ms": pa.int64(),
+    "ip": pa.string(),
+    "method": pa.string(),
+    "path": pa.string(),
+    "status": pa.int32(),
+    "bytes": pa.int64(),
+    "user_agent": pa.string(),
+}
+_SPARK_TYPES = {pa.int64(): "long", pa.string(): "string", pa.int32(): "int"}
+#: What the end-of-input row carries in each field (it is filtered out after the watermark saw it).
+_END_ROW: dict[str, object] = {"event_time_ms": END_OF_INPUT_TIME_MS, "status": 0, "bytes": 0}
 
 
-def decode_batch(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, list[DeadLetter]]:
-    """The ``(event_time_ms, ip)`` of every decodable record of ``batch``, and a dead letter for each other one.
+def decoded_schema(fields: Sequence[str]) -> pa.Schema:
+    unknown = [f for f in fields if f not in EVENT_FIELDS]
+    if unknown:
+        raise ValueError(f"unknown AccessEvent field(s) {unknown}; known: {', '.join(EVENT_FIELDS)}")
+    return pa.schema([pa.field(f, EVENT_FIELDS[f]) for f in fields])
+
+
+def decoded_schema_ddl(fields: Sequence[str]) -> str:
+    """The Spark DDL of :func:`decoded_schema` (what ``mapInArrow`` is told it returns)."""
+    return ", ".join(f"{f} {_SPARK_TYPES[EVENT_FIELDS[f]]}" for f in decoded_schema(fields).names)
+
+
+def decode_batch(batch: pa.RecordBatch, fields: Sequence[str]) -> tuple[pa.RecordBatch, list[DeadLetter]]:
+    """The ``fields`` of every decodable record of ``batch``, and a dead letter for each other one.
 
     The end-of-input row passes with the end of time as its event time (see
     :mod:`onceflow.spark.job.end_of_input`).
     """
     values = batch.column("value").to_pylist()
     ends = batch.column(END_OF_INPUT_COLUMN).to_pylist() if END_OF_INPUT_COLUMN in batch.schema.names else None
-    times: list[int] = []
-    ips: list[str] = []
+    names = [("event_time" if f == "event_time_ms" else f) for f in fields]
+    columns: list[list[object]] = [[] for _ in fields]
     dead: list[DeadLetter] = []
     decode = ACCESS_EVENT_SERDE.decode
+    end_row = [_END_ROW.get(f, "") for f in fields]
     for index, value in enumerate(values):
         if ends is not None and ends[index]:
-            times.append(END_OF_INPUT_TIME_MS)  # the end of the input: closes every window, then filtered out
-            ips.append("")
+            for column, item in zip(columns, end_row, strict=True):
+                column.append(item)
             continue
         try:
             if value is None:
@@ -52,33 +76,34 @@ def decode_batch(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, list[DeadLetter
                 )
             )
             continue
-        times.append(event["event_time"])
-        ips.append(event["ip"])
+        for column, name in zip(columns, names, strict=True):
+            column.append(event[name])  # type: ignore[literal-required]
+    schema = decoded_schema(fields)
     decoded = pa.RecordBatch.from_arrays(
-        [pa.array(times, pa.int64()), pa.array(ips, pa.string())], schema=DECODED_ARROW_SCHEMA
+        [pa.array(column, field.type) for column, field in zip(columns, schema, strict=True)], schema=schema
     )
     return decoded, dead
 
 
 def access_event_decoder(
-    kafka_config: Mapping[str, object], dead_letter_topic: str
+    fields: Sequence[str], dead_letters: Callable[[], DeadLetterSink]
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function of the job: source rows in, ``(event_time_ms, ip)`` out.
+    """The ``mapInArrow`` function: source rows in, the AccessEvent ``fields`` out.
 
-    Dead letters are flushed before the task's last batch is handed on, so a task only succeeds
-    once its rejected records are in the dead-letter topic.
+    Dead letters go to the sink ``dead_letters()`` makes for the task; it is closed before the
+    task's last batch is handed on, so a task only succeeds once its rejected records are staged
+    (exactly-once jobs) or acknowledged by the dead-letter topic (the at-least-once baseline).
     """
-    config = dict(kafka_config)
+    wanted = tuple(fields)
 
     def decode_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         ensure_worker_logging()
-        publisher = DeadLetterPublisher(config, dead_letter_topic)
+        sink = dead_letters()
         for batch in batches:
-            decoded, dead = decode_batch(batch)
-            for letter in dead:
-                publisher.publish(letter)
+            decoded, dead = decode_batch(batch, wanted)
+            sink.add(dead)
             if decoded.num_rows:
                 yield decoded
-        publisher.flush()
+        sink.close()
 
     return decode_partition

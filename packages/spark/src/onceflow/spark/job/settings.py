@@ -5,7 +5,7 @@ See ``services/spark-worker/spark-worker.toml`` for every key with its default.
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
@@ -35,6 +35,25 @@ class ParticipantSettings(Section):
 
     sink: str = Field(min_length=1)
     target: str = Field(min_length=1)
+
+
+class BindingSettings(Section):
+    """One sink of an output: a participant's connection (``sink``) and the table or topic written there.
+
+    ``mode`` is ``upsert`` (on ``keys``; update-mode results) or ``append`` (every row once, also
+    without a key). Kafka topics take ``keys`` as the record key columns, ``value_format``
+    (``avro`` single-object encoding, or ``json``), ``headers`` (columns sent as headers) and
+    ``record_name`` (the Avro record's full name).
+    """
+
+    sink: str = Field(min_length=1)
+    table: str = ""
+    topic: str = ""
+    mode: Literal["upsert", "append"] = "upsert"
+    keys: list[str] = Field(default_factory=list)
+    value_format: Literal["avro", "json"] = "avro"
+    headers: list[str] = Field(default_factory=list)
+    record_name: str = ""
 
 
 class CoordinatorSettings(Section):
@@ -72,6 +91,13 @@ class SparkJobSettings(Settings):
     env_prefix: ClassVar[str] = "ONCEFLOW_SPARK__"
 
     job: JobName = "ipcount"
+    #: The job's code: ``package.module:function`` or ``path/to/job.py:function`` (see docs/jobs.md).
+    entrypoint: str = "onceflow.spark.examples.ip_count:job"
+    #: Free-form parameters the job reads from ``context.params``.
+    params: dict[str, Any] = Field(default_factory=dict)
+    #: The sinks of each output: ``[[outputs.<name>]]`` tables. None declared: the participants'
+    #: default bindings (the IP-count results), with dead letters produced to ``dead_letter_topic``.
+    outputs: dict[str, list[BindingSettings]] = Field(default_factory=dict)
     guarantee: Guarantee = "exactly-once"
     kafka: KafkaSettings = KafkaSettings()
     source: SourceSettings = SourceSettings()
@@ -104,4 +130,14 @@ class SparkJobSettings(Settings):
             raise ValueError(f"sink names must be unique; repeated: {', '.join(repeated)}")
         if info.data.get("guarantee") == "exactly-once" and not participants:
             raise ValueError("exactly-once needs at least one [[participants]] entry (sink and target)")
+        known = set(names)
+        for output, bindings in info.data.get("outputs", {}).items():
+            if not bindings:
+                raise ValueError(f"outputs.{output} lists no sinks")
+            for binding in bindings:
+                if binding.sink not in known:
+                    raise ValueError(
+                        f"outputs.{output}: sink {binding.sink!r} is not one of the [[participants]] "
+                        f"({', '.join(sorted(known)) or 'none'})"
+                    )
         return participants

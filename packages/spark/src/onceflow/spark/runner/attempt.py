@@ -8,9 +8,12 @@ import socket
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
+from onceflow.core.errors import InvalidConfig
 from onceflow.core.logging import get_logger
+from onceflow.spark.api import JobContext, JobOutputs, load_entrypoint, outputs_of
+from onceflow.spark.api.outputs import participants_with_bindings
+from onceflow.spark.exceptions import JobDefinitionError
 from onceflow.spark.job.baseline import at_least_once_writer
-from onceflow.spark.job.ip_count import ip_count_query
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner.session import activate
 from onceflow.spark.sink import CoordinatorClient, Participant, Registration
@@ -19,13 +22,26 @@ from onceflow.spark.sink.foreach_batch import two_phase_commit_batches
 _log = get_logger(__name__)
 
 
-def register_driver(settings: SparkJobSettings) -> Registration:
-    """Make this driver the job's writer and declare the job's sinks.
+def build_outputs(spark: SparkSession, settings: SparkJobSettings) -> JobOutputs:
+    """Run the job's function and check its outputs; a job that cannot run raises :class:`JobDefinitionError`."""
+    try:
+        function = load_entrypoint(settings.entrypoint)
+        context = JobContext(spark, settings)
+        return outputs_of(function(context), context.side_outputs)
+    except (ValueError, InvalidConfig) as exc:
+        raise JobDefinitionError(settings.job, str(exc)) from None
+
+
+def register_driver(settings: SparkJobSettings, participants: list[Participant] | None = None) -> Registration:
+    """Make this driver the job's writer and declare the job's sinks with their bindings.
 
     Steps:
         1. RegisterWriter(job): a new writer epoch. From now on the calls of any earlier driver of
            the job fail as fenced.
-        2. RegisterParticipants(job, epoch, sinks): the participants every batch is prepared on.
+        2. RegisterParticipants(job, epoch, sinks with bindings): the participants every batch is
+           prepared on. The coordinator has each participant check its bindings first (create a
+           missing table, refuse one that does not fit): a refusal is a :class:`JobDefinitionError`,
+           before any batch runs.
     """
     coordinator = settings.coordinator
     writer_id = f"{socket.gethostname()}:{os.getpid()}"
@@ -35,7 +51,8 @@ def register_driver(settings: SparkJobSettings) -> Registration:
             settings.job, writer_id, deadline_s=coordinator.register_timeout_ms / 1000
         )
         # Step 2
-        participants = [Participant(p.sink, p.target) for p in settings.participants]
+        if participants is None:
+            participants = [Participant(p.sink, p.target) for p in settings.participants]
         client.register_participants(
             settings.job, registration.epoch, participants, deadline_s=coordinator.register_timeout_ms / 1000
         )
@@ -51,13 +68,29 @@ def register_driver(settings: SparkJobSettings) -> Registration:
 
 
 def start_query(spark: SparkSession, settings: SparkJobSettings) -> StreamingQuery:
-    """Start the IP-count query from its checkpoint with the configured guarantee."""
+    """Start the job's query from its checkpoint with the configured guarantee.
+
+    Steps:
+        1. Build the job's outputs from its entry point and check their schemas.
+        2. Exactly-once: register the driver and the bindings (:func:`register_driver`), then write
+           through the ``onceflow-2pc`` sink (``foreachBatch`` in update mode).
+        3. Start the query with the trigger interval and the checkpoint.
+    """
     activate(spark)
-    counts = ip_count_query(spark, settings)
+    # Step 1
+    outputs = build_outputs(spark, settings)
+    counts = outputs.frame
+    # Step 2
     if settings.guarantee == "exactly-once":
-        registration = register_driver(settings)
+        try:
+            participants = participants_with_bindings(settings, outputs)
+        except InvalidConfig as exc:
+            raise JobDefinitionError(settings.job, str(exc)) from None
+        registration = register_driver(settings, participants)
         coordinator = settings.coordinator
         options = {
+            "output": outputs.name,
+            "sideOutputs": ",".join(outputs.side_outputs),
             "job": settings.job,
             "coordinator": coordinator.target,
             "writerEpoch": str(registration.epoch),
@@ -73,6 +106,7 @@ def start_query(spark: SparkSession, settings: SparkJobSettings) -> StreamingQue
             writer = counts.writeStream.foreachBatch(two_phase_commit_batches(options))
     else:
         writer = counts.writeStream.foreachBatch(at_least_once_writer(settings))
+    # Step 3
     query = (
         writer.outputMode(settings.output_mode)
         .trigger(processingTime=f"{settings.trigger_interval_ms} milliseconds")
@@ -84,6 +118,9 @@ def start_query(spark: SparkSession, settings: SparkJobSettings) -> StreamingQue
         "query.starting",
         job=settings.job,
         guarantee=settings.guarantee,
+        entrypoint=settings.entrypoint,
+        output=outputs.name,
+        side_outputs=",".join(outputs.side_outputs),
         output_mode=settings.output_mode,
         checkpoint=settings.checkpoint_location,
     )

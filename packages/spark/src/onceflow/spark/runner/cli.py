@@ -1,4 +1,7 @@
-"""``onceflow spark run``: run the IP-count job's Spark driver in the foreground.
+"""``onceflow job run ENTRYPOINT`` and ``onceflow spark run``: run a job's Spark driver in the foreground.
+
+``ENTRYPOINT`` is ``package.module:function`` or ``path/to/job.py:function`` (docs/jobs.md);
+``onceflow spark run`` runs the config's ``entrypoint`` (the IP-count job by default).
 
 Configuration comes from ``--config FILE`` (see services/spark-worker/spark-worker.toml) and
 ``ONCEFLOW_SPARK__*`` environment variables. ``--master`` overrides ``spark.master`` (``local[*]``
@@ -27,6 +30,18 @@ def add_arguments(parser: argparse.ArgumentParser, *, with_master: bool = True) 
     )
 
 
+def register_job(subparsers: argparse._SubParsersAction[Any]) -> None:
+    """Entry point of the ``onceflow.cli`` group: adds ``onceflow job run ENTRYPOINT``."""
+    parser = subparsers.add_parser("job", help="run your own exactly-once job (the public job API)")
+    commands = parser.add_subparsers(title="job commands", dest="job_command", required=True)
+    run_parser = commands.add_parser(
+        "run", help="run a job", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    run_parser.add_argument("entrypoint", metavar="ENTRYPOINT", help="module:function or path/to/job.py:function")
+    add_arguments(run_parser)
+    run_parser.set_defaults(func=run)
+
+
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Entry point of the ``onceflow.cli`` group: adds ``onceflow spark run``."""
     parser = subparsers.add_parser("spark", help="the Spark compute worker (IP-count job)")
@@ -47,8 +62,13 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         settings = load_settings(SparkJobSettings, args.config)
-        if args.guarantee:
-            settings = SparkJobSettings.model_validate({**settings.model_dump(), "guarantee": args.guarantee})
+        overrides = {
+            key: value
+            for key, value in (("guarantee", args.guarantee), ("entrypoint", getattr(args, "entrypoint", None)))
+            if value
+        }
+        if overrides:
+            settings = SparkJobSettings.model_validate({**settings.model_dump(), **overrides})
     except (OnceflowError, ValueError) as exc:
         print(f"onceflow spark: {exc}", file=sys.stderr)
         return EXIT_CONFIG

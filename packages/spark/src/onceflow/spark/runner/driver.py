@@ -9,7 +9,7 @@ from typing import Final
 
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import serve_metrics
-from onceflow.spark.exceptions import RestartsExhausted, WriterFencedError
+from onceflow.spark.exceptions import JobDefinitionError, RestartsExhausted, WriterFencedError
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner.attempt import start_query
 from onceflow.spark.runner.listener import ProgressListener
@@ -57,6 +57,10 @@ def run_job(settings: SparkJobSettings, *, master: str | None) -> int:
     except WriterFencedError as exc:
         print(f"onceflow spark: {exc}", file=sys.stderr)
         return EXIT_FENCED
+    except JobDefinitionError as exc:
+        _log.error("driver.job_refused", job=settings.job, error=exc.detail)
+        print(f"onceflow spark: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
     except RestartsExhausted as exc:
         print(f"onceflow spark: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pyspark.sql.streaming.query import StreamingQuery
 
 from onceflow.core.logging import get_logger
-from onceflow.spark.exceptions import RestartsExhausted, WriterFencedError, is_fenced
+from onceflow.spark.exceptions import JobDefinitionError, RestartsExhausted, WriterFencedError, is_fenced
 
 _log = get_logger(__name__)
 
@@ -43,7 +43,7 @@ class RestartLoop:
         Steps:
             1. Start the query (``start`` registers the driver and resumes from the checkpoint).
             2. Wait until it terminates or :meth:`stop` is called (then stop it and return).
-            3. On failure: a fenced driver raises at once.
+            3. On failure: a fenced driver, or a job that cannot start as defined, raises at once.
             4. Otherwise, while attempts are left, wait ``delay_s`` and go back to step 1; when they
                are used up, raise :class:`RestartsExhausted` with the last error.
         """
@@ -58,7 +58,7 @@ class RestartLoop:
                 error = self._query.exception()
                 message = str(error) if error is not None else "the query stopped by itself"
             except Exception as exc:  # the attempt failed to start or its query failed
-                if isinstance(exc, WriterFencedError):
+                if isinstance(exc, WriterFencedError | JobDefinitionError):
                     raise
                 message = f"{type(exc).__name__}: {exc}"
             # Step 3

@@ -14,12 +14,14 @@ from typing import TypeVar
 
 import grpc
 
+from onceflow.core.contract import SinkBinding
+from onceflow.core.contract.proto import bindings_to_proto, files_to_proto
 from onceflow.core.grpc import open_channel
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagedFile
 from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
-from onceflow.spark.exceptions import CoordinatorUnavailable, WriterFencedError
+from onceflow.spark.exceptions import CoordinatorUnavailable, JobDefinitionError, WriterFencedError
 
 T = TypeVar("T")
 _log = get_logger(__name__)
@@ -28,14 +30,18 @@ _log = get_logger(__name__)
 #: with commit acks still being delivered: final, so the writer treats it as committed.
 COMMITTED_STATES = frozenset({common_pb2.TRANSACTION_STATE_COMMITTED, common_pb2.TRANSACTION_STATE_COMMITTING})
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
+#: RegisterParticipants answers these when a binding does not fit a sink (a table's column, a type).
+_REFUSED = {grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT}
 
 
 @dataclass(frozen=True)
 class Participant:
-    """A sink participant of the job: its sink name and gRPC target."""
+    """A sink (connection) of a participant server, its gRPC target, and what the job writes there
+    (no bindings: the sink's default, the IP-count results)."""
 
     sink: str
     target: str
+    bindings: tuple[SinkBinding, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,8 @@ class CoordinatorClient:
         details = str(exc.details())
         if code == grpc.StatusCode.FAILED_PRECONDITION and "fenced" in details:
             return WriterFencedError(job, epoch, details)
+        if operation == "RegisterParticipants" and code in _REFUSED:
+            return JobDefinitionError(job, details)
         return CoordinatorUnavailable(operation, job, f"{code.name}: {details} (coordinator {self.target})")
 
     def _call(self, operation: str, job: str, epoch: int, call: Callable[[], T]) -> T:
@@ -93,7 +101,10 @@ class CoordinatorClient:
         self, job: str, epoch: int, participants: Sequence[Participant], *, deadline_s: float = 60.0
     ) -> None:
         """Declare the job's sink participants (replacing the previous list)."""
-        refs = [coordinator_pb2.ParticipantRef(sink=p.sink, target=p.target) for p in participants]
+        refs = [
+            coordinator_pb2.ParticipantRef(sink=p.sink, target=p.target, bindings=bindings_to_proto(p.bindings))
+            for p in participants
+        ]
         request = coordinator_pb2.RegisterParticipantsRequest(job=job, writer_epoch=epoch, participants=refs)
         self._retrying(
             "RegisterParticipants", job, deadline_s, lambda: self._stub.RegisterParticipants(request, timeout=10)
@@ -110,7 +121,7 @@ class CoordinatorClient:
             job=job,
             writer_epoch=epoch,
             batch=batch,
-            files=[common_pb2.StagedFile(uri=f.uri, count=f.count, sha256=f.sha256) for f in files],
+            files=files_to_proto(files),
         )
         deadline = time.monotonic() + self._timeout_s
         response = self._retrying(

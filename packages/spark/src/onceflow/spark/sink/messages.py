@@ -11,14 +11,8 @@ from onceflow.core.staging import StagedFile
 
 @dataclass(frozen=True)
 class StagedFileMessage(WriterCommitMessage):
-    """``(uri, count, sha256)`` of the Avro file one task attempt staged, with the task's ids for logs."""
+    """The file one task attempt staged (None when the task had no rows), with the task's ids for logs."""
 
-    uri: str
-    count: int
-    sha256: str
+    file: StagedFile | None
     partition: int
     task_attempt: int
-
-    @property
-    def staged_file(self) -> StagedFile:
-        return StagedFile(uri=self.uri, count=self.count, sha256=self.sha256)

@@ -11,6 +11,8 @@ for every commit, so registering inside the sink would re-register on every batc
 ``stagingRoot``      where tasks stage their Avro files: ``<stagingRoot>/<job>/<batch>/`` (required)
 ``rpcTimeoutMs``     deadline of CommitTransaction/AbortTransaction (default 120000)
 ``batchId``          batch writes only (``foreachBatch`` in update mode): the micro-batch being written
+``output``           the job output these rows are (default ``results``)
+``sideOutputs``      comma-separated side outputs staged by earlier steps of the query (dead letters)
 ``tls.ca``, ``tls.cert``, ``tls.key``  TLS (mTLS with cert and key) to the coordinator
 ===================  ============================================================================
 """
@@ -20,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from onceflow.core.contract import DEFAULT_OUTPUT
+from onceflow.core.contract.bindings import NAME
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.settings import TlsSettings
 
@@ -37,6 +41,8 @@ class SinkOptions:
     tls_ca: str = ""
     tls_cert: str = ""
     tls_key: str = ""
+    output: str = DEFAULT_OUTPUT
+    side_outputs: tuple[str, ...] = ()
 
     @property
     def tls(self) -> TlsSettings:
@@ -72,7 +78,14 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     raw_batch = lowered.get("batchid", "").strip()
     if raw_batch and not raw_batch.isdigit():
         raise InvalidConfig("batchId", f"expected the micro-batch id (an integer >= 0), got {raw_batch!r}")
+    output = lowered.get("output", "").strip() or DEFAULT_OUTPUT
+    side_outputs = tuple(name.strip() for name in lowered.get("sideoutputs", "").split(",") if name.strip())
+    for name in (output, *side_outputs):
+        if not NAME.match(name):
+            raise InvalidConfig("output", f"output name {name!r} must match {NAME.pattern}")
     return SinkOptions(
+        output=output,
+        side_outputs=side_outputs,
         batch_id=int(raw_batch) if raw_batch else None,
         job=_required(lowered, "job"),
         coordinator=_required(lowered, "coordinator"),

@@ -12,7 +12,6 @@ import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import WriterCommitMessage
 
-from onceflow.core.avro import IpCount
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile, StagingWriter
 from onceflow.spark.exceptions import TransactionAborted
@@ -20,45 +19,39 @@ from onceflow.spark.sink.coordinator import COMMITTED_STATES, CoordinatorClient,
 from onceflow.spark.sink.crash import crash_after_commit_if_requested
 from onceflow.spark.sink.messages import StagedFileMessage
 from onceflow.spark.sink.options import SinkOptions
+from onceflow.spark.sink.side_outputs import side_output_files
 from onceflow.spark.worker_logging import ensure_worker_logging
 
 _log = get_logger(__name__)
 
-COLUMNS = ("window_start", "window_end", "ip", "count")
-
 
 def staged_files(messages: Sequence[WriterCommitMessage | None]) -> list[StagedFile]:
-    return [m.staged_file for m in messages if isinstance(m, StagedFileMessage)]
+    return [m.file for m in messages if isinstance(m, StagedFileMessage) and m.file is not None]
 
 
 def stage_task_output(options: SinkOptions, batch: int, batches: Iterator[pa.RecordBatch]) -> StagedFileMessage:
-    """Stage this task attempt's rows as one Avro file under ``<staging>/<job>/<batch>/``."""
+    """Stage this task attempt's Arrow batches, as Spark hands them over, as one Arrow IPC file under
+    ``<staging>/<job>/<batch>/``; a task without rows stages nothing."""
     ensure_worker_logging()
     context = TaskContext.get()
     if context is None:
         raise RuntimeError("the onceflow-2pc writer runs inside Spark tasks only")
-    rows: list[IpCount] = []
-    for record_batch in batches:
-        columns = [record_batch.column(name).to_pylist() for name in COLUMNS]
-        rows.extend(IpCount(window_start=s, window_end=e, ip=ip, count=c) for s, e, ip, c in zip(*columns, strict=True))
-    # Unique per driver life (epoch) and task attempt: a re-run never replaces a file an earlier
-    # attempt handed to the coordinator (a participant may still need to read it back).
-    name = f"part-{context.partitionId():05d}-epoch-{options.writer_epoch}-attempt-{context.taskAttemptId()}"
-    staged = StagingWriter(options.staging_root, options.job, batch).write(name, rows)
-    return StagedFileMessage(
-        uri=staged.uri,
-        count=staged.count,
-        sha256=staged.sha256,
-        partition=context.partitionId(),
-        task_attempt=context.taskAttemptId(),
-    )
+    rows = [b for b in batches if b.num_rows]
+    staged: StagedFile | None = None
+    if rows:
+        # Unique per driver life (epoch) and task attempt: a re-run never replaces a file an earlier
+        # attempt handed to the coordinator (a participant may still need to read it back).
+        name = f"part-{context.partitionId():05d}-epoch-{options.writer_epoch}-attempt-{context.taskAttemptId()}"
+        writer = StagingWriter(options.staging_root, options.job, batch)
+        staged = writer.write_batches(name, rows[0].schema, rows, output=options.output)
+    return StagedFileMessage(file=staged, partition=context.partitionId(), task_attempt=context.taskAttemptId())
 
 
 def commit_batch(options: SinkOptions, messages: Sequence[WriterCommitMessage | None], batch: int) -> None:
     """Commit ``<job>:<batch>`` through the coordinator, exactly once.
 
     Steps:
-        1. Collect the staged files of every task.
+        1. Collect the staged files of every task, and the side outputs earlier steps staged.
         2. CommitTransaction(job, writer epoch, batch, files): the coordinator prepares every sink
            participant, logs the decision, and commits them.
         3. COMMITTED or COMMITTING (decided, acks in flight) is success, also for a batch that an
@@ -70,6 +63,7 @@ def commit_batch(options: SinkOptions, messages: Sequence[WriterCommitMessage | 
     job, epoch, txn = options.job, options.writer_epoch, f"{options.job}:{batch}"
     # Step 1
     files = staged_files(messages)
+    files += side_output_files(options.staging_root, job, batch, options.side_outputs)
     rows = sum(f.count for f in files)
     # Step 2
     with CoordinatorClient(options.coordinator, options.tls, timeout_s=options.rpc_timeout_s) as client:

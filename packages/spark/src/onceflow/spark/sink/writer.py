@@ -6,35 +6,27 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pyarrow as pa
-from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from onceflow.spark.sink.options import SinkOptions
 from onceflow.spark.sink.transaction import abort_batch, commit_batch, stage_task_output
-
-#: Local property Spark's micro-batch execution sets on every task of a batch.
-BATCH_ID_PROPERTY = "streaming.sql.batchId"
-
-
-def current_batch_id() -> int:
-    """The micro-batch the calling task belongs to."""
-    context = TaskContext.get()
-    raw = context.getLocalProperty(BATCH_ID_PROPERTY) if context is not None else None
-    if raw is None:
-        raise RuntimeError(f"task has no {BATCH_ID_PROPERTY!r} local property: is it running in a streaming query?")
-    return int(raw)
+from onceflow.spark.sink.writer_context import current_batch_id
 
 
 class TwoPhaseCommitWriter(DataSourceStreamArrowWriter):
     """The streaming writer (append mode): one transaction ``<job>:<batchId>`` per micro-batch.
+
+    Each task stages the Arrow batches Spark hands it as they are (one Arrow IPC file per task
+    attempt, none for a task without rows).
 
     Guarantees: a micro-batch's rows reach every sink of the job exactly once, also when the batch is
     re-run after a crash (the coordinator answers COMMITTED for a committed batch), and a driver that
     another driver fenced fails instead of writing.
     """
 
-    def __init__(self, options: SinkOptions) -> None:
+    def __init__(self, options: SinkOptions, schema: pa.Schema) -> None:
         self.options = options
+        self.schema = schema
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         return stage_task_output(self.options, current_batch_id(), iterator)
@@ -53,10 +45,11 @@ class TwoPhaseCommitBatchWriter(DataSourceArrowWriter):
     replayed micro-batch is the same transaction, with the same guarantees as the streaming writer.
     """
 
-    def __init__(self, options: SinkOptions) -> None:
+    def __init__(self, options: SinkOptions, schema: pa.Schema) -> None:
         if options.batch_id is None:
             raise ValueError("batch writes of the onceflow-2pc sink need the batchId option")
         self.options = options
+        self.schema = schema
         self.batch = options.batch_id
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:

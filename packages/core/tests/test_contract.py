@@ -1,0 +1,105 @@
+"""The contract's sink bindings and output schemas: validation, and their JSON and proto forms."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from onceflow.core.contract import (
+    IP_COUNT_ARROW_SCHEMA,
+    InvalidBinding,
+    SinkBinding,
+    SinkMode,
+    UnsupportedColumnType,
+    ValueFormat,
+    check_supported,
+    ip_count_table_binding,
+    ip_count_topic_binding,
+    schema_from_bytes,
+    schema_to_bytes,
+)
+from onceflow.core.contract.proto import binding_from_proto, binding_to_proto, file_from_proto, file_to_proto
+from onceflow.core.staging import StagedFile
+
+WIDE = pa.schema(
+    [
+        pa.field("s", pa.string(), nullable=False),
+        pa.field("i8", pa.int8()),
+        pa.field("i64", pa.int64()),
+        pa.field("f", pa.float64()),
+        pa.field("d", pa.decimal128(12, 3)),
+        pa.field("b", pa.bool_()),
+        pa.field("raw", pa.binary()),
+        pa.field("day", pa.date32()),
+        pa.field("at", pa.timestamp("us", tz="UTC")),
+        pa.field("ntz", pa.timestamp("us")),
+    ]
+)
+
+
+@pytest.mark.parametrize("binding", [ip_count_table_binding("sqlite"), ip_count_topic_binding("kafka")])
+def test_bindings_round_trip_through_json_and_proto_with_their_schema(binding: SinkBinding) -> None:
+    for again in (SinkBinding.from_json(binding.to_json()), binding_from_proto(binding_to_proto(binding))):
+        assert again == binding
+        assert again.schema == IP_COUNT_ARROW_SCHEMA
+
+
+def test_every_supported_type_passes_and_the_schema_survives_its_bytes() -> None:
+    check_supported("wide", WIDE)
+    assert schema_from_bytes(schema_to_bytes(WIDE)) == WIDE
+
+
+@pytest.mark.parametrize(
+    "data_type", [pa.list_(pa.int64()), pa.struct([("a", pa.int32())]), pa.map_(pa.string(), pa.int64()), pa.null()]
+)
+def test_an_unsupported_type_names_output_column_and_type(data_type: pa.DataType) -> None:
+    schema = pa.schema([pa.field("ok", pa.string()), pa.field("tags", data_type)])
+    with pytest.raises(UnsupportedColumnType, match=r"output 'events': column 'tags' has type") as info:
+        check_supported("events", schema)
+    assert info.value.column == "tags"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"table": "t", "mode": SinkMode.UPSERT}, "mode upsert needs key columns"),
+        ({"table": "bad name"}, "table 'bad name' must match"),
+        ({"topic": "no/slash"}, "not a valid Kafka topic name"),
+        ({"table": "t", "topic": "x"}, "not both"),
+        ({"table": "t", "keys": ("nope",), "schema": WIDE}, r"key column\(s\) nope are not in output"),
+        ({"topic": "x", "record_name": "1bad"}, "not an Avro full name"),
+    ],
+)
+def test_a_bad_binding_names_the_field(fields: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidBinding, match=message):
+        SinkBinding(sink="db", **fields)  # type: ignore[arg-type]
+
+
+def test_bad_proto_values_are_refused_with_the_field_named() -> None:
+    message = binding_to_proto(SinkBinding(sink="db", table="t", mode=SinkMode.APPEND))
+    message.mode = "merge"
+    with pytest.raises(ValueError, match="binding mode 'merge' must be one of upsert, append"):
+        binding_from_proto(message)
+    message.mode = "append"
+    message.value_format = "xml"
+    with pytest.raises(ValueError, match="value_format 'xml'"):
+        binding_from_proto(message)
+    message.value_format = ""
+    message.arrow_schema = b"garbage"
+    with pytest.raises(ValueError, match="not an Arrow IPC schema"):
+        binding_from_proto(message)
+
+
+def test_staged_files_keep_their_output_through_proto() -> None:
+    file = StagedFile("file:///s/j/1/side-dead_letters-part-00000.arrow", 3, "ab" * 32, output="dead_letters")
+    assert file_from_proto(file_to_proto(file)) == file
+    default = StagedFile("file:///s/j/1/part-0.arrow", 1, "cd" * 32)
+    assert file_to_proto(default).output == ""  # old readers see what they always saw
+    assert file_from_proto(file_to_proto(default)) == default
+
+
+def test_append_bindings_need_no_key_and_formats_are_explicit() -> None:
+    binding = SinkBinding(
+        sink="kafka", output="errors", topic="errors", mode=SinkMode.APPEND, value_format=ValueFormat.JSON
+    )
+    assert binding.describe() == "errors -> kafka/errors"
