@@ -5,27 +5,18 @@
 Plan: source (read_committed, exact offset ranges) -> decode AccessEvents (undecodable ones are the
 ``dead_letters`` side output) -> watermark on event time, delay = ``lateness_ms``; the end of a
 bounded input closes every window -> count per (window of ``window_ms``, ip) ->
-``(window_start, window_end, ip, count)``: epoch milliseconds, all non-null (the IpCount record).
+``(window_start, window_end, ip, count)``, window bounds in epoch milliseconds (the IpCount record).
 """
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's convention
-from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from onceflow.spark.api import JobContext
 
-#: The output's schema: the IpCount record (io.onceflow.v1.IpCount), every column non-null.
-OUTPUT_SCHEMA = StructType(
-    [
-        StructField("window_start", LongType(), nullable=False),
-        StructField("window_end", LongType(), nullable=False),
-        StructField("ip", StringType(), nullable=False),
-        StructField("count", LongType(), nullable=False),
-    ]
-)
-OUTPUT_COLUMNS = tuple(OUTPUT_SCHEMA.fieldNames())
+#: The output's columns: the IpCount record's fields.
+OUTPUT_COLUMNS = ("window_start", "window_end", "ip", "count")
 
 
 def job(context: JobContext) -> DataFrame:
@@ -42,4 +33,4 @@ def job(context: JobContext) -> DataFrame:
         F.unix_millis(F.col("window.end")).alias("window_end"),
         F.col("ip"),
         F.col("count").cast("long").alias("count"),
-    ).to(OUTPUT_SCHEMA)
+    )
