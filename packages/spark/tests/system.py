@@ -153,7 +153,7 @@ class SinkSystem:
         config.write_text(
             to_toml(
                 {
-                    "server": {"host": "127.0.0.1", "port": 0},
+                    "server": {"host": "127.0.0.1", "port": self.participant_port},
                     "staging": {"roots": [str(self.staging_root)]},
                     "coordinator": {
                         "target": self.coordinator.target,
@@ -192,6 +192,13 @@ class SinkSystem:
                 raise AssertionError(f"participant not ready:\n{self.log_tail('participant.log')}")
             time.sleep(0.05)
         self.participant_port = int(json.loads(ready.read_text())["port"])
+
+    def restart_participant(self) -> None:
+        """``kill -9`` the participant server and start it again on the same port."""
+        assert self.participant is not None
+        self.participant.kill()
+        self.participant.wait()
+        self._start_participant()
 
     def stop(self) -> None:
         if self.participant is not None:

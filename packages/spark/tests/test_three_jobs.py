@@ -1,0 +1,345 @@
+"""Three jobs at once through one coordinator and one participant server, with kill -9 everywhere.
+
+The example jobs run side by side on the same source topic:
+
+- ``ipcount`` (append): counts per (5 s window, ip) upserted into SQLite and PostgreSQL and produced
+  as Avro records to Kafka; its undecodable records are the ``dead_letters`` output, appended to a
+  SQLite table in the same transactions;
+- ``traffic`` (update): requests and bytes per (1-minute window, path, status class), upserted into
+  PostgreSQL and SQLite;
+- ``errors`` (append, no natural key): every 5xx request appended to Kafka (JSON), SQLite and
+  PostgreSQL.
+
+While the input arrives in rounds, the test kill -9s the drivers (two per round), the coordinator,
+the participant server and the broker: 12 kills. Afterwards every sink of every job equals a
+plain-Python computation from the generator's events: no row missing, none doubled, none wrong.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+import sqlite3
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.broker.testing.clients import create_topic, read_topic
+from onceflow.logproducer.generator.traffic import TrafficModel, event
+from onceflow.sinks.testing.postgres import PostgresServer
+
+from .conftest import TEST_SPARK, TEST_TRIGGER_MS
+from .driver_process import DriverProcess
+from .system import SinkSystem, create_database, encoded_events, end_input, produce_events, recent_model, truth
+
+pytestmark = pytest.mark.slow
+
+ROUNDS = 4
+EVENTS_PER_ROUND = 1_500
+#: Undecodable values among each round's events (they become dead letters).
+GARBAGE = (b"", b"\x00", b"not avro at all", b"\xc3\x01" + b"\xff" * 8, b'{"ip": "1.2.3.4"}')
+MINUTE_MS = 60_000
+
+Row = tuple[Any, ...]
+
+
+def _bindings_config(system: SinkSystem) -> dict[str, dict[str, Any]]:
+    """The three jobs' own settings (the rest is shared)."""
+    return {
+        "ipcount": {
+            "entrypoint": "onceflow.spark.examples.ip_count:job",
+            "output_mode": "append",
+            "outputs": {
+                "results": [
+                    {"sink": "sqlite", "table": "ip_counts", "mode": "upsert", "keys": ["window_start", "ip"]},
+                    {"sink": "postgres", "table": "ip_counts", "mode": "upsert", "keys": ["window_start", "ip"]},
+                    {"sink": "kafka", "topic": "ipcount_results", "keys": ["ip"], "value_format": "avro"},
+                ],
+                "dead_letters": [{"sink": "sqlite", "table": "ipcount_dead_letters", "mode": "append"}],
+            },
+        },
+        "traffic": {
+            "entrypoint": "onceflow.spark.examples.traffic:job",
+            "output_mode": "update",
+            "params": {"window": "1 minute", "lateness": "5 seconds"},
+            "outputs": {
+                "results": [
+                    {"sink": "postgres", "table": "traffic", "keys": ["window_start", "path", "status_class"]},
+                    {"sink": "sqlite", "table": "traffic", "keys": ["window_start", "path", "status_class"]},
+                ]
+            },
+        },
+        "errors": {
+            "entrypoint": "onceflow.spark.examples.server_errors:job",
+            "output_mode": "append",
+            "outputs": {
+                "results": [
+                    {"sink": "kafka", "topic": "server_errors", "mode": "append", "value_format": "json"},
+                    {"sink": "sqlite", "table": "server_errors", "mode": "append"},
+                    {"sink": "postgres", "table": "server_errors", "mode": "append"},
+                ]
+            },
+        },
+    }
+
+
+@pytest.fixture
+def system(broker: EmbeddedBroker, tmp_path: Path, postgres_server: PostgresServer) -> Iterator[SinkSystem]:
+    dsn = create_database(postgres_server.dsn(), f"jobs_{uuid.uuid4().hex[:12]}")
+    started = SinkSystem(broker, tmp_path / "system", dsn).start()
+    yield started
+    started.stop()
+
+
+# --- the truth, from the generator's events -------------------------------------------------------
+
+
+def _events(model: TrafficModel, total: int) -> list[Any]:
+    return [event(model, i) for i in range(total)]
+
+
+def traffic_truth(events: list[Any]) -> dict[Row, Row]:
+    totals: dict[Row, list[int]] = {}
+    for e in events:
+        key = (e["event_time"] - e["event_time"] % MINUTE_MS, e["path"], f"{e['status'] // 100}xx")
+        value = totals.setdefault(key, [0, 0])
+        value[0] += 1
+        value[1] += e["bytes"]
+    return {k: tuple(v) for k, v in totals.items()}
+
+
+def errors_truth(events: list[Any]) -> Counter[Row]:
+    kinds = {503: "unavailable", 504: "timeout"}
+    return Counter(
+        (
+            e["event_time"],
+            e["ip"],
+            e["method"],
+            e["path"],
+            e["status"],
+            e["bytes"],
+            kinds.get(e["status"], "error"),
+            any(word in e["user_agent"].lower() for word in ("bot", "crawler", "spider")),
+        )
+        for e in events
+        if e["status"] >= 500
+    )
+
+
+# --- reading the sinks back ------------------------------------------------------------------------
+
+
+def _millis(value: Any) -> int:
+    """A stored timestamp as epoch milliseconds, whatever the sink stored (datetime, ISO text, micros)."""
+    if isinstance(value, dt.datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        return int(moment.timestamp() * 1000)
+    if isinstance(value, str):
+        return _millis(dt.datetime.fromisoformat(value))
+    if isinstance(value, int):
+        return value // 1000 if value > 10**14 else value  # epoch micros, or already millis
+    raise TypeError(f"not a timestamp: {value!r}")
+
+
+def _rows(system: SinkSystem, where: str, query: str) -> list[Row]:
+    if where == "sqlite":
+        if not system.sqlite_path.exists():
+            return []
+        with sqlite3.connect(system.sqlite_path, timeout=30) as db:
+            try:
+                return [tuple(r) for r in db.execute(query).fetchall()]
+            except sqlite3.OperationalError:
+                return []
+    with psycopg.connect(system.postgres_dsn) as conn:
+        try:
+            return [tuple(r) for r in conn.execute(query).fetchall()]
+        except psycopg.errors.UndefinedTable:
+            return []
+
+
+def ipcount_tables(system: SinkSystem, where: str) -> dict[Row, int]:
+    rows = _rows(system, where, "SELECT window_start, ip, count FROM ip_counts")
+    return {(int(w), str(ip)): int(c) for w, ip, c in rows}
+
+
+def traffic_tables(system: SinkSystem, where: str) -> dict[Row, Row]:
+    rows = _rows(system, where, "SELECT window_start, path, status_class, requests, bytes FROM traffic")
+    return {(_millis(w), p, s): (int(r), int(b)) for w, p, s, r, b in rows}
+
+
+def errors_tables(system: SinkSystem, where: str) -> Counter[Row]:
+    query = "SELECT event_time, ip, method, path, status, bytes, kind, from_bot FROM server_errors"
+    return Counter(
+        (_millis(t), ip, m, p, int(s), int(b), k, bool(bot))
+        for t, ip, m, p, s, b, k, bot in _rows(system, where, query)
+    )
+
+
+def errors_topic(system: SinkSystem) -> Counter[Row]:
+    found: Counter[Row] = Counter()
+    for record in read_topic(system.broker.bootstrap_servers, "server_errors", idle_timeout=1.0):
+        assert record.value is not None
+        r = json.loads(record.value)
+        found[
+            (
+                _millis(r["event_time"]),
+                r["ip"],
+                r["method"],
+                r["path"],
+                r["status"],
+                r["bytes"],
+                r["kind"],
+                r["from_bot"],
+            )
+        ] += 1
+    return found
+
+
+def ipcount_topic(system: SinkSystem) -> dict[Row, int]:
+    """The Avro records, decoded with the writer schema resolved from the schemas topic; the last
+    record of a key wins (a topic holds every result a batch emitted)."""
+    from onceflow.core.avro.schemas_topic import SchemasTopic
+
+    schemas = SchemasTopic(system.broker.bootstrap_servers)
+    found: dict[Row, int] = {}
+    for record in read_topic(system.broker.bootstrap_servers, "ipcount_results", idle_timeout=1.0):
+        assert record.value is not None
+        row = schemas.decode(record.value)
+        assert record.key == row["ip"].encode()
+        found[(row["window_start"], row["ip"])] = row["count"]
+    return found
+
+
+def dead_letter_rows(system: SinkSystem) -> list[Row]:
+    return _rows(
+        system, "sqlite", "SELECT source_topic, source_partition, source_offset, value FROM ipcount_dead_letters"
+    )
+
+
+# --- the test --------------------------------------------------------------------------------------
+
+
+def _config(system: SinkSystem, tmp_path: Path, job: str, own: dict[str, Any]) -> Path:
+    from onceflow.core.toml_writer import to_toml
+
+    settings = {
+        "job": job,
+        "checkpoint_location": str(tmp_path / job / "checkpoint"),
+        "staging_root": str(system.staging_root),
+        "trigger_interval_ms": TEST_TRIGGER_MS,
+        "kafka": {"bootstrap_servers": system.broker.bootstrap_servers},
+        "source": {"max_offsets_per_trigger": 2_000},
+        "coordinator": {"target": system.coordinator.target, "register_timeout_ms": 120_000},
+        "spark": {**TEST_SPARK, "app_name": f"onceflow-{job}"},
+        "restart": {"attempts": 1000, "delay_ms": 1000},
+        "participants": system.participants,
+        "metrics": {"port": 0},
+        **own,
+    }
+    path = tmp_path / f"{job}.toml"
+    path.write_text(to_toml(settings))
+    return path
+
+
+def _wait_until(check: Callable[[], None], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            check()
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
+
+
+def test_three_jobs_through_one_coordinator_and_participant_stay_exact_across_kills(
+    broker: EmbeddedBroker, system: SinkSystem, tmp_path: Path
+) -> None:
+    seed = int(os.environ.get("ONCEFLOW_TEST_SEED", "2026"))
+    rng = random.Random(seed)
+    model = recent_model(seed)
+    total = EVENTS_PER_ROUND * (ROUNDS + 1)
+    events = _events(model, total)
+    for topic in ("ipcount_results", "server_errors"):
+        create_topic(broker.bootstrap_servers, topic, partitions=1)
+    drivers = {
+        job: DriverProcess(_config(system, tmp_path, job, own), tmp_path / f"{job}.log")
+        for job, own in _bindings_config(system).items()
+    }
+    produced = 0
+    garbage = 0
+
+    def produce_round() -> None:
+        nonlocal produced, garbage
+        values = encoded_events(model, produced, produced + EVENTS_PER_ROUND)
+        for i, junk in enumerate(GARBAGE):
+            values.insert((i + 1) * len(values) // (len(GARBAGE) + 1), junk)
+        produce_events(broker.bootstrap_servers, values)
+        produced += EVENTS_PER_ROUND
+        garbage += len(GARBAGE)
+
+    def ensure_running() -> None:
+        for driver in drivers.values():
+            if driver.process is None or driver.process.poll() is not None:
+                driver.start()
+
+    kills = 0
+    others: list[tuple[str, Callable[[], None]]] = [
+        ("coordinator", lambda: (system.coordinator.kill(), system.coordinator.start())),
+        ("participant", system.restart_participant),
+        ("broker", lambda: (broker.kill(), broker.start())),
+        ("coordinator", lambda: (system.coordinator.kill(), system.coordinator.start())),
+    ]
+    jobs = list(drivers)
+    for round_number in range(ROUNDS):
+        produce_round()
+        ensure_running()
+        time.sleep(rng.uniform(4.0, 14.0))
+        for job in (jobs[round_number % 3], jobs[(round_number + 1) % 3]):
+            drivers[job].kill()
+            kills += 1
+        _name, kill = others[round_number]
+        kill()
+        kills += 1
+    assert kills >= 10
+
+    produce_round()
+    assert produced == total
+    end_input(broker.bootstrap_servers)
+    ensure_running()
+    expected_ipcount = truth(model, total)
+    expected_traffic = traffic_truth(events)
+    expected_errors = errors_truth(events)
+
+    def all_exact() -> None:
+        for where in ("sqlite", "postgres"):
+            assert ipcount_tables(system, where) == expected_ipcount, f"ipcount in {where}"
+            assert traffic_tables(system, where) == expected_traffic, f"traffic in {where}"
+            got = errors_tables(system, where)
+            assert got == expected_errors, (
+                f"errors in {where}: {sum(got.values())} rows, {sum(expected_errors.values())} expected"
+            )
+        assert ipcount_topic(system) == expected_ipcount, "ipcount in kafka"
+        got_topic = errors_topic(system)
+        assert got_topic == expected_errors, f"errors in kafka: {sum(got_topic.values())} records"
+        letters = dead_letter_rows(system)
+        assert len(letters) == garbage, f"{len(letters)} dead letters, {garbage} garbage records produced"
+        assert len({row[:3] for row in letters}) == garbage, "a dead letter was committed twice"
+        assert sorted(row[3] for row in letters) == sorted(GARBAGE * (ROUNDS + 1))
+
+    try:
+        _wait_until(all_exact, timeout=420)
+    finally:
+        for job, driver in drivers.items():
+            code = driver.stop()
+            assert code == 0, f"{job} driver exit {code}:\n{driver.log()[-3000:]}"
