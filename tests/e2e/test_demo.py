@@ -19,17 +19,17 @@ SINKS = ("kafka", "sqlite", "postgres", "consumer")
 
 @pytest.mark.slow
 def test_the_demo_runs_to_completion_with_an_exact_verdict(tmp_path: Path, demos: list[DemoProcess]) -> None:
-    demo = DemoProcess(tmp_path / "run", "--events", "50000", "--rate", "2000", "--postgres", "--timeout", "420")
+    demo = DemoProcess(tmp_path / "run", "--events", "20000", "--rate", "2000", "--postgres", "--timeout", "420")
     demos.append(demo)
     code = demo.wait(600)
     output = demo.output
     assert code == 0, demo.tail()
     assert verdicts(output) == {**dict.fromkeys(SINKS, "EXACT"), "overall": "EXACT"}, demo.tail()
-    # Generator truth: all 50,000 events, and the source topic holds exactly them (its end-of-input
+    # Generator truth: all 20,000 events, and the source topic holds exactly them (its end-of-input
     # markers are not events): every window closed at the end of input, the last ones included.
-    assert "generator seed=7 count=50000: 50000 events" in output
-    assert "topic ip_count_source (read_committed): 50000 events" in output
-    assert re.search(r"complete lines=50000 events=50000/50000 .* counted=50000 ", output), demo.tail()
+    assert "generator seed=7 count=20000: 20000 events" in output
+    assert "topic ip_count_source (read_committed): 20000 events" in output
+    assert re.search(r"complete lines=20000 events=20000/20000 .* counted=20000 ", output), demo.tail()
 
 
 @pytest.mark.slow
