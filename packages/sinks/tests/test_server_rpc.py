@@ -8,14 +8,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
+import pyarrow as pa
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from onceflow.core.contract import SinkBinding, SinkMode
+from onceflow.core.contract.proto import binding_to_proto
+from onceflow.core.contract.proto import file_to_proto as staged_file_to_proto
 from onceflow.core.grpc import open_channel
 from onceflow.core.settings import GrpcServerSettings, MetricsSettings
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
 from onceflow.sinks.server import SERVICE_NAME, ParticipantServer, ParticipantSettings, SqliteOptions, SqliteSink
-from onceflow.sinks.server.convert import staged_file_to_proto
 from onceflow.sinks.server.settings import StagingSettings
 
 from .conftest import W0, Stage, row
@@ -219,3 +222,49 @@ def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def test_prepare_bindings_creates_tables_and_refuses_a_mismatch_naming_it(
+    stub: participant_pb2_grpc.ParticipantStub, stage: Stage, tmp_path: Path
+) -> None:
+    schema = pa.schema([pa.field("path", pa.string()), pa.field("hits", pa.int64())])
+    good = SinkBinding(sink="main", output="results", table="hits", mode=SinkMode.APPEND, schema=schema)
+    stub.PrepareBindings(
+        participant_pb2.PrepareBindingsRequest(sink="main", job="j", bindings=[binding_to_proto(good)])
+    )
+    with sqlite3.connect(tmp_path / "main.db") as db:
+        assert [row[1] for row in db.execute('PRAGMA table_info("hits")')] == ["path", "hits"]
+
+    wrong = SinkBinding(
+        sink="main", table="hits", mode=SinkMode.APPEND, schema=pa.schema([pa.field("hits", pa.string())])
+    )
+    with pytest.raises(grpc.RpcError) as info:
+        stub.PrepareBindings(
+            participant_pb2.PrepareBindingsRequest(sink="main", job="j", bindings=[binding_to_proto(wrong)])
+        )
+    assert info.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "table 'hits'" in info.value.details() and "column 'hits' has type INTEGER" in info.value.details()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"sink": "audit"}, "bindings[0].sink is 'audit', but the request is for sink 'main'"),
+        ({"mode": "merge"}, "bindings[0]: binding mode 'merge' must be one of upsert, append"),
+        ({"arrow_schema": b"junk"}, "bindings[0]: not an Arrow IPC schema"),
+        ({"arrow_schema": b""}, "bindings[0] (results -> main/t) has no arrow_schema"),
+        ({"table": "x" * 300}, "bindings[0].table is 300 bytes"),
+    ],
+)
+def test_a_bad_binding_is_invalid_argument_naming_it(
+    stub: participant_pb2_grpc.ParticipantStub, change: dict[str, object], message: str
+) -> None:
+    binding = binding_to_proto(
+        SinkBinding(sink="main", table="t", mode=SinkMode.APPEND, schema=pa.schema([pa.field("a", pa.int64())]))
+    )
+    for name, value in change.items():
+        setattr(binding, name, value)
+    with pytest.raises(grpc.RpcError) as info:
+        stub.PrepareBindings(participant_pb2.PrepareBindingsRequest(sink="main", job="j", bindings=[binding]))
+    assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert message in info.value.details()

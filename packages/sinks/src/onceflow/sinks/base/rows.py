@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from onceflow.core.contract import SinkBinding, SinkMode
 from onceflow.core.staging import StagedFile, read_staged
@@ -44,7 +43,7 @@ def last_row_per_key(table: pa.Table, keys: Sequence[str]) -> pa.Table:
     """The last row of each key of ``table``, sorted by key."""
     indexed = table.append_column(_INDEX, pa.array(range(table.num_rows), pa.int64()))
     last = indexed.group_by(list(keys), use_threads=False).aggregate([(_INDEX, "max")])
-    picked = table.take(pc.sort_indices(last.column(f"{_INDEX}_max")))
+    picked = table.take(last.column(f"{_INDEX}_max"))
     return picked.sort_by([(key, "ascending") for key in keys])
 
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import psycopg
 from psycopg import errors, sql
 
-from onceflow.core.avro import IpCount
+from onceflow.core.contract import SinkBinding, SinkMode, ip_count_table_binding
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
-from onceflow.sinks.base import SinkParticipant, TxnId, load_batch
+from onceflow.sinks.base import BoundRows, SinkParticipant, TxnId
 from onceflow.sinks.exceptions import (
     PreparedTransactionsDisabled,
     PrepareRejected,
@@ -18,23 +19,28 @@ from onceflow.sinks.exceptions import (
     TransactionNotPrepared,
 )
 from onceflow.sinks.postgres.schema import (
+    PRIMARY_KEY,
     RECORD_COMMIT,
     SCHEMA,
-    UPSERT_ROWS,
+    TABLE_COLUMNS,
     gid_of,
     gid_prefix,
     txn_of,
-    upsert_params,
 )
+from onceflow.sinks.tables import POSTGRES, Column, plan_table
+from onceflow.sinks.tables.dialects import postgres_array_type
+
+Connection = psycopg.Connection[tuple[object, ...]]
 
 _log = get_logger(__name__)
 
 
 class PostgresParticipant(SinkParticipant):
-    """Writes results to ``ip_counts`` in PostgreSQL, holding each batch as a prepared transaction.
+    """Writes each binding's rows to its table in PostgreSQL, holding each batch as a prepared transaction.
 
     The prepared state is a PostgreSQL prepared transaction named ``onceflow:<sink>:<job>:<batch>``
-    that upserts the rows and records ``(sink, job, batch)`` in ``onceflow_commits``; the server
+    that writes every binding's rows (upsert on the keys, or append: a replay is recognised by the
+    transaction id, never by a key) and records ``(sink, job, batch)`` in ``onceflow_commits``; the server
     keeps it across crashes and restarts of both the participant and PostgreSQL. The commits row
     tells a committed transaction from one that never prepared once the gid is gone.
 
@@ -55,32 +61,81 @@ class PostgresParticipant(SinkParticipant):
             if value <= 0:
                 raise PreparedTransactionsDisabled(name, value)
             conn.execute(SCHEMA)
+        self._ready: set[tuple[str, str]] = set()
+        self._ready_lock = threading.Lock()
         _log.info("postgres.open", sink=name, max_prepared_transactions=value)
 
-    def _connect(self) -> psycopg.Connection[tuple[object, ...]]:
+    def default_bindings(self) -> list[SinkBinding]:
+        return [ip_count_table_binding(self.name)]
+
+    def prepare_bindings(self, job: str, bindings: Sequence[SinkBinding]) -> None:
+        """Create or check every binding's table (see :func:`onceflow.sinks.tables.plan_table`)."""
+        with self._connect() as conn:
+            for binding in bindings:
+                self._ensure_table(conn, binding, force=True)
+
+    def _ensure_table(self, conn: Connection, binding: SinkBinding, *, force: bool = False) -> None:
+        """Make ``binding.table`` fit the binding, in its own transaction (DDL stays out of prepared ones)."""
+        key = (binding.table, binding.output)
+        if binding.schema is None or (key in self._ready and not force):
+            return
+        with self._ready_lock, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"onceflow-table:{binding.table}",))
+            name = POSTGRES.quote(binding.table)
+            found = conn.execute(TABLE_COLUMNS, (name,)).fetchall()
+            existing = [Column(str(n), str(t), bool(nn), bool(d)) for n, t, nn, d in found] if found else None
+            primary_key = [str(k) for (k,) in conn.execute(PRIMARY_KEY, (name,)).fetchall()]
+            plan = plan_table(POSTGRES, self.name, binding, existing, primary_key)
+            for statement in plan.statements:
+                conn.execute(statement.encode())
+            self._ready.add(key)
+        if plan.created or plan.added:
+            _log.info(
+                "table.ready", sink=self.name, table=binding.table, created=plan.created, added=",".join(plan.added)
+            )
+
+    @staticmethod
+    def _write(conn: Connection, bound: BoundRows) -> None:
+        """Every row of the binding in one set-based statement: one array per column, ``unnest``ed."""
+        binding, rows = bound.binding, bound.rows
+        if not rows.num_rows:
+            return
+        q = POSTGRES.quote
+        names = rows.column_names
+        arrays = ", ".join(f"%s::{postgres_array_type(f.type)}" for f in rows.schema)
+        statement = f"INSERT INTO {q(binding.table)} ({', '.join(q(n) for n in names)}) SELECT * FROM unnest({arrays})"
+        if binding.mode is SinkMode.UPSERT and binding.keys:
+            others = [n for n in names if n not in binding.keys]
+            conflict = f" ON CONFLICT ({', '.join(q(k) for k in binding.keys)}) "
+            action = ", ".join(f"{q(n)} = EXCLUDED.{q(n)}" for n in others)
+            statement += conflict + (f"DO UPDATE SET {action}" if others else "DO NOTHING")
+        conn.execute(statement.encode(), POSTGRES.columns(rows))
+
+    def _connect(self) -> Connection:
         return psycopg.connect(self.dsn, autocommit=True, connect_timeout=self._connect_timeout_s)
 
     @staticmethod
-    def _is_prepared(conn: psycopg.Connection[tuple[object, ...]], gid: str) -> bool:
+    def _is_prepared(conn: Connection, gid: str) -> bool:
         found = conn.execute(
             "SELECT 1 FROM pg_prepared_xacts WHERE gid = %s AND database = current_database()", (gid,)
         ).fetchone()
         return found is not None
 
-    def _is_committed(self, conn: psycopg.Connection[tuple[object, ...]], txn: TxnId) -> bool:
+    def _is_committed(self, conn: Connection, txn: TxnId) -> bool:
         found = conn.execute(
             "SELECT 1 FROM onceflow_commits WHERE sink = %s AND job = %s AND batch = %s",
             (self.name, txn.job, txn.batch),
         ).fetchone()
         return found is not None
 
-    def prepare_rows(self, txn: TxnId, rows: Sequence[IpCount], files: Sequence[StagedFile]) -> None:
-        """Upsert the rows and record the commit inside a transaction, then ``PREPARE TRANSACTION``.
+    def prepare_rows(self, txn: TxnId, outputs: Sequence[BoundRows], files: Sequence[StagedFile]) -> None:
+        """Write every binding's rows and record the commit inside a transaction, then ``PREPARE TRANSACTION``.
 
         Steps:
-            1. A transaction already prepared or committed is prepared: nothing to write.
-            2. ``BEGIN``, set the lock timeout, upsert the rows, insert ``(sink, job, batch)`` into
-               ``onceflow_commits``.
+            1. A transaction already prepared or committed is prepared: nothing to write. Tables a
+               binding needs are made to fit first, each in its own short transaction.
+            2. ``BEGIN``, set the lock timeout, write each binding's rows, insert ``(sink, job, batch)``
+               into ``onceflow_commits``.
             3. ``PREPARE TRANSACTION '<gid>'``: from here the server keeps the transaction durably.
         """
         gid = gid_of(self.name, txn)
@@ -89,16 +144,24 @@ class PostgresParticipant(SinkParticipant):
             if self._is_prepared(conn, gid) or self._is_committed(conn, txn):
                 _log.info("prepare.again", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, gid=gid)
                 return
+            for bound in outputs:
+                self._ensure_table(conn, bound.binding)
             # Step 2
             try:
                 conn.execute("BEGIN")
                 conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{self._lock_timeout_ms}ms")))
-                if rows:
-                    conn.execute(UPSERT_ROWS, upsert_params(rows))
+                for bound in outputs:
+                    self._write(conn, bound)
                 conn.execute(RECORD_COMMIT, (self.name, txn.job, txn.batch))
                 # Step 3
                 conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
-            except (errors.LockNotAvailable, errors.QueryCanceled, errors.UniqueViolation) as exc:
+            except (
+                errors.LockNotAvailable,
+                errors.QueryCanceled,
+                errors.UniqueViolation,
+                errors.NotNullViolation,
+                errors.DataError,
+            ) as exc:
                 conn.execute("ROLLBACK")
                 raise PrepareRejected(
                     f"sink {self.name!r} cannot prepare {txn}: {type(exc).__name__}: {str(exc).strip()}"
@@ -108,7 +171,7 @@ class PostgresParticipant(SinkParticipant):
                     conn.execute("ROLLBACK")
                 raise
 
-    def commit(self, txn: TxnId, files: Sequence[StagedFile] = ()) -> None:
+    def commit(self, txn: TxnId, files: Sequence[StagedFile] = (), bindings: Sequence[SinkBinding] = ()) -> None:
         """``COMMIT PREPARED '<gid>'``; idempotent.
 
         Steps:
@@ -116,7 +179,8 @@ class PostgresParticipant(SinkParticipant):
             2. If no such prepared transaction exists, the commits table decides: a recorded
                batch was already committed (no-op).
             3. Otherwise the transaction never prepared here: redo it from ``files`` in one
-               ordinary transaction when they are given, else raise :class:`TransactionNotPrepared`.
+               ordinary transaction when they are given (with ``bindings``), else raise
+               :class:`TransactionNotPrepared`.
         """
         gid = gid_of(self.name, txn)
         with self._connect() as conn:
@@ -134,13 +198,14 @@ class PostgresParticipant(SinkParticipant):
             # Step 3
             if not files:
                 raise TransactionNotPrepared(self.name, txn)
-            rows = load_batch(files)
-            _log.warning(
-                "commit.redo_from_staging", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=len(rows)
-            )
+            outputs = self.load(files, bindings)
+            rows = sum(b.rows.num_rows for b in outputs)
+            _log.warning("commit.redo_from_staging", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=rows)
+            for bound in outputs:
+                self._ensure_table(conn, bound.binding)
             with conn.transaction():
-                if rows:
-                    conn.execute(UPSERT_ROWS, upsert_params(rows))
+                for bound in outputs:
+                    self._write(conn, bound)
                 conn.execute(RECORD_COMMIT, (self.name, txn.job, txn.batch))
 
     def abort(self, txn: TxnId) -> None:

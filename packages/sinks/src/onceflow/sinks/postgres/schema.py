@@ -1,21 +1,12 @@
-"""Tables of the PostgreSQL sink and the global transaction ids of its prepared transactions."""
+"""The PostgreSQL sink's own table, catalog queries, and the global ids of its prepared transactions."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Final
 
-from onceflow.core.avro import IpCount
 from onceflow.sinks.base import TxnId
 
 SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS ip_counts (
-    window_start BIGINT NOT NULL,
-    window_end   BIGINT NOT NULL,
-    ip           TEXT   NOT NULL,
-    count        BIGINT NOT NULL,
-    PRIMARY KEY (window_start, ip)
-);
 CREATE TABLE IF NOT EXISTS onceflow_commits (
     sink         TEXT        NOT NULL,
     job          TEXT        NOT NULL,
@@ -25,26 +16,21 @@ CREATE TABLE IF NOT EXISTS onceflow_commits (
 )
 """
 
-#: Upsert a whole batch in one statement: the columns as four arrays (see :func:`upsert_params`). The
-#: rows go in array order (load_batch sorts them by key, so row locks are taken in one global order)
-#: and each key appears once (load_batch keeps the last row of a key), as ON CONFLICT requires.
-UPSERT_ROWS: Final = """
-INSERT INTO ip_counts (window_start, window_end, ip, count)
-SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::bigint[])
-ON CONFLICT (window_start, ip) DO UPDATE SET window_end = EXCLUDED.window_end, count = EXCLUDED.count
-"""
-
 RECORD_COMMIT: Final = "INSERT INTO onceflow_commits (sink, job, batch) VALUES (%s, %s, %s)"
 
+#: A table's columns: name, type (as ``format_type`` spells it), NOT NULL, has a default.
+TABLE_COLUMNS: Final = """
+SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, a.atthasdef
+FROM pg_attribute a WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum
+"""
 
-def upsert_params(rows: Sequence[IpCount]) -> tuple[list[int], list[int], list[str], list[int]]:
-    """The parameters of :data:`UPSERT_ROWS`: one list per column."""
-    return (
-        [r["window_start"] for r in rows],
-        [r["window_end"] for r in rows],
-        [r["ip"] for r in rows],
-        [r["count"] for r in rows],
-    )
+#: A table's primary key columns, in key order.
+PRIMARY_KEY: Final = """
+SELECT a.attname FROM pg_index i
+JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, position) ON true
+JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+WHERE i.indrelid = to_regclass(%s) AND i.indisprimary ORDER BY k.position
+"""
 
 
 #: PostgreSQL's limit on a prepared transaction's identifier (GIDSIZE - 1).

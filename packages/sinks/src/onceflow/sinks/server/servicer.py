@@ -12,6 +12,8 @@ import psycopg
 from confluent_kafka import KafkaException
 
 from onceflow.core.confinement import PathNotAllowed, StagingConfinement
+from onceflow.core.contract import SinkBinding
+from onceflow.core.contract.proto import binding_from_proto, files_from_proto
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
 from onceflow.core.logging import get_logger
 from onceflow.core.request_limits import MAX_ID_BYTES, MAX_STAGED_FILES, MAX_URI_BYTES, oversize
@@ -19,7 +21,7 @@ from onceflow.core.staging import StagedFile, StagingError
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
 from onceflow.sinks.base import SinkParticipant, TxnId
 from onceflow.sinks.exceptions import SinkError
-from onceflow.sinks.server.convert import staged_files_from_proto, txn_from_proto, txn_to_proto
+from onceflow.sinks.server.convert import txn_from_proto, txn_to_proto
 from onceflow.sinks.server.metrics import ParticipantMetrics
 
 SERVICE_NAME: Final = participant_pb2.DESCRIPTOR.services_by_name["Participant"].full_name
@@ -34,6 +36,8 @@ STATUS_CODES: Final[Mapping[type[BaseException], grpc.StatusCode]] = {
 }
 
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
+#: Bindings one request may carry (a job's outputs times its tables and topics on one connection).
+MAX_BINDINGS: Final = 64
 _log = get_logger(__name__)
 
 
@@ -106,7 +110,28 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
                 raise InvalidRequest(f"files[{i}].count must be >= 0, got {message.count} ({message.uri})")
             if not _SHA256.match(message.sha256):
                 raise InvalidRequest(f"files[{i}].sha256 must be 64 hex digits, got {message.sha256!r} ({message.uri})")
-        return staged_files_from_proto(messages)
+        return files_from_proto(messages)
+
+    @staticmethod
+    def _bindings(messages: Sequence[common_pb2.SinkBinding], sink: str, *, schema_required: bool) -> list[SinkBinding]:
+        """The request's bindings, each checked; :class:`InvalidRequest` names the binding and the field."""
+        if len(messages) > MAX_BINDINGS:
+            raise InvalidRequest(f"bindings lists {len(messages)} bindings, more than the limit of {MAX_BINDINGS}")
+        bindings = []
+        for i, message in enumerate(messages):
+            for name in ("output", "table", "topic", "record_name", "mode", "value_format"):
+                if (problem := oversize(getattr(message, name), MAX_ID_BYTES)) is not None:
+                    raise InvalidRequest(f"bindings[{i}].{name} {problem}")
+            try:
+                binding = binding_from_proto(message)
+            except ValueError as exc:
+                raise InvalidRequest(f"bindings[{i}]: {exc}") from None
+            if binding.sink != sink:
+                raise InvalidRequest(f"bindings[{i}].sink is {binding.sink!r}, but the request is for sink {sink!r}")
+            if schema_required and binding.schema is None:
+                raise InvalidRequest(f"bindings[{i}] ({binding.describe()}) has no arrow_schema")
+            bindings.append(binding)
+        return bindings
 
     def _confine(self, files: Sequence[StagedFile]) -> None:
         """Raise :class:`PathNotAllowed` (naming the file) unless every file may be opened."""
@@ -124,6 +149,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         try:
             txn = self._txn(request)
             files = self._files(request.files, required=True)
+            bindings = self._bindings(request.bindings, sink.name, schema_required=False)
         except InvalidRequest as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         try:
@@ -133,7 +159,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
             self._metrics.prepares.labels(sink.name, "no").inc()
             return participant_pb2.PrepareTransactionResponse(vote_commit=False, reason=f"staged file refused: {exc}")
         started = time.perf_counter()
-        result = sink.prepare(txn, files)
+        result = sink.prepare(txn, files, bindings)
         self._metrics.prepare_seconds.labels(sink.name).observe(time.perf_counter() - started)
         self._metrics.prepares.labels(sink.name, "yes" if result.vote_commit else "no").inc()
         return participant_pb2.PrepareTransactionResponse(
@@ -148,12 +174,31 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         try:
             txn = self._txn(request)
             files = self._files(request.files, required=False)
+            bindings = self._bindings(request.bindings, sink.name, schema_required=False)
             self._confine(files)
         except (InvalidRequest, PathNotAllowed) as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        sink.commit(txn, files)
+        sink.commit(txn, files, bindings)
         self._metrics.commits.labels(sink.name).inc()
         return participant_pb2.CommitPreparedTransactionResponse()
+
+    @translate_errors(STATUS_CODES)
+    def PrepareBindings(  # noqa: N802
+        self, request: participant_pb2.PrepareBindingsRequest, context: grpc.ServicerContext
+    ) -> participant_pb2.PrepareBindingsResponse:
+        """Check (and create) a job's tables and topics; a refusal is FAILED_PRECONDITION naming the mismatch."""
+        sink = self._sink(request.sink, context)
+        try:
+            if not request.job:
+                raise InvalidRequest("job must not be empty")
+            if (problem := oversize(request.job, MAX_ID_BYTES)) is not None:
+                raise InvalidRequest(f"job {problem}")
+            bindings = self._bindings(request.bindings, sink.name, schema_required=True)
+        except InvalidRequest as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        sink.prepare_bindings(request.job, bindings)
+        _log.info("bindings.ready", sink=sink.name, job=request.job, bindings=";".join(b.describe() for b in bindings))
+        return participant_pb2.PrepareBindingsResponse()
 
     @translate_errors(STATUS_CODES)
     def AbortPreparedTransaction(  # noqa: N802

@@ -1,8 +1,10 @@
-"""The SQLite sink participant: the embedded default, one database file."""
+"""The SQLite sink participant: the embedded default, one database file, any table."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+import json
 import sqlite3
 import threading
 import time
@@ -10,12 +12,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from onceflow.core.avro import IpCount
+from onceflow.core.contract import SinkBinding, SinkMode, ip_count_table_binding
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
-from onceflow.sinks.base import SinkParticipant, TxnId, load_batch
-from onceflow.sinks.exceptions import TransactionAlreadyCommitted, TransactionNotPrepared
-from onceflow.sinks.sqlite.schema import APPLY_STAGED, SCHEMA, UPSERT_ROW
+from onceflow.sinks.base import BoundRows, SinkParticipant, TxnId
+from onceflow.sinks.exceptions import PrepareRejected, TransactionAlreadyCommitted, TransactionNotPrepared
+from onceflow.sinks.sqlite.schema import SCHEMA
+from onceflow.sinks.tables import SQLITE, Column, null_violation, plan_table
 
 _log = get_logger(__name__)
 
@@ -27,12 +30,14 @@ class _State(enum.Enum):
 
 
 class SqliteParticipant(SinkParticipant):
-    """Writes results to ``ip_counts`` in a SQLite file, with two-phase commit.
+    """Writes each binding's rows to its table in a SQLite file, with two-phase commit.
 
-    The prepared state is the batch's rows in ``onceflow_staged_rows`` plus a row in
-    ``onceflow_prepared``, written in one SQLite transaction; commit moves the rows into
-    ``ip_counts`` and records ``(sink, job, batch)`` in ``onceflow_commits`` in one transaction.
-    The database runs in WAL mode with ``synchronous=FULL``, so every committed SQLite
+    The prepared state is a row in ``onceflow_pending`` holding the transaction's bindings and staged
+    files (which the coordinator keeps until the transaction ends), written after the rows were read,
+    verified and checked against their tables (a NOT NULL column that would get a null votes no).
+    Commit writes every binding's rows (upsert on the keys, or append) and records
+    ``(sink, job, batch)`` in ``onceflow_commits`` in ONE SQLite transaction, so a replayed batch is
+    recognised by its id, never by a key. WAL mode with ``synchronous=FULL``: every committed SQLite
     transaction (and so every yes vote) survives a crash of the process or the machine.
     """
 
@@ -46,7 +51,11 @@ class SqliteParticipant(SinkParticipant):
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = FULL")
         self._db.executescript(SCHEMA)
+        self._ready: set[tuple[str, str]] = set()
         _log.info("sqlite.open", sink=name, path=str(self.path))
+
+    def default_bindings(self) -> list[SinkBinding]:
+        return [ip_count_table_binding(self.name)]
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -60,68 +69,151 @@ class SqliteParticipant(SinkParticipant):
                 raise
             self._db.execute("COMMIT")
 
+    # --- tables ---------------------------------------------------------------------------------
+
+    def _columns(self, table: str) -> tuple[list[Column] | None, list[str]]:
+        """The table's columns and primary key, or (None, []) when there is no such table."""
+        info = self._db.execute(f"PRAGMA table_info({SQLITE.quote(table)})").fetchall()
+        if not info:
+            return None, []
+        columns = [
+            Column(str(name), str(kind), bool(notnull), default is not None)
+            for _, name, kind, notnull, default, _ in info
+        ]
+        key = [str(row[1]) for row in sorted((r for r in info if r[5]), key=lambda r: r[5])]
+        return columns, key
+
+    def prepare_bindings(self, job: str, bindings: Sequence[SinkBinding]) -> None:
+        """Create or check every binding's table (see :func:`onceflow.sinks.tables.plan_table`)."""
+        with self._transaction() as db:
+            for binding in bindings:
+                self._ensure_table(db, binding, force=True)
+
+    def _ensure_table(self, db: sqlite3.Connection, binding: SinkBinding, *, force: bool = False) -> None:
+        """Make ``binding.table`` fit the binding: checked when a job starts, then once per participant life."""
+        if binding.schema is None or ((binding.table, binding.output) in self._ready and not force):
+            return
+        existing, key = self._columns(binding.table)
+        plan = plan_table(SQLITE, self.name, binding, existing, key)
+        for statement in plan.statements:
+            db.execute(statement)
+        if plan.created or plan.added:
+            _log.info(
+                "table.ready", sink=self.name, table=binding.table, created=plan.created, added=",".join(plan.added)
+            )
+        self._ready.add((binding.table, binding.output))
+
+    def _write(self, db: sqlite3.Connection, bound: BoundRows) -> None:
+        binding, rows = bound.binding, bound.rows
+        if not rows.num_rows:
+            return
+        q = SQLITE.quote
+        names = rows.column_names
+        statement = (
+            f"INSERT INTO {q(binding.table)} ({', '.join(q(n) for n in names)}) "
+            f"VALUES ({', '.join('?' for _ in names)})"
+        )
+        if binding.mode is SinkMode.UPSERT and binding.keys:
+            others = [n for n in names if n not in binding.keys]
+            action = ", ".join(f"{q(n)} = excluded.{q(n)}" for n in others) if others else ""
+            conflict = f" ON CONFLICT ({', '.join(q(k) for k in binding.keys)}) "
+            statement += conflict + (f"DO UPDATE SET {action}" if action else "DO NOTHING")
+        db.executemany(statement, zip(*SQLITE.columns(rows), strict=True))
+
+    # --- the protocol ---------------------------------------------------------------------------
+
     def _state(self, db: sqlite3.Connection, txn: TxnId) -> _State:
         key = (self.name, txn.job, txn.batch)
         if db.execute("SELECT 1 FROM onceflow_commits WHERE sink = ? AND job = ? AND batch = ?", key).fetchone():
             return _State.COMMITTED
-        if db.execute("SELECT 1 FROM onceflow_prepared WHERE sink = ? AND job = ? AND batch = ?", key).fetchone():
+        if db.execute("SELECT 1 FROM onceflow_pending WHERE sink = ? AND job = ? AND batch = ?", key).fetchone():
             return _State.PREPARED
         return _State.UNKNOWN
 
-    def prepare_rows(self, txn: TxnId, rows: Sequence[IpCount], files: Sequence[StagedFile]) -> None:
-        """Write the rows to the staging table and mark ``txn`` prepared, in one SQLite transaction."""
+    def prepare_rows(self, txn: TxnId, outputs: Sequence[BoundRows], files: Sequence[StagedFile]) -> None:
+        """Check the rows against their tables and record the prepared transaction, in one SQLite transaction.
+
+        Steps:
+            1. A transaction already prepared or committed is prepared: nothing to write.
+            2. Create or check each binding's table; a NOT NULL column that a row would leave null
+               is a no vote naming it.
+            3. Record the bindings and the staged files in ``onceflow_pending``.
+        """
         with self._transaction() as db:
+            # Step 1
             state = self._state(db, txn)
             if state is not _State.UNKNOWN:
                 _log.info("prepare.again", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, state=state.value)
                 return
-            db.executemany(
-                "INSERT INTO onceflow_staged_rows VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (self.name, txn.job, txn.batch, r["window_start"], r["window_end"], r["ip"], r["count"])
-                    for r in rows
-                ],
-            )
+            # Step 2
+            for bound in outputs:
+                self._ensure_table(db, bound.binding)
+                columns, _ = self._columns(bound.binding.table)
+                problem = null_violation(bound.binding, [c.name for c in columns or () if c.not_null], bound.rows)
+                if problem:
+                    raise PrepareRejected(f"sink {self.name!r} cannot prepare {txn}: {problem}")
+            # Step 3
             db.execute(
-                "INSERT INTO onceflow_prepared VALUES (?, ?, ?, ?, ?)",
-                (self.name, txn.job, txn.batch, len(rows), time.time()),
+                "INSERT INTO onceflow_pending VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    self.name,
+                    txn.job,
+                    txn.batch,
+                    json.dumps([b.binding.to_dict() for b in outputs]),
+                    json.dumps([dataclasses.asdict(f) for f in files]),
+                    time.time(),
+                ),
             )
 
-    def commit(self, txn: TxnId, files: Sequence[StagedFile] = ()) -> None:
-        """Move the prepared rows into ``ip_counts`` and record the commit, in one SQLite transaction.
+    def _pending(self, txn: TxnId) -> tuple[list[StagedFile], list[SinkBinding]] | None:
+        with self._lock:
+            found = self._db.execute(
+                "SELECT files, bindings FROM onceflow_pending WHERE sink = ? AND job = ? AND batch = ?",
+                (self.name, txn.job, txn.batch),
+            ).fetchone()
+        if found is None:
+            return None
+        files = [StagedFile(**f) for f in json.loads(found[0])]
+        return files, [SinkBinding.from_dict(b) for b in json.loads(found[1])]
+
+    def commit(self, txn: TxnId, files: Sequence[StagedFile] = (), bindings: Sequence[SinkBinding] = ()) -> None:
+        """Write every binding's rows and record the commit, in one SQLite transaction; idempotent.
 
         Steps:
             1. An already committed ``txn`` is a no-op.
-            2. Upsert the staged rows into ``ip_counts``. A transaction with no prepared state is
-               redone from ``files`` when they are given (the coordinator decided COMMIT, so every
-               participant voted yes), and is an error otherwise.
-            3. Record ``(sink, job, batch)`` in ``onceflow_commits`` and drop the prepared state.
+            2. Read the rows of the prepared bindings and files; a transaction with no prepared state
+               is redone from ``files`` and ``bindings`` when given (the coordinator decided COMMIT,
+               so every participant voted yes), and is an error otherwise.
+            3. In one transaction: write each binding's rows, record ``(sink, job, batch)`` in
+               ``onceflow_commits`` and drop the prepared state.
         """
-        redo: list[IpCount] | None = None
         with self._lock:
-            needs_redo = self._state(self._db, txn) is _State.UNKNOWN
-        if needs_redo and files:
-            redo = load_batch(files)
+            state = self._state(self._db, txn)
+        # Step 1
+        if state is _State.COMMITTED:
+            _log.info("commit.already_committed", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+            return
+        # Step 2
+        pending = self._pending(txn)
+        if pending is not None:
+            outputs = self.load(*pending)
+        elif files:
+            _log.warning("commit.redo_from_staging", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+            outputs = self.load(files, bindings)
+        else:
+            raise TransactionNotPrepared(self.name, txn)
+        # Step 3
+        key = (self.name, txn.job, txn.batch)
         with self._transaction() as db:
-            # Step 1
-            state = self._state(db, txn)
-            if state is _State.COMMITTED:
-                _log.info("commit.already_committed", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+            if self._state(db, txn) is _State.COMMITTED:
                 return
-            # Step 2
-            key = (self.name, txn.job, txn.batch)
-            if state is _State.PREPARED:
-                db.execute(APPLY_STAGED, key)
-            elif redo is not None:
-                _log.warning("commit.redo_from_staging", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
-                db.executemany(UPSERT_ROW, [(r["window_start"], r["window_end"], r["ip"], r["count"]) for r in redo])
-            else:
-                raise TransactionNotPrepared(self.name, txn)
-            # Step 3
+            for bound in outputs:
+                self._ensure_table(db, bound.binding)
+                self._write(db, bound)
             db.execute("INSERT INTO onceflow_commits VALUES (?, ?, ?, ?)", (*key, time.time()))
-            db.execute("DELETE FROM onceflow_staged_rows WHERE sink = ? AND job = ? AND batch = ?", key)
-            db.execute("DELETE FROM onceflow_prepared WHERE sink = ? AND job = ? AND batch = ?", key)
-        _log.info("commit.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+            db.execute("DELETE FROM onceflow_pending WHERE sink = ? AND job = ? AND batch = ?", key)
+        rows = sum(b.rows.num_rows for b in outputs)
+        _log.info("commit.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=rows)
 
     def abort(self, txn: TxnId) -> None:
         """Drop the prepared state of ``txn``; an unknown transaction is a no-op."""
@@ -129,15 +221,15 @@ class SqliteParticipant(SinkParticipant):
             state = self._state(db, txn)
             if state is _State.COMMITTED:
                 raise TransactionAlreadyCommitted(self.name, txn)
-            key = (self.name, txn.job, txn.batch)
-            db.execute("DELETE FROM onceflow_staged_rows WHERE sink = ? AND job = ? AND batch = ?", key)
-            db.execute("DELETE FROM onceflow_prepared WHERE sink = ? AND job = ? AND batch = ?", key)
+            db.execute(
+                "DELETE FROM onceflow_pending WHERE sink = ? AND job = ? AND batch = ?", (self.name, txn.job, txn.batch)
+            )
         _log.info("abort.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, state=state.value)
 
     def list_prepared(self) -> list[TxnId]:
         with self._lock:
             found = self._db.execute(
-                "SELECT job, batch FROM onceflow_prepared WHERE sink = ? ORDER BY prepared_at, job, batch", (self.name,)
+                "SELECT job, batch FROM onceflow_pending WHERE sink = ? ORDER BY prepared_at, job, batch", (self.name,)
             ).fetchall()
         return [TxnId(job, batch) for job, batch in found]
 
