@@ -10,6 +10,7 @@ import enum
 import re
 from dataclasses import dataclass, field
 
+from onceflow.core.contract import SinkBinding
 from onceflow.core.staging import StagedFile
 
 #: A job name: letters, digits, ``.``, ``_``, ``-``; no ``:`` (it separates job and batch in ids).
@@ -86,10 +87,12 @@ class TransactionId:
 
 @dataclass(frozen=True, slots=True)
 class ParticipantRef:
-    """A sink of a job and the gRPC target of the participant server hosting it."""
+    """A sink of a job, the gRPC target of the participant server hosting it, and what the job writes
+    there (its bindings; none = the sink's default binding)."""
 
     sink: str
     target: str
+    bindings: tuple[SinkBinding, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

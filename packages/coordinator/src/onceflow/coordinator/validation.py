@@ -81,6 +81,10 @@ def check_epoch(epoch: int) -> int:
     return epoch
 
 
+#: Bindings one participant of a job may carry (its outputs times its tables and topics).
+MAX_BINDINGS = 64
+
+
 def check_files(files: Sequence[StagedFile]) -> tuple[StagedFile, ...]:
     """The files with their SHA-256 in lowercase; every file needs a URI, a count >= 0 and a 64-hex digest."""
     if len(files) > MAX_STAGED_FILES:
@@ -102,7 +106,7 @@ def check_files(files: Sequence[StagedFile]) -> tuple[StagedFile, ...]:
             raise InvalidRequest(f"{where}.count", f"must be >= 0, got {file.count} ({file.uri})")
         if not _HEX64.fullmatch(file.sha256):
             raise InvalidRequest(f"{where}.sha256", f"must be 64 hex characters, got {file.sha256!r} ({file.uri})")
-        checked.append(StagedFile(file.uri, file.count, file.sha256.lower()))
+        checked.append(StagedFile(file.uri, file.count, file.sha256.lower(), file.output))
     return tuple(checked)
 
 
@@ -124,4 +128,15 @@ def check_participants(participants: Sequence[ParticipantRef]) -> tuple[Particip
         if ref.sink in sinks:
             raise InvalidRequest(f"participants[{index}].sink", f"sink {ref.sink!r} is listed twice")
         sinks.add(ref.sink)
+        if len(ref.bindings) > MAX_BINDINGS:
+            raise InvalidRequest(
+                f"participants[{index}].bindings",
+                f"{len(ref.bindings)} bindings, more than the limit of {MAX_BINDINGS}",
+            )
+        for j, binding in enumerate(ref.bindings):
+            if binding.sink != ref.sink:
+                raise InvalidRequest(
+                    f"participants[{index}].bindings[{j}].sink",
+                    f"is {binding.sink!r}, but the participant's sink is {ref.sink!r}",
+                )
     return tuple(participants)

@@ -129,9 +129,24 @@ class TwoPhaseCommitEngine:
         return registered
 
     def register_participants(self, job: str, epoch: int, participants: Sequence[ParticipantRef]) -> JobState:
-        """Replace the job's participants (new attempts use them; running ones keep theirs)."""
+        """Replace the job's participants and bindings (new attempts use them; running ones keep theirs).
+
+        Steps:
+            1. Check the request and that ``epoch`` is the job's writer.
+            2. Have every participant with bindings check (and create) its tables and topics: a refusal
+               (:class:`BindingsRefused`) fails the registration, so the job fails before any batch.
+            3. Log the job's new participants.
+        """
+        # Step 1
         validation.check_job(job)
         refs = validation.check_participants(participants)
+        with self.book.lock:
+            self.check_writer(job, epoch)
+        # Step 2
+        for ref in refs:
+            if ref.bindings:
+                self.fanout.connector.connect(ref).prepare_bindings(job, self.config.prepare_timeout)
+        # Step 3
         with self.book.lock:
             current = self.check_writer(job, epoch)
             registered = dataclasses.replace(current, participants=refs)

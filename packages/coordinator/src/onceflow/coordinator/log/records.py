@@ -21,6 +21,7 @@ from onceflow.coordinator.model import (
     TransactionId,
     TransactionState,
 )
+from onceflow.core.contract import DEFAULT_OUTPUT, SinkBinding
 
 #: Version of the JSON value format. Readers reject versions they do not know.
 FORMAT_VERSION: Final = 1
@@ -57,7 +58,7 @@ def encode(record: LogRecord) -> tuple[bytes, bytes | None]:
             "epoch": record.epoch,
             "writer_id": record.writer_id,
             "last_committed_batch": record.last_committed_batch,
-            "participants": [{"sink": p.sink, "target": p.target} for p in record.participants],
+            "participants": [_ref_doc(p) for p in record.participants],
         }
     else:
         doc = {
@@ -68,8 +69,8 @@ def encode(record: LogRecord) -> tuple[bytes, bytes | None]:
             "state": record.state.value,
             "writer_epoch": record.writer_epoch,
             "attempt": record.attempt,
-            "files": [{"uri": f.uri, "count": f.count, "sha256": f.sha256} for f in record.files],
-            "participants": [{"sink": p.sink, "target": p.target} for p in record.participants],
+            "files": [{"uri": f.uri, "count": f.count, "sha256": f.sha256, "output": f.output} for f in record.files],
+            "participants": [_ref_doc(p) for p in record.participants],
             "votes": [
                 {"sink": v.sink, "prepared": v.prepared, "acknowledged": v.acknowledged, "error": v.error}
                 for v in record.votes
@@ -79,6 +80,19 @@ def encode(record: LogRecord) -> tuple[bytes, bytes | None]:
             "reason": record.reason,
         }
     return key, json.dumps(doc, separators=(",", ":")).encode()
+
+
+def _ref_doc(ref: ParticipantRef) -> dict[str, Any]:
+    doc: dict[str, Any] = {"sink": ref.sink, "target": ref.target}
+    if ref.bindings:
+        doc["bindings"] = [b.to_dict() for b in ref.bindings]
+    return doc
+
+
+def _ref(doc: dict[str, Any]) -> ParticipantRef:
+    """A participant ref; records written before bindings existed have none (the default binding)."""
+    bindings = tuple(SinkBinding.from_dict(b) for b in doc.get("bindings", ()))
+    return ParticipantRef(doc["sink"], doc["target"], bindings)
 
 
 def decode(key: bytes, value: bytes | None) -> LogRecord:
@@ -98,7 +112,7 @@ def decode(key: bytes, value: bytes | None) -> LogRecord:
                 epoch=int(doc["epoch"]),
                 writer_id=doc["writer_id"],
                 last_committed_batch=int(doc["last_committed_batch"]),
-                participants=tuple(ParticipantRef(p["sink"], p["target"]) for p in doc["participants"]),
+                participants=tuple(_ref(p) for p in doc["participants"]),
             )
         if doc["type"] == "txn":
             return Transaction(
@@ -106,8 +120,11 @@ def decode(key: bytes, value: bytes | None) -> LogRecord:
                 state=TransactionState(doc["state"]),
                 writer_epoch=int(doc["writer_epoch"]),
                 attempt=int(doc["attempt"]),
-                files=tuple(StagedFile(f["uri"], int(f["count"]), f["sha256"]) for f in doc["files"]),
-                participants=tuple(ParticipantRef(p["sink"], p["target"]) for p in doc["participants"]),
+                files=tuple(
+                    StagedFile(f["uri"], int(f["count"]), f["sha256"], f.get("output") or DEFAULT_OUTPUT)
+                    for f in doc["files"]
+                ),
+                participants=tuple(_ref(p) for p in doc["participants"]),
                 votes=tuple(
                     ParticipantVote(v["sink"], bool(v["prepared"]), bool(v["acknowledged"]), v["error"])
                     for v in doc["votes"]

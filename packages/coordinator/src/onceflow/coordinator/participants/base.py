@@ -37,6 +37,15 @@ class ParticipantFailed(OnceflowError):  # noqa: N818
         super().__init__(f"participant {sink!r} failed: {reason}")
 
 
+class BindingsRefused(OnceflowError):  # noqa: N818
+    """A participant refused a job's bindings (a table that does not fit, an unsupported type)."""
+
+    def __init__(self, sink: str, target: str, reason: str) -> None:
+        self.sink = sink
+        self.reason = reason
+        super().__init__(f"participant {sink!r} at {target} refused the job's bindings: {reason}")
+
+
 class ParticipantClient(ABC):
     """One sink of a participant server, with Flink's two-phase-commit lifecycle.
 
@@ -67,6 +76,14 @@ class ParticipantClient(ABC):
     @abstractmethod
     def abort(self, txn: TransactionId, timeout: float) -> None:
         """Abort the transaction, prepared or not."""
+
+    @abstractmethod
+    def prepare_bindings(self, job: str, timeout: float) -> None:
+        """Have the sink check (and create) the tables and topics of ``self.ref.bindings`` for ``job``.
+
+        Raises :class:`BindingsRefused` when they do not fit (the reason names table, column and
+        mismatch), :class:`ParticipantUnavailable` when the participant cannot answer now.
+        """
 
 
 class ParticipantConnector(ABC):

@@ -9,12 +9,14 @@ import grpc
 
 from onceflow.coordinator.model import ParticipantRef, StagedFile, TransactionId
 from onceflow.coordinator.participants.base import (
+    BindingsRefused,
     ParticipantClient,
     ParticipantConnector,
     ParticipantFailed,
     ParticipantUnavailable,
     PrepareVote,
 )
+from onceflow.core.contract.proto import bindings_to_proto, files_to_proto
 from onceflow.core.grpc import open_channel
 from onceflow.core.settings import TlsSettings
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
@@ -29,16 +31,13 @@ def _txn_proto(txn: TransactionId) -> common_pb2.TransactionId:
     return common_pb2.TransactionId(job=txn.job, batch=txn.batch)
 
 
-def _files_proto(files: Sequence[StagedFile]) -> list[common_pb2.StagedFile]:
-    return [common_pb2.StagedFile(uri=f.uri, count=f.count, sha256=f.sha256) for f in files]
-
-
 class GrpcParticipantClient(ParticipantClient):
     """One sink of a participant server, reached over a shared channel."""
 
     def __init__(self, ref: ParticipantRef, channel: grpc.Channel) -> None:
         super().__init__(ref)
         self._stub = participant_pb2_grpc.ParticipantStub(channel)  # type: ignore[no-untyped-call]
+        self._bindings = bindings_to_proto(ref.bindings)
 
     def _error(self, exc: grpc.RpcError, call: str) -> Exception:
         code = exc.code() if isinstance(exc, grpc.Call) else None
@@ -50,7 +49,7 @@ class GrpcParticipantClient(ParticipantClient):
 
     def prepare(self, txn: TransactionId, files: Sequence[StagedFile], timeout: float) -> PrepareVote:
         request = participant_pb2.PrepareTransactionRequest(
-            sink=self.sink, id=_txn_proto(txn), files=_files_proto(files)
+            sink=self.sink, id=_txn_proto(txn), files=files_to_proto(files), bindings=self._bindings
         )
         try:
             response = self._stub.PrepareTransaction(request, timeout=timeout)
@@ -63,12 +62,22 @@ class GrpcParticipantClient(ParticipantClient):
 
     def commit(self, txn: TransactionId, files: Sequence[StagedFile], timeout: float) -> None:
         request = participant_pb2.CommitPreparedTransactionRequest(
-            sink=self.sink, id=_txn_proto(txn), files=_files_proto(files)
+            sink=self.sink, id=_txn_proto(txn), files=files_to_proto(files), bindings=self._bindings
         )
         try:
             self._stub.CommitPreparedTransaction(request, timeout=timeout)
         except grpc.RpcError as exc:
             raise self._error(exc, "CommitPreparedTransaction") from None
+
+    def prepare_bindings(self, job: str, timeout: float) -> None:
+        request = participant_pb2.PrepareBindingsRequest(sink=self.sink, job=job, bindings=self._bindings)
+        try:
+            self._stub.PrepareBindings(request, timeout=timeout)
+        except grpc.RpcError as exc:
+            code = exc.code() if isinstance(exc, grpc.Call) else None
+            if code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
+                raise BindingsRefused(self.sink, self.ref.target, str(exc.details())) from None
+            raise self._error(exc, "PrepareBindings") from None
 
     def abort(self, txn: TransactionId, timeout: float) -> None:
         request = participant_pb2.AbortPreparedTransactionRequest(sink=self.sink, id=_txn_proto(txn))

@@ -10,10 +10,10 @@ from onceflow.coordinator.exceptions import InvalidRequest
 from onceflow.coordinator.model import (
     ParticipantRef,
     Resolution,
-    StagedFile,
     Transaction,
     TransactionState,
 )
+from onceflow.core.contract.proto import binding_from_proto, files_to_proto
 from onceflow.proto.v1 import common_pb2, coordinator_pb2
 
 _STATE_TO_PROTO = {
@@ -53,16 +53,18 @@ def resolution_from_proto(value: int) -> Resolution:
         raise InvalidRequest("resolution", "must be RESOLUTION_COMMIT or RESOLUTION_ABORT") from None
 
 
-def files_from_proto(files: Iterable[common_pb2.StagedFile]) -> list[StagedFile]:
-    return [StagedFile(uri=f.uri, count=f.count, sha256=f.sha256) for f in files]
-
-
-def files_to_proto(files: Iterable[StagedFile]) -> list[common_pb2.StagedFile]:
-    return [common_pb2.StagedFile(uri=f.uri, count=f.count, sha256=f.sha256) for f in files]
-
-
 def participants_from_proto(refs: Iterable[coordinator_pb2.ParticipantRef]) -> list[ParticipantRef]:
-    return [ParticipantRef(sink=ref.sink, target=ref.target) for ref in refs]
+    """Participant refs with their bindings; a bad binding is :class:`InvalidRequest` naming it."""
+    converted = []
+    for i, ref in enumerate(refs):
+        bindings = []
+        for j, message in enumerate(ref.bindings):
+            try:
+                bindings.append(binding_from_proto(message))
+            except ValueError as exc:
+                raise InvalidRequest(f"participants[{i}].bindings[{j}]", str(exc)) from None
+        converted.append(ParticipantRef(sink=ref.sink, target=ref.target, bindings=tuple(bindings)))
+    return converted
 
 
 def _timestamp(seconds: float) -> Timestamp:

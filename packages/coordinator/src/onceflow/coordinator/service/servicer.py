@@ -30,7 +30,9 @@ from onceflow.coordinator.exceptions import (
     UnknownEpoch,
     UnknownJob,
 )
+from onceflow.coordinator.participants.base import BindingsRefused, ParticipantFailed, ParticipantUnavailable
 from onceflow.coordinator.service import convert
+from onceflow.core.contract.proto import files_from_proto
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
 from onceflow.proto.v1 import coordinator_pb2, coordinator_pb2_grpc
 
@@ -39,6 +41,9 @@ SERVICE_NAME = coordinator_pb2.DESCRIPTOR.services_by_name["TransactionCoordinat
 STATUS_CODES: Mapping[type[BaseException], grpc.StatusCode] = {
     **DEFAULT_STATUS_CODES,
     InvalidRequest: grpc.StatusCode.INVALID_ARGUMENT,
+    BindingsRefused: grpc.StatusCode.FAILED_PRECONDITION,
+    ParticipantUnavailable: grpc.StatusCode.UNAVAILABLE,
+    ParticipantFailed: grpc.StatusCode.UNAVAILABLE,
     LogAppendRejected: grpc.StatusCode.RESOURCE_EXHAUSTED,
     UnknownJob: grpc.StatusCode.NOT_FOUND,
     UnknownEpoch: grpc.StatusCode.FAILED_PRECONDITION,
@@ -75,7 +80,7 @@ class TransactionCoordinatorServicer(coordinator_pb2_grpc.TransactionCoordinator
         self, request: coordinator_pb2.CommitTransactionRequest, context: grpc.ServicerContext
     ) -> coordinator_pb2.CommitTransactionResponse:
         outcome = self._engine.commit_transaction(
-            request.job, request.writer_epoch, request.batch, convert.files_from_proto(request.files)
+            request.job, request.writer_epoch, request.batch, files_from_proto(request.files)
         )
         return coordinator_pb2.CommitTransactionResponse(
             state=convert.state_to_proto(outcome.state), reason=outcome.reason

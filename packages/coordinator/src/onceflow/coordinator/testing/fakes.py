@@ -16,11 +16,14 @@ import grpc
 
 from onceflow.coordinator.model import ParticipantRef, StagedFile, TransactionId
 from onceflow.coordinator.participants.base import (
+    BindingsRefused,
     ParticipantClient,
     ParticipantConnector,
     ParticipantUnavailable,
     PrepareVote,
 )
+from onceflow.core.contract import SinkBinding
+from onceflow.core.contract.proto import bindings_from_proto, files_from_proto
 from onceflow.core.grpc import build_server
 from onceflow.core.settings import GrpcServerSettings
 from onceflow.proto.v1 import participant_pb2, participant_pb2_grpc
@@ -46,6 +49,20 @@ class FakeSink:
         self.available = True
         #: Fail this many of the next commit calls as unavailable.
         self.fail_commits = 0
+        #: Refuse bindings with this reason.
+        self.refuse_bindings: str | None = None
+        #: The bindings each call carried: (call, txn or job, bindings).
+        self.bindings_seen: list[tuple[str, object, tuple[SinkBinding, ...]]] = []
+        #: The files each prepare carried.
+        self.files_seen: dict[TransactionId, tuple[StagedFile, ...]] = {}
+
+    def prepare_bindings(self, job: str, bindings: Sequence[SinkBinding]) -> None:
+        with self._changed:
+            self.bindings_seen.append(("prepare_bindings", job, tuple(bindings)))
+            if not self.available:
+                raise ParticipantUnavailable(self.name, "PrepareBindings: fake sink is down")
+            if self.refuse_bindings is not None:
+                raise BindingsRefused(self.name, f"fake:{self.name}", self.refuse_bindings)
 
     def _record(self, call: str, txn: TransactionId) -> None:
         with self._changed:
@@ -106,10 +123,18 @@ class FakeParticipantClient(ParticipantClient):
         self.fake = sink
 
     def prepare(self, txn: TransactionId, files: Sequence[StagedFile], timeout: float) -> PrepareVote:
+        with self.fake._changed:
+            self.fake.bindings_seen.append(("prepare", txn, self.ref.bindings))
+            self.fake.files_seen[txn] = tuple(files)
         return self.fake.prepare(txn, files)
 
     def commit(self, txn: TransactionId, files: Sequence[StagedFile], timeout: float) -> None:
+        with self.fake._changed:
+            self.fake.bindings_seen.append(("commit", txn, self.ref.bindings))
         self.fake.commit(txn, files)
+
+    def prepare_bindings(self, job: str, timeout: float) -> None:
+        self.fake.prepare_bindings(job, self.ref.bindings)
 
     def abort(self, txn: TransactionId, timeout: float) -> None:
         self.fake.abort(txn)
@@ -166,7 +191,10 @@ class FakeParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         self, request: participant_pb2.PrepareTransactionRequest, context: grpc.ServicerContext
     ) -> participant_pb2.PrepareTransactionResponse:
         sink = self._sink(request.sink, context)
-        files = [StagedFile(f.uri, f.count, f.sha256) for f in request.files]
+        files = files_from_proto(request.files)
+        with sink._changed:
+            sink.bindings_seen.append(("prepare", _txn(request), tuple(bindings_from_proto(request.bindings))))
+            sink.files_seen[_txn(request)] = tuple(files)
         try:
             vote = sink.prepare(_txn(request), files)
         except ParticipantUnavailable as exc:
@@ -180,10 +208,22 @@ class FakeParticipantServicer(participant_pb2_grpc.ParticipantServicer):
     ) -> participant_pb2.CommitPreparedTransactionResponse:
         sink = self._sink(request.sink, context)
         try:
-            sink.commit(_txn(request), [StagedFile(f.uri, f.count, f.sha256) for f in request.files])
+            sink.commit(_txn(request), files_from_proto(request.files))
         except ParticipantUnavailable as exc:
             context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
         return participant_pb2.CommitPreparedTransactionResponse()
+
+    def PrepareBindings(  # noqa: N802
+        self, request: participant_pb2.PrepareBindingsRequest, context: grpc.ServicerContext
+    ) -> participant_pb2.PrepareBindingsResponse:
+        sink = self._sink(request.sink, context)
+        try:
+            sink.prepare_bindings(request.job, bindings_from_proto(request.bindings))
+        except ParticipantUnavailable as exc:
+            context.abort(grpc.StatusCode.UNAVAILABLE, str(exc))
+        except BindingsRefused as exc:
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, exc.reason)
+        return participant_pb2.PrepareBindingsResponse()
 
     def AbortPreparedTransaction(  # noqa: N802
         self, request: participant_pb2.AbortPreparedTransactionRequest, context: grpc.ServicerContext
