@@ -21,6 +21,8 @@ CONNECT_STATUS_TOPIC: Final = INTERNAL_TOPIC_PREFIX + "connect_status"
 COORDINATOR_LOG_TOPIC: Final = INTERNAL_TOPIC_PREFIX + "coordinator_log"
 #: Commit markers of the Kafka sink participant (compacted).
 SINK_COMMITS_TOPIC: Final = INTERNAL_TOPIC_PREFIX + "sink_commits"
+#: Avro writer schemas of the Kafka sinks' topics, keyed by fingerprint (compacted).
+SCHEMAS_TOPIC: Final = INTERNAL_TOPIC_PREFIX + "schemas"
 
 
 def is_internal(topic: str) -> bool:

@@ -46,12 +46,14 @@ class SingleObjectSerde(Generic[T]):
     :class:`CorruptRecord` when the bytes are not a whole, valid record.
     """
 
-    def __init__(self, schema: Mapping[str, Any]) -> None:
+    def __init__(self, schema: Mapping[str, Any], *, logical_types: bool = False) -> None:
+        """``logical_types``: read and write decimals, dates and timestamps as Python values
+        (``Decimal``, ``date``, ``datetime``) instead of their raw Avro types."""
         self.schema: Mapping[str, Any] = copy.deepcopy(dict(schema))
         self.name = f"{schema.get('namespace', '')}.{schema['name']}".lstrip(".")
         self.fingerprint = schema_fingerprint(schema)
         self._header = MAGIC + self.fingerprint
-        self._parsed = parse_schema(_without_logical_types(self.schema))
+        self._parsed = parse_schema(dict(self.schema) if logical_types else _without_logical_types(self.schema))
 
     def encode(self, record: T) -> bytes:
         """Return the single-object encoding of ``record``."""

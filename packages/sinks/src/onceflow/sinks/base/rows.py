@@ -24,17 +24,17 @@ class BoundRows:
 def output_rows(files: Sequence[StagedFile], binding: SinkBinding) -> pa.Table:
     """Every row of ``binding``'s output in ``files`` (each verified, see :func:`read_staged`).
 
-    For an upsert binding the rows are update-mode results: a later row for a key replaces an earlier
+    For an upsert binding of a table the rows are update-mode results: a later row for a key replaces an earlier
     one (file order, then row order), just as a later batch's row replaces the stored one. The result
     is then sorted by key, so sinks that lock rows do so in one global order. Append rows stay as
-    they are, in file order.
+    they are, in file order, and so do a topic's (its ``keys`` are the record key, not a row identity).
     """
     tables = [read_staged(f) for f in files if f.output == binding.output]
     if not tables:
         schema = binding.schema if binding.schema is not None else pa.schema([])
         return schema.empty_table()
     table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
-    if binding.mode is SinkMode.UPSERT and binding.keys and table.num_rows:
+    if binding.table and binding.mode is SinkMode.UPSERT and binding.keys and table.num_rows:
         return last_row_per_key(table, binding.keys)
     return table
 

@@ -8,6 +8,7 @@ import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 
+from onceflow.core.contract import SinkBinding
 from onceflow.core.staging import StagedFile
 from onceflow.sinks.base import TxnId
 
@@ -28,12 +29,17 @@ class PreparedJournal:
     def _path(self, txn: TxnId) -> Path:
         return self.root / urllib.parse.quote(txn.job, safe="") / f"{txn.batch}.json"
 
-    def record(self, txn: TxnId, files: Sequence[StagedFile]) -> None:
-        """Remember ``txn``'s files durably (replacing an earlier entry for it)."""
+    def record(self, txn: TxnId, files: Sequence[StagedFile], bindings: Sequence[SinkBinding] = ()) -> None:
+        """Remember ``txn``'s files and bindings durably (replacing an earlier entry for it)."""
         path = self._path(txn)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
-        body = {"job": txn.job, "batch": txn.batch, "files": [vars(f) for f in files]}
+        body = {
+            "job": txn.job,
+            "batch": txn.batch,
+            "files": [vars(f) for f in files],
+            "bindings": [b.to_dict() for b in bindings],
+        }
         with tmp.open("w") as out:
             json.dump(body, out)
             out.flush()
@@ -43,11 +49,17 @@ class PreparedJournal:
 
     def files(self, txn: TxnId) -> list[StagedFile] | None:
         """The files recorded for ``txn``, or None when it has no entry."""
+        entry = self.entry(txn)
+        return None if entry is None else entry[0]
+
+    def entry(self, txn: TxnId) -> tuple[list[StagedFile], list[SinkBinding]] | None:
+        """The files and bindings recorded for ``txn`` (entries from before bindings: none), or None."""
         try:
             body = json.loads(self._path(txn).read_text())
         except FileNotFoundError:
             return None
-        return [StagedFile(**f) for f in body["files"]]
+        files = [StagedFile(**f) for f in body["files"]]
+        return files, [SinkBinding.from_dict(b) for b in body.get("bindings", ())]
 
     def remove(self, txn: TxnId) -> None:
         """Forget ``txn`` (committed or aborted). Idempotent."""

@@ -2,20 +2,38 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from onceflow.core.avro import IP_COUNT_SERDE, IpCount
+from onceflow.core.avro import SingleObjectSerde
+from onceflow.core.avro.arrow import avro_schema, json_value, record_name
+from onceflow.core.avro.schemas_topic import SchemasTopic
+from onceflow.core.contract import (
+    IP_COUNT_RECORD_NAME,
+    SinkBinding,
+    UnsupportedColumnType,
+    ValueFormat,
+    check_supported,
+    ip_count_topic_binding,
+)
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
-from onceflow.sinks.base import SinkParticipant, TxnId, load_batch
-from onceflow.sinks.exceptions import PrepareRejected, TransactionAlreadyCommitted, TransactionNotPrepared
+from onceflow.sinks.base import BoundRows, SinkParticipant, TxnId
+from onceflow.sinks.exceptions import (
+    BindingRejected,
+    PrepareRejected,
+    TransactionAlreadyCommitted,
+    TransactionNotPrepared,
+)
 from onceflow.sinks.kafka.journal import PreparedJournal
 from onceflow.sinks.kafka.markers import ensure_topics, marker_key, marker_value, read_last_committed
 
@@ -36,16 +54,20 @@ class _JobProducer:
 
 
 class KafkaParticipant(SinkParticipant):
-    """Writes results to a Kafka topic (``ip_count_sink``) in Kafka transactions, with commit markers.
+    """Writes each binding's rows to its Kafka topic in Kafka transactions, with commit markers.
 
     Each job gets a transactional producer (``transactional.id = onceflow-sink-<sink>-<job>``),
     whose ``init_transactions`` runs once per participant life and aborts whatever a predecessor
     left open. One transaction is open at a time per sink and job: a job's batches are sequential,
     so a prepare for another batch while one is open votes no.
 
-    A transaction holds the batch's rows (key = ip, value = IpCount single-object encoding,
-    timestamp = window_start) and a marker record (key ``<sink>:<job>``, value = batch) in the
-    compacted commits topic. The open Kafka transaction is only a fast path: the durable prepared
+    A transaction holds the rows of every binding of the batch (key = the binding's key columns: one
+    string column as UTF-8, one binary column as is, several as a JSON array; value = Avro
+    single-object encoding with the schema derived from the output, published in the schemas topic,
+    or JSON; headers = the binding's header columns) and a marker record (key ``<sink>:<job>``,
+    value = batch) in the compacted commits topic. Upsert and append produce the same records: a
+    replayed batch is recognised by the marker, never by a key, so no record is produced twice.
+    The open Kafka transaction is only a fast path: the durable prepared
     state is the staged files, listed per transaction in a :class:`PreparedJournal`. After a
     restart, commit redoes the batch from its staged files in a new transaction unless the commits
     topic already shows it (or a later batch) committed, so redo is idempotent.
@@ -71,7 +93,54 @@ class KafkaParticipant(SinkParticipant):
         self._journal = PreparedJournal(state_dir, name)
         self._producers: dict[str, _JobProducer] = {}
         self._producers_lock = threading.Lock()
+        self._encoders: dict[tuple[str, SinkBinding], Any] = {}
+        self._schemas = SchemasTopic(kafka.bootstrap_servers, config=_client_extras(kafka))
         ensure_topics(kafka, topic, commits_topic, timeout=timeout_s)
+
+    def default_bindings(self) -> list[SinkBinding]:
+        return [ip_count_topic_binding(self.name, self.topic)]
+
+    def prepare_bindings(self, job: str, bindings: Sequence[SinkBinding]) -> None:
+        """Create each binding's topic, check its columns, and publish its Avro writer schema.
+
+        Steps:
+            1. Every column must have a type the sink encodes (else :class:`BindingRejected` names it).
+            2. Create the topic when it is missing.
+            3. Avro bindings: publish the writer schema in the schemas topic, so any reader resolves it.
+        """
+        for binding in bindings:
+            where = f"topic {binding.topic!r} (output {binding.output!r})"
+            if not binding.topic:
+                raise BindingRejected(self.name, where, "a Kafka binding needs a topic")
+            # Step 1
+            if binding.schema is not None:
+                try:
+                    check_supported(binding.output, binding.schema)
+                except UnsupportedColumnType as exc:
+                    raise BindingRejected(self.name, where, str(exc)) from None
+            # Step 2
+            ensure_topics(self.kafka, binding.topic, self.commits_topic, timeout=self._timeout_s)
+            # Step 3
+            if binding.value_format is ValueFormat.AVRO and binding.schema is not None:
+                self._schemas.publish(self._avro_schema(job, binding, binding.schema), self._timeout_s)
+        _log.info("kafka.bindings_ready", sink=self.name, job=job, topics=",".join(b.topic for b in bindings))
+
+    @staticmethod
+    def _avro_schema(job: str, binding: SinkBinding, schema: pa.Schema) -> dict[str, Any]:
+        return avro_schema(schema, binding.record_name or record_name(job, binding.output), binding.output)
+
+    def _encoder(self, job: str, binding: SinkBinding, rows: pa.Table) -> Any:
+        """The value encoder of ``binding`` for ``job`` (Avro serde, or JSON), built once."""
+        key = (job, binding)
+        encoder = self._encoders.get(key)
+        if encoder is None:
+            if binding.value_format is ValueFormat.JSON:
+                encoder = json_value
+            else:
+                schema = binding.schema if binding.schema is not None else rows.schema
+                encoder = SingleObjectSerde(self._avro_schema(job, binding, schema), logical_types=True).encode
+            self._encoders[key] = encoder
+        return encoder
 
     def transactional_id(self, job: str) -> str:
         return f"onceflow-sink-{self.name}-{job}"
@@ -108,8 +177,8 @@ class KafkaParticipant(SinkParticipant):
         fresh = self._new_producer(job)
         state.producer, state.last_committed, state.open_txn = fresh.producer, fresh.last_committed, None
 
-    def _produce_batch(self, state: _JobProducer, txn: TxnId, rows: Sequence[IpCount]) -> None:
-        """Begin a transaction, produce the rows and the marker, and flush (the transaction stays open)."""
+    def _produce_batch(self, state: _JobProducer, txn: TxnId, outputs: Sequence[BoundRows]) -> None:
+        """Begin a transaction, produce every binding's rows and the marker, and flush (the transaction stays open)."""
         failures: list[KafkaError] = []
 
         def on_delivery(error: KafkaError | None, message: Message) -> None:
@@ -119,15 +188,8 @@ class KafkaParticipant(SinkParticipant):
         producer = state.producer
         producer.begin_transaction()
         state.open_txn = txn
-        for row in rows:
-            self._produce(
-                producer,
-                self.topic,
-                row["ip"].encode(),
-                IP_COUNT_SERDE.encode(row),
-                timestamp=row["window_start"],
-                on_delivery=on_delivery,
-            )
+        for bound in outputs:
+            self._produce_rows(producer, txn.job, bound, on_delivery)
         self._produce(
             producer,
             self.commits_topic,
@@ -142,22 +204,47 @@ class KafkaParticipant(SinkParticipant):
             self._abort_open(state)
             raise PrepareRejected(f"sink {self.name!r} cannot produce {txn} to {self.topic}: {detail}")
 
+    def _produce_rows(self, producer: Producer, job: str, bound: BoundRows, on_delivery: DeliveryCallback) -> None:
+        """One record per row of ``bound``: key columns, encoded value, header columns."""
+        binding, rows = bound.binding, bound.rows
+        if not rows.num_rows:
+            return
+        encode = self._encoder(job, binding, rows)
+        records = rows.to_pylist()
+        keys = [_key(row, binding.keys) for row in records] if binding.keys else None
+        # the IP-count records keep their window start as the record time
+        times = rows.column("window_start").to_pylist() if binding.record_name == IP_COUNT_RECORD_NAME else None
+        for i, row in enumerate(records):
+            headers = [(h, None if row[h] is None else str(row[h]).encode()) for h in binding.headers] or None
+            self._produce(
+                producer,
+                binding.topic,
+                keys[i] if keys is not None else None,
+                encode(row),
+                timestamp=times[i] if times is not None else None,
+                on_delivery=on_delivery,
+                headers=headers,
+            )
+
     @staticmethod
     def _produce(
         producer: Producer,
         topic: str,
-        key: bytes,
+        key: bytes | None,
         value: bytes,
         *,
         timestamp: int | None,
         on_delivery: DeliveryCallback,
+        headers: list[tuple[str, bytes | None]] | None = None,
     ) -> None:
+        extra: dict[str, Any] = {}
+        if timestamp is not None:
+            extra["timestamp"] = timestamp
+        if headers:
+            extra["headers"] = headers
         while True:
             try:
-                if timestamp is None:
-                    producer.produce(topic, value=value, key=key, on_delivery=on_delivery)
-                else:
-                    producer.produce(topic, value=value, key=key, timestamp=timestamp, on_delivery=on_delivery)
+                producer.produce(topic, value=value, key=key, on_delivery=on_delivery, **extra)
                 producer.poll(0)
                 return
             except BufferError:
@@ -169,13 +256,13 @@ class KafkaParticipant(SinkParticipant):
         finally:
             state.open_txn = None
 
-    def prepare_rows(self, txn: TxnId, rows: Sequence[IpCount], files: Sequence[StagedFile]) -> None:
+    def prepare_rows(self, txn: TxnId, outputs: Sequence[BoundRows], files: Sequence[StagedFile]) -> None:
         """Produce the batch and its marker in a Kafka transaction, left open; the journal remembers the files.
 
         Steps:
             1. ``init_transactions`` once per participant life (on the job's first use).
-            2. Record the staged files in the journal (the durable prepared state).
-            3. ``begin_transaction``, produce the staged rows to the sink topic.
+            2. Record the staged files and bindings in the journal (the durable prepared state).
+            3. ``begin_transaction``, produce every binding's rows to its topic.
             4. In the same transaction, produce the marker (key ``<sink>:<job>``, value = batch).
             5. Flush; the caller then votes yes.
         """
@@ -191,25 +278,25 @@ class KafkaParticipant(SinkParticipant):
                     "(one open transaction per sink and job)"
                 )
             # Step 2
-            self._journal.record(txn, files)
+            self._journal.record(txn, files, [b.binding for b in outputs])
             # Steps 3-5
             try:
-                self._produce_batch(state, txn, rows)
+                self._produce_batch(state, txn, outputs)
             except KafkaException as exc:
                 state.open_txn = None
                 if exc.args[0].fatal():
                     self._reset_producer(txn.job, state)
                 raise PrepareRejected(f"sink {self.name!r} cannot prepare {txn}: {exc}") from exc
 
-    def commit(self, txn: TxnId, files: Sequence[StagedFile] = ()) -> None:
+    def commit(self, txn: TxnId, files: Sequence[StagedFile] = (), bindings: Sequence[SinkBinding] = ()) -> None:
         """Commit the open transaction, or redo the batch from staging; idempotent.
 
         Steps:
             1. A batch at or below the job's last committed marker is already committed: no-op.
             2. If ``txn`` is the open transaction, ``commit_transaction``. Done unless Kafka has
                aborted it meanwhile (transaction timeout, fencing).
-            3. Otherwise redo: read the staged files (``files``, else the journal's), produce the
-               rows and the marker in a new transaction, and commit it.
+            3. Otherwise redo: read the staged files and bindings (given, else the journal's),
+               produce the rows and the marker in a new transaction, and commit it.
             4. Remember the new last committed batch and drop the journal entry.
         """
         state = self._job(txn.job)
@@ -225,13 +312,15 @@ class KafkaParticipant(SinkParticipant):
                 committed = self._commit_open(state, txn)
             # Step 3
             if not committed:
-                staged = list(files) or self._journal.files(txn)
+                entry = self._journal.entry(txn)
+                staged = list(files) or (entry[0] if entry else [])
                 if not staged:
                     raise TransactionNotPrepared(self.name, txn)
+                redo_bindings = list(bindings) or (entry[1] if entry else [])
                 if state.open_txn is not None:
                     self._abort_open(state)
                 _log.warning("commit.redo_from_staging", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
-                self._produce_batch(state, txn, load_batch(staged))
+                self._produce_batch(state, txn, self.load(staged, redo_bindings))
                 state.producer.commit_transaction(self._timeout_s)
                 state.open_txn = None
             # Step 4
@@ -289,3 +378,21 @@ class KafkaParticipant(SinkParticipant):
             for state in self._producers.values():
                 state.producer.flush(1)
             self._producers.clear()
+
+
+def _key(row: dict[str, Any], columns: Sequence[str]) -> bytes | None:
+    """The record key of ``row``: one string column as UTF-8, one binary column as is, else a JSON array."""
+    if len(columns) == 1:
+        value = row[columns[0]]
+        if value is None or isinstance(value, bytes):
+            return value
+        if isinstance(value, str):
+            return value.encode()
+    return json.dumps([row[c] for c in columns], default=str, separators=(",", ":")).encode()
+
+
+def _client_extras(kafka: KafkaSettings) -> dict[str, Any]:
+    """The cluster's client settings (security, ...) without the bootstrap servers."""
+    config = dict(kafka.client_config())
+    config.pop("bootstrap.servers", None)
+    return config

@@ -1,0 +1,96 @@
+"""Avro records for any output: the writer schema derived from the output's Arrow schema, and rows.
+
+=====================  ==============================================
+Arrow (Spark) type     Avro type
+=====================  ==============================================
+string                 string
+int8, int16, int32     int
+int64                  long
+float32 / float64      float / double
+decimal128(p, s)       bytes, logicalType decimal (precision p, scale s)
+bool                   boolean
+binary                 bytes
+date32                 int, logicalType date
+timestamp              long, logicalType timestamp-micros
+nullable field         ["null", T] with default null
+=====================  ==============================================
+
+The IP-count output (four non-null columns, record ``io.onceflow.v1.IpCount``) derives the same
+fingerprint as :data:`onceflow.core.avro.IP_COUNT_SCHEMA` (logical types are not part of a
+fingerprint), so readers of the IP-count topic decode what a bound job writes.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import json
+import re
+from typing import Any
+
+import pyarrow as pa
+
+from onceflow.core.contract.schema import UnsupportedColumnType
+
+
+def _avro_type(output: str, field: pa.Field) -> Any:
+    t, data_type = pa.types, field.type
+    if t.is_string(data_type) or t.is_large_string(data_type):
+        return "string"
+    if t.is_int8(data_type) or t.is_int16(data_type) or t.is_int32(data_type):
+        return "int"
+    if t.is_int64(data_type):
+        return "long"
+    if t.is_float32(data_type):
+        return "float"
+    if t.is_float64(data_type):
+        return "double"
+    if t.is_decimal128(data_type):
+        return {"type": "bytes", "logicalType": "decimal", "precision": data_type.precision, "scale": data_type.scale}
+    if t.is_boolean(data_type):
+        return "boolean"
+    if t.is_binary(data_type) or t.is_large_binary(data_type):
+        return "bytes"
+    if t.is_date32(data_type):
+        return {"type": "int", "logicalType": "date"}
+    if t.is_timestamp(data_type):
+        return {"type": "long", "logicalType": "timestamp-micros"}
+    raise UnsupportedColumnType(output, field.name, str(data_type))
+
+
+def record_name(job: str, output: str) -> str:
+    """The default record full name of a job's output: ``onceflow.<job>.<output>`` as Avro names."""
+    part = re.sub(r"[^A-Za-z0-9_]", "_", job)
+    return f"onceflow.{'_' + part if part[:1].isdigit() else part}.{output}"
+
+
+def avro_schema(schema: pa.Schema, full_name: str, output: str = "") -> dict[str, Any]:
+    """The Avro record schema of rows of ``schema`` (see the module table)."""
+    namespace, _, name = full_name.rpartition(".")
+    fields = []
+    for field in schema:
+        avro = _avro_type(output or name, field)
+        if field.nullable:
+            fields.append({"name": field.name, "type": ["null", avro], "default": None})
+        else:
+            fields.append({"name": field.name, "type": avro})
+    record: dict[str, Any] = {"type": "record", "name": name, "fields": fields}
+    if namespace:
+        record["namespace"] = namespace
+    return record
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def json_value(row: dict[str, Any]) -> bytes:
+    """One row as a JSON object: timestamps and dates ISO-8601, decimals as strings, bytes base64."""
+    return json.dumps(row, default=_json_value, separators=(",", ":"), ensure_ascii=False).encode()

@@ -1,0 +1,110 @@
+"""Writer schemas where any reader can resolve a fingerprint: a compacted topic keyed by fingerprint.
+
+A Kafka sink publishes the Avro schema of each output it writes (key = the 8-byte CRC-64-AVRO
+fingerprint in hex, value = the schema's JSON) before the job's first batch. A reader resolves the
+fingerprint of a single-object encoded value by reading the topic to its end (read_committed), and
+reads it again when it meets a fingerprint it does not know yet.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from onceflow.core.avro.single_object import HEADER_SIZE, MAGIC, SingleObjectSerde, schema_fingerprint
+from onceflow.core.errors import CorruptRecord, UnknownSchema
+from onceflow.core.topics import SCHEMAS_TOPIC
+
+
+class SchemasTopic:
+    """Publish and resolve Avro writer schemas in ``topic`` of the cluster at ``bootstrap_servers``."""
+
+    def __init__(
+        self, bootstrap_servers: str, topic: str = SCHEMAS_TOPIC, *, config: dict[str, Any] | None = None
+    ) -> None:
+        self.topic = topic
+        self._config = {"bootstrap.servers": bootstrap_servers, **(config or {})}
+        self._serdes: dict[bytes, SingleObjectSerde[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def ensure_topic(self, timeout: float = 30.0) -> None:
+        admin = AdminClient(self._config)
+        futures = admin.create_topics(
+            [NewTopic(self.topic, num_partitions=1, replication_factor=1, config={"cleanup.policy": "compact"})],
+            request_timeout=timeout,
+        )
+        for future in futures.values():
+            try:
+                future.result(timeout)
+            except KafkaException as exc:
+                if "TOPIC_ALREADY_EXISTS" not in str(exc) and "already exists" not in str(exc):
+                    raise
+
+    def publish(self, schema: dict[str, Any], timeout: float = 30.0) -> bytes:
+        """Publish ``schema`` (idempotent: the same key and value again) and return its fingerprint."""
+        self.ensure_topic(timeout)
+        fingerprint = schema_fingerprint(schema)
+        producer = Producer({**self._config, "enable.idempotence": True, "acks": "all"})
+        errors: list[Any] = []
+        producer.produce(
+            self.topic,
+            key=fingerprint.hex().encode(),
+            value=json.dumps(schema, sort_keys=True).encode(),
+            on_delivery=lambda error, _message: errors.append(error) if error else None,
+        )
+        if producer.flush(timeout) or errors:
+            raise KafkaException(errors[0] if errors else f"schema {fingerprint.hex()} not acknowledged")
+        with self._lock:
+            self._serdes.setdefault(fingerprint, SingleObjectSerde(schema, logical_types=True))
+        return fingerprint
+
+    def _load(self, timeout: float = 30.0) -> None:
+        """Read the whole topic (read_committed) into the cache."""
+        consumer = Consumer(
+            {
+                **self._config,
+                "group.id": f"onceflow-schemas-{uuid.uuid4().hex}",
+                "enable.auto.commit": False,
+                "isolation.level": "read_committed",
+            }
+        )
+        try:
+            _low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=timeout)
+            if high <= 0:
+                return
+            consumer.assign([TopicPartition(self.topic, 0, 0)])
+            position = 0
+            while position < high:
+                message = consumer.poll(1.0)
+                if message is None:
+                    continue
+                if message.error():
+                    raise KafkaException(message.error())
+                position = (message.offset() or 0) + 1
+                value = message.value()
+                if value is None:
+                    continue
+                schema = json.loads(value)
+                fingerprint = schema_fingerprint(schema)
+                with self._lock:
+                    self._serdes.setdefault(fingerprint, SingleObjectSerde(schema, logical_types=True))
+        finally:
+            consumer.close()
+
+    def decode(self, value: bytes) -> dict[str, Any]:
+        """The record in a single-object encoded ``value``, with its writer schema resolved here."""
+        if len(value) < HEADER_SIZE or value[:2] != MAGIC:
+            raise CorruptRecord(f"not an Avro single-object encoded value: {value[:HEADER_SIZE].hex() or 'empty'}")
+        fingerprint = value[2:HEADER_SIZE]
+        serde = self._serdes.get(fingerprint)
+        if serde is None:
+            self._load()
+            serde = self._serdes.get(fingerprint)
+        if serde is None:
+            raise UnknownSchema(fingerprint, [f"{f.hex()} in {self.topic}" for f in self._serdes])
+        return serde.decode(value)
