@@ -37,7 +37,7 @@ WIDE = pa.schema(
     ]
 )
 AT = dt.datetime(2026, 11, 24, 1, 2, 3, 456789, tzinfo=dt.UTC)
-ROWS = [
+ROWS: list[dict[str, Any]] = [
     {
         "name": "ü-1",
         "n": 2**40,
