@@ -294,11 +294,19 @@ def test_three_jobs_through_one_coordinator_and_participant_stay_exact_across_ki
                 driver.start()
 
     kills = 0
+    def restart_coordinator() -> None:
+        system.coordinator.kill()
+        system.coordinator.start()
+
+    def restart_broker() -> None:
+        broker.kill()
+        broker.start()
+
     others: list[tuple[str, Callable[[], None]]] = [
-        ("coordinator", lambda: (system.coordinator.kill(), system.coordinator.start())),
+        ("coordinator", restart_coordinator),
         ("participant", system.restart_participant),
-        ("broker", lambda: (broker.kill(), broker.start())),
-        ("coordinator", lambda: (system.coordinator.kill(), system.coordinator.start())),
+        ("broker", restart_broker),
+        ("coordinator", restart_coordinator),
     ]
     jobs = list(drivers)
     for round_number in range(ROUNDS):
