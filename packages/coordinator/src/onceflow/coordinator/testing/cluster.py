@@ -295,7 +295,7 @@ class TwoPhaseCommitCluster:
         found: dict[str, list[str]] = {}
         if "sqlite" in self.sinks:
             with sqlite3.connect(self.sqlite_path) as db:
-                rows = db.execute("SELECT job, batch FROM onceflow_prepared ORDER BY job, batch")
+                rows = db.execute("SELECT job, batch FROM onceflow_pending ORDER BY job, batch")
                 found["sqlite"] = [f"{job}:{batch}" for job, batch in rows]
         if "postgres" in self.sinks:
             with psycopg.connect(self.postgres_dsn) as conn:
