@@ -47,11 +47,15 @@ def stage_task_output(options: SinkOptions, batch: int, batches: Iterator[pa.Rec
     return StagedFileMessage(file=staged, partition=context.partitionId(), task_attempt=context.taskAttemptId())
 
 
-def commit_batch(options: SinkOptions, messages: Sequence[WriterCommitMessage | None], batch: int) -> None:
+def commit_batch(
+    options: SinkOptions, messages: Sequence[WriterCommitMessage | None], batch: int, schema: pa.Schema
+) -> None:
     """Commit ``<job>:<batch>`` through the coordinator, exactly once.
 
     Steps:
-        1. Collect the staged files of every task, and the side outputs earlier steps staged.
+        1. Collect the staged files of every task, and the side outputs earlier steps staged. A
+           batch without any row (every task was empty) gets one empty file from the driver: a
+           transaction always names what it commits, and the sinks record it like any other.
         2. CommitTransaction(job, writer epoch, batch, files): the coordinator prepares every sink
            participant, logs the decision, and commits them.
         3. COMMITTED or COMMITTING (decided, acks in flight) is success, also for a batch that an
@@ -64,6 +68,9 @@ def commit_batch(options: SinkOptions, messages: Sequence[WriterCommitMessage | 
     # Step 1
     files = staged_files(messages)
     files += side_output_files(options.staging_root, job, batch, options.side_outputs)
+    if not files:
+        writer = StagingWriter(options.staging_root, job, batch)
+        files = [writer.write_batches(f"empty-epoch-{epoch}", schema, [], output=options.output)]
     rows = sum(f.count for f in files)
     # Step 2
     with CoordinatorClient(options.coordinator, options.tls, timeout_s=options.rpc_timeout_s) as client:

@@ -32,7 +32,7 @@ class TwoPhaseCommitWriter(DataSourceStreamArrowWriter):
         return stage_task_output(self.options, current_batch_id(), iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 - Spark's API
-        commit_batch(self.options, messages, batchId)
+        commit_batch(self.options, messages, batchId, self.schema)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 - Spark's API
         abort_batch(self.options, messages, batchId)
@@ -56,7 +56,7 @@ class TwoPhaseCommitBatchWriter(DataSourceArrowWriter):
         return stage_task_output(self.options, self.batch, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        commit_batch(self.options, messages, self.batch)
+        commit_batch(self.options, messages, self.batch, self.schema)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         abort_batch(self.options, messages, self.batch)
