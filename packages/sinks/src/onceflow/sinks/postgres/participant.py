@@ -63,6 +63,8 @@ class PostgresParticipant(SinkParticipant):
             conn.execute(SCHEMA)
         self._ready: set[tuple[str, str]] = set()
         self._ready_lock = threading.Lock()
+        # the default binding's table (the IP-count results) exists from the start, as readers expect
+        self.prepare_bindings("", self.default_bindings())
         _log.info("postgres.open", sink=name, max_prepared_transactions=value)
 
     def default_bindings(self) -> list[SinkBinding]:

@@ -52,6 +52,8 @@ class SqliteParticipant(SinkParticipant):
         self._db.execute("PRAGMA synchronous = FULL")
         self._db.executescript(SCHEMA)
         self._ready: set[tuple[str, str]] = set()
+        # the default binding's table (the IP-count results) exists from the start, as readers expect
+        self.prepare_bindings("", self.default_bindings())
         _log.info("sqlite.open", sink=name, path=str(self.path))
 
     def default_bindings(self) -> list[SinkBinding]:
