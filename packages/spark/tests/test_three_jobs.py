@@ -294,6 +294,7 @@ def test_three_jobs_through_one_coordinator_and_participant_stay_exact_across_ki
                 driver.start()
 
     kills = 0
+
     def restart_coordinator() -> None:
         system.coordinator.kill()
         system.coordinator.start()
