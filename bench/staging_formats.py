@@ -90,7 +90,8 @@ def ip_count_batches(rows: int) -> list[pa.RecordBatch]:
         },
         schema=IP_COUNT_ARROW_SCHEMA,
     )
-    return table.to_batches(max_chunksize=10_000)
+    batches: list[pa.RecordBatch] = table.to_batches(max_chunksize=10_000)
+    return batches
 
 
 def wide_batches(rows: int) -> list[pa.RecordBatch]:
@@ -112,7 +113,8 @@ def wide_batches(rows: int) -> list[pa.RecordBatch]:
         },
         schema=WIDE,
     )
-    return table.to_batches(max_chunksize=10_000)
+    batches: list[pa.RecordBatch] = table.to_batches(max_chunksize=10_000)
+    return batches
 
 
 def _fsync_write(path: Path, data: bytes) -> None:
@@ -158,7 +160,7 @@ def parquet(batches: list[pa.RecordBatch], path: Path) -> tuple[int, Callable[[]
     def read() -> int:
         blob = path.read_bytes()
         hashlib.sha256(blob).hexdigest()
-        return pq.read_table(pa.py_buffer(blob)).num_rows
+        return int(pq.read_table(pa.py_buffer(blob)).num_rows)
 
     return len(data), read
 
@@ -202,10 +204,10 @@ def main() -> None:
         for name, entry in results.items():
             write = statistics.median(entry["write"])
             read_s = statistics.median(entry["read"])
-            size = statistics.median(entry["size"])
+            size_median = statistics.median(entry["size"])
             print(
-                f"  {name:<10} {args.rows / write:>14,.0f} {size / write / 1e6:>11.1f} {base_write / write:>7.1f}"
-                f" {args.rows / read_s:>13,.0f} {base_read / read_s:>7.1f} {size / args.rows:>10.1f}"
+                f"  {name:<10} {args.rows / write:>14,.0f} {size_median / write / 1e6:>11.1f} {base_write / write:>7.1f}"
+                f" {args.rows / read_s:>13,.0f} {base_read / read_s:>7.1f} {size_median / args.rows:>10.1f}"
             )
 
 
