@@ -204,10 +204,10 @@ def main() -> None:
         for name, entry in results.items():
             write = statistics.median(entry["write"])
             read_s = statistics.median(entry["read"])
-            size_median = statistics.median(entry["size"])
+            mid_size = statistics.median(entry["size"])
             print(
-                f"  {name:<10} {args.rows / write:>14,.0f} {size_median / write / 1e6:>11.1f} {base_write / write:>7.1f}"
-                f" {args.rows / read_s:>13,.0f} {base_read / read_s:>7.1f} {size_median / args.rows:>10.1f}"
+                f"  {name:<10} {args.rows / write:>14,.0f} {mid_size / write / 1e6:>11.1f} {base_write / write:>7.1f}"
+                f" {args.rows / read_s:>13,.0f} {base_read / read_s:>7.1f} {mid_size / args.rows:>10.1f}"
             )
 
 
