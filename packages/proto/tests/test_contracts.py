@@ -33,6 +33,7 @@ EXPECTED = {
         "CommitPreparedTransaction",
         "AbortPreparedTransaction",
         "ListPreparedTransactions",
+        "PrepareBindings",
     },
     (connect_pb2, "Connect"): {
         "ListConnectors",
