@@ -30,7 +30,12 @@ from .driver import ABORTED, ABORTING, COMMITTED, COMMITTING, JOB, PREPARING, W0
 pytestmark = pytest.mark.slow
 
 TXNS = int(os.environ.get("ONCEFLOW_SOAK_TXNS", "1000"))
-DEADLINE_S = 420.0
+DEADLINE_S = 600.0
+#: The chaos loop lets the cluster commit this many batches between two kills (or waits
+#: ``PROGRESS_WAIT_S`` at most): a process takes about 2 s to restart here, so without it a
+#: slow machine spends most of the soak restarting and the run length depends on its speed.
+PROGRESS_BATCHES = 10
+PROGRESS_WAIT_S = 10.0
 UNDECIDED = [PREPARING, COMMITTING, ABORTING]
 
 
@@ -42,6 +47,7 @@ def batches_of(rows: Iterable[Row]) -> list[int]:
 @dataclass
 class DriverStats:
     calls: int = 0
+    committed: int = 0
     committing: int = 0
     aborted: int = 0
     registrations: int = 0
@@ -87,6 +93,7 @@ class Driver:
         if response.state == COMMITTING:
             self.stats.committing += 1
         if response.state in (COMMITTED, COMMITTING):
+            self.stats.committed += 1
             return True
         assert response.state == ABORTED, response
         self.stats.aborted += 1
@@ -94,13 +101,15 @@ class Driver:
 
 
 class Chaos:
-    """Until stopped: every 0.5-2.5 s, ``kill -9`` the coordinator, one participant, or both, then restart them.
+    """Until stopped: ``kill -9`` the coordinator, one participant, or both, then restart them; again
+    after 0.5-2.5 s once the driver committed ``PROGRESS_BATCHES`` more batches.
 
     The first four kills cover every process once (in random order); later victims are random.
     """
 
-    def __init__(self, cluster: TwoPhaseCommitCluster, rng: random.Random) -> None:
+    def __init__(self, cluster: TwoPhaseCommitCluster, rng: random.Random, stats: DriverStats) -> None:
         self.cluster = cluster
+        self.stats = stats
         self.rng = rng
         self.kills: Counter[str] = Counter()
         self.failure: BaseException | None = None
@@ -119,6 +128,7 @@ class Chaos:
         first_round = self.rng.sample(processes, len(processes))
         try:
             while not self._stop.wait(self.rng.uniform(0.5, 2.5)):
+                self._wait_for_progress()
                 if first_round:
                     victims = [first_round.pop()]
                 elif self.rng.random() < 0.2:
@@ -128,6 +138,12 @@ class Chaos:
                 self._kill_and_restart(victims)
         except BaseException as exc:
             self.failure = exc
+
+    def _wait_for_progress(self) -> None:
+        target = self.stats.committed + PROGRESS_BATCHES
+        deadline = time.monotonic() + PROGRESS_WAIT_S
+        while self.stats.committed < target and time.monotonic() < deadline and not self._stop.wait(0.05):
+            pass
 
     def _kill_and_restart(self, victims: list[str]) -> None:
         cluster = self.cluster
@@ -152,7 +168,7 @@ def test_soak_1000_transactions_under_random_kill_9(cluster_factory: ClusterFact
     1. Start the cluster: broker, PostgreSQL, coordinator and the three participant processes,
        with short timeouts (a commit answers COMMITTING after 2 s without every ack).
     2. The driver commits 1,000 batches of 5-20 rows while the chaos loop kills and restarts the
-       coordinator and the participants at random.
+       coordinator and the participants at random (letting a few batches commit between kills).
     3. Stop the chaos; wait until the coordinator has no undecided transaction left.
     4. The coordinator reports every batch COMMITTED (GetTransaction per batch, ListTransactions).
     5. Every sink holds exactly the rows of the COMMITTED batches, row for row: Kafka read
@@ -173,7 +189,7 @@ def test_soak_1000_transactions_under_random_kill_9(cluster_factory: ClusterFact
         participant_log_level="WARNING",
     )
     driver = Driver(cluster, random.Random(rng.random()))
-    chaos = Chaos(cluster, random.Random(rng.random()))
+    chaos = Chaos(cluster, random.Random(rng.random()), driver.stats)
     # Step 2
     started = time.monotonic()
     chaos.start()
