@@ -24,6 +24,7 @@ from onceflow.core.staging import (
     delete_batch,
     describe_staged,
     list_staged,
+    read_manifest,
     read_staged,
 )
 
@@ -191,3 +192,21 @@ def test_side_files_are_listed_and_described(tmp_path: Path) -> None:
     ]
     assert describe_staged(written.uri, "dead_letters") == written
     assert list_staged(str(tmp_path), "job", 99) == []
+
+
+def test_a_manifest_lists_staged_files_and_is_not_a_staged_file(tmp_path: Path) -> None:
+    writer = StagingWriter(str(tmp_path), "job", 5)
+    files = [writer.write(f"part-0000{i}", ROWS, output="by_ip") for i in range(2)]
+    uri = writer.write_manifest("manifest-by_ip-epoch-3", files)
+    assert uri.endswith("/job/5/manifest-by_ip-epoch-3.files.json")
+    assert read_manifest(str(tmp_path), "job", 5, "manifest-by_ip-epoch-3") == files
+    assert read_manifest(str(tmp_path), "job", 5, "manifest-by_ip-epoch-4") is None
+    assert [name for name, _ in list_staged(str(tmp_path), "job", 5)] == ["part-00000", "part-00001"]
+    # A later attempt replaces the manifest; an empty one is a derived output without rows.
+    writer.write_manifest("manifest-by_ip-epoch-3", [])
+    assert read_manifest(str(tmp_path), "job", 5, "manifest-by_ip-epoch-3") == []
+    (tmp_path / "job" / "5" / "manifest-bad.files.json").write_text('{"files": [{"uri": 1}]}')
+    with pytest.raises(StagedFileCorrupt, match=r"manifest-bad.files.json is not a list of staged files"):
+        read_manifest(str(tmp_path), "job", 5, "manifest-bad")
+    with pytest.raises(ValueError, match="must be a plain"):
+        writer.write_manifest("../escape", files)

@@ -76,6 +76,9 @@ def test_the_examples_declare_typed_outputs(spark: SparkSession, tmp_path: Path)
 
     errors = build_outputs(spark, _settings(tmp_path, entrypoint="onceflow.spark.examples.server_errors:job"))
     assert errors.schemas["results"].field("from_bot").type == pa.bool_()
+    assert list(errors.derived) == ["bot_errors"]
+    assert errors.schemas["bot_errors"].names == ["event_time", "ip", "path", "status"]
+    assert errors.side_outputs == []
 
 
 def test_an_unsupported_column_type_fails_at_start_naming_the_column(spark: SparkSession, tmp_path: Path) -> None:
@@ -93,8 +96,11 @@ def test_an_unsupported_column_type_fails_at_start_naming_the_column(spark: Spar
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ("return {'a': context.source(), 'b': context.source()}", "returned several outputs"),
-        ("return 42", "must return a DataFrame"),
+        ("return {'a': context.source(), 'b': context.source()}", r"several streaming outputs \(a, b\)"),
+        ("return {'a': context.source(), 'b': 42}", "'outputs.b': must be a function of the micro-batch of 'a'"),
+        ("return {'a': context.source(), 'b': lambda batch: 42}", "'outputs.b': must return a batch DataFrame"),
+        ("return {'a': context.source(), 'b': lambda batch: batch.select('nope')}", "'outputs.b': failed on an empty"),
+        ("return 42", "must return a streaming DataFrame or"),
         ("return {'bad name': context.source()}", "output name 'bad name' must match"),
         ("return context.spark.range(3)", "must be a streaming DataFrame"),
     ],

@@ -16,7 +16,7 @@ from onceflow.core.staging.exceptions import (
 )
 from onceflow.core.staging.files import StagedFile, batch_uri
 from onceflow.core.staging.gc import delete_batch
-from onceflow.core.staging.listing import describe_staged, list_staged
+from onceflow.core.staging.listing import describe_staged, list_staged, read_manifest
 from onceflow.core.staging.reader import read_staged
 from onceflow.core.staging.writer import StagingWriter
 
@@ -32,5 +32,6 @@ __all__ = [
     "delete_batch",
     "describe_staged",
     "list_staged",
+    "read_manifest",
     "read_staged",
 ]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
+import json
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -21,6 +23,8 @@ from onceflow.core.staging.files import StagedFile, batch_uri
 #: are written as Spark hands them over (no per-row work), and readers map them without decoding.
 #: docs/benchmarks.md ("Staging format") compares it with Avro containers and Parquet.
 SUFFIX = ".arrow"
+#: A manifest lists staged files (JSON): see :meth:`StagingWriter.write_manifest`.
+MANIFEST_SUFFIX = ".files.json"
 
 
 class StagingWriter:
@@ -62,22 +66,43 @@ class StagingWriter:
             raise StagingError(uri, f"cannot encode rows for staged file {uri}: {exc}") from exc
         data = sink.getvalue().to_pybytes()
         digest = hashlib.sha256(data).hexdigest()
-        # Step 2
+        # Steps 2 and 3
+        self._publish(f"{name}{SUFFIX}", data)
+        return StagedFile(uri=uri, count=count, sha256=digest, output=output)
+
+    def write_manifest(self, name: str, files: Sequence[StagedFile]) -> str:
+        """Publish ``<name>.files.json``: the descriptors of files staged by tasks whose commit messages
+        only the writer of another Spark job saw (a derived output written before the main one).
+        Returns its URI. Replaces an earlier manifest of the same name."""
+        if not name or "/" in name or name.startswith("."):
+            raise ValueError(f"manifest name {name!r} must be a plain, non-hidden file name")
+        document = {"files": [dataclasses.asdict(f) for f in files]}
+        return self._publish(f"{name}{MANIFEST_SUFFIX}", json.dumps(document, sort_keys=True).encode())
+
+    def _publish(self, filename: str, data: bytes) -> str:
+        """Write ``data`` to ``filename`` in the batch directory, completely or not at all; return its URI.
+
+        Steps:
+            1. Write the bytes to a hidden temporary name in the batch directory and make them durable.
+            2. Rename the temporary file to ``filename`` (replacing an earlier attempt's file).
+        """
+        uri = f"{self.directory}/{filename}"
         fs, directory = url_to_fs(self.directory)
-        final_path = f"{directory}/{name}{SUFFIX}"
-        tmp_path = f"{directory}/.{name}.{uuid.uuid4().hex}.tmp"
+        final_path = f"{directory}/{filename}"
+        tmp_path = f"{directory}/.{filename}.{uuid.uuid4().hex}.tmp"
         try:
+            # Step 1
             fs.makedirs(directory, exist_ok=True)
             with fs.open(tmp_path, "wb") as out:
                 out.write(data)
                 _fsync(out)
-            # Step 3
+            # Step 2
             fs.mv(tmp_path, final_path)
             if isinstance(fs, LocalFileSystem):
                 _fsync_directory(directory)
         except OSError as exc:
             raise StagingError(uri, f"cannot write staged file {uri}: {exc}") from exc
-        return StagedFile(uri=uri, count=count, sha256=digest, output=output)
+        return uri
 
     def write(
         self,

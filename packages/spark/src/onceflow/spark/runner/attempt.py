@@ -73,7 +73,7 @@ def start_query(spark: SparkSession, settings: SparkJobSettings) -> StreamingQue
     Steps:
         1. Build the job's outputs from its entry point and check their schemas.
         2. Exactly-once: register the driver and the bindings (:func:`register_driver`), then write
-           through the ``onceflow-2pc`` sink (``foreachBatch`` in update mode).
+           through the ``onceflow-2pc`` sink (``foreachBatch`` in update mode or with derived outputs).
         3. Start the query with the trigger interval and the checkpoint.
     """
     activate(spark)
@@ -100,10 +100,10 @@ def start_query(spark: SparkSession, settings: SparkJobSettings) -> StreamingQue
             "tls.cert": coordinator.tls.cert,
             "tls.key": coordinator.tls.key,
         }
-        if settings.output_mode == "append":
+        if settings.output_mode == "append" and not outputs.derived:
             writer = counts.writeStream.format("onceflow-2pc").options(**options)
-        else:  # Python streaming sinks take append only; update mode goes through foreachBatch
-            writer = counts.writeStream.foreachBatch(two_phase_commit_batches(options))
+        else:  # Python streaming sinks take append only; derived outputs are written per micro-batch
+            writer = counts.writeStream.foreachBatch(two_phase_commit_batches(options, outputs.derived))
     else:
         writer = counts.writeStream.foreachBatch(at_least_once_writer(settings))
     # Step 3
@@ -121,6 +121,7 @@ def start_query(spark: SparkSession, settings: SparkJobSettings) -> StreamingQue
         entrypoint=settings.entrypoint,
         output=outputs.name,
         side_outputs=",".join(outputs.side_outputs),
+        derived_outputs=",".join(outputs.derived),
         output_mode=settings.output_mode,
         checkpoint=settings.checkpoint_location,
     )

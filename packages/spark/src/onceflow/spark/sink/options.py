@@ -13,6 +13,10 @@ for every commit, so registering inside the sink would re-register on every batc
 ``batchId``          batch writes only (``foreachBatch`` in update mode): the micro-batch being written
 ``output``           the job output these rows are (default ``results``)
 ``sideOutputs``      comma-separated side outputs staged by earlier steps of the query (dead letters)
+``derivedOutputs``   comma-separated outputs derived from the micro-batch and staged just before it
+                     (``foreachBatch``): their manifests join the batch's transaction
+``stageOnly``        ``true``: stage the rows and list them in a manifest, commit nothing (the writes
+                     of derived outputs; the batch commits with the main output)
 ``tls.ca``, ``tls.cert``, ``tls.key``  TLS (mTLS with cert and key) to the coordinator
 ===================  ============================================================================
 """
@@ -43,6 +47,8 @@ class SinkOptions:
     tls_key: str = ""
     output: str = DEFAULT_OUTPUT
     side_outputs: tuple[str, ...] = ()
+    derived_outputs: tuple[str, ...] = ()
+    stage_only: bool = False
 
     @property
     def tls(self) -> TlsSettings:
@@ -54,6 +60,10 @@ def _required(options: Mapping[str, str], name: str) -> str:
     if not value:
         raise InvalidConfig(name, "is required by the onceflow-2pc sink")
     return value
+
+
+def _names(options: Mapping[str, str], name: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in options.get(name.lower(), "").split(",") if part.strip())
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
@@ -79,13 +89,19 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     if raw_batch and not raw_batch.isdigit():
         raise InvalidConfig("batchId", f"expected the micro-batch id (an integer >= 0), got {raw_batch!r}")
     output = lowered.get("output", "").strip() or DEFAULT_OUTPUT
-    side_outputs = tuple(name.strip() for name in lowered.get("sideoutputs", "").split(",") if name.strip())
-    for name in (output, *side_outputs):
+    side_outputs = _names(lowered, "sideOutputs")
+    derived_outputs = _names(lowered, "derivedOutputs")
+    for name in (output, *side_outputs, *derived_outputs):
         if not NAME.match(name):
             raise InvalidConfig("output", f"output name {name!r} must match {NAME.pattern}")
+    stage_only = lowered.get("stageonly", "false").strip().lower()
+    if stage_only not in ("true", "false"):
+        raise InvalidConfig("stageOnly", f"expected true or false, got {stage_only!r}")
     return SinkOptions(
         output=output,
         side_outputs=side_outputs,
+        derived_outputs=derived_outputs,
+        stage_only=stage_only == "true",
         batch_id=int(raw_batch) if raw_batch else None,
         job=_required(lowered, "job"),
         coordinator=_required(lowered, "coordinator"),

@@ -1,7 +1,7 @@
 """One micro-batch through two-phase commit: stage on executors, commit or abort from the driver.
 
 Both writers of the ``onceflow-2pc`` sink (the streaming one, and the batch one that ``foreachBatch``
-uses in update mode) are thin adapters over these three functions.
+uses in update mode and for derived outputs) are thin adapters over these functions.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import WriterCommitMessage
 
 from onceflow.core.logging import get_logger
-from onceflow.core.staging import StagedFile, StagingWriter
+from onceflow.core.staging import StagedFile, StagingWriter, read_manifest
 from onceflow.spark.exceptions import TransactionAborted
 from onceflow.spark.sink.coordinator import COMMITTED_STATES, CoordinatorClient, state_name
 from onceflow.spark.sink.crash import crash_after_commit_if_requested
@@ -47,13 +47,54 @@ def stage_task_output(options: SinkOptions, batch: int, batches: Iterator[pa.Rec
     return StagedFileMessage(file=staged, partition=context.partitionId(), task_attempt=context.taskAttemptId())
 
 
+def manifest_name(output: str, epoch: int) -> str:
+    """The manifest of derived output ``output`` written by the driver of writer epoch ``epoch``."""
+    return f"manifest-{output}-epoch-{epoch}"
+
+
+def stage_derived_output(options: SinkOptions, messages: Sequence[WriterCommitMessage | None], batch: int) -> None:
+    """The commit of a derived output's write: list its tasks' staged files in the output's manifest
+    for this writer epoch. Nothing is committed yet: the main output's commit takes the manifest
+    into the batch's transaction (:func:`commit_batch`, step 1)."""
+    ensure_worker_logging()
+    files = staged_files(messages)
+    StagingWriter(options.staging_root, options.job, batch).write_manifest(
+        manifest_name(options.output, options.writer_epoch), files
+    )
+    _log.info(
+        "sink.derived_output_staged",
+        job=options.job,
+        batch=batch,
+        epoch=options.writer_epoch,
+        output=options.output,
+        files=len(files),
+        rows=sum(f.count for f in files),
+    )
+
+
+def derived_output_files(options: SinkOptions, batch: int) -> list[StagedFile]:
+    """The files of every derived output this driver (epoch) staged for ``batch``. An earlier driver's
+    manifests are ignored: its attempt of the batch either committed (the coordinator answers
+    COMMITTED without reading these files) or never will."""
+    files: list[StagedFile] = []
+    for output in options.derived_outputs:
+        listed = read_manifest(options.staging_root, options.job, batch, manifest_name(output, options.writer_epoch))
+        if listed is None:
+            raise RuntimeError(
+                f"derived output {output!r} of {options.job}:{batch} was not staged before the batch's commit"
+            )
+        files += listed
+    return files
+
+
 def commit_batch(
     options: SinkOptions, messages: Sequence[WriterCommitMessage | None], batch: int, schema: pa.Schema
 ) -> None:
     """Commit ``<job>:<batch>`` through the coordinator, exactly once.
 
     Steps:
-        1. Collect the staged files of every task, and the side outputs earlier steps staged. A
+        1. Collect the staged files of every task, the side outputs earlier steps staged, and the
+           derived outputs staged just before (their manifests). A
            batch without any row (every task was empty) gets one empty file from the driver: a
            transaction always names what it commits, and the sinks record it like any other.
         2. CommitTransaction(job, writer epoch, batch, files): the coordinator prepares every sink
@@ -68,6 +109,7 @@ def commit_batch(
     # Step 1
     files = staged_files(messages)
     files += side_output_files(options.staging_root, job, batch, options.side_outputs)
+    files += derived_output_files(options, batch)
     if not files:
         writer = StagingWriter(options.staging_root, job, batch)
         files = [writer.write_batches(f"empty-epoch-{epoch}", schema, [], output=options.output)]

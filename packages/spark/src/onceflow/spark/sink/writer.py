@@ -9,7 +9,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
 from onceflow.spark.sink.options import SinkOptions
-from onceflow.spark.sink.transaction import abort_batch, commit_batch, stage_task_output
+from onceflow.spark.sink.transaction import abort_batch, commit_batch, stage_derived_output, stage_task_output
 from onceflow.spark.sink.writer_context import current_batch_id
 
 
@@ -43,6 +43,8 @@ class TwoPhaseCommitBatchWriter(DataSourceArrowWriter):
 
     The micro-batch id comes from the ``batchId`` option (``foreachBatch``'s ``batch_id``), so a
     replayed micro-batch is the same transaction, with the same guarantees as the streaming writer.
+    With ``stageOnly`` (a derived output) its commit lists the staged files in a manifest instead,
+    and the main output's commit takes them into the batch's transaction.
     """
 
     def __init__(self, options: SinkOptions, schema: pa.Schema) -> None:
@@ -56,7 +58,11 @@ class TwoPhaseCommitBatchWriter(DataSourceArrowWriter):
         return stage_task_output(self.options, self.batch, iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
-        commit_batch(self.options, messages, self.batch, self.schema)
+        if self.options.stage_only:
+            stage_derived_output(self.options, messages, self.batch)
+        else:
+            commit_batch(self.options, messages, self.batch, self.schema)
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
-        abort_batch(self.options, messages, self.batch)
+        if not self.options.stage_only:  # a derived output's failure fails the whole batch, aborted there
+            abort_batch(self.options, messages, self.batch)
