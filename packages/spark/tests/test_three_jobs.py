@@ -8,7 +8,8 @@ The example jobs run side by side on the same source topic:
 - ``traffic`` (update): requests and bytes per (1-minute window, path, status class), upserted into
   PostgreSQL and SQLite;
 - ``errors`` (append, no natural key): every 5xx request appended to Kafka (JSON), SQLite and
-  PostgreSQL.
+  PostgreSQL, and its derived output ``bot_errors`` (the 5xx crawlers met, computed from each
+  micro-batch) appended to SQLite and PostgreSQL in the same transactions.
 
 While the input arrives in rounds, the test kill -9s the drivers (two per round), the coordinator,
 the participant server and the broker: 12 kills. Afterwards every sink of every job equals a
@@ -86,7 +87,11 @@ def _bindings_config(system: SinkSystem) -> dict[str, dict[str, Any]]:
                     {"sink": "kafka", "topic": "server_errors", "mode": "append", "value_format": "json"},
                     {"sink": "sqlite", "table": "server_errors", "mode": "append"},
                     {"sink": "postgres", "table": "server_errors", "mode": "append"},
-                ]
+                ],
+                "bot_errors": [
+                    {"sink": "sqlite", "table": "bot_errors", "mode": "append"},
+                    {"sink": "postgres", "table": "bot_errors", "mode": "append"},
+                ],
             },
         },
     }
@@ -182,6 +187,11 @@ def errors_tables(system: SinkSystem, where: str) -> Counter[Row]:
         (_millis(t), ip, m, p, int(s), int(b), k, bool(bot))
         for t, ip, m, p, s, b, k, bot in _rows(system, where, query)
     )
+
+
+def bot_errors_tables(system: SinkSystem, where: str) -> Counter[Row]:
+    rows = _rows(system, where, "SELECT event_time, ip, path, status FROM bot_errors")
+    return Counter((_millis(t), ip, p, int(s)) for t, ip, p, s in rows)
 
 
 def errors_topic(system: SinkSystem) -> Counter[Row]:
@@ -329,6 +339,11 @@ def test_three_jobs_through_one_coordinator_and_participant_stay_exact_across_ki
     expected_ipcount = truth(model, total)
     expected_traffic = traffic_truth(events)
     expected_errors = errors_truth(events)
+    expected_bot_errors = Counter[Row]()
+    for (t, ip, _m, path, status, _b, _k, bot), n in expected_errors.items():
+        if bot:
+            expected_bot_errors[(t, ip, path, status)] += n
+    assert expected_bot_errors, "the generator's crawlers met no server error: bot_errors checks nothing"
 
     def all_exact() -> None:
         for where in ("sqlite", "postgres"):
@@ -337,6 +352,10 @@ def test_three_jobs_through_one_coordinator_and_participant_stay_exact_across_ki
             got = errors_tables(system, where)
             assert got == expected_errors, (
                 f"errors in {where}: {sum(got.values())} rows, {sum(expected_errors.values())} expected"
+            )
+            got_bots = bot_errors_tables(system, where)
+            assert got_bots == expected_bot_errors, (
+                f"bot_errors in {where}: {sum(got_bots.values())} rows, {sum(expected_bot_errors.values())} expected"
             )
         assert ipcount_topic(system) == expected_ipcount, "ipcount in kafka"
         got_topic = errors_topic(system)
@@ -352,3 +371,32 @@ def test_three_jobs_through_one_coordinator_and_participant_stay_exact_across_ki
         for job, driver in drivers.items():
             code = driver.stop()
             assert code == 0, f"{job} driver exit {code}:\n{driver.log()[-3000:]}"
+
+
+def test_a_job_whose_table_does_not_fit_is_refused_at_start(
+    broker: EmbeddedBroker, system: SinkSystem, tmp_path: Path
+) -> None:
+    """Steps:
+    1. PostgreSQL already has a ``server_errors`` table whose ``status`` column is text.
+    2. The errors job starts on it: the coordinator has the participant check the job's bindings
+       when the driver registers, and the participant refuses the table.
+    3. The driver exits 2 (a job definition error, not restarted) before any batch, and its log names
+       the table, the column and the mismatch; nothing was written.
+    """
+    # Step 1
+    with psycopg.connect(system.postgres_dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE server_errors (event_time timestamptz, ip text, status text)")
+    create_topic(broker.bootstrap_servers, "server_errors", partitions=1)
+    produce_events(broker.bootstrap_servers, encoded_events(recent_model(7), 0, 200))
+    # Step 2
+    own = _bindings_config(system)["errors"]
+    driver = DriverProcess(_config(system, tmp_path, "errors", own), tmp_path / "errors.log").start()
+    # Step 3
+    code = driver.wait(180)
+    log = driver.log()
+    assert code == 2, f"driver exit {code}:\n{log[-3000:]}"
+    assert "server_errors" in log and "'status'" in log, log[-3000:]
+    assert "query.starting" not in log, "the query started although its table was refused"
+    with psycopg.connect(system.postgres_dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM server_errors").fetchone() == (0,)
+    assert _rows(system, "sqlite", "SELECT count(*) FROM server_errors") in ([], [(0,)])
