@@ -1,4 +1,4 @@
-"""CommitTransaction is idempotent per ``<job>:<batch>`` (DESIGN.md, "Spark -> sinks")."""
+"""CommitTransaction is idempotent per ``<job>:<batch>`` (docs/design.md, "Spark -> sinks")."""
 
 from __future__ import annotations
 

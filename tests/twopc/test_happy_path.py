@@ -1,4 +1,4 @@
-"""The happy path of DESIGN.md's "Spark -> sinks" hop across the three real sinks."""
+"""The happy path of docs/design.md's "Spark -> sinks" hop across the three real sinks."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """kill -9 of the Spark driver at random points, and exactly between the coordinator's COMMITTED and
-Spark's commit log: after every restart the sinks still hold exact results only (DESIGN.md failure matrix)."""
+Spark's commit log: after every restart the sinks still hold exact results only (docs/design.md failure matrix)."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ __all__ = [
 
 
 class TransactionState(enum.Enum):
-    """States of a presumed-abort 2PC transaction (DESIGN.md, "The coordinator")."""
+    """States of a presumed-abort 2PC transaction (docs/design.md, "The coordinator")."""
 
     PREPARING = "PREPARING"
     COMMITTING = "COMMITTING"

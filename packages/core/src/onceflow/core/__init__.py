@@ -4,7 +4,7 @@ Sub-modules, one concept each:
 
 - :mod:`onceflow.core.settings`: typed settings from a file plus environment overrides;
 - :mod:`onceflow.core.avro`: the Avro schemas and single-object serde;
-- :mod:`onceflow.core.topics` and :mod:`onceflow.core.defaults`: names and defaults from DESIGN.md;
+- :mod:`onceflow.core.topics` and :mod:`onceflow.core.defaults`: names and defaults from docs/design.md;
 - :mod:`onceflow.core.errors`: domain exceptions;
 - :mod:`onceflow.core.logging`: structured logging;
 - :mod:`onceflow.core.metrics`: Prometheus helpers.

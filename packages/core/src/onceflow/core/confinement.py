@@ -1,4 +1,4 @@
-"""Never trust a request's paths: confine files to configured roots and URI schemes (DESIGN.md, "Security").
+"""Never trust a request's paths: confine files to configured roots and URI schemes (docs/design.md, "Security").
 
 Two checks, both made *before* anything is opened:
 

@@ -1,4 +1,4 @@
-"""Defaults of the IP-count job from DESIGN.md ("The job"). Every one is configurable."""
+"""Defaults of the IP-count job from docs/design.md ("The first job: IP count"). Every one is configurable."""
 
 from __future__ import annotations
 

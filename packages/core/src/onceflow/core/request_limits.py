@@ -1,4 +1,4 @@
-"""Size limits of request fields, shared by every gRPC service (DESIGN.md: "sizes are validated at the edge").
+"""Size limits of request fields, shared by every gRPC service (docs/design.md: "sizes are validated at the edge").
 
 A field over its limit is INVALID_ARGUMENT with a message naming the field and the limit, before the
 request reaches the service's domain object; a whole message over

@@ -1,4 +1,4 @@
-"""Topic names from DESIGN.md. Internal topics start with ``_onceflow_``."""
+"""Topic names from docs/design.md. Internal topics start with ``_onceflow_``."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ def default_owner() -> str:
 
 class ResultsConsumer:
     """Reads the results topic with read_committed and applies each batch with its offsets in one
-    database transaction (DESIGN.md, "ip_count_sink -> consumer").
+    database transaction (docs/design.md, "ip_count_sink -> consumer").
 
     Guarantees:
 

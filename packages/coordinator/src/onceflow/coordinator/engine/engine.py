@@ -54,7 +54,7 @@ class _Join:
 
 
 class TwoPhaseCommitEngine:
-    """Presumed-abort 2PC across the sink participants of each job (DESIGN.md, "The coordinator").
+    """Presumed-abort 2PC across the sink participants of each job (docs/design.md, "The coordinator").
 
     Guarantees:
 

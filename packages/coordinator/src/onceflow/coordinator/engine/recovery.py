@@ -1,4 +1,4 @@
-"""Recovery of a coordinator instance from the transaction log (DESIGN.md, "The coordinator")."""
+"""Recovery of a coordinator instance from the transaction log (docs/design.md, "The coordinator")."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A whole two-phase-commit deployment on one machine: coordinator and sink participants as processes.
 
-:class:`TwoPhaseCommitCluster` wires what DESIGN.md's "Spark -> sinks" hop runs in production:
+:class:`TwoPhaseCommitCluster` wires what docs/design.md's "Spark -> sinks" hop runs in production:
 
 - a coordinator process (``python -m onceflow.coordinator``) whose decisions go to the Kafka
   transaction log on a broker the caller runs (the embedded broker in tests);
