@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -9,8 +10,6 @@ import pyarrow as pa
 
 from onceflow.core.contract import SinkBinding, SinkMode
 from onceflow.core.staging import StagedFile, read_staged
-
-_INDEX = "__onceflow_row"
 
 
 @dataclass(frozen=True)
@@ -40,10 +39,17 @@ def output_rows(files: Sequence[StagedFile], binding: SinkBinding) -> pa.Table:
 
 
 def last_row_per_key(table: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """The last row of each key of ``table``, sorted by key."""
-    indexed = table.append_column(_INDEX, pa.array(range(table.num_rows), pa.int64()))
-    last = indexed.group_by(list(keys), use_threads=False).aggregate([(_INDEX, "max")])
-    picked = table.take(last.column(f"{_INDEX}_max"))
+    """The last row of each key of ``table``, sorted by key.
+
+    The row numbers are collected in Python and handed to Arrow as a buffer: pyarrow's
+    conversions of Python objects and its ``group_by`` import pandas on first use, which costs a
+    participant's first prepare after every start more than a second.
+    """
+    last: dict[tuple[object, ...], int] = {}
+    for row, key in enumerate(zip(*(table.column(name).to_pylist() for name in keys), strict=True)):
+        last[key] = row
+    rows = array.array("q", last.values())
+    picked = table.take(pa.Array.from_buffers(pa.int64(), len(rows), [None, pa.py_buffer(rows)]))
     return picked.sort_by([(key, "ascending") for key in keys])
 
 
