@@ -57,7 +57,7 @@ def test_kill_9_and_restart_keep_acked_records_on_the_same_port(apache_kafka_fac
         return seen[-1] == expected
 
     try:
-        wait_until(everything_visible, timeout=60, what="every acknowledged record visible")
+        wait_until(everything_visible, timeout=120, what="every acknowledged record visible")
     except TimeoutError:
         assert seen[-1] == expected
 

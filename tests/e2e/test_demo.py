@@ -35,7 +35,7 @@ def test_the_demo_runs_to_completion_with_an_exact_verdict(tmp_path: Path, demos
 @pytest.mark.slow
 def test_an_interrupted_run_resumes_without_generating_an_event_twice(tmp_path: Path, demos: list[DemoProcess]) -> None:
     run_dir = tmp_path / "run"
-    first = DemoProcess(run_dir, "--events", "40000", "--rate", "1000", "--postgres", "--timeout", "420")
+    first = DemoProcess(run_dir, "--events", "30000", "--rate", "2000", "--postgres", "--timeout", "420")
     demos.append(first)
     deadline = time.monotonic() + 300
     while first.produced() < 10_000:
@@ -46,7 +46,7 @@ def test_an_interrupted_run_resumes_without_generating_an_event_twice(tmp_path: 
     assert first.wait(300) == 130, first.tail()
     assert "interrupted" in first.output
     stopped_at = first.produced()
-    assert stopped_at < 40_000
+    assert stopped_at < 30_000
 
     second = DemoProcess(run_dir, "--resume", "--timeout", "420")
     demos.append(second)
@@ -54,5 +54,5 @@ def test_an_interrupted_run_resumes_without_generating_an_event_twice(tmp_path: 
     output = second.output
     assert "resuming run" in output
     assert verdicts(output) == {**dict.fromkeys(SINKS, "EXACT"), "overall": "EXACT"}, second.tail()
-    # Exactly the run's 40,000 events are in the source topic: none twice.
-    assert "topic ip_count_source (read_committed): 40000 events" in output
+    # Exactly the run's 30,000 events are in the source topic: none twice.
+    assert "topic ip_count_source (read_committed): 30000 events" in output

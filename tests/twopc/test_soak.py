@@ -34,7 +34,7 @@ DEADLINE_S = 600.0
 #: The chaos loop lets the cluster commit this many batches between two kills (or waits
 #: ``PROGRESS_WAIT_S`` at most): a process takes about 2 s to restart here, so without it a
 #: slow machine spends most of the soak restarting and the run length depends on its speed.
-PROGRESS_BATCHES = 10
+PROGRESS_BATCHES = 20
 PROGRESS_WAIT_S = 10.0
 UNDECIDED = [PREPARING, COMMITTING, ABORTING]
 
