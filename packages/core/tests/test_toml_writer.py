@@ -5,7 +5,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from onceflow.core.toml_writer import to_toml, toml_value
+from onceflow.core.toml_writer import to_toml
 
 
 def test_service_settings_round_trip() -> None:
@@ -30,5 +30,5 @@ def test_dotted_keys_stay_one_key_and_none_is_left_out() -> None:
 
 
 def test_values_outside_toml_types_are_written_as_strings() -> None:
-    assert tomllib.loads(f"p = {toml_value(Path('/tmp/x y'))}") == {"p": "/tmp/x y"}
-    assert tomllib.loads(f"xs = {toml_value((1, 'a', False))}") == {"xs": [1, "a", False]}
+    document = tomllib.loads(to_toml({"p": Path("/tmp/x y"), "xs": (1, "a", False), "t": {"roots": (Path("/r"),)}}))
+    assert document == {"p": "/tmp/x y", "xs": [1, "a", False], "t": {"roots": ["/r"]}}

@@ -12,15 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from onceflow.core.grpc import open_channel
+from onceflow.core.toml_writer import to_toml
 from onceflow.proto.v1 import participant_pb2_grpc
-
-
-def toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return json.dumps(str(value))
 
 
 def write_config(
@@ -36,30 +29,13 @@ def write_config(
     ``staging_roots`` defaults to the config file's directory (the test's tmp_path, holding its staging root).
     """
     roots = staging_roots if staging_roots is not None else [str(path.parent)]
-    lines = ["[staging]", f"roots = [{', '.join(toml_value(root) for root in roots)}]", ""]
-    lines += ["[server]", 'host = "127.0.0.1"', "port = 0"]
-    for key, value in (server or {}).items():
-        lines.append(f"{key} = {toml_value(value)}")
-    lines += [
-        "",
-        "[coordinator]",
-        f"target = {toml_value(coordinator)}",
-        "initial_backoff_s = 0.1",
-        "max_backoff_s = 0.5",
-    ]
-    for sink in sinks:
-        lines += ["", "[[sinks]]", f"name = {toml_value(sink['name'])}", f"kind = {toml_value(sink['kind'])}"]
-        lines.append("[sinks.options]")
-        nested: dict[str, dict[str, Any]] = {}
-        for key, value in sink["options"].items():
-            if isinstance(value, dict):
-                nested[key] = value
-            else:
-                lines.append(f"{key} = {toml_value(value)}")
-        for table, values in nested.items():
-            lines.append(f"[sinks.options.{table}]")
-            lines += [f"{key} = {toml_value(value)}" for key, value in values.items()]
-    path.write_text("\n".join(lines) + "\n")
+    settings = {
+        "staging": {"roots": roots},
+        "server": {"host": "127.0.0.1", "port": 0, **(server or {})},
+        "coordinator": {"target": coordinator, "initial_backoff_s": 0.1, "max_backoff_s": 0.5},
+        "sinks": [{"name": sink["name"], "kind": sink["kind"], "options": sink["options"]} for sink in sinks],
+    }
+    path.write_text(to_toml(settings))
     return path
 
 
