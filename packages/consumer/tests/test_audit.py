@@ -26,11 +26,12 @@ from onceflow.consumer.audit import (
     source_topic_truth,
 )
 from onceflow.core.avro import IP_COUNT_SERDE, IpCount
+from onceflow.core.contract import TransactionId
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagingWriter
 from onceflow.logproducer.encoding import AccessEventEncoder
 from onceflow.logproducer.generator import event, expected_counts
-from onceflow.sinks.base import SinkParticipant, TxnId
+from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.kafka import KafkaParticipant
 from onceflow.sinks.postgres import PostgresParticipant
 from onceflow.sinks.sqlite import SqliteParticipant
@@ -83,7 +84,7 @@ def commit_to_sinks(rows: list[IpCount], participants: list[SinkParticipant], st
     for batch, part in enumerate((rows[:half], rows[half:])):
         files = [StagingWriter(str(staging), "ipcount", batch).write("part-0", part)]
         for participant in participants:
-            txn = TxnId("ipcount", batch)
+            txn = TransactionId("ipcount", batch)
             assert participant.prepare(txn, files).vote_commit
             participant.commit(txn, files)
 

@@ -10,6 +10,7 @@ from onceflow.core.contract import (
     InvalidBinding,
     SinkBinding,
     SinkMode,
+    TransactionId,
     UnsupportedColumnType,
     ValueFormat,
     check_supported,
@@ -103,3 +104,14 @@ def test_append_bindings_need_no_key_and_formats_are_explicit() -> None:
         sink="kafka", output="errors", topic="errors", mode=SinkMode.APPEND, value_format=ValueFormat.JSON
     )
     assert binding.describe() == "errors -> kafka/errors"
+
+
+def test_one_transaction_id_for_every_process() -> None:
+    txn = TransactionId.parse("team:ip-count:42")
+    assert (txn.job, txn.batch, str(txn)) == ("team:ip-count", 42, "team:ip-count:42")
+    assert sorted([TransactionId("b", 1), TransactionId("a", 2), TransactionId("a", 10)])[0] == TransactionId("a", 2)
+    for text in ("ipcount", "ipcount:", "ipcount:-1", "ipcount:x", ":3"):
+        with pytest.raises(ValueError, match=r"JOB:BATCH|must not be empty"):
+            TransactionId.parse(text)
+    with pytest.raises(ValueError, match="batch must be >= 0, got -1"):
+        TransactionId("ipcount", -1)

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from onceflow.core.contract import TransactionId
 from onceflow.core.staging import StagedFile
-from onceflow.sinks.base import Outcome, SinkParticipant, TxnId
+from onceflow.sinks.base import Outcome, SinkParticipant
 from onceflow.sinks.exceptions import TransactionAlreadyCommitted, TransactionNotPrepared
 
 from .conftest import W0, W1, Stage, row
@@ -34,7 +35,7 @@ class ParticipantContract(abc.ABC):
 
     def test_prepare_then_commit(self, sink: SinkParticipant, stage: Stage) -> None:
         files = stage("job", 0, [row("a", 1), row("b", 2)], [row("c", 3, W1)])
-        txn = TxnId("job", 0)
+        txn = TransactionId("job", 0)
 
         vote = sink.prepare(txn, files)
         assert (vote.vote_commit, vote.rows) == (True, 3)
@@ -46,11 +47,11 @@ class ParticipantContract(abc.ABC):
         assert self.results() == {(W0, "a"): 1, (W0, "b"): 2, (W1, "c"): 3}
 
     def test_prepare_then_abort(self, sink: SinkParticipant, stage: Stage) -> None:
-        txn = TxnId("job", 0)
+        txn = TransactionId("job", 0)
         assert sink.prepare(txn, stage("job", 0, [row("a", 1)])).vote_commit
         sink.abort(txn)
         sink.abort(txn)  # idempotent
-        sink.abort(TxnId("job", 99))  # unknown: a no-op
+        sink.abort(TransactionId("job", 99))  # unknown: a no-op
         assert sink.list_prepared() == []
         assert self.results() == {}
         with pytest.raises(TransactionNotPrepared, match="job:0"):
@@ -58,7 +59,7 @@ class ParticipantContract(abc.ABC):
 
     def test_commit_is_idempotent(self, sink: SinkParticipant, stage: Stage) -> None:
         files = stage("job", 0, [row("a", 1)])
-        txn = TxnId("job", 0)
+        txn = TransactionId("job", 0)
         sink.prepare(txn, files)
         sink.commit(txn, files)
         sink.commit(txn, files)
@@ -69,7 +70,7 @@ class ParticipantContract(abc.ABC):
 
     def test_prepare_twice_writes_once(self, sink: SinkParticipant, stage: Stage) -> None:
         files = stage("job", 0, [row("a", 1)])
-        txn = TxnId("job", 0)
+        txn = TransactionId("job", 0)
         assert sink.prepare(txn, files).vote_commit
         assert sink.prepare(txn, files).vote_commit
         assert sink.list_prepared() == [txn]
@@ -83,7 +84,7 @@ class ParticipantContract(abc.ABC):
                 stage("job", 1, [row("a", 4)], [row("a", 5), row("c", 1, W1)]),  # within a batch, the later row wins
             ]
         ):
-            txn = TxnId("job", batch)
+            txn = TransactionId("job", batch)
             assert sink.prepare(txn, files).vote_commit
             sink.commit(txn)
         assert self.results() == {(W0, "a"): 5, (W0, "b"): 1, (W1, "c"): 1}
@@ -91,32 +92,36 @@ class ParticipantContract(abc.ABC):
     def test_bad_staged_files_vote_no_naming_the_file(self, sink: SinkParticipant, stage: Stage) -> None:
         good, bad = stage("job", 0, [row("a", 1)], [row("b", 2)])
         Path(bad.uri.removeprefix("file://")).unlink()
-        vote = sink.prepare(TxnId("job", 0), [good, bad])
+        vote = sink.prepare(TransactionId("job", 0), [good, bad])
         assert not vote.vote_commit
         assert bad.uri in vote.reason and "does not exist" in vote.reason
 
         lying = StagedFile(good.uri, good.count, "0" * 64)
-        vote = sink.prepare(TxnId("job", 0), [lying])
+        vote = sink.prepare(TransactionId("job", 0), [lying])
         assert not vote.vote_commit and good.uri in vote.reason and "sha256" in vote.reason
 
         path = Path(good.uri.removeprefix("file://"))
         path.write_bytes(path.read_bytes()[:-8])
-        vote = sink.prepare(TxnId("job", 0), [good])
+        vote = sink.prepare(TransactionId("job", 0), [good])
         assert not vote.vote_commit and good.uri in vote.reason
         assert sink.list_prepared() == []
 
     def test_prepared_state_survives_reopen_and_recover_commits(self, sink: SinkParticipant, stage: Stage) -> None:
-        sink.prepare(TxnId("job", 0), stage("job", 0, [row("a", 1)]))
-        sink.prepare(TxnId("job", 1), stage("job", 1, [row("b", 2)]))
-        sink.prepare(TxnId("other", 0), stage("other", 0, [row("c", 3)]))
+        sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)]))
+        sink.prepare(TransactionId("job", 1), stage("job", 1, [row("b", 2)]))
+        sink.prepare(TransactionId("other", 0), stage("other", 0, [row("c", 3)]))
         sink.close()
 
         reopened = self.open()
         try:
-            assert sorted(reopened.list_prepared()) == [TxnId("job", 0), TxnId("job", 1), TxnId("other", 0)]
-            decisions = {TxnId("job", 0): Outcome.COMMIT, TxnId("job", 1): Outcome.ABORT}
+            assert sorted(reopened.list_prepared()) == [
+                TransactionId("job", 0),
+                TransactionId("job", 1),
+                TransactionId("other", 0),
+            ]
+            decisions = {TransactionId("job", 0): Outcome.COMMIT, TransactionId("job", 1): Outcome.ABORT}
             done = reopened.recover(lambda txn: decisions.get(txn, Outcome.ABORT))
-            assert done == {**decisions, TxnId("other", 0): Outcome.ABORT}
+            assert done == {**decisions, TransactionId("other", 0): Outcome.ABORT}
             assert reopened.list_prepared() == []
             assert self.results() == {(W0, "a"): 1}
         finally:
@@ -124,16 +129,16 @@ class ParticipantContract(abc.ABC):
 
     def test_commit_without_prepared_state_redoes_from_staged_files(self, sink: SinkParticipant, stage: Stage) -> None:
         files = stage("job", 3, [row("a", 7)])
-        sink.commit(TxnId("job", 3), files)
-        sink.commit(TxnId("job", 3), files)
+        sink.commit(TransactionId("job", 3), files)
+        sink.commit(TransactionId("job", 3), files)
         assert self.results() == {(W0, "a"): 7}
 
     def test_sinks_sharing_a_database_keep_their_transactions_apart(self, sink: SinkParticipant, stage: Stage) -> None:
         other = self.open("db2")
         try:
-            sink.prepare(TxnId("job", 0), stage("job", 0, [row("a", 1)]))
+            sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)]))
             assert other.list_prepared() == []
-            other.abort(TxnId("job", 0))
-            assert sink.list_prepared() == [TxnId("job", 0)]
+            other.abort(TransactionId("job", 0))
+            assert sink.list_prepared() == [TransactionId("job", 0)]
         finally:
             other.close()

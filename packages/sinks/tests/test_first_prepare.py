@@ -18,15 +18,15 @@ SCRIPT = textwrap.dedent(
     from onceflow.core.avro import IpCount
     from onceflow.core.contract import ip_count_table_binding
     from onceflow.core.staging import StagedFile
-    from onceflow.sinks.base import TxnId
+    from onceflow.core.contract import TransactionId
     from onceflow.sinks.sqlite import SqliteParticipant
 
     staged = StagedFile(**{STAGED})
     sink = SqliteParticipant("sqlite", sys.argv[1])
     binding = ip_count_table_binding("sqlite")
-    result = sink.prepare(TxnId("job", 0), [staged], [binding])
+    result = sink.prepare(TransactionId("job", 0), [staged], [binding])
     assert result.vote_commit, result
-    sink.commit(TxnId("job", 0), [binding])
+    sink.commit(TransactionId("job", 0), [binding])
     print("pandas" in sys.modules)
     """
 )

@@ -19,10 +19,16 @@ from onceflow.broker.testing.clients import read_topic
 from onceflow.core.avro import IP_COUNT_SCHEMA, schema_fingerprint
 from onceflow.core.avro.arrow import avro_schema
 from onceflow.core.avro.schemas_topic import SchemasTopic
-from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA, IP_COUNT_RECORD_NAME, SinkBinding, SinkMode, ValueFormat
+from onceflow.core.contract import (
+    IP_COUNT_ARROW_SCHEMA,
+    IP_COUNT_RECORD_NAME,
+    SinkBinding,
+    SinkMode,
+    TransactionId,
+    ValueFormat,
+)
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile, StagingWriter
-from onceflow.sinks.base import TxnId
 from onceflow.sinks.exceptions import BindingRejected
 from onceflow.sinks.kafka import KafkaParticipant
 
@@ -84,9 +90,9 @@ def test_avro_and_json_round_trip_and_two_topics_commit_together(
     as_json = _binding("wide_json", output="copies", value_format=ValueFormat.JSON)
     sink.prepare_bindings("job", [avro, as_json])
     files = _stage(tmp_path, 0, "results", ROWS) + _stage(tmp_path, 0, "copies", ROWS[:1])
-    assert sink.prepare(TxnId("job", 0), files, [avro, as_json]).vote_commit
+    assert sink.prepare(TransactionId("job", 0), files, [avro, as_json]).vote_commit
     assert read_topic(broker.bootstrap_servers, "wide_avro", idle_timeout=0.5) == []
-    sink.commit(TxnId("job", 0))
+    sink.commit(TransactionId("job", 0))
 
     records = read_topic(broker.bootstrap_servers, "wide_avro", idle_timeout=0.5)
     reader = SchemasTopic(broker.bootstrap_servers)  # a fresh reader: the schema comes from the topic
@@ -99,8 +105,8 @@ def test_avro_and_json_round_trip_and_two_topics_commit_together(
     assert base64.b64decode(copy["raw"]) == b"\x00\xff"
 
     # an aborted transaction leaves nothing in either topic
-    assert sink.prepare(TxnId("job", 1), _stage(tmp_path, 1, "results", ROWS), [avro, as_json]).vote_commit
-    sink.abort(TxnId("job", 1))
+    assert sink.prepare(TransactionId("job", 1), _stage(tmp_path, 1, "results", ROWS), [avro, as_json]).vote_commit
+    sink.abort(TransactionId("job", 1))
     assert len(read_topic(broker.bootstrap_servers, "wide_avro", idle_timeout=0.5)) == 2
     assert len(read_topic(broker.bootstrap_servers, "wide_json", idle_timeout=0.5)) == 1
 
@@ -112,12 +118,12 @@ def test_a_restarted_participant_redoes_a_commit_with_the_journals_bindings(
     binding = _binding("redo_json", value_format=ValueFormat.JSON)
     first = KafkaParticipant("kafka", settings, state_dir=tmp_path / "state", timeout_s=30)
     first.prepare_bindings("job", [binding])
-    assert first.prepare(TxnId("job", 0), _stage(tmp_path, 0, "results", ROWS), [binding]).vote_commit
+    assert first.prepare(TransactionId("job", 0), _stage(tmp_path, 0, "results", ROWS), [binding]).vote_commit
     first.close()  # the open Kafka transaction is lost with the process
     second = KafkaParticipant("kafka", settings, state_dir=tmp_path / "state", timeout_s=30)
     try:
-        assert second.list_prepared() == [TxnId("job", 0)]
-        second.commit(TxnId("job", 0))  # no files, no bindings given: the journal has both
+        assert second.list_prepared() == [TransactionId("job", 0)]
+        second.commit(TransactionId("job", 0))  # no files, no bindings given: the journal has both
     finally:
         second.close()
     names = [json.loads(r.value or b"")["name"] for r in read_topic(broker.bootstrap_servers, "redo_json")]

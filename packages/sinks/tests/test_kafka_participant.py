@@ -12,9 +12,10 @@ from confluent_kafka import Consumer, TopicPartition
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.broker.testing.clients import ConsumedRecord, read_topic
 from onceflow.core.avro import IP_COUNT_SERDE
+from onceflow.core.contract import TransactionId
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
-from onceflow.sinks.base import Outcome, TxnId
+from onceflow.sinks.base import Outcome
 from onceflow.sinks.exceptions import TransactionAlreadyCommitted
 from onceflow.sinks.kafka import KafkaParticipant
 
@@ -79,7 +80,7 @@ def open_sink(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[OpenSink]:
 
 def test_prepare_commit_abort(open_sink: OpenSink, broker: EmbeddedBroker, stage: Stage) -> None:
     sink = open_sink()
-    txn = TxnId("job", 0)
+    txn = TransactionId("job", 0)
     vote = sink.prepare(txn, stage("job", 0, [row("10.0.0.1", 3), row("10.0.0.2", 1)], [row("10.0.0.1", 2, W1)]))
     assert (vote.vote_commit, vote.rows) == (True, 3)
     assert sink.list_prepared() == [txn]
@@ -93,7 +94,7 @@ def test_prepare_commit_abort(open_sink: OpenSink, broker: EmbeddedBroker, stage
     assert sink.list_prepared() == []
     assert sink.last_committed("job") == 0
 
-    aborted = TxnId("job", 1)
+    aborted = TransactionId("job", 1)
     assert sink.prepare(aborted, stage("job", 1, [row("10.0.0.9", 9)])).vote_commit
     sink.abort(aborted)
     sink.abort(aborted)
@@ -106,34 +107,36 @@ def test_prepare_commit_abort(open_sink: OpenSink, broker: EmbeddedBroker, stage
 
 def test_one_open_transaction_per_sink_and_job(open_sink: OpenSink, stage: Stage) -> None:
     sink = open_sink()
-    assert sink.prepare(TxnId("job", 0), stage("job", 0, [row("a", 1)])).vote_commit
-    assert sink.prepare(TxnId("job", 0), stage("job", 0, [row("a", 1)])).vote_commit, "re-prepare is a yes"
-    vote = sink.prepare(TxnId("job", 1), stage("job", 1, [row("a", 2)]))
+    assert sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)])).vote_commit
+    assert sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)])).vote_commit, "re-prepare is a yes"
+    vote = sink.prepare(TransactionId("job", 1), stage("job", 1, [row("a", 2)]))
     assert not vote.vote_commit and "job:0 is still open" in vote.reason
-    assert sink.prepare(TxnId("other", 0), stage("other", 0, [row("a", 1)])).vote_commit, "other jobs are independent"
+    assert sink.prepare(TransactionId("other", 0), stage("other", 0, [row("a", 1)])).vote_commit, (
+        "other jobs are independent"
+    )
 
 
 def test_restarted_participant_redoes_a_committed_batch_from_staging_once(
     open_sink: OpenSink, broker: EmbeddedBroker, stage: Stage
 ) -> None:
     first = open_sink()
-    first.prepare(TxnId("job", 0), stage("job", 0, [row("a", 1)]))
-    first.commit(TxnId("job", 0))
-    first.prepare(TxnId("job", 1), stage("job", 1, [row("a", 5), row("b", 1)]))
-    first.prepare(TxnId("other", 0), stage("other", 0, [row("c", 1)]))
+    first.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)]))
+    first.commit(TransactionId("job", 0))
+    first.prepare(TransactionId("job", 1), stage("job", 1, [row("a", 5), row("b", 1)]))
+    first.prepare(TransactionId("other", 0), stage("other", 0, [row("c", 1)]))
     # The first participant "dies" with two open transactions: its successor fences it.
 
     second = open_sink()
-    assert second.list_prepared() == [TxnId("job", 1), TxnId("other", 0)]
-    decisions = {TxnId("job", 1): Outcome.COMMIT, TxnId("other", 0): Outcome.ABORT}
+    assert second.list_prepared() == [TransactionId("job", 1), TransactionId("other", 0)]
+    decisions = {TransactionId("job", 1): Outcome.COMMIT, TransactionId("other", 0): Outcome.ABORT}
     assert second.recover(decisions.__getitem__) == decisions
     assert second.list_prepared() == []
     assert sorted(_rows(broker)) == [("a", W0, 1), ("a", W0, 5), ("b", W0, 1)]
 
     # The coordinator re-sends Commit (with the files): the marker makes the redo a no-op.
-    second.commit(TxnId("job", 1), stage("job", 1, [row("a", 5), row("b", 1)]))
+    second.commit(TransactionId("job", 1), stage("job", 1, [row("a", 5), row("b", 1)]))
     third = open_sink()
-    third.commit(TxnId("job", 1), stage("job", 1, [row("a", 5), row("b", 1)]))
+    third.commit(TransactionId("job", 1), stage("job", 1, [row("a", 5), row("b", 1)]))
     assert third.last_committed("job") == 1
     assert len(_rows(broker)) == 3
     assert sorted((m.key, m.value) for m in _markers(broker)) == [(b"kafka:job", b"0"), (b"kafka:job", b"1")]
@@ -142,5 +145,5 @@ def test_restarted_participant_redoes_a_committed_batch_from_staging_once(
 def test_bad_staged_file_votes_no(open_sink: OpenSink, stage: Stage) -> None:
     (file,) = stage("job", 0, [row("a", 1)])
     Path(file.uri.removeprefix("file://")).unlink()
-    vote = open_sink().prepare(TxnId("job", 0), [file])
+    vote = open_sink().prepare(TransactionId("job", 0), [file])
     assert not vote.vote_commit and file.uri in vote.reason

@@ -5,7 +5,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from onceflow.sinks.base import SinkParticipant, TxnId
+from onceflow.core.contract import TransactionId
+from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.exceptions import PreparedTransactionsDisabled
 from onceflow.sinks.postgres import PostgresParticipant
 from onceflow.sinks.testing.postgres import running_postgres
@@ -28,24 +29,24 @@ class TestPostgresParticipant(ParticipantContract):
         return {(ws, ip): c for ws, ip, c in found}
 
     def test_prepare_is_a_real_prepared_transaction(self, sink: SinkParticipant, stage: Stage) -> None:
-        sink.prepare(TxnId("ip:count", 12), stage("ipcount", 12, [row("a", 1)]))
+        sink.prepare(TransactionId("ip:count", 12), stage("ipcount", 12, [row("a", 1)]))
         with psycopg.connect(self.dsn) as conn:
             gids = [g for (g,) in conn.execute("SELECT gid FROM pg_prepared_xacts").fetchall()]
         assert gids == ["onceflow:db:ip:count:12"]
-        assert sink.list_prepared() == [TxnId("ip:count", 12)]
+        assert sink.list_prepared() == [TransactionId("ip:count", 12)]
 
     def test_prepare_blocked_by_a_lingering_prepared_transaction_votes_no(
         self, sink: SinkParticipant, stage: Stage
     ) -> None:
         other = self.open("other")
         try:
-            assert other.prepare(TxnId("a", 0), stage("a", 0, [row("x", 1)])).vote_commit
-            vote = sink.prepare(TxnId("b", 0), stage("b", 0, [row("x", 2)]))
+            assert other.prepare(TransactionId("a", 0), stage("a", 0, [row("x", 1)])).vote_commit
+            vote = sink.prepare(TransactionId("b", 0), stage("b", 0, [row("x", 2)]))
             assert not vote.vote_commit
             assert "LockNotAvailable" in vote.reason and "b:0" in vote.reason
-            other.commit(TxnId("a", 0))
-            assert sink.prepare(TxnId("b", 0), stage("b", 0, [row("x", 2)])).vote_commit
-            sink.commit(TxnId("b", 0))
+            other.commit(TransactionId("a", 0))
+            assert sink.prepare(TransactionId("b", 0), stage("b", 0, [row("x", 2)])).vote_commit
+            sink.commit(TransactionId("b", 0))
             assert self.results() == {(W0, "x"): 2}
         finally:
             other.close()

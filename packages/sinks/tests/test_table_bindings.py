@@ -15,9 +15,9 @@ import psycopg
 import pyarrow as pa
 import pytest
 
-from onceflow.core.contract import SinkBinding, SinkMode
+from onceflow.core.contract import SinkBinding, SinkMode, TransactionId
 from onceflow.core.staging import StagedFile, StagingWriter
-from onceflow.sinks.base import SinkParticipant, TxnId
+from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.exceptions import BindingRejected
 from onceflow.sinks.postgres import PostgresParticipant
 from onceflow.sinks.sqlite import SqliteParticipant
@@ -132,8 +132,8 @@ def test_every_type_round_trips_exactly(database: Database, sink: SinkParticipan
     binding = _binding("wide")
     sink.prepare_bindings("job", [binding])
     files = _stage(tmp_path, 0, "results", WIDE, ROWS)
-    assert sink.prepare(TxnId("job", 0), files, [binding]).vote_commit
-    sink.commit(TxnId("job", 0))
+    assert sink.prepare(TransactionId("job", 0), files, [binding]).vote_commit
+    sink.commit(TransactionId("job", 0))
     assert database.rows("wide", "name DESC") == [database.wide_values(r) for r in ROWS]
 
 
@@ -143,7 +143,7 @@ def test_append_keeps_identical_rows_and_a_replay_adds_nothing(
     binding = _binding("events")
     same = [ROWS[1], ROWS[1]]
     files = _stage(tmp_path, 0, "results", WIDE, same, [ROWS[1]])
-    txn = TxnId("job", 0)
+    txn = TransactionId("job", 0)
     assert sink.prepare(txn, files, [binding]).vote_commit
     assert sink.prepare(txn, files, [binding]).vote_commit  # prepared twice: written once
     sink.commit(txn)
@@ -164,16 +164,16 @@ def test_several_bindings_commit_together_or_not_at_all(
     errors = _binding("rejects", output="dead_letters")
     files = _stage(tmp_path, 0, "results", WIDE, ROWS) + _stage(tmp_path, 0, "dead_letters", WIDE, [ROWS[1]])
     sink.prepare_bindings("job", [keyed, errors])
-    assert sink.prepare(TxnId("job", 0), files, [keyed, errors]).vote_commit
-    sink.abort(TxnId("job", 0))
+    assert sink.prepare(TransactionId("job", 0), files, [keyed, errors]).vote_commit
+    sink.abort(TransactionId("job", 0))
     assert database.rows("latest", "name") == [] and database.rows("rejects", "name") == []
-    assert sink.prepare(TxnId("job", 1), files, [keyed, errors]).vote_commit
-    sink.commit(TxnId("job", 1))
+    assert sink.prepare(TransactionId("job", 1), files, [keyed, errors]).vote_commit
+    sink.commit(TransactionId("job", 1))
     assert len(database.rows("latest", "name")) == 2 and len(database.rows("rejects", "name")) == 1
     # a later batch's row replaces the stored one with the same key
     later = [{**ROWS[0], "note": "later"}]
-    assert sink.prepare(TxnId("job", 2), _stage(tmp_path, 2, "results", WIDE, later), [keyed]).vote_commit
-    sink.commit(TxnId("job", 2))
+    assert sink.prepare(TransactionId("job", 2), _stage(tmp_path, 2, "results", WIDE, later), [keyed]).vote_commit
+    sink.commit(TransactionId("job", 2))
     notes = [row[-1] for row in database.rows("latest", "name")]
     assert notes == [None, "later"]  # "two" sorts before "ü-1"
 
@@ -232,6 +232,6 @@ def test_a_null_for_a_not_null_column_votes_no_naming_it(
     binding = SinkBinding(sink="db", table="strict", mode=SinkMode.APPEND, schema=schema)
     sink.prepare_bindings("job", [binding])  # nullable output columns into NOT NULL ones: checked per batch
     files = _stage(tmp_path, 0, "results", schema, [{"name": "a", "n": 1}, {"name": "b", "n": None}])
-    vote = sink.prepare(TxnId("job", 0), files, [binding])
+    vote = sink.prepare(TransactionId("job", 0), files, [binding])
     assert not vote.vote_commit
     assert re.search(r"column ['\"]n['\"]", vote.reason) and "strict" in vote.reason

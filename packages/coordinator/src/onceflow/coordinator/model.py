@@ -10,7 +10,7 @@ import enum
 import re
 from dataclasses import dataclass, field
 
-from onceflow.core.contract import SinkBinding
+from onceflow.core.contract import SinkBinding, TransactionId
 from onceflow.core.staging import StagedFile
 
 #: A job name: letters, digits, ``.``, ``_``, ``-``; no ``:`` (it separates job and batch in ids).
@@ -64,25 +64,6 @@ class Resolution(enum.Enum):
 
     COMMIT = "commit"
     ABORT = "abort"
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class TransactionId:
-    """``<job>:<batch>``: one micro-batch of one job."""
-
-    job: str
-    batch: int
-
-    def __str__(self) -> str:
-        return f"{self.job}:{self.batch}"
-
-    @classmethod
-    def parse(cls, text: str) -> TransactionId:
-        """Parse ``job:batch``; ValueError when it is not one."""
-        job, sep, batch = text.rpartition(":")
-        if not sep or not job or not batch.lstrip("-").isdigit():
-            raise ValueError(f"expected JOB:BATCH, got {text!r}")
-        return cls(job, int(batch))
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@
 - :mod:`onceflow.sinks.testing`: pytest fixtures for a real PostgreSQL server.
 """
 
-from onceflow.sinks.base import Outcome, PrepareResult, SinkParticipant, TxnId
+from onceflow.sinks.base import Outcome, PrepareResult, SinkParticipant
 from onceflow.sinks.exceptions import (
     PreparedTransactionsDisabled,
     PrepareRejected,
@@ -24,5 +24,4 @@ __all__ = [
     "SinkParticipant",
     "TransactionAlreadyCommitted",
     "TransactionNotPrepared",
-    "TxnId",
 ]

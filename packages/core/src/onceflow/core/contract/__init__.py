@@ -1,6 +1,7 @@
 """The cross-process contract: what the Spark driver, the coordinator, the sink participants, the
-consumer and the demo agree on. Sink bindings (which output goes to which table or topic, how) and
-the output schemas they carry live here; staged-file descriptors live in :mod:`onceflow.core.staging`.
+consumer and the demo agree on. Transaction ids, sink bindings (which output goes to which table or
+topic, how) and the output schemas they carry live here; staged-file descriptors live in
+:mod:`onceflow.core.staging`.
 """
 
 from onceflow.core.contract.bindings import (
@@ -24,6 +25,7 @@ from onceflow.core.contract.schema import (
     schema_from_bytes,
     schema_to_bytes,
 )
+from onceflow.core.contract.txn import TransactionId
 
 __all__ = [
     "DEAD_LETTERS_OUTPUT",
@@ -34,6 +36,7 @@ __all__ = [
     "InvalidBinding",
     "SinkBinding",
     "SinkMode",
+    "TransactionId",
     "UnsupportedColumnType",
     "ValueFormat",
     "check_supported",

@@ -5,11 +5,11 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Sequence
 
-from onceflow.core.contract import SinkBinding
+from onceflow.core.contract import SinkBinding, TransactionId
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile, StagingError
 from onceflow.sinks.base.rows import BoundRows, load_outputs
-from onceflow.sinks.base.txn import Outcome, PrepareResult, TxnId
+from onceflow.sinks.base.txn import Outcome, PrepareResult
 from onceflow.sinks.exceptions import PrepareRejected
 
 _log = get_logger(__name__)
@@ -55,7 +55,9 @@ class SinkParticipant(abc.ABC):
         """The rows each binding writes, read and verified from ``files`` (raises ``StagingError``)."""
         return load_outputs(files, self.bindings_or_default(bindings))
 
-    def prepare(self, txn: TxnId, files: Sequence[StagedFile], bindings: Sequence[SinkBinding] = ()) -> PrepareResult:
+    def prepare(
+        self, txn: TransactionId, files: Sequence[StagedFile], bindings: Sequence[SinkBinding] = ()
+    ) -> PrepareResult:
         """Make ``txn`` durable and vote.
 
         Steps:
@@ -83,7 +85,7 @@ class SinkParticipant(abc.ABC):
         return PrepareResult.yes(rows)
 
     @abc.abstractmethod
-    def prepare_rows(self, txn: TxnId, outputs: Sequence[BoundRows], files: Sequence[StagedFile]) -> None:
+    def prepare_rows(self, txn: TransactionId, outputs: Sequence[BoundRows], files: Sequence[StagedFile]) -> None:
         """Make every binding's rows durable as the prepared state of ``txn`` (raise
         :class:`PrepareRejected` to vote no). The bindings are one transaction: all or nothing.
 
@@ -92,7 +94,9 @@ class SinkParticipant(abc.ABC):
         """
 
     @abc.abstractmethod
-    def commit(self, txn: TxnId, files: Sequence[StagedFile] = (), bindings: Sequence[SinkBinding] = ()) -> None:
+    def commit(
+        self, txn: TransactionId, files: Sequence[StagedFile] = (), bindings: Sequence[SinkBinding] = ()
+    ) -> None:
         """Commit a prepared ``txn``. Idempotent. ``files`` and ``bindings`` are given again, for
         sinks whose fast-path prepared state may be gone and that redo the batch from staging."""
 
@@ -110,14 +114,14 @@ class SinkParticipant(abc.ABC):
         """What a job that declares no bindings writes here: the IP-count results."""
 
     @abc.abstractmethod
-    def abort(self, txn: TxnId) -> None:
+    def abort(self, txn: TransactionId) -> None:
         """Abort ``txn`` and drop its prepared state. Idempotent; an unknown transaction is a no-op."""
 
     @abc.abstractmethod
-    def list_prepared(self) -> list[TxnId]:
+    def list_prepared(self) -> list[TransactionId]:
         """The transactions prepared but not yet committed or aborted, oldest first."""
 
-    def recover(self, outcome_of: Callable[[TxnId], Outcome]) -> dict[TxnId, Outcome]:
+    def recover(self, outcome_of: Callable[[TransactionId], Outcome]) -> dict[TransactionId, Outcome]:
         """Resolve every prepared transaction with the coordinator's decision (Flink's ``recoverAndCommit``).
 
         Steps:
@@ -130,7 +134,7 @@ class SinkParticipant(abc.ABC):
         # Step 1
         prepared = self.list_prepared()
         _log.info("recover.start", sink=self.name, prepared=len(prepared))
-        done: dict[TxnId, Outcome] = {}
+        done: dict[TransactionId, Outcome] = {}
         for txn in prepared:
             # Step 2
             outcome = outcome_of(txn)

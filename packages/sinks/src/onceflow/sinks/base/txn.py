@@ -1,34 +1,9 @@
-"""Transaction ids and outcomes as the sink participants see them."""
+"""Outcomes and votes as the sink participants see them (transaction ids: ``onceflow.core.contract``)."""
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-
-
-@dataclass(frozen=True, order=True)
-class TxnId:
-    """A two-phase-commit transaction: one micro-batch of one job. ``str()`` is ``<job>:<batch>``."""
-
-    job: str
-    batch: int
-
-    def __post_init__(self) -> None:
-        if not self.job:
-            raise ValueError("transaction job must not be empty")
-        if self.batch < 0:
-            raise ValueError(f"transaction batch must be >= 0, got {self.batch} (job {self.job!r})")
-
-    def __str__(self) -> str:
-        return f"{self.job}:{self.batch}"
-
-    @classmethod
-    def parse(cls, text: str) -> TxnId:
-        """The inverse of ``str()``; the job may itself contain ``:``."""
-        job, sep, batch = text.rpartition(":")
-        if not sep or not batch.isdigit():
-            raise ValueError(f"expected <job>:<batch>, got {text!r}")
-        return cls(job, int(batch))
 
 
 class Outcome(enum.Enum):

@@ -8,9 +8,8 @@ import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 
-from onceflow.core.contract import SinkBinding
+from onceflow.core.contract import SinkBinding, TransactionId
 from onceflow.core.staging import StagedFile
-from onceflow.sinks.base import TxnId
 
 
 class PreparedJournal:
@@ -26,10 +25,10 @@ class PreparedJournal:
         self.root = Path(state_dir) / sink / "prepared"
         self.root.mkdir(parents=True, exist_ok=True)
 
-    def _path(self, txn: TxnId) -> Path:
+    def _path(self, txn: TransactionId) -> Path:
         return self.root / urllib.parse.quote(txn.job, safe="") / f"{txn.batch}.json"
 
-    def record(self, txn: TxnId, files: Sequence[StagedFile], bindings: Sequence[SinkBinding] = ()) -> None:
+    def record(self, txn: TransactionId, files: Sequence[StagedFile], bindings: Sequence[SinkBinding] = ()) -> None:
         """Remember ``txn``'s files and bindings durably (replacing an earlier entry for it)."""
         path = self._path(txn)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -47,12 +46,12 @@ class PreparedJournal:
         os.replace(tmp, path)
         _fsync_dir(path.parent)
 
-    def files(self, txn: TxnId) -> list[StagedFile] | None:
+    def files(self, txn: TransactionId) -> list[StagedFile] | None:
         """The files recorded for ``txn``, or None when it has no entry."""
         entry = self.entry(txn)
         return None if entry is None else entry[0]
 
-    def entry(self, txn: TxnId) -> tuple[list[StagedFile], list[SinkBinding]] | None:
+    def entry(self, txn: TransactionId) -> tuple[list[StagedFile], list[SinkBinding]] | None:
         """The files and bindings recorded for ``txn`` (entries from before bindings: none), or None."""
         try:
             body = json.loads(self._path(txn).read_text())
@@ -61,7 +60,7 @@ class PreparedJournal:
         files = [StagedFile(**f) for f in body["files"]]
         return files, [SinkBinding.from_dict(b) for b in body.get("bindings", ())]
 
-    def remove(self, txn: TxnId) -> None:
+    def remove(self, txn: TransactionId) -> None:
         """Forget ``txn`` (committed or aborted). Idempotent."""
         path = self._path(txn)
         try:
@@ -70,11 +69,11 @@ class PreparedJournal:
             return
         _fsync_dir(path.parent)
 
-    def list(self) -> list[TxnId]:
+    def list(self) -> list[TransactionId]:
         """Every recorded transaction, by job then batch."""
-        found: list[TxnId] = []
+        found: list[TransactionId] = []
         for entry in self.root.glob("*/*.json"):
-            found.append(TxnId(urllib.parse.unquote(entry.parent.name), int(entry.stem)))
+            found.append(TransactionId(urllib.parse.unquote(entry.parent.name), int(entry.stem)))
         return sorted(found)
 
 

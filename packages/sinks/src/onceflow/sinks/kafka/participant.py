@@ -18,6 +18,7 @@ from onceflow.core.avro.schemas_topic import SchemasTopic
 from onceflow.core.contract import (
     IP_COUNT_RECORD_NAME,
     SinkBinding,
+    TransactionId,
     UnsupportedColumnType,
     ValueFormat,
     check_supported,
@@ -27,7 +28,7 @@ from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
-from onceflow.sinks.base import BoundRows, SinkParticipant, TxnId
+from onceflow.sinks.base import BoundRows, SinkParticipant
 from onceflow.sinks.exceptions import (
     BindingRejected,
     PrepareRejected,
@@ -49,7 +50,7 @@ class _JobProducer:
     producer: Producer
     transactional_id: str
     last_committed: int
-    open_txn: TxnId | None = None
+    open_txn: TransactionId | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -177,7 +178,7 @@ class KafkaParticipant(SinkParticipant):
         fresh = self._new_producer(job)
         state.producer, state.last_committed, state.open_txn = fresh.producer, fresh.last_committed, None
 
-    def _produce_batch(self, state: _JobProducer, txn: TxnId, outputs: Sequence[BoundRows]) -> None:
+    def _produce_batch(self, state: _JobProducer, txn: TransactionId, outputs: Sequence[BoundRows]) -> None:
         """Begin a transaction, produce every binding's rows and the marker, and flush (the transaction stays open)."""
         failures: list[KafkaError] = []
 
@@ -256,7 +257,7 @@ class KafkaParticipant(SinkParticipant):
         finally:
             state.open_txn = None
 
-    def prepare_rows(self, txn: TxnId, outputs: Sequence[BoundRows], files: Sequence[StagedFile]) -> None:
+    def prepare_rows(self, txn: TransactionId, outputs: Sequence[BoundRows], files: Sequence[StagedFile]) -> None:
         """Produce the batch and its marker in a Kafka transaction, left open; the journal remembers the files.
 
         Steps:
@@ -288,7 +289,9 @@ class KafkaParticipant(SinkParticipant):
                     self._reset_producer(txn.job, state)
                 raise PrepareRejected(f"sink {self.name!r} cannot prepare {txn}: {exc}") from exc
 
-    def commit(self, txn: TxnId, files: Sequence[StagedFile] = (), bindings: Sequence[SinkBinding] = ()) -> None:
+    def commit(
+        self, txn: TransactionId, files: Sequence[StagedFile] = (), bindings: Sequence[SinkBinding] = ()
+    ) -> None:
         """Commit the open transaction, or redo the batch from staging; idempotent.
 
         Steps:
@@ -328,7 +331,7 @@ class KafkaParticipant(SinkParticipant):
             self._journal.remove(txn)
         _log.info("commit.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
 
-    def _commit_open(self, state: _JobProducer, txn: TxnId) -> bool:
+    def _commit_open(self, state: _JobProducer, txn: TransactionId) -> bool:
         """Commit the open transaction; False when Kafka aborted it and the batch must be redone."""
         try:
             state.producer.commit_transaction(self._timeout_s)
@@ -354,7 +357,7 @@ class KafkaParticipant(SinkParticipant):
             state.open_txn = None
             return False
 
-    def abort(self, txn: TxnId) -> None:
+    def abort(self, txn: TransactionId) -> None:
         """Abort ``txn``'s open transaction if it is open and forget it; unknown transactions are a no-op."""
         state = self._job(txn.job)
         with state.lock:
@@ -365,7 +368,7 @@ class KafkaParticipant(SinkParticipant):
             self._journal.remove(txn)
         _log.info("abort.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
 
-    def list_prepared(self) -> list[TxnId]:
+    def list_prepared(self) -> list[TransactionId]:
         return self._journal.list()
 
     def last_committed(self, job: str) -> int:

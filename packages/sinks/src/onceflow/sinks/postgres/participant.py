@@ -8,10 +8,10 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import errors, sql
 
-from onceflow.core.contract import SinkBinding, SinkMode, ip_count_table_binding
+from onceflow.core.contract import SinkBinding, SinkMode, TransactionId, ip_count_table_binding
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
-from onceflow.sinks.base import BoundRows, SinkParticipant, TxnId
+from onceflow.sinks.base import BoundRows, SinkParticipant
 from onceflow.sinks.exceptions import (
     PreparedTransactionsDisabled,
     PrepareRejected,
@@ -123,14 +123,14 @@ class PostgresParticipant(SinkParticipant):
         ).fetchone()
         return found is not None
 
-    def _is_committed(self, conn: Connection, txn: TxnId) -> bool:
+    def _is_committed(self, conn: Connection, txn: TransactionId) -> bool:
         found = conn.execute(
             "SELECT 1 FROM onceflow_commits WHERE sink = %s AND job = %s AND batch = %s",
             (self.name, txn.job, txn.batch),
         ).fetchone()
         return found is not None
 
-    def prepare_rows(self, txn: TxnId, outputs: Sequence[BoundRows], files: Sequence[StagedFile]) -> None:
+    def prepare_rows(self, txn: TransactionId, outputs: Sequence[BoundRows], files: Sequence[StagedFile]) -> None:
         """Write every binding's rows and record the commit inside a transaction, then ``PREPARE TRANSACTION``.
 
         Steps:
@@ -173,7 +173,9 @@ class PostgresParticipant(SinkParticipant):
                     conn.execute("ROLLBACK")
                 raise
 
-    def commit(self, txn: TxnId, files: Sequence[StagedFile] = (), bindings: Sequence[SinkBinding] = ()) -> None:
+    def commit(
+        self, txn: TransactionId, files: Sequence[StagedFile] = (), bindings: Sequence[SinkBinding] = ()
+    ) -> None:
         """``COMMIT PREPARED '<gid>'``; idempotent.
 
         Steps:
@@ -210,7 +212,7 @@ class PostgresParticipant(SinkParticipant):
                     self._write(conn, bound)
                 conn.execute(RECORD_COMMIT, (self.name, txn.job, txn.batch))
 
-    def abort(self, txn: TxnId) -> None:
+    def abort(self, txn: TransactionId) -> None:
         """``ROLLBACK PREPARED '<gid>'``; an unknown transaction is a no-op, a committed one an error."""
         gid = gid_of(self.name, txn)
         with self._connect() as conn:
@@ -224,7 +226,7 @@ class PostgresParticipant(SinkParticipant):
                 raise TransactionAlreadyCommitted(self.name, txn)
             _log.info("abort.unknown", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, gid=gid)
 
-    def list_prepared(self) -> list[TxnId]:
+    def list_prepared(self) -> list[TransactionId]:
         """This sink's prepared transactions in this database, from ``pg_prepared_xacts``, oldest first."""
         with self._connect() as conn:
             found = conn.execute(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from onceflow.sinks.base import TxnId
+from onceflow.core.contract import TransactionId
 
 SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS onceflow_commits (
@@ -42,7 +42,7 @@ def gid_prefix(sink: str) -> str:
     return f"onceflow:{sink}:"
 
 
-def gid_of(sink: str, txn: TxnId) -> str:
+def gid_of(sink: str, txn: TransactionId) -> str:
     """The prepared transaction's gid: ``onceflow:<sink>:<job>:<batch>``."""
     gid = f"{gid_prefix(sink)}{txn}"
     if len(gid) > MAX_GID_LENGTH:
@@ -50,9 +50,9 @@ def gid_of(sink: str, txn: TxnId) -> str:
     return gid
 
 
-def txn_of(sink: str, gid: str) -> TxnId:
+def txn_of(sink: str, gid: str) -> TransactionId:
     """The inverse of :func:`gid_of` (the job may contain ``:``; the batch is after the last one)."""
     prefix = gid_prefix(sink)
     if not gid.startswith(prefix):
         raise ValueError(f"gid {gid!r} is not one of sink {sink!r}")
-    return TxnId.parse(gid[len(prefix) :])
+    return TransactionId.parse(gid[len(prefix) :])

@@ -13,12 +13,13 @@ from types import FrameType
 import grpc
 
 from onceflow.core.confinement import StagingConfinement
+from onceflow.core.contract import TransactionId
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.grpc import build_server, open_channel
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import MetricsEndpoint, serve_metrics
 from onceflow.proto.v1 import participant_pb2_grpc
-from onceflow.sinks.base import Outcome, SinkParticipant, TxnId
+from onceflow.sinks.base import Outcome, SinkParticipant
 from onceflow.sinks.server.factory import open_sink
 from onceflow.sinks.server.metrics import ParticipantMetrics
 from onceflow.sinks.server.recovery import CoordinatorOutcomes
@@ -102,7 +103,7 @@ class ParticipantServer:
                 stop=self._stop,
             )
             for name, sink in self.sinks.items():
-                done: dict[TxnId, Outcome] = sink.recover(outcomes)
+                done: dict[TransactionId, Outcome] = sink.recover(outcomes)
                 for outcome in done.values():
                     self.metrics.recovered.labels(name, outcome.value).inc()
         finally:

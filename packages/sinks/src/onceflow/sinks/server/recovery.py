@@ -8,9 +8,10 @@ from typing import Any, Final
 
 import grpc
 
+from onceflow.core.contract import TransactionId
 from onceflow.core.logging import get_logger
 from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
-from onceflow.sinks.base import Outcome, TxnId
+from onceflow.sinks.base import Outcome
 from onceflow.sinks.exceptions import SinkError
 
 _log = get_logger(__name__)
@@ -61,7 +62,7 @@ class CoordinatorOutcomes:
         self._max_backoff_s = max_backoff_s
         self._stop = stop or threading.Event()
 
-    def __call__(self, txn: TxnId) -> Outcome:
+    def __call__(self, txn: TransactionId) -> Outcome:
         backoff = self._initial_backoff_s
         attempt = 0
         while True:

@@ -12,14 +12,14 @@ import psycopg
 from confluent_kafka import KafkaException
 
 from onceflow.core.confinement import PathNotAllowed, StagingConfinement
-from onceflow.core.contract import SinkBinding
+from onceflow.core.contract import SinkBinding, TransactionId
 from onceflow.core.contract.proto import binding_from_proto, files_from_proto
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
 from onceflow.core.logging import get_logger
 from onceflow.core.request_limits import MAX_ID_BYTES, MAX_STAGED_FILES, MAX_URI_BYTES, oversize
 from onceflow.core.staging import StagedFile, StagingError
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
-from onceflow.sinks.base import SinkParticipant, TxnId
+from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.exceptions import SinkError
 from onceflow.sinks.server.convert import txn_from_proto, txn_to_proto
 from onceflow.sinks.server.metrics import ParticipantMetrics
@@ -84,7 +84,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         request: participant_pb2.PrepareTransactionRequest
         | participant_pb2.CommitPreparedTransactionRequest
         | participant_pb2.AbortPreparedTransactionRequest,
-    ) -> TxnId:
+    ) -> TransactionId:
         if not request.HasField("id"):
             raise InvalidRequest("id must be set (job and batch of the transaction)")
         if not request.id.job:

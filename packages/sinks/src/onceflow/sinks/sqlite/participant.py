@@ -12,10 +12,10 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from onceflow.core.contract import SinkBinding, SinkMode, ip_count_table_binding
+from onceflow.core.contract import SinkBinding, SinkMode, TransactionId, ip_count_table_binding
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
-from onceflow.sinks.base import BoundRows, SinkParticipant, TxnId
+from onceflow.sinks.base import BoundRows, SinkParticipant
 from onceflow.sinks.exceptions import PrepareRejected, TransactionAlreadyCommitted, TransactionNotPrepared
 from onceflow.sinks.sqlite.schema import SCHEMA
 from onceflow.sinks.tables import SQLITE, Column, null_violation, plan_table
@@ -124,7 +124,7 @@ class SqliteParticipant(SinkParticipant):
 
     # --- the protocol ---------------------------------------------------------------------------
 
-    def _state(self, db: sqlite3.Connection, txn: TxnId) -> _State:
+    def _state(self, db: sqlite3.Connection, txn: TransactionId) -> _State:
         key = (self.name, txn.job, txn.batch)
         if db.execute("SELECT 1 FROM onceflow_commits WHERE sink = ? AND job = ? AND batch = ?", key).fetchone():
             return _State.COMMITTED
@@ -132,7 +132,7 @@ class SqliteParticipant(SinkParticipant):
             return _State.PREPARED
         return _State.UNKNOWN
 
-    def prepare_rows(self, txn: TxnId, outputs: Sequence[BoundRows], files: Sequence[StagedFile]) -> None:
+    def prepare_rows(self, txn: TransactionId, outputs: Sequence[BoundRows], files: Sequence[StagedFile]) -> None:
         """Check the rows against their tables and record the prepared transaction, in one SQLite transaction.
 
         Steps:
@@ -167,7 +167,7 @@ class SqliteParticipant(SinkParticipant):
                 ),
             )
 
-    def _pending(self, txn: TxnId) -> tuple[list[StagedFile], list[SinkBinding]] | None:
+    def _pending(self, txn: TransactionId) -> tuple[list[StagedFile], list[SinkBinding]] | None:
         with self._lock:
             found = self._db.execute(
                 "SELECT files, bindings FROM onceflow_pending WHERE sink = ? AND job = ? AND batch = ?",
@@ -178,7 +178,9 @@ class SqliteParticipant(SinkParticipant):
         files = [StagedFile(**f) for f in json.loads(found[0])]
         return files, [SinkBinding.from_dict(b) for b in json.loads(found[1])]
 
-    def commit(self, txn: TxnId, files: Sequence[StagedFile] = (), bindings: Sequence[SinkBinding] = ()) -> None:
+    def commit(
+        self, txn: TransactionId, files: Sequence[StagedFile] = (), bindings: Sequence[SinkBinding] = ()
+    ) -> None:
         """Write every binding's rows and record the commit, in one SQLite transaction; idempotent.
 
         Steps:
@@ -217,7 +219,7 @@ class SqliteParticipant(SinkParticipant):
         rows = sum(b.rows.num_rows for b in outputs)
         _log.info("commit.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=rows)
 
-    def abort(self, txn: TxnId) -> None:
+    def abort(self, txn: TransactionId) -> None:
         """Drop the prepared state of ``txn``; an unknown transaction is a no-op."""
         with self._transaction() as db:
             state = self._state(db, txn)
@@ -228,14 +230,14 @@ class SqliteParticipant(SinkParticipant):
             )
         _log.info("abort.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, state=state.value)
 
-    def list_prepared(self) -> list[TxnId]:
+    def list_prepared(self) -> list[TransactionId]:
         with self._lock:
             found = self._db.execute(
                 "SELECT job, batch FROM onceflow_pending WHERE sink = ? ORDER BY prepared_at, job, batch", (self.name,)
             ).fetchall()
-        return [TxnId(job, batch) for job, batch in found]
+        return [TransactionId(job, batch) for job, batch in found]
 
-    def is_committed(self, txn: TxnId) -> bool:
+    def is_committed(self, txn: TransactionId) -> bool:
         """True once ``txn`` has been committed to this sink."""
         with self._lock:
             return self._state(self._db, txn) is _State.COMMITTED
