@@ -37,6 +37,15 @@ def test_kill_9_and_restart_keep_acked_records_on_the_same_port(apache_kafka_fac
     producer.begin_transaction()
     producer.produce(topic, value=b"txn")
     producer.commit_transaction(30)
+    # Kafka writes a commit's markers after it answered EndTxn; a kill -9 before they are written
+    # leaves the commit to the restarted transaction coordinator, which on a loaded machine was seen
+    # to take minutes. This test is about the fixture (acked data and ports survive kill -9), so the
+    # kill comes once the commit is visible.
+    wait_until(
+        lambda: b"txn" in [r.value for r in read_topic(kafka.bootstrap_servers, topic, idle_timeout=0.3)],
+        timeout=60,
+        what="the committed transaction visible before the kill",
+    )
 
     kafka.kill()
     assert not kafka.is_running()
@@ -48,8 +57,6 @@ def test_kill_9_and_restart_keep_acked_records_on_the_same_port(apache_kafka_fac
     again = apache_kafka_factory(kafka.data_dir)
     assert again.port == port
     expected = [b"v%d" % i for i in range(50)] + [b"txn", b"after"]
-    # Kafka writes the markers of a commit after answering EndTxn, so a kill -9 right after it may
-    # leave the commit to the restarted coordinator: read_committed sees it once that is done.
     seen: list[list[bytes | None]] = []
 
     def everything_visible() -> bool:
@@ -57,7 +64,7 @@ def test_kill_9_and_restart_keep_acked_records_on_the_same_port(apache_kafka_fac
         return seen[-1] == expected
 
     try:
-        wait_until(everything_visible, timeout=120, what="every acknowledged record visible")
+        wait_until(everything_visible, timeout=60, what="every acknowledged record visible")
     except TimeoutError:
         assert seen[-1] == expected
 
