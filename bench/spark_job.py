@@ -56,6 +56,7 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.broker.testing.clients import create_topic
 from onceflow.coordinator.testing import CoordinatorProcess
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IP_COUNT_SERDE
+from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import SINK_TOPIC
 from onceflow.logproducer.generator.traffic import TrafficModel, event
 from onceflow.spark.job.settings import SparkJobSettings
@@ -149,21 +150,30 @@ def sink_system(broker: EmbeddedBroker, work: Path, sinks: list[str]) -> Iterato
             {"kafka": {"bootstrap_servers": broker.bootstrap_servers}, "staging_root": str(staging)},
         )
         stack.enter_context(coordinator)
-        lines = ["[server]", 'host = "127.0.0.1"', "port = 0", "[coordinator]", f'target = "{coordinator.target}"']
+        hosted: list[dict[str, Any]] = []
         for sink in sinks:
-            lines += ["[[sinks]]", f'name = "{sink}"', f'kind = "{sink}"', "[sinks.options]"]
+            options: dict[str, Any]
             if sink == "kafka":
-                lines += [f'state_dir = "{work / "kafka-sink"}"', "[sinks.options.kafka]"]
-                lines += [f'bootstrap_servers = "{broker.bootstrap_servers}"']
+                options = {
+                    "state_dir": str(work / "kafka-sink"),
+                    "kafka": {"bootstrap_servers": broker.bootstrap_servers},
+                }
             elif sink == "sqlite":
-                lines += [f'path = "{work / "results.db"}"']
+                options = {"path": str(work / "results.db")}
             else:
                 from onceflow.sinks.testing.postgres import running_postgres
 
                 server = stack.enter_context(running_postgres())
-                lines += [f'dsn = "{server.dsn()}"']
+                options = {"dsn": server.dsn()}
+            hosted.append({"name": sink, "kind": sink, "options": options})
+        settings = {
+            "server": {"host": "127.0.0.1", "port": 0},
+            "coordinator": {"target": coordinator.target},
+            "staging": {"roots": [str(staging)]},
+            "sinks": hosted,
+        }
         config = work / "participant.toml"
-        config.write_text("\n".join(lines) + "\n")
+        config.write_text(to_toml(settings))
         ready = work / "participant.ready.json"
         log = (work / "participant.log").open("ab")
         process = subprocess.Popen(
