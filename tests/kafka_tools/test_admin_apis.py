@@ -4,6 +4,8 @@ and Kafka's internal topic names, which the embedded broker never creates on dem
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
@@ -17,6 +19,17 @@ def _topic_configs(admin: AdminClient, topic: str) -> dict[str, str]:
     return {name: entry.value for name, entry in future.result(timeout=30).items()}
 
 
+def _configs_once_applied(admin: AdminClient, topic: str, expected: dict[str, str]) -> dict[str, str]:
+    """The topic's configs once ``expected`` shows. In KRaft an alter returns when the controller has
+    committed it, and the broker that answers DescribeConfigs applies the record a moment later."""
+    deadline = time.monotonic() + 30
+    while True:
+        configs = _topic_configs(admin, topic)
+        if all(configs.get(name) == value for name, value in expected.items()) or time.monotonic() > deadline:
+            return configs
+        time.sleep(0.1)
+
+
 def test_create_partitions_grows_a_topic_that_then_takes_writes(any_broker: BrokerProcess, name: str) -> None:
     bootstrap = any_broker.bootstrap_servers
     topic = f"grow-{name}"
@@ -26,6 +39,9 @@ def test_create_partitions_grows_a_topic_that_then_takes_writes(any_broker: Brok
     admin.create_partitions([NewPartitions(topic, 3)], validate_only=True)[topic].result(timeout=30)
     assert len(admin.list_topics(topic, timeout=30).topics[topic].partitions) == 1
     admin.create_partitions([NewPartitions(topic, 3)])[topic].result(timeout=30)
+    deadline = time.monotonic() + 30  # the answering broker applies the controller's record a moment later
+    while len(admin.list_topics(topic, timeout=30).topics[topic].partitions) < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert len(admin.list_topics(topic, timeout=30).topics[topic].partitions) == 3
     with pytest.raises(KafkaException) as shrink:
         admin.create_partitions([NewPartitions(topic, 2)])[topic].result(timeout=30)
@@ -55,7 +71,7 @@ def test_alter_configs_and_incremental_alter_configs(any_broker: BrokerProcess, 
         ],
     )
     admin.incremental_alter_configs([incremental])[incremental].result(timeout=30)
-    configs = _topic_configs(admin, topic)
+    configs = _configs_once_applied(admin, topic, {"max.message.bytes": "200000"})
     assert configs["max.message.bytes"] == "200000"
     assert set(configs["cleanup.policy"].split(",")) == {"compact", "delete"}
     assert configs["retention.ms"] == "3600000"
@@ -69,14 +85,14 @@ def test_alter_configs_and_incremental_alter_configs(any_broker: BrokerProcess, 
         ],
     )
     admin.incremental_alter_configs([deleted])[deleted].result(timeout=30)
-    configs = _topic_configs(admin, topic)
+    configs = _configs_once_applied(admin, topic, {"retention.ms": "604800000"})
     assert configs["cleanup.policy"] == "delete"
     assert configs["retention.ms"] == "604800000"  # back to the default (7 days)
 
     # AlterConfigs replaces the whole set: what it does not name returns to its default.
     resource.set_config("retention.ms", "7200000")
     admin.alter_configs([resource])[resource].result(timeout=30)
-    configs = _topic_configs(admin, topic)
+    configs = _configs_once_applied(admin, topic, {"retention.ms": "7200000"})
     assert configs["retention.ms"] == "7200000"
     assert configs["max.message.bytes"] == "1048588"
 
