@@ -3,6 +3,7 @@ letters, source transactions, fencing. Broker, coordinator and participants are 
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 import uuid
@@ -17,11 +18,15 @@ from pyspark.sql import SparkSession
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.avro import ACCESS_EVENT_SERDE, AccessEvent
+from onceflow.core.settings import load_settings
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SOURCE_TOPIC
 from onceflow.logproducer.generator.traffic import TrafficModel
+from onceflow.sinks.server.settings import ParticipantSettings
 from onceflow.sinks.testing.postgres import PostgresServer
 from onceflow.spark.exceptions import WriterFencedError
 from onceflow.spark.job.dead_letters import OFFSET_HEADER, REASON_HEADER
+from onceflow.spark.job.settings import SparkJobSettings
+from onceflow.spark.replay import audit_job, render
 from onceflow.spark.runner import JobMetrics, ProgressListener, RestartLoop, start_query
 
 from .conftest import TEST_SPARK, job_settings
@@ -58,6 +63,7 @@ class Run:
     progress: list[dict[str, Any]]
     metrics: JobMetrics
     garbage_offsets: int
+    settings: SparkJobSettings
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +95,7 @@ def exact_run(
         finally:
             query.stop()
             spark.streams.removeListener(listener)
-        yield Run(system, expected, progress, metrics, len(GARBAGE))
+        yield Run(system, expected, progress, metrics, len(GARBAGE), settings)
     finally:
         system.stop()
         broker.stop()
@@ -97,6 +103,47 @@ def exact_run(
 
 def test_every_sink_equals_the_ground_truth(exact_run: Run) -> None:
     exact_run.system.wait_exact(exact_run.expected)
+
+
+def test_the_replay_audit_is_exact_and_finds_a_deleted_row(spark: SparkSession, exact_run: Run) -> None:
+    """Steps:
+    1. Replay the job's query as a batch over its checkpoint's micro-batches: every sink (the
+       participants' default IP-count bindings) is EXACT, and they agree with one another.
+    2. Delete one row from the SQLite table: that sink is DIFFERENT with that row missing, the
+       others stay EXACT, and the sinks of the output no longer agree.
+    3. Put the row back: EXACT again.
+    """
+    system = exact_run.system
+    exact_run.system.wait_exact(exact_run.expected)
+    participant = load_settings(ParticipantSettings, system.work_dir / "participant.toml")
+    # Step 1
+    audit = audit_job(spark, exact_run.settings, participant)
+    report = render([audit])
+    assert audit.exact, report
+    assert {b.binding.sink for b in audit.bindings} == {"kafka", "sqlite", "postgres"}, report
+    assert all(b.comparison is not None and b.comparison.matching == len(exact_run.expected) for b in audit.bindings)
+    assert audit.agreement == {"results": True}, report
+    assert audit.replay.behind_watermark is not None, "the IP-count job's watermark is not tracked"
+    assert report.endswith("verdict: EXACT\n")
+    # Step 2
+    with sqlite3.connect(system.sqlite_path) as db:
+        removed = db.execute("SELECT window_start, window_end, ip, count FROM ip_counts LIMIT 1").fetchone()
+        db.execute("DELETE FROM ip_counts WHERE window_start = ? AND ip = ?", (removed[0], removed[2]))
+    try:
+        audit = audit_job(spark, exact_run.settings, participant)
+        report = render([audit])
+        verdicts = {b.binding.sink: b.exact for b in audit.bindings}
+        assert verdicts == {"kafka": True, "sqlite": False, "postgres": True}, report
+        (sqlite,) = [b for b in audit.bindings if b.binding.sink == "sqlite"]
+        assert sqlite.comparison is not None and sqlite.comparison.missing == 1, report
+        assert f"ip={removed[2]!r}" in report and "DIFFERENT" in report, report
+        assert audit.agreement == {"results": False}, report
+        assert report.endswith("verdict: DIFFERENT\n")
+    finally:
+        # Step 3
+        with sqlite3.connect(system.sqlite_path) as db:
+            db.execute("INSERT INTO ip_counts VALUES (?, ?, ?, ?)", removed)
+    assert audit_job(spark, exact_run.settings, participant).exact
 
 
 def test_max_offsets_per_trigger_is_respected(exact_run: Run) -> None:

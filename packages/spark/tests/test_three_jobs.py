@@ -23,6 +23,8 @@ import json
 import os
 import random
 import sqlite3
+import subprocess
+import sys
 import time
 import uuid
 from collections import Counter
@@ -371,6 +373,33 @@ def test_three_jobs_through_one_coordinator_and_participant_stay_exact_across_ki
         for job, driver in drivers.items():
             code = driver.stop()
             assert code == 0, f"{job} driver exit {code}:\n{driver.log()[-3000:]}"
+
+    # The replay audit: each job's query re-run as a batch over its checkpoint equals every sink.
+    configs = [tmp_path / f"{job}.toml" for job in drivers]
+    exact = _replay_audit(configs, system)
+    assert exact.returncode == 0, exact.stdout + exact.stderr[-3000:]
+    assert exact.stdout.endswith("verdict: EXACT\n"), exact.stdout
+    for job in drivers:
+        assert f"job {job}: EXACT" in exact.stdout, exact.stdout
+    assert exact.stdout.count(": EXACT  matching=") == 11, exact.stdout  # every binding of the three jobs
+    # A duplicate appended to one sink of the append-only job: that sink, and the job, are DIFFERENT.
+    with psycopg.connect(system.postgres_dsn, autocommit=True) as conn:
+        conn.execute("INSERT INTO server_errors SELECT * FROM server_errors LIMIT 1")
+    different = _replay_audit([tmp_path / "errors.toml"], system)
+    assert different.returncode == 1, different.stdout + different.stderr[-3000:]
+    (line,) = [text for text in different.stdout.splitlines() if "results -> postgres/server_errors" in text]
+    assert "DIFFERENT" in line and "duplicated=1" in line and "missing=0" in line, different.stdout
+    assert "sinks of output results: DIFFER from one another" in different.stdout, different.stdout
+    assert different.stdout.endswith("verdict: DIFFERENT\n"), different.stdout
+
+
+def _replay_audit(configs: list[Path], system: SinkSystem) -> subprocess.CompletedProcess[str]:
+    """``onceflow audit --replay`` of the jobs ``configs`` against the system's participant config."""
+    command = [
+        str(Path(sys.executable).parent / "onceflow"), "audit", "--replay", *map(str, configs),
+        "--participant-config", str(system.work_dir / "participant.toml"), "--master", "local[2]",
+    ]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
 
 
 def test_a_job_whose_table_does_not_fit_is_refused_at_start(

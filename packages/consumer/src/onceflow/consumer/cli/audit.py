@@ -1,6 +1,13 @@
 """``onceflow audit``: compare every sink with the ground truth; exit 1 on any difference.
 
 Truth (one of):
+  --replay JOB.toml [JOB.toml ...] --participant-config FILE
+                                          re-run each job's query as a batch over what its micro-batches
+                                          read (from its checkpoint, up to the last batch the sinks
+                                          committed) and compare every sink the job binds, keyed or row
+                                          by row, and the sinks of each output with one another; events
+                                          behind their micro-batch's watermark are reported (needs
+                                          onceflow-spark; the other options below do not apply)
   --seed S --count N [-c KEY=VALUE ...]   the generator's first N events (its connector settings with -c)
   --source-topic ip_count_source          recount the topic, read with read_committed, per window and ip
   --input PATH                            recount an access-log file with an independent plain-Python
@@ -35,6 +42,7 @@ import argparse
 import sys
 import time
 from collections import Counter
+from importlib.metadata import entry_points
 from typing import Any
 
 from onceflow.consumer.audit import Auditor, FileSource, GeneratorSource, TopicSource, TruthSource, render
@@ -58,6 +66,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     truth.add_argument("--seed", type=int, help="generator truth: the generator's seed (with --count)")
     truth.add_argument("--source-topic", metavar="TOPIC", help="truth recounted from this topic (ip_count_source)")
     truth.add_argument("--input", metavar="PATH", help="truth recounted from this access-log file")
+    truth.add_argument("--replay", nargs="+", metavar="JOB_TOML", help="replay truth: these jobs' configs")
+    parser.add_argument("--participant-config", metavar="FILE",
+                        help="with --replay: the participant server's config (where each sink is)")  # fmt: skip
+    parser.add_argument("--master", help="with --replay: the Spark master (default: the first job's spark.master)")
     parser.add_argument(
         "--events-topic",
         default=SOURCE_TOPIC,
@@ -148,7 +160,20 @@ def build_auditor(args: argparse.Namespace) -> Auditor:
     return Auditor(kafka, audit.model_copy(update=update), store)
 
 
+def _replay(args: argparse.Namespace) -> int:
+    """``--replay``: the onceflow-spark replay audit, found through the ``onceflow.audit`` entry point."""
+    if not args.participant_config:
+        raise InvalidQuery("--participant-config", "is required with --replay: it says where each sink of the jobs is")
+    found = [entry for entry in entry_points(group="onceflow.audit") if entry.name == "replay"]
+    if not found:
+        raise InvalidQuery("--replay", "needs onceflow-spark installed (it re-runs the jobs' queries on Spark)")
+    run_replay = found[0].load()
+    return int(run_replay(args.replay, args.participant_config, examples=args.examples or 5, master=args.master))
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.replay:
+        return _replay(args)
     source = _truth(args)
     auditor = build_auditor(args)
     if args.wait < 0:

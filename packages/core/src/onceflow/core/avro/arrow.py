@@ -94,3 +94,19 @@ def _json_value(value: Any) -> Any:
 def json_value(row: dict[str, Any]) -> bytes:
     """One row as a JSON object: timestamps and dates ISO-8601, decimals as strings, bytes base64."""
     return json.dumps(row, default=_json_value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def json_field(data_type: pa.DataType, value: Any) -> Any:
+    """The inverse of :func:`json_value` for one field: the JSON value as the Python value of ``data_type``."""
+    if value is None:
+        return None
+    t = pa.types
+    if t.is_timestamp(data_type):
+        return dt.datetime.fromisoformat(value)
+    if t.is_date32(data_type):
+        return dt.date.fromisoformat(value)
+    if t.is_decimal128(data_type):
+        return decimal.Decimal(value)
+    if t.is_binary(data_type) or t.is_large_binary(data_type):
+        return base64.b64decode(value)
+    return value

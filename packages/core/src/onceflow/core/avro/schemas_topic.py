@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import json
 import threading
-import uuid
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from onceflow.core.avro.schemas import ACCESS_EVENT_SCHEMA, IP_COUNT_SCHEMA
 from onceflow.core.avro.single_object import HEADER_SIZE, MAGIC, SingleObjectSerde, schema_fingerprint
 from onceflow.core.errors import CorruptRecord, UnknownSchema
+from onceflow.core.kafka import TopicNotFound, read_committed
+from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SCHEMAS_TOPIC
 
 
@@ -29,7 +31,12 @@ class SchemasTopic:
     ) -> None:
         self.topic = topic
         self._config = {"bootstrap.servers": bootstrap_servers, **(config or {})}
-        self._serdes: dict[bytes, SingleObjectSerde[dict[str, Any]]] = {}
+        # onceflow's own record schemas resolve without the topic (the IP-count sink never publishes them);
+        # their times read as epoch milliseconds, as everywhere in onceflow
+        self._serdes: dict[bytes, SingleObjectSerde[dict[str, Any]]] = {
+            schema_fingerprint(schema): SingleObjectSerde(schema, logical_types=False)
+            for schema in (IP_COUNT_SCHEMA, ACCESS_EVENT_SCHEMA)
+        }
         self._lock = threading.Lock()
 
     def ensure_topic(self, timeout: float = 30.0) -> None:
@@ -64,37 +71,20 @@ class SchemasTopic:
         return fingerprint
 
     def _load(self, timeout: float = 30.0) -> None:
-        """Read the whole topic (read_committed) into the cache."""
-        consumer = Consumer(
-            {
-                **self._config,
-                "group.id": f"onceflow-schemas-{uuid.uuid4().hex}",
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
-            }
+        """Read the whole topic (read_committed) into the cache; a topic not created yet holds nothing."""
+        kafka = KafkaSettings(
+            bootstrap_servers=str(self._config["bootstrap.servers"]),
+            properties={k: str(v) for k, v in self._config.items() if k != "bootstrap.servers"},
         )
         try:
-            _low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, 0), timeout=timeout)
-            if high <= 0:
-                return
-            consumer.assign([TopicPartition(self.topic, 0, 0)])
-            position = 0
-            while position < high:
-                message = consumer.poll(1.0)
-                if message is None:
+            for record in read_committed(kafka, self.topic, timeout=timeout):
+                if record.value is None:
                     continue
-                if message.error():
-                    raise KafkaException(message.error())
-                position = (message.offset() or 0) + 1
-                value = message.value()
-                if value is None:
-                    continue
-                schema = json.loads(value)
-                fingerprint = schema_fingerprint(schema)
+                schema = json.loads(record.value)
                 with self._lock:
-                    self._serdes.setdefault(fingerprint, SingleObjectSerde(schema, logical_types=True))
-        finally:
-            consumer.close()
+                    self._serdes.setdefault(schema_fingerprint(schema), SingleObjectSerde(schema, logical_types=True))
+        except TopicNotFound:
+            return
 
     def decode(self, value: bytes) -> dict[str, Any]:
         """The record in a single-object encoded ``value``, with its writer schema resolved here."""

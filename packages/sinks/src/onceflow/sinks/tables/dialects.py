@@ -19,6 +19,8 @@ timestamp without tz   timestamp without time zone TEXT (ISO-8601)
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -86,6 +88,20 @@ def _sqlite_value(data_type: pa.DataType) -> Callable[[Any], Any] | None:
     return None
 
 
+def _sqlite_read(data_type: pa.DataType) -> Callable[[Any], Any] | None:
+    """The inverse of :func:`_sqlite_value`: a stored SQLite value as the Python value of ``data_type``."""
+    t = pa.types
+    if t.is_boolean(data_type):
+        return lambda v: None if v is None else bool(v)
+    if t.is_decimal128(data_type):
+        return lambda v: None if v is None else decimal.Decimal(str(v))
+    if t.is_date32(data_type):
+        return lambda v: None if v is None else dt.date.fromisoformat(v)
+    if t.is_timestamp(data_type):
+        return lambda v: None if v is None else dt.datetime.fromisoformat(v)
+    return None
+
+
 def _sqlite_affinity(declared: str) -> str:
     """SQLite's type affinity of a declared column type (its rules, in order): what it really stores."""
     upper = declared.upper()
@@ -115,6 +131,8 @@ class Dialect:
     value: Callable[[pa.DataType], Callable[[Any], Any] | None]
     #: What a declared column type means, for comparing an existing table's column with the expected one.
     canonical: Callable[[str], str] = str.lower
+    #: How a stored value reads back as the Python value of its Arrow type; None = as it is.
+    read: Callable[[pa.DataType], Callable[[Any], Any] | None] = lambda _type: None
 
     def quote(self, identifier: str) -> str:
         return '"' + identifier.replace('"', '""') + '"'
@@ -135,7 +153,7 @@ class Dialect:
         return converted
 
 
-SQLITE = Dialect("sqlite", _sqlite_type, _sqlite_value, _sqlite_affinity)
+SQLITE = Dialect("sqlite", _sqlite_type, _sqlite_value, _sqlite_affinity, _sqlite_read)
 POSTGRES = Dialect("postgres", _postgres_type, lambda _type: None)
 postgres_array_type = _postgres_array_type
 

@@ -16,6 +16,7 @@ from onceflow.spark.job.decode import access_event_decoder, decoded_schema_ddl
 from onceflow.spark.job.end_of_input import END_OF_INPUT_COLUMN, watermark_until_end_of_input
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.job.source import source_frame
+from onceflow.spark.source.batch import BATCH_WATERMARK_COLUMN
 
 
 @dataclass
@@ -56,14 +57,18 @@ class JobContext:
         passes with the end of time as its event time (use :meth:`until_end_of_input`).
         """
         source = records if records is not None else self.source()
-        needed = source.select("key", "value", "topic", "partition", "offset", END_OF_INPUT_COLUMN)
-        decoded = needed.mapInArrow(access_event_decoder(fields, self._dead_letter_sink()), decoded_schema_ddl(fields))
+        # a replay's rows carry their micro-batch's watermark through the decoder (onceflow.spark.replay)
+        carried = [c for c in (BATCH_WATERMARK_COLUMN,) if c in source.columns]
+        needed = source.select("key", "value", "topic", "partition", "offset", END_OF_INPUT_COLUMN, *carried)
+        decoded = needed.mapInArrow(
+            access_event_decoder(fields, self._dead_letter_sink(), carried), decoded_schema_ddl(fields, carried)
+        )
         if "event_time_ms" in fields:
             columns = [
                 F.timestamp_millis("event_time_ms").alias("event_time") if f == "event_time_ms" else F.col(f)
                 for f in fields
             ]
-            decoded = decoded.select(*columns)
+            decoded = decoded.select(*columns, *carried)
         return decoded
 
     def until_end_of_input(self, events: DataFrame, event_time: str, delay: str) -> DataFrame:

@@ -91,23 +91,21 @@ def outputs_of(result: object, side_outputs: Mapping[str, pa.Schema]) -> JobOutp
     return JobOutputs(name=name, frame=frame, schemas={**schemas, **side_outputs}, derived=derived)
 
 
-def participants_with_bindings(settings: SparkJobSettings, outputs: JobOutputs) -> list[Participant]:
-    """The job's participants, each with the bindings of the outputs ``[[outputs.<name>]]`` puts there.
+def bindings_of(settings: SparkJobSettings, schemas: Mapping[str, pa.Schema]) -> dict[str, list[SinkBinding]]:
+    """The bindings ``[[outputs.<name>]]`` declares, per participant sink, with each output's schema.
 
-    Every output must be bound when any is (nothing a batch stages may be dropped); with no
-    ``[outputs]`` at all the participants keep their default bindings (the IP-count results).
+    Every output must be bound when any is (nothing a batch stages may be dropped), and every bound
+    output must be one the job produces; InvalidConfig names the output otherwise.
     """
-    if not settings.outputs:
-        return [Participant(p.sink, p.target) for p in settings.participants]
-    unbound = [name for name in outputs.schemas if name not in settings.outputs]
+    unbound = [name for name in schemas if name not in settings.outputs]
     if unbound:
         raise InvalidConfig("outputs", f"output(s) {', '.join(unbound)} of the job have no [[outputs.<name>]] sink")
-    unknown = [name for name in settings.outputs if name not in outputs.schemas]
+    unknown = [name for name in settings.outputs if name not in schemas]
     if unknown:
         raise InvalidConfig(
             "outputs",
             f"[[outputs]] names {', '.join(unknown)}, which the job does not produce "
-            f"(it produces {', '.join(outputs.schemas)})",
+            f"(it produces {', '.join(schemas)})",
         )
     bindings: dict[str, list[SinkBinding]] = {p.sink: [] for p in settings.participants}
     for output, sinks in settings.outputs.items():
@@ -124,9 +122,20 @@ def participants_with_bindings(settings: SparkJobSettings, outputs: JobOutputs) 
                         value_format=ValueFormat(sink.value_format),
                         headers=tuple(sink.headers),
                         record_name=sink.record_name or f"onceflow.{settings.job.replace('-', '_')}.{output}",
-                        schema=outputs.schemas[output],
+                        schema=schemas[output],
                     )
                 )
             except InvalidBinding as exc:
                 raise InvalidConfig(f"outputs.{output}[{i}]", str(exc)) from None
+    return bindings
+
+
+def participants_with_bindings(settings: SparkJobSettings, outputs: JobOutputs) -> list[Participant]:
+    """The job's participants, each with the bindings of the outputs ``[[outputs.<name>]]`` puts there
+    (:func:`bindings_of`); with no ``[outputs]`` at all the participants keep their default bindings
+    (the IP-count results).
+    """
+    if not settings.outputs:
+        return [Participant(p.sink, p.target) for p in settings.participants]
+    bindings = bindings_of(settings, outputs.schemas)
     return [Participant(p.sink, p.target, tuple(bindings[p.sink])) for p in settings.participants if bindings[p.sink]]

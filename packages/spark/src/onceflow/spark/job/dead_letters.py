@@ -82,11 +82,15 @@ def _log_letter(letter: DeadLetter, where: str) -> None:
 
 
 class StagedDeadLetters(DeadLetterSink):
-    """Stages the task's dead letters as the micro-batch's ``dead_letters`` side output."""
+    """Stages the task's dead letters as the micro-batch's ``dead_letters`` side output.
 
-    def __init__(self, staging_root: str, job: str) -> None:
+    ``batch_id`` stages them under that batch instead of the running micro-batch (a batch query).
+    """
+
+    def __init__(self, staging_root: str, job: str, batch_id: int | None = None) -> None:
         self.staging_root = staging_root
         self.job = job
+        self.batch_id = batch_id
         self._letters: list[DeadLetter] = []
 
     def add(self, letters: Sequence[DeadLetter]) -> None:
@@ -112,7 +116,9 @@ class StagedDeadLetters(DeadLetterSink):
             ],
             schema=DEAD_LETTER_SCHEMA,
         )
-        stage_side_output(self.staging_root, self.job, DEAD_LETTERS_OUTPUT, DEAD_LETTER_SCHEMA, [batch])
+        stage_side_output(
+            self.staging_root, self.job, DEAD_LETTERS_OUTPUT, DEAD_LETTER_SCHEMA, [batch], batch_id=self.batch_id
+        )
 
 
 class DeadLetterPublisher(DeadLetterSink):

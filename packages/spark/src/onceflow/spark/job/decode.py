@@ -29,35 +29,42 @@ _SPARK_TYPES = {pa.int64(): "long", pa.string(): "string", pa.int32(): "int"}
 _END_ROW: dict[str, object] = {"event_time_ms": END_OF_INPUT_TIME_MS, "status": 0, "bytes": 0}
 
 
-def decoded_schema(fields: Sequence[str]) -> pa.Schema:
+def decoded_schema(fields: Sequence[str], passthrough: Sequence[str] = ()) -> pa.Schema:
+    """The decoder's rows: the AccessEvent ``fields``, then the ``passthrough`` source columns (longs)."""
     unknown = [f for f in fields if f not in EVENT_FIELDS]
     if unknown:
         raise ValueError(f"unknown AccessEvent field(s) {unknown}; known: {', '.join(EVENT_FIELDS)}")
-    return pa.schema([pa.field(f, EVENT_FIELDS[f]) for f in fields])
+    return pa.schema([pa.field(f, EVENT_FIELDS[f]) for f in fields] + [pa.field(c, pa.int64()) for c in passthrough])
 
 
-def decoded_schema_ddl(fields: Sequence[str]) -> str:
+def decoded_schema_ddl(fields: Sequence[str], passthrough: Sequence[str] = ()) -> str:
     """The Spark DDL of :func:`decoded_schema` (what ``mapInArrow`` is told it returns)."""
-    return ", ".join(f"{f} {_SPARK_TYPES[EVENT_FIELDS[f]]}" for f in decoded_schema(fields).names)
+    schema = decoded_schema(fields, passthrough)
+    return ", ".join(f"{field.name} {_SPARK_TYPES[field.type]}" for field in schema)
 
 
-def decode_batch(batch: pa.RecordBatch, fields: Sequence[str]) -> tuple[pa.RecordBatch, list[DeadLetter]]:
+def decode_batch(
+    batch: pa.RecordBatch, fields: Sequence[str], passthrough: Sequence[str] = ()
+) -> tuple[pa.RecordBatch, list[DeadLetter]]:
     """The ``fields`` of every decodable record of ``batch``, and a dead letter for each other one.
 
     The end-of-input row passes with the end of time as its event time (see
-    :mod:`onceflow.spark.job.end_of_input`).
+    :mod:`onceflow.spark.job.end_of_input`). The ``passthrough`` columns of ``batch`` (long
+    integers, such as the replay's batch watermark) follow the decoded rows unchanged.
     """
     values = batch.column("value").to_pylist()
     ends = batch.column(END_OF_INPUT_COLUMN).to_pylist() if END_OF_INPUT_COLUMN in batch.schema.names else None
     names = [("event_time" if f == "event_time_ms" else f) for f in fields]
     columns: list[list[object]] = [[] for _ in fields]
     dead: list[DeadLetter] = []
+    kept: list[int] = []
     decode = ACCESS_EVENT_SERDE.decode
     end_row = [_END_ROW.get(f, "") for f in fields]
     for index, value in enumerate(values):
         if ends is not None and ends[index]:
             for column, item in zip(columns, end_row, strict=True):
                 column.append(item)
+            kept.append(index)
             continue
         try:
             if value is None:
@@ -78,15 +85,17 @@ def decode_batch(batch: pa.RecordBatch, fields: Sequence[str]) -> tuple[pa.Recor
             continue
         for column, name in zip(columns, names, strict=True):
             column.append(event[name])  # type: ignore[literal-required]
-    schema = decoded_schema(fields)
-    decoded = pa.RecordBatch.from_arrays(
-        [pa.array(column, field.type) for column, field in zip(columns, schema, strict=True)], schema=schema
-    )
-    return decoded, dead
+        kept.append(index)
+    schema = decoded_schema(fields, passthrough)
+    arrays = [pa.array(column, field.type) for column, field in zip(columns, schema, strict=False)]
+    if passthrough:
+        taken = pa.array(kept, pa.int64())
+        arrays += [batch.column(name).take(taken).cast(pa.int64()) for name in passthrough]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema), dead
 
 
 def access_event_decoder(
-    fields: Sequence[str], dead_letters: Callable[[], DeadLetterSink]
+    fields: Sequence[str], dead_letters: Callable[[], DeadLetterSink], passthrough: Sequence[str] = ()
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The ``mapInArrow`` function: source rows in, the AccessEvent ``fields`` out.
 
@@ -94,13 +103,13 @@ def access_event_decoder(
     task's last batch is handed on, so a task only succeeds once its rejected records are staged
     (exactly-once jobs) or acknowledged by the dead-letter topic (the at-least-once baseline).
     """
-    wanted = tuple(fields)
+    wanted, carried = tuple(fields), tuple(passthrough)
 
     def decode_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         ensure_worker_logging()
         sink = dead_letters()
         for batch in batches:
-            decoded, dead = decode_batch(batch, wanted)
+            decoded, dead = decode_batch(batch, wanted, carried)
             sink.add(dead)
             if decoded.num_rows:
                 yield decoded

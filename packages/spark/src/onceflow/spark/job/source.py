@@ -13,22 +13,25 @@ def initial_offsets_path(settings: SparkJobSettings) -> str:
     return settings.checkpoint_location.rstrip("/") + "/onceflow/initial-offsets.json"
 
 
+def source_options(settings: SparkJobSettings) -> dict[str, str]:
+    """The ``onceflow-kafka`` options of the job's source (a stream, or the replay's bounded read)."""
+    source = settings.source
+    options = {
+        "kafka.bootstrap.servers": settings.kafka.bootstrap_servers,
+        "subscribe": source.topic,
+        "startingOffsets": source.starting_offsets,
+        "isolation.level": source.isolation_level,
+        "failOnDataLoss": str(source.fail_on_data_loss).lower(),
+        "fetchTimeoutMs": str(source.fetch_timeout_ms),
+        "groupId": f"onceflow-spark-{settings.job}",
+        INITIAL_OFFSETS_OPTION: initial_offsets_path(settings),
+    }
+    options.update({f"kafka.{name}": value for name, value in settings.kafka.properties.items()})
+    if source.max_offsets_per_trigger:
+        options["maxOffsetsPerTrigger"] = str(source.max_offsets_per_trigger)
+    return options
+
+
 def source_frame(spark: SparkSession, settings: SparkJobSettings) -> DataFrame:
     """The raw Kafka records of the source topic (key, value, topic, partition, offset, timestamp)."""
-    source = settings.source
-    reader = (
-        spark.readStream.format("onceflow-kafka")
-        .option("kafka.bootstrap.servers", settings.kafka.bootstrap_servers)
-        .option("subscribe", source.topic)
-        .option("startingOffsets", source.starting_offsets)
-        .option("isolation.level", source.isolation_level)
-        .option("failOnDataLoss", str(source.fail_on_data_loss).lower())
-        .option("fetchTimeoutMs", str(source.fetch_timeout_ms))
-        .option("groupId", f"onceflow-spark-{settings.job}")
-        .option(INITIAL_OFFSETS_OPTION, initial_offsets_path(settings))
-    )
-    for name, value in settings.kafka.properties.items():
-        reader = reader.option(f"kafka.{name}", value)
-    if source.max_offsets_per_trigger:
-        reader = reader.option("maxOffsetsPerTrigger", str(source.max_offsets_per_trigger))
-    return reader.load()
+    return spark.readStream.format("onceflow-kafka").options(**source_options(settings)).load()

@@ -26,16 +26,25 @@ def side_file_name(output: str, partition: int) -> str:
 
 
 def stage_side_output(
-    staging_root: str, job: str, output: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch]
+    staging_root: str,
+    job: str,
+    output: str,
+    schema: pa.Schema,
+    batches: Iterable[pa.RecordBatch],
+    *,
+    batch_id: int | None = None,
 ) -> StagedFile | None:
-    """Stage this task's rows of side output ``output`` (nothing when there are none)."""
+    """Stage this task's rows of side output ``output`` (nothing when there are none).
+
+    They go under the running micro-batch, or under ``batch_id`` when given (a batch query: the replay).
+    """
     rows = [b for b in batches if b.num_rows]
     if not rows:
         return None
     context = TaskContext.get()
     if context is None:
         raise RuntimeError("side outputs are staged inside Spark tasks only")
-    writer = StagingWriter(staging_root, job, current_batch_id())
+    writer = StagingWriter(staging_root, job, current_batch_id() if batch_id is None else batch_id)
     return writer.write_batches(side_file_name(output, context.partitionId()), schema, rows, output=output)
 
 

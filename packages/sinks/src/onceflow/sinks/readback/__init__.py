@@ -1,0 +1,25 @@
+"""Reading what participants wrote, binding by binding: the replay audit's view of every sink.
+
+:func:`reader_for` opens the :class:`BindingReader` of a participant's configured sink.
+"""
+
+from __future__ import annotations
+
+from onceflow.sinks.readback.base import NO_BATCH, BindingReader, Row
+from onceflow.sinks.readback.tables import PostgresReader, SqliteReader
+from onceflow.sinks.readback.topics import KafkaReader
+from onceflow.sinks.server.settings import KafkaSink, PostgresSink, SinkSettings, SqliteSink
+
+
+def reader_for(sink: SinkSettings) -> BindingReader:
+    """The reader of one ``[[sinks]]`` entry of a participant's config."""
+    if isinstance(sink, SqliteSink):
+        return SqliteReader(sink.name, sink.options.path)
+    if isinstance(sink, PostgresSink):
+        return PostgresReader(sink.name, sink.options.dsn, connect_timeout_s=sink.options.connect_timeout_s)
+    if isinstance(sink, KafkaSink):
+        return KafkaReader(sink.name, sink.options.kafka, sink.options.topic, sink.options.commits_topic)
+    raise TypeError(f"no reader for sink kind {type(sink).__name__}")
+
+
+__all__ = ["NO_BATCH", "BindingReader", "KafkaReader", "PostgresReader", "Row", "SqliteReader", "reader_for"]

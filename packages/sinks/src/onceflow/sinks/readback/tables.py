@@ -1,0 +1,93 @@
+"""Read bindings back from SQLite and PostgreSQL tables (the tables' own types read back per dialect)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import psycopg
+
+from onceflow.core.contract import SinkBinding
+from onceflow.core.contract.ip_count import ip_count_table_binding
+from onceflow.sinks.readback.base import NO_BATCH, BindingReader, Row
+from onceflow.sinks.tables.dialects import POSTGRES, SQLITE, Dialect
+
+
+def _select(dialect: Dialect, binding: SinkBinding) -> tuple[str, list[str]]:
+    if binding.schema is None:
+        raise ValueError(f"binding {binding.describe()} has no schema to read with")
+    names = list(binding.schema.names)
+    columns = ", ".join(dialect.quote(name) for name in names)
+    return f"SELECT {columns} FROM {dialect.quote(binding.table)}", names
+
+
+def _typed(dialect: Dialect, binding: SinkBinding, names: list[str], rows: list[tuple[object, ...]]) -> list[Row]:
+    assert binding.schema is not None
+    readers = [dialect.read(binding.schema.field(name).type) for name in names]
+    return [
+        {
+            name: (read(value) if read is not None else value)
+            for name, read, value in zip(names, readers, row, strict=True)
+        }
+        for row in rows
+    ]
+
+
+class SqliteReader(BindingReader):
+    """The tables of one SQLite database file (opened read-only)."""
+
+    def __init__(self, name: str, path: str | Path) -> None:
+        super().__init__(name)
+        self.path = Path(path)
+
+    def _connect(self) -> sqlite3.Connection:
+        if not self.path.exists():
+            raise FileNotFoundError(f"sink {self.name!r}: SQLite database {self.path} does not exist")
+        return sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, timeout=30)
+
+    def rows(self, binding: SinkBinding) -> list[Row]:
+        query, names = _select(SQLITE, binding)
+        with self._connect() as db:
+            return _typed(SQLITE, binding, names, db.execute(query).fetchall())
+
+    def default_binding(self) -> SinkBinding:
+        return ip_count_table_binding(self.name)
+
+    def last_committed(self, job: str) -> int:
+        with self._connect() as db:
+            try:
+                (last,) = db.execute(
+                    "SELECT max(batch) FROM onceflow_commits WHERE sink = ? AND job = ?", (self.name, job)
+                ).fetchone()
+            except sqlite3.OperationalError:  # no onceflow_commits table: nothing was ever committed
+                return NO_BATCH
+        return NO_BATCH if last is None else int(last)
+
+
+class PostgresReader(BindingReader):
+    """The tables of one PostgreSQL database."""
+
+    def __init__(self, name: str, dsn: str, *, connect_timeout_s: int = 10) -> None:
+        super().__init__(name)
+        self.dsn = dsn
+        self._connect_timeout_s = connect_timeout_s
+
+    def _connect(self) -> psycopg.Connection:
+        return psycopg.connect(self.dsn, connect_timeout=self._connect_timeout_s)
+
+    def rows(self, binding: SinkBinding) -> list[Row]:
+        query, names = _select(POSTGRES, binding)
+        with self._connect() as conn:
+            return _typed(POSTGRES, binding, names, [tuple(r) for r in conn.execute(query).fetchall()])
+
+    def default_binding(self) -> SinkBinding:
+        return ip_count_table_binding(self.name)
+
+    def last_committed(self, job: str) -> int:
+        with self._connect() as conn:
+            if conn.execute("SELECT to_regclass('onceflow_commits')").fetchone() == (None,):
+                return NO_BATCH
+            row = conn.execute(
+                "SELECT max(batch) FROM onceflow_commits WHERE sink = %s AND job = %s", (self.name, job)
+            ).fetchone()
+        return NO_BATCH if row is None or row[0] is None else int(row[0])
