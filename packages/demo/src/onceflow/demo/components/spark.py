@@ -16,9 +16,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from onceflow.core.topics import SOURCE_TOPIC
+from onceflow.core.contract import DEAD_LETTERS_OUTPUT, DEFAULT_OUTPUT
+from onceflow.core.contract.ip_count import IP_COUNT_RECORD_NAME, IP_COUNT_TABLE
+from onceflow.core.topics import SINK_TOPIC, SOURCE_TOPIC
 from onceflow.demo.components.base import HOST, Component, Context, onceflow_command
-from onceflow.demo.components.participant import ParticipantComponent
+from onceflow.demo.components.participant import KAFKA_SINK, SQLITE_SINK, ParticipantComponent
 from onceflow.demo.supervisor import ChildProcess
 
 JOB = "ipcount"
@@ -26,6 +28,29 @@ MASTER = "local[2]"
 STARTED_LINE = "query.started"
 PROGRESS_LINE = "query.progress"
 IDLE_READY_S = 45.0
+#: The SQLite table of the job's dead letters (undecodable source records), committed with each batch.
+DEAD_LETTER_TABLE = "ip_count_dead_letters"
+
+
+def outputs(sinks: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """The job's bindings: the IP-count results in every sink, its dead letters in SQLite.
+
+    Every output of a micro-batch commits in its one transaction, the dead letters included
+    (a job without bindings would publish them to the dead-letter topic at least once).
+    """
+    results: list[dict[str, Any]] = []
+    for sink in sinks:
+        if sink == KAFKA_SINK:
+            results.append(
+                {"sink": sink, "topic": SINK_TOPIC, "keys": ["ip"], "value_format": "avro",
+                 "record_name": IP_COUNT_RECORD_NAME}
+            )  # fmt: skip
+        else:
+            results.append({"sink": sink, "table": IP_COUNT_TABLE, "mode": "upsert", "keys": ["window_start", "ip"]})
+    return {
+        DEFAULT_OUTPUT: results,
+        DEAD_LETTERS_OUTPUT: [{"sink": SQLITE_SINK, "table": DEAD_LETTER_TABLE, "mode": "append"}],
+    }
 
 
 class SparkComponent(Component):
@@ -45,6 +70,7 @@ class SparkComponent(Component):
             "staging_root": str(context.staging_root),
             "coordinator": {"target": context.target("coordinator"), "register_timeout_ms": 120_000},
             "participants": [{"sink": sink, "target": context.target("participant")} for sink in sinks],
+            "outputs": outputs(sinks),
             # The supervisor restarts the whole driver process as well; in-process restarts are quicker.
             "restart": {"attempts": 1000, "delay_ms": 2000},
             "spark": {"master": MASTER, "shuffle_partitions": 2},

@@ -38,9 +38,13 @@ def decoded_schema(fields: Sequence[str], passthrough: Sequence[str] = ()) -> pa
 
 
 def decoded_schema_ddl(fields: Sequence[str], passthrough: Sequence[str] = ()) -> str:
-    """The Spark DDL of :func:`decoded_schema` (what ``mapInArrow`` is told it returns)."""
+    """The Spark DDL of :func:`decoded_schema` (what ``mapInArrow`` is told it returns).
+
+    Every column is NOT NULL: an AccessEvent's fields are all required, and so are the outputs
+    computed from them (the IP-count output is then the IpCount record, four required fields).
+    """
     schema = decoded_schema(fields, passthrough)
-    return ", ".join(f"{field.name} {_SPARK_TYPES[field.type]}" for field in schema)
+    return ", ".join(f"{field.name} {_SPARK_TYPES[field.type]} NOT NULL" for field in schema)
 
 
 def decode_batch(
