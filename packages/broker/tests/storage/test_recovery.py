@@ -18,6 +18,7 @@ from onceflow.broker.storage import (
     decode_records,
     iter_batches,
 )
+from onceflow.core.logging import record_fields
 
 NOW = 1_700_000_000_000
 OpenLog = Callable[..., PartitionLog]
@@ -81,7 +82,8 @@ def test_torn_tail_is_truncated_and_appends_continue(
     os.truncate(path, size + 30)  # crash mid-write of the last batch
     with caplog.at_level(logging.WARNING):
         log = open_log(SMALL)
-    assert "torn_tail_truncated" in caplog.text and "bytes=30" in caplog.text
+    truncated = [record_fields(r) for r in caplog.records if r.getMessage() == "storage.torn_tail_truncated"]
+    assert any(fields.get("bytes") == 30 for fields in truncated), caplog.records
     assert log.log_end_offset == end and path.stat().st_size == size
     assert log.append(plain(7), now_ms=NOW).base_offset == end
 

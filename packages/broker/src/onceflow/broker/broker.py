@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import uuid
 from pathlib import Path
 
@@ -28,8 +27,9 @@ from onceflow.broker.topics import Topic, TopicRegistry
 from onceflow.broker.transactions import TransactionCoordinator
 from onceflow.broker.txn_markers import PartitionMarkerWriter
 from onceflow.broker.waiters import PartitionWaiters
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger("onceflow.broker")
+log = get_logger("onceflow.broker")
 
 NODE_ID = 0
 META_FILE = "meta.json"
@@ -130,7 +130,7 @@ class Broker:
             try:
                 return self.topics.create(name, self.config.default_partitions, {})
             except Exception as exc:
-                log.info("topic.auto_create_refused topic=%s reason=%s", name, exc)
+                log.info("topic.auto_create_refused", topic=name, reason=exc)
                 return None
 
     async def delete_topic(self, name: str) -> Topic | None:

@@ -35,11 +35,12 @@ class EscapeControlCharacters(logging.Filter):
         if _CONTROL.search(message):
             record.msg, record.args = escape_control_characters(message), None
         fields = getattr(record, _FIELDS_ATTR, None)
-        if isinstance(fields, dict) and any(isinstance(v, str) and _CONTROL.search(v) for v in fields.values()):
+        if isinstance(fields, dict) and any(_CONTROL.search(str(v)) for v in fields.values()):
+            # any value is rendered with str() (an exception's message, a name in a list): escape that
             setattr(
                 record,
                 _FIELDS_ATTR,
-                {k: escape_control_characters(v) if isinstance(v, str) else v for k, v in fields.items()},
+                {k: escape_control_characters(str(v)) if _CONTROL.search(str(v)) else v for k, v in fields.items()},
             )
         return True
 

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from onceflow.broker.partition import Partition
+from onceflow.core.logging import get_logger
 
 if TYPE_CHECKING:
     from onceflow.broker.broker import Broker
 
-log = logging.getLogger("onceflow.broker.maintenance")
+log = get_logger("onceflow.broker.maintenance")
 
 
 class Maintenance:
@@ -49,9 +49,7 @@ class Maintenance:
                     try:
                         action(partition)
                     except Exception:
-                        log.exception(
-                            "maintenance.failed job=%s topic=%s partition=%d", job, topic.name, partition.index
-                        )
+                        log.exception("maintenance.failed", job=job, topic=topic.name, partition=partition.index)
                 await asyncio.sleep(0)
 
     async def stop(self) -> None:

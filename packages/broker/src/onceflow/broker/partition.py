@@ -8,15 +8,15 @@ thread-safe), so operations on one partition are totally ordered.
 
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 
 from onceflow.broker.storage.config import LogConfig
 from onceflow.broker.storage.errors import OffsetOutOfRangeError
 from onceflow.broker.storage.partition_log import AppendInfo, PartitionLog
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger("onceflow.broker.partition")
+log = get_logger("onceflow.broker.partition")
 
 
 def now_ms() -> int:

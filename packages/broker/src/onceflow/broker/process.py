@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
-import logging
 import os
 import signal
 import sys
@@ -26,8 +25,9 @@ from pathlib import Path
 from onceflow.broker.broker import Broker
 from onceflow.broker.config import BrokerConfig
 from onceflow.broker.readiness import READY_LINE_PREFIX, ReadyInfo, clear_ready, write_ready
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger("onceflow.broker")
+log = get_logger("onceflow.broker")
 
 EXIT_DATA_DIR_UNUSABLE = 2
 """Exit code when the data dir cannot be created or written (as for any bad configuration)."""
@@ -42,10 +42,10 @@ def serve_forever(config: BrokerConfig) -> int:
     try:
         lock_fd = _lock_writable_data_dir(data_dir)
     except OSError as exc:
-        log.error("broker.data_dir_unwritable data_dir=%s reason=%s", data_dir, exc.strerror or exc)
+        log.error("broker.data_dir_unwritable", data_dir=data_dir, reason=exc.strerror or exc)
         return EXIT_DATA_DIR_UNUSABLE
     if lock_fd is None:
-        log.error("broker.data_dir_locked data_dir=%s reason=another broker is using it", data_dir)
+        log.error("broker.data_dir_locked", data_dir=data_dir, reason="another broker is using it")
         return 1
     try:
         clear_ready(data_dir)
@@ -81,26 +81,24 @@ async def _serve(config: BrokerConfig) -> int:
     try:
         broker = Broker(config)
     except OSError as exc:
-        log.error("broker.data_dir_unwritable data_dir=%s reason=%s", config.data_dir, exc)
+        log.error("broker.data_dir_unwritable", data_dir=config.data_dir, reason=exc)
         return EXIT_DATA_DIR_UNUSABLE
     try:
         await broker.start()
     except OSError as exc:
         await broker.stop()
         if exc.filename is not None:  # a file of the data dir, not the listen address
-            log.error("broker.data_dir_unwritable data_dir=%s reason=%s", config.data_dir, exc)
+            log.error("broker.data_dir_unwritable", data_dir=config.data_dir, reason=exc)
             return EXIT_DATA_DIR_UNUSABLE
-        log.error("broker.start_failed listen=%s reason=%s", config.listen, exc)
+        log.error("broker.start_failed", listen=config.listen, reason=exc)
         return 1
     # Step 3
     host, port = broker.advertised
     log.info(
-        "broker.started listen=%s:%d advertised=%s:%d data_dir=%s",
-        config.listen_host,
-        broker.port,
-        host,
-        port,
-        config.data_dir,
+        "broker.started",
+        listen=f"{config.listen_host}:{broker.port}",
+        advertised=f"{host}:{port}",
+        data_dir=config.data_dir,
     )
     write_ready(config.data_dir, ReadyInfo(pid=os.getpid(), port=broker.port, advertised=f"{host}:{port}"))
     sys.stdout.write(f"{READY_LINE_PREFIX} port={broker.port}\n")
@@ -112,8 +110,8 @@ async def _serve(config: BrokerConfig) -> int:
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
     # Step 5
-    log.info("broker.stopping data_dir=%s", config.data_dir)
+    log.info("broker.stopping", data_dir=config.data_dir)
     await broker.stop()
     clear_ready(config.data_dir)
-    log.info("broker.stopped data_dir=%s", config.data_dir)
+    log.info("broker.stopped", data_dir=config.data_dir)
     return 0

@@ -15,7 +15,6 @@ Guarantees:
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import shutil
@@ -26,8 +25,9 @@ from pathlib import Path
 
 from onceflow.broker.partition import Partition
 from onceflow.broker.storage.config import LogConfig
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger("onceflow.broker.topics")
+log = get_logger("onceflow.broker.topics")
 
 REGISTRY_FILE = "topics.json"
 LOGS_DIR = "logs"
@@ -118,9 +118,9 @@ class TopicRegistry:
         live = {self._partition_dir(t.name, p).name for t in self._topics.values() for p in range(len(t.partitions))}
         for child in self._logs_dir.iterdir():
             if child.is_dir() and child.name not in live:
-                log.warning("topics.orphan_removed dir=%s", child)
+                log.warning("topics.orphan_removed", dir=child)
                 shutil.rmtree(child, ignore_errors=True)
-        log.info("topics.opened count=%d", len(self._topics))
+        log.info("topics.opened", count=len(self._topics))
 
     def _partition_dir(self, topic: str, partition: int) -> Path:
         return self._logs_dir / f"{topic}-{partition}"
@@ -191,7 +191,7 @@ class TopicRegistry:
             topic = self._open_topic(spec)
         except BaseException as exc:
             self._remove_partition_dirs(name, partitions)
-            log.warning("topic.create_failed topic=%s reason=%s", name, exc)
+            log.warning("topic.create_failed", topic=name, reason=exc)
             raise
         self._topics[name] = topic
         try:
@@ -202,9 +202,9 @@ class TopicRegistry:
             for partition in topic.partitions:
                 partition.log.close_files()
             self._remove_partition_dirs(name, partitions)
-            log.warning("topic.create_failed topic=%s reason=%s", name, exc)
+            log.warning("topic.create_failed", topic=name, reason=exc)
             raise
-        log.info("topic.created topic=%s partitions=%d topic_id=%s", name, partitions, spec.topic_id)
+        log.info("topic.created", topic=name, partitions=partitions, topic_id=spec.topic_id)
         return topic
 
     def add_partitions(self, name: str, total: int) -> Topic:
@@ -237,9 +237,9 @@ class TopicRegistry:
                 partition.log.close_files()
             for index in range(current, total):
                 shutil.rmtree(self._partition_dir(name, index), ignore_errors=True)
-            log.warning("topic.add_partitions_failed topic=%s reason=%s", name, exc)
+            log.warning("topic.add_partitions_failed", topic=name, reason=exc)
             raise
-        log.info("topic.partitions_added topic=%s partitions=%d was=%d", name, total, current)
+        log.info("topic.partitions_added", topic=name, partitions=total, was=current)
         return topic
 
     def alter_configs(self, name: str, configs: Mapping[str, str]) -> Topic:
@@ -257,7 +257,7 @@ class TopicRegistry:
         topic.log_config = log_config
         for partition in topic.partitions:
             partition.log.update_config(log_config)
-        log.info("topic.configs_altered topic=%s configs=%s was=%s", name, dict(configs), dict(old_spec.configs))
+        log.info("topic.configs_altered", topic=name, configs=dict(configs), was=dict(old_spec.configs))
         return topic
 
     def _remove_partition_dirs(self, name: str, partitions: int) -> None:
@@ -276,7 +276,7 @@ class TopicRegistry:
             raise
         for partition in topic.partitions:
             partition.delete()
-        log.info("topic.deleted topic=%s topic_id=%s", name, topic.topic_id)
+        log.info("topic.deleted", topic=name, topic_id=topic.topic_id)
         return topic
 
     def close(self) -> None:
@@ -286,4 +286,4 @@ class TopicRegistry:
                 try:
                     partition.close()
                 except Exception:
-                    log.exception("partition.close_failed topic=%s partition=%d", topic.name, partition.index)
+                    log.exception("partition.close_failed", topic=topic.name, partition=partition.index)

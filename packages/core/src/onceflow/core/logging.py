@@ -90,6 +90,12 @@ class StructuredLogger:
         return self._logger.isEnabledFor(level)
 
 
+def record_fields(record: logging.LogRecord) -> dict[str, Any]:
+    """The ids a structured log call gave ``record`` (empty for a plain ``logging`` call)."""
+    fields: dict[str, Any] = getattr(record, _FIELDS_ATTR, {})
+    return fields
+
+
 def get_logger(name: str) -> StructuredLogger:
     """A structured logger named ``name`` (use the module's ``__name__``)."""
     return StructuredLogger(logging.getLogger(name))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -28,8 +27,9 @@ from onceflow.broker.groups.results import (
 )
 from onceflow.broker.groups.state import GroupState
 from onceflow.broker.groups.store import GroupStore
+from onceflow.core.logging import get_logger
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class _Running:
@@ -136,7 +136,7 @@ class GroupCoordinator:
         # Step 3
         running.timer = asyncio.create_task(self._run_timer(), name="group-coordinator-timer")
         self._running = running
-        logger.info("group coordinator started data_dir=%s groups=%d", self._data_dir, len(self._groups))
+        logger.info("group.coordinator_started", data_dir=self._data_dir, groups=len(self._groups))
 
     async def stop(self) -> None:
         """Stop the timer, answer parked requests NOT_COORDINATOR, and close the state log. Idempotent."""
@@ -153,7 +153,7 @@ class GroupCoordinator:
                 member.answer_sync(SyncResult.failed(ErrorCode.not_coordinator))
         self._groups.clear()
         running.store.close()
-        logger.info("group coordinator stopped data_dir=%s", self._data_dir)
+        logger.info("group.coordinator_stopped", data_dir=self._data_dir)
 
     def expire_deadlines(self) -> None:
         """Act on every passed deadline now (the timer task calls this every tick)."""
@@ -163,7 +163,7 @@ class GroupCoordinator:
                 running.rebalancer.on_tick(group)
             except Exception:
                 # The timer must keep serving the other groups; the failure is reported here.
-                logger.exception("deadline handling failed group=%s", group.group_id)
+                logger.exception("group.deadline_handling_failed", group=group.group_id)
 
     async def join_group(  # noqa: PLR0917 - positional, as the protocol layer calls it
         self,
@@ -343,7 +343,7 @@ class GroupCoordinator:
         group.transition(GroupState.DEAD)
         group.offsets.clear()
         del self._groups[group_id]
-        logger.info("group deleted group=%s", group_id)
+        logger.info("group.deleted", group=group_id)
         return ErrorCode.none
 
     def _require_running(self) -> _Running:

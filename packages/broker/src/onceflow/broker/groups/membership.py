@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
@@ -17,8 +16,9 @@ from onceflow.broker.groups.results import NO_MEMBER_ID, JoinResult, SyncResult
 from onceflow.broker.groups.state import GroupState
 from onceflow.broker.groups.store import GroupStore
 from onceflow.broker.statelog import StateLogError
+from onceflow.core.logging import get_logger
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class Membership:
@@ -75,13 +75,13 @@ class Membership:
         if not group.supports_protocols(protocol_type, [name for name, _ in protocols]):
             return JoinResult.failed(ErrorCode.inconsistent_group_protocol, member_id)
         logger.info(
-            "join group=%s member=%s instance=%s client=%s state=%s reason=%r",
-            group_id,
-            member_id or "<new>",
-            group_instance_id,
-            client_id,
-            group.state.value,
-            reason,
+            "join",
+            group=group_id,
+            member=member_id or "<new>",
+            instance=group_instance_id,
+            client=client_id,
+            state=group.state.value,
+            reason=repr(reason),
         )
         candidate = Member(
             member_id=member_id,
@@ -188,7 +188,7 @@ class Membership:
                 return self._replace_static_member(group, old_member_id, candidate)
         elif require_known_member_id:
             group.pending_members[candidate.member_id] = self._clock() + candidate.session_timeout_ms / 1000
-            logger.info("member id required group=%s member=%s", group.group_id, candidate.member_id)
+            logger.info("group.member_id_required", group=group.group_id, member=candidate.member_id)
             return JoinResult.failed(ErrorCode.member_id_required, candidate.member_id)
         return self._add_member(group, candidate)
 
@@ -218,10 +218,7 @@ class Membership:
                 return group.join_result(member_id, with_members=False)
             case _:
                 logger.warning(
-                    "rejoin in unexpected state group=%s member=%s state=%s",
-                    group.group_id,
-                    member_id,
-                    group.state.value,
+                    "group.rejoin_in_unexpected_state", group=group.group_id, member=member_id, state=group.state.value
                 )
                 return JoinResult.failed(ErrorCode.unknown_member_id, member_id)
 
@@ -235,7 +232,7 @@ class Membership:
         group.add(member)
         self._rebalancer.schedule_heartbeat(member, self._config.new_member_join_timeout_ms)
         logger.info(
-            "member added group=%s member=%s instance=%s", group.group_id, member.member_id, member.group_instance_id
+            "group.member_added", group=group.group_id, member=member.member_id, instance=member.group_instance_id
         )
         self._rebalancer.maybe_prepare_rebalance(group, f"member {member.member_id} joined")
         return waiter
@@ -263,11 +260,11 @@ class Membership:
         previous_leader = group.leader_id
         member = group.replace_static_member(candidate.group_instance_id, old_member_id, candidate.member_id)
         logger.info(
-            "static member replaced group=%s instance=%s old_member=%s member=%s",
-            group.group_id,
-            candidate.group_instance_id,
-            old_member_id,
-            member.member_id,
+            "group.static_member_replaced",
+            group=group.group_id,
+            instance=candidate.group_instance_id,
+            old_member=old_member_id,
+            member=member.member_id,
         )
         self._rebalancer.schedule_heartbeat(member)
         old_protocols = member.protocols
@@ -278,7 +275,7 @@ class Membership:
             try:
                 self._store.store_group(group.group_id, group.to_stored())
             except StateLogError:
-                logger.exception("storing static member failed group=%s", group.group_id)
+                logger.exception("group.storing_static_member_failed", group=group.group_id)
                 member.protocols = old_protocols
                 group.replace_static_member(candidate.group_instance_id, member.member_id, old_member_id)
                 return JoinResult.failed(ErrorCode.coordinator_not_available)
@@ -303,10 +300,10 @@ class Membership:
         missing = [member_id for member_id in group.members if member_id not in assignments]
         if missing:
             logger.warning(
-                "empty assignment for members the leader left out group=%s generation=%d members=%s",
-                group.group_id,
-                group.generation_id,
-                missing,
+                "group.empty_assignment_for_members_the_leader_left_out",
+                group=group.group_id,
+                generation=group.generation_id,
+                members=missing,
             )
         for member_id, member in group.members.items():
             member.assignment = assignments.get(member_id, b"")
@@ -314,7 +311,7 @@ class Membership:
         try:
             self._store.store_group(group.group_id, group.to_stored())
         except StateLogError:
-            logger.exception("storing group assignment failed group=%s", group.group_id)
+            logger.exception("group.storing_group_assignment_failed", group=group.group_id)
             self._rebalancer.propagate_assignment(group, ErrorCode.coordinator_not_available)
             self._rebalancer.prepare_rebalance(group, "storing the assignment failed")
             return
@@ -322,11 +319,11 @@ class Membership:
         group.transition(GroupState.STABLE)
         self._rebalancer.propagate_assignment(group, ErrorCode.none)
         logger.info(
-            "group stable group=%s generation=%d leader=%s members=%d",
-            group.group_id,
-            group.generation_id,
-            leader_id,
-            len(group.members),
+            "group.stable",
+            group=group.group_id,
+            generation=group.generation_id,
+            leader=leader_id,
+            members=len(group.members),
         )
 
     def _synced(self, group: Group, member_id: str) -> None:
@@ -356,10 +353,10 @@ class Membership:
         error = group.validate_member(member_id, group_instance_id, generation_id)
         if error == ErrorCode.fenced_instance_id:
             logger.info(
-                "fenced static member group=%s instance=%s member=%s current=%s",
-                group.group_id,
-                group_instance_id,
-                member_id,
-                group.current_static_member_id(group_instance_id or ""),
+                "group.fenced_static_member",
+                group=group.group_id,
+                instance=group_instance_id,
+                member=member_id,
+                current=group.current_static_member_id(group_instance_id or ""),
             )
         return error

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -17,8 +16,9 @@ from onceflow.broker.groups.results import NO_MEMBER_ID, OffsetAndMetadata
 from onceflow.broker.groups.state import GroupState
 from onceflow.broker.groups.store import GroupStore
 from onceflow.broker.statelog import StateLogError
+from onceflow.core.logging import get_logger
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class OffsetCommits:
@@ -76,16 +76,16 @@ class OffsetCommits:
             stored = self._store.store_offsets(group_id, accepted)
         except StateLogError as error:
             # Nothing was committed (the state log rolled the write back); clients retry.
-            logger.warning("offset commit not stored group=%s partitions=%d reason=%s", group_id, len(accepted), error)
+            logger.warning("group.offset_commit_not_stored", group=group_id, partitions=len(accepted), reason=error)
             return {**results, **dict.fromkeys(accepted, ErrorCode.coordinator_not_available)}
         for partition, entry in stored.items():
             group.offsets.commit(partition, entry)
         logger.debug(
-            "offsets committed group=%s generation=%d member=%s partitions=%d",
-            group_id,
-            generation_id,
-            member_id,
-            len(accepted),
+            "group.offsets_committed",
+            group=group_id,
+            generation=generation_id,
+            member=member_id,
+            partitions=len(accepted),
         )
         return results
 
@@ -136,11 +136,11 @@ class OffsetCommits:
         for partition, entry in staged.items():
             group.offsets.stage(producer_id, partition, entry)
         logger.info(
-            "transactional offsets staged group=%s pid=%d epoch=%d partitions=%d",
-            group_id,
-            producer_id,
-            producer_epoch,
-            len(staged),
+            "group.transactional_offsets_staged",
+            group=group_id,
+            pid=producer_id,
+            epoch=producer_epoch,
+            partitions=len(staged),
         )
         return results
 
@@ -168,12 +168,11 @@ class OffsetCommits:
         # Step 4
         group.offsets.finish_transaction(producer_id, written)
         logger.info(
-            "transactional offsets %s group=%s pid=%d partitions=%d committed=%d",
-            "committed" if commit else "aborted",
-            group_id,
-            producer_id,
-            len(staged),
-            len(written),
+            "group.transactional_offsets_" + ("committed" if commit else "aborted"),
+            group=group_id,
+            pid=producer_id,
+            partitions=len(staged),
+            committed=len(written),
         )
 
     def has_pending(self, group_id: str, topic: str, partition: int) -> bool:

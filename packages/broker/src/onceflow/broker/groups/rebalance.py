@@ -7,7 +7,6 @@ handlers in ``membership`` call into it.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 from kio.schema.errors import ErrorCode
@@ -19,8 +18,9 @@ from onceflow.broker.groups.results import JoinResult, SyncResult
 from onceflow.broker.groups.state import GroupState, can_rebalance
 from onceflow.broker.groups.store import GroupStore
 from onceflow.broker.statelog import StateLogError
+from onceflow.core.logging import get_logger
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 
 class Rebalancer:
@@ -78,11 +78,11 @@ class Rebalancer:
             group.join_deadline = now + group.rebalance_timeout_ms / 1000
         group.transition(GroupState.PREPARING_REBALANCE)
         logger.info(
-            "preparing rebalance group=%s generation=%d members=%d reason=%r",
-            group.group_id,
-            group.generation_id,
-            len(group.members),
-            reason,
+            "group.preparing_rebalance",
+            group=group.group_id,
+            generation=group.generation_id,
+            members=len(group.members),
+            reason=repr(reason),
         )
         self.try_complete_join(group)
 
@@ -110,10 +110,10 @@ class Rebalancer:
         for member in group.not_yet_rejoined():
             if not member.is_static:
                 group.remove(member.member_id)
-                logger.info("removed member that did not rejoin group=%s member=%s", group.group_id, member.member_id)
+                logger.info("group.removed_member_that_did_not_rejoin", group=group.group_id, member=member.member_id)
         # Step 2
         if group.members and not group.elect_joined_leader():
-            logger.error("rebalance cannot complete, no member rejoined group=%s", group.group_id)
+            logger.error("group.rebalance_cannot_complete_no_member_rejoined", group=group.group_id)
             group.initial_delay_remaining_ms = None
             group.join_deadline = self._clock() + group.rebalance_timeout_ms / 1000
             return
@@ -123,20 +123,20 @@ class Rebalancer:
         group.init_next_generation()
         # Step 4
         if group.is_state(GroupState.EMPTY):
-            logger.info("group is empty group=%s generation=%d", group.group_id, group.generation_id)
+            logger.info("group.is_empty", group=group.group_id, generation=group.generation_id)
             try:
                 self._store.store_group(group.group_id, group.to_stored())
             except StateLogError:
                 # Not fatal: a restart restores the previous generation, whose members then expire.
-                logger.exception("storing empty group failed group=%s", group.group_id)
+                logger.exception("group.storing_empty_group_failed", group=group.group_id)
             return
         logger.info(
-            "join completed group=%s generation=%d protocol=%s leader=%s members=%d",
-            group.group_id,
-            group.generation_id,
-            group.protocol_name,
-            group.leader_id,
-            len(group.members),
+            "group.join_completed",
+            group=group.group_id,
+            generation=group.generation_id,
+            protocol=group.protocol_name,
+            leader=group.leader_id,
+            members=len(group.members),
         )
         for member in group.members.values():
             is_leader = group.is_leader(member.member_id)
@@ -165,12 +165,12 @@ class Rebalancer:
         member.answer_sync(SyncResult.failed(ErrorCode.unknown_member_id))
         group.remove(member.member_id)
         logger.info(
-            "removed member group=%s generation=%d member=%s instance=%s reason=%r",
-            group.group_id,
-            group.generation_id,
-            member.member_id,
-            member.group_instance_id,
-            reason,
+            "group.removed_member",
+            group=group.group_id,
+            generation=group.generation_id,
+            member=member.member_id,
+            instance=member.group_instance_id,
+            reason=repr(reason),
         )
         if group.is_state(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             self.maybe_prepare_rebalance(group, reason)
@@ -180,7 +180,7 @@ class Rebalancer:
     def remove_pending_member(self, group: Group, member_id: str, reason: str) -> None:
         """Forget a member id issued by MEMBER_ID_REQUIRED that never joined."""
         group.remove(member_id)
-        logger.info("removed pending member group=%s member=%s reason=%r", group.group_id, member_id, reason)
+        logger.info("group.removed_pending_member", group=group.group_id, member=member_id, reason=repr(reason))
         self.try_complete_join(group)
 
     def on_tick(self, group: Group) -> None:
@@ -225,5 +225,5 @@ class Rebalancer:
             if member is not None:
                 member.answer_sync(SyncResult.failed(ErrorCode.unknown_member_id))
             group.remove(member_id)
-        logger.info("removed members that did not sync group=%s members=%s", group.group_id, missing)
+        logger.info("group.removed_members_that_did_not_sync", group=group.group_id, members=missing)
         self.prepare_rebalance(group, f"members {missing} did not send SyncGroup in time")

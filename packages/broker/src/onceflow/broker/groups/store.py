@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +17,9 @@ from onceflow.broker.groups.records import (
 )
 from onceflow.broker.groups.results import OffsetAndMetadata
 from onceflow.broker.statelog import StateLog
+from onceflow.core.logging import get_logger
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 STATE_LOG_NAME = "_onceflow_groups.statelog"
 

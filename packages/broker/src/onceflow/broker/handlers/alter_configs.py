@@ -17,7 +17,6 @@ Guarantees, per resource in request order:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -28,8 +27,9 @@ from onceflow.broker.handlers.describe_configs import BROKER, BROKER_LOGGER, TOP
 from onceflow.broker.handlers.topics_admin import is_internal_topic
 from onceflow.broker.storage.config import LogConfig
 from onceflow.broker.storage.errors import InvalidTopicConfig
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger("onceflow.broker.admin")
+log = get_logger("onceflow.broker.admin")
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 LIST_CONFIGS = frozenset({"cleanup.policy"})
@@ -105,9 +105,7 @@ def _alter(
             raise _Refused(ErrorCode.kafka_storage_error, f"Configs could not be saved: {exc.strerror or exc}") from exc
     except _Refused as refused:
         return {**answer, "error_code": refused.code, "error_message": str(refused)}
-    log.info(
-        "topic.alter_configs %s topic=%s configs=%s validate_only=%s", ctx.log_fields(), name, overrides, validate_only
-    )
+    log.info("topic.alter_configs", **ctx.log_dict(), topic=name, configs=overrides, validate_only=validate_only)
     return {**answer, "error_code": ErrorCode.none, "error_message": None}
 
 

@@ -38,9 +38,9 @@ class RequestContext:
         """Build this request's response entity from ``values``."""
         return build_entity(load_response_schema(self.api_key, self.api_version), values)
 
-    def log_fields(self) -> str:
-        """The key=value prefix every request-scoped log line carries."""
-        return f"conn={self.conn} client_id={self.client_id} api={self.api_key} v={self.api_version}"
+    def log_dict(self) -> dict[str, object]:
+        """The ids every request-scoped log line carries: connection, client id, API key and version."""
+        return {"conn": self.conn, "client_id": self.client_id, "api": self.api_key, "v": self.api_version}
 
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any | None]]

@@ -12,7 +12,6 @@ internal topic (TOPIC_AUTHORIZATION_FAILED otherwise, as for DeleteTopics).
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from typing import Any
 
@@ -20,8 +19,9 @@ from kio.schema.errors import ErrorCode
 
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.topics_admin import MAX_PARTITIONS, is_internal_topic
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger("onceflow.broker.admin")
+log = get_logger("onceflow.broker.admin")
 
 
 def _result(name: str, code: ErrorCode = ErrorCode.none, message: str | None = None) -> dict[str, object]:
@@ -62,7 +62,7 @@ def _grow(ctx: RequestContext, wanted: Any, validate_only: bool) -> dict[str, ob
         ctx.broker.topics.add_partitions(name, total)
     except OSError as exc:
         return _result(name, ErrorCode.kafka_storage_error, f"Partitions could not be created: {exc.strerror or exc}")
-    log.info("topic.create_partitions %s topic=%s partitions=%d was=%d", ctx.log_fields(), name, total, current)
+    log.info("topic.create_partitions", **ctx.log_dict(), topic=name, partitions=total, was=current)
     return _result(name)
 
 

@@ -10,7 +10,6 @@ only they may delete records of internal topics (TOPIC_AUTHORIZATION_FAILED).
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -19,8 +18,9 @@ from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.storage_errors import error_code_for
 from onceflow.broker.handlers.topics_admin import is_internal_topic
 from onceflow.broker.storage.errors import StorageError
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger("onceflow.broker.admin")
+log = get_logger("onceflow.broker.admin")
 
 
 def _delete(ctx: RequestContext, name: str, index: int, offset: int) -> tuple[ErrorCode, int]:
@@ -43,8 +43,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         results = []
         for p in wanted.partitions:
             code, low = _delete(ctx, wanted.name, p.partition_index, p.offset)
-            log.info("records.delete %s topic=%s partition=%d offset=%d low_watermark=%d error=%s",
-                     ctx.log_fields(), wanted.name, p.partition_index, p.offset, low, code.name)  # fmt: skip
+            log.info(
+                "records.delete",
+                **ctx.log_dict(),
+                topic=wanted.name,
+                partition=p.partition_index,
+                offset=p.offset,
+                low_watermark=low,
+                error=code.name,
+            )
             results.append({"partition_index": p.partition_index, "low_watermark": low, "error_code": code})
         topics.append({"name": wanted.name, "partitions": results})
     return ctx.respond({"throttle_time": 0, "topics": topics})

@@ -16,7 +16,6 @@ an offset outside ``[log_start, high_watermark]`` gets OFFSET_OUT_OF_RANGE.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -27,8 +26,9 @@ from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.storage_errors import error_code_for
 from onceflow.broker.storage.errors import StorageError
 from onceflow.broker.storage.header import next_offset_after
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger("onceflow.broker.fetch")
+log = get_logger("onceflow.broker.fetch")
 
 READ_COMMITTED = 1
 

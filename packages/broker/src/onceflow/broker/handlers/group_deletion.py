@@ -7,12 +7,12 @@ unknown one GROUP_ID_NOT_FOUND.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from onceflow.broker.handlers.context import RequestContext
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger("onceflow.broker.groups")
+log = get_logger("onceflow.broker.groups")
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -20,6 +20,6 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     results = []
     for group_id in request.groups_names:
         code = ctx.broker.groups.delete_group(group_id)
-        log.info("group.delete %s group=%s error=%s", ctx.log_fields(), group_id, code.name)
+        log.info("group.delete", **ctx.log_dict(), group=group_id, error=code.name)
         results.append({"group_id": group_id, "error_code": code})
     return ctx.respond({"throttle_time": 0, "results": results})

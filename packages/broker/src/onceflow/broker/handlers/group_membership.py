@@ -7,14 +7,14 @@ v3+ a batch.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from onceflow.broker.handlers.context import RequestContext
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger("onceflow.broker.groups")
+log = get_logger("onceflow.broker.groups")
 
 
 def _ms(value: Any) -> int:
@@ -39,12 +39,12 @@ async def handle_join(ctx: RequestContext, request: Any) -> Any:
         getattr(request, "reason", None),
     )
     log.info(
-        "group.join %s group=%s member=%s generation=%d error=%s",
-        ctx.log_fields(),
-        request.group_id,
-        result.member_id,
-        result.generation_id,
-        result.error.name,
+        "group.join",
+        **ctx.log_dict(),
+        group=request.group_id,
+        member=result.member_id,
+        generation=result.generation_id,
+        error=result.error.name,
     )
     return ctx.respond(
         {
@@ -102,7 +102,7 @@ async def handle_leave(ctx: RequestContext, request: Any) -> Any:
     error, answers = ctx.broker.groups.leave_group(request.group_id, members)
     if ctx.api_version < 3 and error == ErrorCode.none and answers:
         error = answers[0][2]
-    log.info("group.leave %s group=%s members=%s error=%s", ctx.log_fields(), request.group_id, members, error.name)
+    log.info("group.leave", **ctx.log_dict(), group=request.group_id, members=members, error=error.name)
     return ctx.respond(
         {
             "throttle_time": 0,

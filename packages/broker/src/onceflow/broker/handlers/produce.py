@@ -21,7 +21,6 @@ acks=-1 mean the same thing; acks=0 gets no response at all.
 from __future__ import annotations
 
 import datetime
-import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -31,8 +30,9 @@ from onceflow.broker.handlers.storage_errors import error_code_for
 from onceflow.broker.storage.errors import CorruptRecordError, DuplicateSequenceError, StorageError
 from onceflow.broker.storage.header import parse_header
 from onceflow.broker.topics import KAFKA_INTERNAL_TOPICS
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger("onceflow.broker.produce")
+log = get_logger("onceflow.broker.produce")
 
 
 def _append_time(timestamp_ms: int) -> datetime.datetime | None:
@@ -67,15 +67,15 @@ def _transaction_error(ctx: RequestContext, transactional_id: str, topic: str, i
     fenced = current.producer_id == header.producer_id and current.producer_epoch > header.producer_epoch
     code = ErrorCode.invalid_producer_epoch if fenced else ErrorCode.invalid_txn_state
     log.info(
-        "produce.rejected %s topic=%s partition=%d transactional_id=%s pid=%d epoch=%d error=%s "
-        "reason=partition not in the producer's open transaction",
-        ctx.log_fields(),
-        topic,
-        index,
-        transactional_id,
-        header.producer_id,
-        header.producer_epoch,
-        code.name,
+        "produce.rejected",
+        **ctx.log_dict(),
+        topic=topic,
+        partition=index,
+        transactional_id=transactional_id,
+        pid=header.producer_id,
+        epoch=header.producer_epoch,
+        error=code.name,
+        reason="partition not in the producer's open transaction",
     )
     return code
 
@@ -112,17 +112,10 @@ async def _produce_partition(
         }
     except StorageError as exc:
         code = error_code_for(exc)
-        log.info(
-            "produce.rejected %s topic=%s partition=%d error=%s reason=%s",
-            ctx.log_fields(),
-            topic_name,
-            index,
-            code.name,
-            exc,
-        )
+        log.info("produce.rejected", **ctx.log_dict(), topic=topic_name, partition=index, error=code.name, reason=exc)
         return _failure(index, code, str(exc))
     except Exception as exc:
-        log.exception("produce.failed %s topic=%s partition=%d", ctx.log_fields(), topic_name, index)
+        log.exception("produce.failed", **ctx.log_dict(), topic=topic_name, partition=index)
         return _failure(index, ErrorCode.kafka_storage_error, f"{type(exc).__name__}: {exc}")
     # Step 4
     broker.waiters.notify(topic_name, index)

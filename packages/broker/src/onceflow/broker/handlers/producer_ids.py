@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -19,8 +18,9 @@ from kio.schema.errors import ErrorCode
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.producer_fenced import for_client
 from onceflow.broker.statelog import StateLogError
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger("onceflow.broker.producer_ids")
+log = get_logger("onceflow.broker.producer_ids")
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
@@ -29,7 +29,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     try:
         return await _init(ctx, request)
     except (OSError, StateLogError) as exc:
-        log.warning("producer.init_failed %s reason=%s", ctx.log_fields(), exc)
+        log.warning("producer.init_failed", **ctx.log_dict(), reason=exc)
         return ctx.respond(
             {
                 "throttle_time": 0,
@@ -59,7 +59,7 @@ async def _init(ctx: RequestContext, request: Any) -> Any:
             }
         )
     producer_id = ctx.broker.producer_ids.allocate()
-    log.info("producer.init %s pid=%d epoch=0 transactional_id=None", ctx.log_fields(), producer_id)
+    log.info("producer.init", **ctx.log_dict(), pid=producer_id, epoch="0", transactional_id="None")
     return ctx.respond(
         {"throttle_time": 0, "error_code": ErrorCode.none, "producer_id": producer_id, "producer_epoch": 0}
     )

@@ -5,15 +5,15 @@ On a listener without SASL both answer ILLEGAL_SASL_STATE.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from onceflow.broker.auth import AuthenticationFailed
 from onceflow.broker.handlers.context import RequestContext
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger("onceflow.broker.auth")
+log = get_logger("onceflow.broker.auth")
 
 
 async def handle_handshake(ctx: RequestContext, request: Any) -> Any:
@@ -22,7 +22,7 @@ async def handle_handshake(ctx: RequestContext, request: Any) -> Any:
     if session is None:
         return ctx.respond({"error_code": ErrorCode.illegal_sasl_state, "mechanisms": []})
     if not session.handshake(request.mechanism):
-        log.info("sasl.handshake_refused %s mechanism=%s", ctx.log_fields(), request.mechanism)
+        log.info("sasl.handshake_refused", **ctx.log_dict(), mechanism=request.mechanism)
         return ctx.respond(
             {"error_code": ErrorCode.unsupported_sasl_mechanism, "mechanisms": list(session.enabled_mechanisms)}
         )
@@ -39,14 +39,12 @@ async def handle_authenticate(ctx: RequestContext, request: Any) -> Any:
     try:
         answer = session.authenticate(bytes(request.auth_bytes))
     except AuthenticationFailed as exc:
-        log.warning("sasl.authentication_failed %s mechanism=%s reason=%s", ctx.log_fields(), session.mechanism, exc)
+        log.warning("sasl.authentication_failed", **ctx.log_dict(), mechanism=session.mechanism, reason=exc)
         return ctx.respond(
             {"error_code": ErrorCode.sasl_authentication_failed, "error_message": str(exc), "auth_bytes": b""}
         )
     if session.authenticated:
-        log.info(
-            "sasl.authenticated %s mechanism=%s principal=%s", ctx.log_fields(), session.mechanism, session.principal
-        )
+        log.info("sasl.authenticated", **ctx.log_dict(), mechanism=session.mechanism, principal=session.principal)
     return ctx.respond(
         {"error_code": ErrorCode.none, "error_message": None, "auth_bytes": answer, "session_lifetime": 0}
     )

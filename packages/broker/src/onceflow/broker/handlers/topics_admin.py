@@ -12,7 +12,6 @@ before the response is sent.
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from typing import Any
 
@@ -22,8 +21,9 @@ from onceflow.broker.handlers.config_entries import topic_entries
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.storage.errors import InvalidTopicConfig
 from onceflow.broker.topics import KAFKA_INTERNAL_TOPICS, InvalidTopicName, TopicExists
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger("onceflow.broker.admin")
+log = get_logger("onceflow.broker.admin")
 
 INTERNAL_TOPICS = KAFKA_INTERNAL_TOPICS
 MAX_PARTITIONS = 10_000
@@ -89,7 +89,7 @@ async def _create_one(ctx: RequestContext, wanted: Any, validate_only: bool) -> 
     except OSError as exc:  # the registry rolled the topic back (and logged it): nothing of it is left
         reason = exc.strerror or str(exc)
         return _failed(name, ErrorCode.kafka_storage_error, f"Topic '{name}' could not be created: {reason}")
-    log.info("%s topic=%s partitions=%d validate_only=%s", "topic.create", name, partitions, validate_only)
+    log.info("topic.create", topic=name, partitions=partitions, validate_only=validate_only)
     return {
         "name": name,
         "topic_id": topic_id,
@@ -129,10 +129,7 @@ async def handle_delete(ctx: RequestContext, request: Any) -> Any:
     for name in request.topic_names:
         if super_users and is_internal_topic(name) and ctx.principal not in super_users:
             log.warning(
-                "topic.delete_refused %s topic=%s principal=%s reason=not a super user",
-                ctx.log_fields(),
-                name,
-                ctx.principal,
+                "topic.delete_refused", **ctx.log_dict(), topic=name, principal=ctx.principal, reason="not a super user"
             )
             results.append(
                 {
@@ -145,7 +142,7 @@ async def handle_delete(ctx: RequestContext, request: Any) -> Any:
         try:
             deleted = await ctx.broker.delete_topic(name)
         except OSError as exc:  # the registry could not be rewritten: the topic stays
-            log.warning("topic.delete_failed %s topic=%s reason=%s", ctx.log_fields(), name, exc)
+            log.warning("topic.delete_failed", **ctx.log_dict(), topic=name, reason=exc)
             results.append(
                 {"name": name, "error_code": ErrorCode.kafka_storage_error, "error_message": exc.strerror or str(exc)}
             )

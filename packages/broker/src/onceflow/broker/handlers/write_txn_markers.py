@@ -15,7 +15,6 @@ failure KAFKA_STORAGE_ERROR. With ``super_users`` set only they may write marker
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -25,8 +24,9 @@ from onceflow.broker.handlers.storage_errors import error_code_for
 from onceflow.broker.storage.errors import StorageError
 from onceflow.broker.transactions import MarkerWriteError
 from onceflow.broker.txn_markers import PartitionMarkerWriter
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger("onceflow.broker.admin")
+log = get_logger("onceflow.broker.admin")
 
 
 def _write(ctx: RequestContext, writer: PartitionMarkerWriter, marker: Any, topic: str, partition: int) -> ErrorCode:
@@ -62,14 +62,14 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             for index in topic.partition_indexes:
                 code = _write(ctx, writer, marker, topic.name, int(index))
                 log.info(
-                    "txn.admin_marker %s topic=%s partition=%d pid=%d epoch=%d marker=%s error=%s",
-                    ctx.log_fields(),
-                    topic.name,
-                    int(index),
-                    int(marker.producer_id),
-                    int(marker.producer_epoch),
-                    "commit" if marker.transaction_result else "abort",
-                    code.name,
+                    "txn.admin_marker",
+                    **ctx.log_dict(),
+                    topic=topic.name,
+                    partition=int(index),
+                    pid=int(marker.producer_id),
+                    epoch=int(marker.producer_epoch),
+                    marker="commit" if marker.transaction_result else "abort",
+                    error=code.name,
                 )
                 partitions.append({"partition_index": int(index), "error_code": code})
             topics.append({"name": topic.name, "partitions": partitions})

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import logging
 import struct
 from typing import TYPE_CHECKING, Any
 
@@ -43,12 +42,13 @@ from onceflow.broker.protocol.codec import (
     encode_response,
     peek_header,
 )
+from onceflow.core.logging import get_logger
 
 if TYPE_CHECKING:
     from onceflow.broker.broker import Broker
     from onceflow.broker.server.limits import QueuedRequestBytes
 
-log = logging.getLogger("onceflow.broker.server")
+log = get_logger("onceflow.broker.server")
 
 _MAX_IN_FLIGHT = 64
 _READ_CHUNK = 64 * 1024
@@ -98,7 +98,7 @@ class Connection:
             await self._read_requests()
         except ConnectionClosedError as exc:
             if str(exc):
-                log.warning("connection.closed conn=%s reason=%s", self.name, exc)
+                log.warning("connection.closed", conn=self.name, reason=exc)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
@@ -161,9 +161,9 @@ class Connection:
                 await asyncio.sleep(max(self._idle_s - idle_for, self._idle_s / 10))
                 continue
             log.info(
-                "connection.closed conn=%s reason=idle for %d ms (connections.max.idle.ms)",
-                self.name,
-                int(idle_for * 1000),
+                "connection.closed",
+                conn=self.name,
+                reason=f"idle for {int(idle_for * 1000)} ms (connections.max.idle.ms)",
             )
             self._writer.transport.abort()
             return
@@ -177,11 +177,7 @@ class Connection:
             request = decode_request(frame)
         except UnsupportedRequestError as exc:
             if exc.api_key == versions.API_VERSIONS:
-                log.info(
-                    "request.unsupported_api_versions conn=%s api_version=%d answer=v0",
-                    self.name,
-                    exc.api_version,
-                )
+                log.info("request.unsupported_api_versions", conn=self.name, api_version=exc.api_version, answer="v0")
                 return _done(encode_response(exc.correlation_id, unsupported_version_response()))
             raise ConnectionClosedError(
                 f"unsupported request api_key={exc.api_key} api_version={exc.api_version}"
@@ -208,14 +204,14 @@ class Connection:
             sasl=self._sasl,
         )
         handler = HANDLERS[request.api_key]
-        log.debug("request.received %s correlation_id=%d", ctx.log_fields(), request.correlation_id)
+        log.debug("request.received", **ctx.log_dict(), correlation_id=request.correlation_id)
         response: Any
         if request.api_key == versions.FETCH:
             response = await handler(ctx, request.body)
         else:
             async with self._serial:
                 response = await handler(ctx, request.body)
-        log.debug("request.answered %s correlation_id=%d", ctx.log_fields(), request.correlation_id)
+        log.debug("request.answered", **ctx.log_dict(), correlation_id=request.correlation_id)
         if response is None:
             return None
         return encode_response(request.correlation_id, response)
@@ -228,7 +224,7 @@ class Connection:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("request.failed conn=%s closing=true", self.name)
+                log.exception("request.failed", conn=self.name, closing="true")
                 self._writer.close()
                 return
             finally:

@@ -15,19 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import ssl
 from asyncio.constants import ACCEPT_RETRY_DELAY
 from typing import TYPE_CHECKING, Any
 
 from onceflow.broker.server.connection import Connection
 from onceflow.broker.server.limits import ConnectionsPerIp, QueuedRequestBytes
+from onceflow.core.logging import get_logger
 
 if TYPE_CHECKING:
     from onceflow.broker.broker import Broker
     from onceflow.broker.config import BrokerConfig
 
-log = logging.getLogger("onceflow.broker.server")
+log = get_logger("onceflow.broker.server")
 
 _ACCEPT_OUT_OF_RESOURCES = "socket.accept() out of system resource"
 """asyncio's message when accept() fails with EMFILE/ENFILE/ENOBUFS/ENOMEM (it then pauses accepting)."""
@@ -76,10 +76,10 @@ class BrokerServer:
         if now - self._accept_failure_logged >= 1.0:
             error = context.get("exception")
             log.warning(
-                "listener.accept_failed reason=%s failures=%d retry_in_ms=%d",
-                getattr(error, "strerror", None) or error,
-                self._accept_failures,
-                int(ACCEPT_RETRY_DELAY * 1000),
+                "listener.accept_failed",
+                reason=getattr(error, "strerror", None) or error,
+                failures=self._accept_failures,
+                retry_in_ms=int(ACCEPT_RETRY_DELAY * 1000),
             )
             self._accept_failure_logged = now
             self._accept_failures = 0
@@ -101,16 +101,16 @@ class BrokerServer:
         connection = Connection(self._broker, reader, writer, self._queued_bytes)
         if not self._per_ip.open(connection.peer_host):
             log.warning(
-                "connection.refused conn=%s reason=max.connections.per.ip=%d reached",
-                connection.name,
-                self._per_ip.limit,
+                "connection.refused",
+                conn=connection.name,
+                reason=f"max.connections.per.ip={self._per_ip.limit} reached",
             )
             writer.transport.abort()
             return
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
-        log.debug("connection.opened conn=%s", connection.name)
+        log.debug("connection.opened", conn=connection.name)
         try:
             await connection.serve()
         except asyncio.CancelledError:
@@ -120,7 +120,7 @@ class BrokerServer:
         finally:
             self._per_ip.close(connection.peer_host)
             self._connections.discard(task)
-            log.debug("connection.ended conn=%s", connection.name)
+            log.debug("connection.ended", conn=connection.name)
 
 
 def _tls_context(config: BrokerConfig) -> ssl.SSLContext:

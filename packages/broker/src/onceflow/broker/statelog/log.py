@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import logging
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -23,8 +22,9 @@ from onceflow.broker.statelog.framing import (
     read_frames,
     single_record_frame_size,
 )
+from onceflow.core.logging import get_logger
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)
 
 COMPACTION_SUFFIX = ".compact.tmp"
 LOCK_SUFFIX = ".lock"
@@ -107,7 +107,7 @@ class StateLog:
             # Step 2
             leftover = _compaction_tmp_path(path)
             if leftover.exists():
-                logger.warning("state log removing interrupted compaction file path=%s", leftover)
+                logger.warning("statelog.interrupted_compaction_removed", path=leftover)
                 leftover.unlink()
             # Step 3
             _ensure_header(path, fsync=fsync)
@@ -125,7 +125,7 @@ class StateLog:
             compaction_ratio=compaction_ratio,
             min_compaction_bytes=min_compaction_bytes,
         )
-        logger.info("state log opened path=%s bytes=%d live_keys=%d", path, end, len(live_sizes))
+        logger.info("statelog.opened", path=path, bytes=end, live_keys=len(live_sizes))
         return log
 
     @property
@@ -226,13 +226,7 @@ class StateLog:
         self._end = size
         self._live_sizes = {key: single_record_frame_size(key, value) for key, value in live.items()}
         self._live_bytes = sum(self._live_sizes.values())
-        logger.info(
-            "state log compacted path=%s bytes_before=%d bytes_after=%d live_keys=%d",
-            self._path,
-            before,
-            size,
-            len(live),
-        )
+        logger.info("statelog.compacted", path=self._path, bytes_before=before, bytes_after=size, live_keys=len(live))
 
     def close(self) -> None:
         """Close the file and release the lock. Idempotent."""
@@ -271,7 +265,7 @@ class StateLog:
         except OSError:
             # The append itself succeeded and the old file is intact; compaction is retried once the
             # file has grown by another ratio.
-            logger.exception("state log compaction failed path=%s bytes=%d", self._path, self._end)
+            logger.exception("statelog.compaction_failed", path=self._path, bytes=self._end)
             _compaction_tmp_path(self._path).unlink(missing_ok=True)
             self._next_compaction_check = int(self._end * self._compaction_ratio)
 
@@ -289,11 +283,11 @@ class StateLog:
             except OSError:
                 self._failed = True
             logger.warning(
-                "state log append rolled back path=%s size=%d refusing_appends=%s reason=%s",
-                self._path,
-                self._end,
-                self._failed,
-                error,
+                "statelog.append_rolled_back",
+                path=self._path,
+                size=self._end,
+                refusing_appends=self._failed,
+                reason=error,
             )
             raise StateLogWriteFailed(self._path, f"append failed: {error}") from error
 
@@ -352,11 +346,11 @@ def _recover(path: Path, *, fsync: bool) -> tuple[int, dict[bytes, int]]:
         for item in read_frames(file, end, file_size):
             if isinstance(item, TornTail):
                 logger.warning(
-                    "state log truncating torn tail path=%s offset=%d dropped_bytes=%d reason=%s",
-                    path,
-                    item.start,
-                    file_size - item.start,
-                    item.reason,
+                    "statelog.torn_tail_truncated",
+                    path=path,
+                    offset=item.start,
+                    dropped_bytes=file_size - item.start,
+                    reason=item.reason,
                 )
                 break
             for key, value in item.records:

@@ -19,7 +19,6 @@ that saw it; with LogAppendTime the two coincide closely).
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,8 +31,9 @@ from onceflow.broker.storage.producer_snapshot import fsync_directory
 from onceflow.broker.storage.records import ControlType, SimpleRecord, control_marker, decode_records, encode_batch
 from onceflow.broker.storage.recovery import CLEANED_SUFFIX, SWAP_SUFFIX, complete_swap
 from onceflow.broker.storage.segment import LogSegment, segment_path
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -235,11 +235,11 @@ def compact_segments(
         bytes_after=bytes_after,
     )
     log.info(
-        "event=compaction_done directory=%s segments=%d records_removed=%d bytes_before=%d bytes_after=%d",
-        directory,
-        stats.segments_cleaned,
-        stats.records_removed,
-        bytes_before,
-        bytes_after,
+        "storage.compaction_done",
+        directory=directory,
+        segments=stats.segments_cleaned,
+        records_removed=stats.records_removed,
+        bytes_before=bytes_before,
+        bytes_after=bytes_after,
     )
     return result + segments[len(cleanable) :], stats

@@ -11,7 +11,6 @@ fetches. The LSO is always a batch boundary, so a fetch bounded by it returns wh
 
 from __future__ import annotations
 
-import logging
 import shutil
 import struct
 from bisect import bisect_right
@@ -33,8 +32,9 @@ from onceflow.broker.storage.records import ControlType, build_control_batch
 from onceflow.broker.storage.recovery import rebuild_stale_transaction_indexes, recover_segments, replay_producer_state
 from onceflow.broker.storage.segment import AppendedBatch, LogSegment
 from onceflow.broker.storage.transaction_index import AbortedTransaction, collect_aborted
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 _BASE_OFFSET = struct.Struct(">q")
 _INT32_MAX = 0x7FFFFFFF
@@ -119,12 +119,12 @@ class PartitionLog:
         # Step 5
         state.remove_expired_producers(now_ms)
         log.info(
-            "event=partition_log_opened partition=%s log_start=%d log_end=%d segments=%d snapshot=%s",
-            topic_partition,
-            partition_log.log_start_offset,
-            partition_log.log_end_offset,
-            len(segments),
-            snapshot_offset,
+            "storage.partition_log_opened",
+            partition=topic_partition,
+            log_start=partition_log.log_start_offset,
+            log_end=partition_log.log_end_offset,
+            segments=len(segments),
+            snapshot=snapshot_offset,
         )
         return partition_log
 
@@ -275,14 +275,14 @@ class PartitionLog:
                 try:
                     active.txn_index.flush()
                 except OSError as exc:  # the marker is written; recovery re-derives the entry from it
-                    log.warning("event=txn_index_flush_failed partition=%s reason=%r", self.topic_partition, str(exc))
+                    log.warning("storage.txn_index_flush_failed", partition=self.topic_partition, reason=repr(str(exc)))
             log.info(
-                "event=txn_aborted partition=%s pid=%d epoch=%d first_offset=%d marker_offset=%d",
-                self.topic_partition,
-                producer_id,
-                producer_epoch,
-                completed.first_offset,
-                offset,
+                "storage.txn_aborted",
+                partition=self.topic_partition,
+                pid=producer_id,
+                epoch=producer_epoch,
+                first_offset=completed.first_offset,
+                marker_offset=offset,
             )
         return offset
 
@@ -311,12 +311,12 @@ class PartitionLog:
         except OSError as exc:
             # Nothing changed: create() removed what it began, and the old segment stays active
             # (its index files reopen on the next append).
-            log.warning("event=segment_roll_failed partition=%s reason=%r", self.topic_partition, str(exc))
+            log.warning("storage.segment_roll_failed", partition=self.topic_partition, reason=repr(str(exc)))
             raise LogWriteError(self.topic_partition, f"segment roll failed: {exc}") from exc
         self._segments.append(new)
         self._bases.append(new.base_offset)
         self.snapshot_producer_state(new.base_offset)
-        log.info("event=segment_rolled partition=%s base_offset=%d", self.topic_partition, new.base_offset)
+        log.info("storage.segment_rolled", partition=self.topic_partition, base_offset=new.base_offset)
         return new
 
     def snapshot_producer_state(self, offset: int) -> None:
@@ -326,10 +326,7 @@ class PartitionLog:
             self.producer_state.take_snapshot(self.directory, offset)
         except OSError as exc:
             log.warning(
-                "event=producer_snapshot_failed partition=%s offset=%d reason=%r",
-                self.topic_partition,
-                offset,
-                str(exc),
+                "storage.producer_snapshot_failed", partition=self.topic_partition, offset=offset, reason=repr(str(exc))
             )
 
     # --- reading ------------------------------------------------------------------------------------
@@ -394,9 +391,10 @@ class PartitionLog:
         for segment in self._segments[:doomed]:
             segment.delete_files()
             log.info(
-                "event=segment_deleted partition=%s base_offset=%d reason=retention",
-                self.topic_partition,
-                segment.base_offset,
+                "storage.segment_deleted",
+                partition=self.topic_partition,
+                base_offset=segment.base_offset,
+                reason="retention",
             )
         del self._segments[:doomed]
         self._bases = [s.base_offset for s in self._segments]
@@ -424,8 +422,7 @@ class PartitionLog:
             segment.delete_files()
         del self._segments[:doomed]
         self._bases = [s.base_offset for s in self._segments]
-        log.info("event=records_deleted partition=%s log_start=%d segments_deleted=%d",
-                 self.topic_partition, target, doomed)  # fmt: skip
+        log.info("storage.records_deleted", partition=self.topic_partition, log_start=target, segments_deleted=doomed)
         return self.log_start_offset
 
     def expire_producers(self, now_ms: int) -> int:

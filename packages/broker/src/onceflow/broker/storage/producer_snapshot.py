@@ -9,7 +9,6 @@ the CRC still guards against media damage, and an unreadable snapshot only costs
 from __future__ import annotations
 
 import json
-import logging
 import os
 import struct
 from collections.abc import Iterable
@@ -18,8 +17,9 @@ from pathlib import Path
 from crc32c import crc32c
 
 from onceflow.broker.storage.producer_entry import BatchMetadata, ProducerEntry
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 SUFFIX = ".snapshot"
 KEEP = 2
@@ -119,6 +119,6 @@ def read_latest(directory: Path, max_offset: int) -> tuple[int, list[ProducerEnt
         try:
             return _parse(path.read_bytes())
         except (ValueError, KeyError, TypeError) as exc:
-            log.warning("event=producer_snapshot_unreadable path=%s reason=%r", path, str(exc))
+            log.warning("storage.producer_snapshot_unreadable", path=path, reason=repr(str(exc)))
             path.unlink(missing_ok=True)
     return None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from onceflow.broker.storage.errors import CorruptRecordError
@@ -19,8 +18,9 @@ from onceflow.broker.storage.segment import (
     segment_path,
 )
 from onceflow.broker.storage.segment_scan import scan_next_offset
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 CLEANED_SUFFIX = ".log.cleaned"
 SWAP_SUFFIX = ".log.swap"
@@ -78,11 +78,11 @@ def recover_segments(directory: Path, index_interval_bytes: int, topic_partition
     directory.mkdir(parents=True, exist_ok=True)
     # Step 1
     for base in _base_offsets(directory, CLEANED_SUFFIX):
-        log.warning("event=compaction_output_discarded partition=%s base_offset=%d", topic_partition, base)
+        log.warning("storage.compaction_output_discarded", partition=topic_partition, base_offset=base)
         segment_path(directory, base, CLEANED_SUFFIX).unlink()
     # Step 2
     for base in _base_offsets(directory, SWAP_SUFFIX):
-        log.warning("event=compaction_swap_completed partition=%s base_offset=%d", topic_partition, base)
+        log.warning("storage.compaction_swap_completed", partition=topic_partition, base_offset=base)
         complete_swap(directory, base)
     # Step 3
     bases = _base_offsets(directory, LOG_SUFFIX)
@@ -97,7 +97,7 @@ def recover_segments(directory: Path, index_interval_bytes: int, topic_partition
         is_active = i == len(bases) - 1
         segment, truncated = LogSegment.open_existing(directory, base, index_interval_bytes, full_recovery=is_active)
         if truncated:
-            log.warning("event=torn_tail_truncated partition=%s segment=%d bytes=%d", topic_partition, base, truncated)
+            log.warning("storage.torn_tail_truncated", partition=topic_partition, segment=base, bytes=truncated)
         if segments and segment.base_offset < segments[-1].next_offset:
             segment.close()
             raise CorruptRecordError(
@@ -143,10 +143,10 @@ def rebuild_stale_transaction_indexes(segments: list[LogSegment], end_offset: in
     for segment in stale:
         segment.txn_index_stale = False
         log.warning(
-            "event=txn_index_rebuilt partition=%s segment=%d aborted=%d",
-            topic_partition,
-            segment.base_offset,
-            len(segment.txn_index),
+            "storage.txn_index_rebuilt",
+            partition=topic_partition,
+            segment=segment.base_offset,
+            aborted=len(segment.txn_index),
         )
 
 

@@ -9,7 +9,6 @@ the death of the process; only a machine crash needs the fsync of :meth:`LogSegm
 from __future__ import annotations
 
 import errno
-import logging
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -27,8 +26,9 @@ from onceflow.broker.storage.offset_index import OffsetIndex
 from onceflow.broker.storage.segment_scan import verified_batches
 from onceflow.broker.storage.time_index import TimeIndex
 from onceflow.broker.storage.transaction_index import TransactionIndex
+from onceflow.core.logging import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -168,11 +168,11 @@ class LogSegment:
                 valid_end = pos + header.size
         except CorruptRecordError as exc:
             log.warning(
-                "event=torn_tail_truncated segment=%s position=%d bytes=%d reason=%r",
-                self.path,
-                valid_end,
-                self.size - valid_end,
-                exc.reason,
+                "storage.torn_tail_truncated",
+                segment=self.path,
+                position=valid_end,
+                bytes=self.size - valid_end,
+                reason=repr(exc.reason),
             )
         truncated = self.size - valid_end
         if truncated:
@@ -211,7 +211,7 @@ class LogSegment:
                 self.repair()
             except OSError as exc:
                 raise LogWriteError(self.path.parent.name, str(exc), partition_offline=True) from exc
-            log.info("event=segment_repaired segment=%s size=%d", self.path, self.size)
+            log.info("storage.segment_repaired", segment=self.path, size=self.size)
         saved = self._append_state()
         try:
             self._write_all(buffers)
@@ -222,11 +222,11 @@ class LogSegment:
             self._restore_append_state(saved)
             offline = not self._try_repair()
             log.warning(
-                "event=append_rolled_back segment=%s size=%d rolled_back=%s reason=%r",
-                self.path,
-                self.size,
-                not offline,
-                str(exc),
+                "storage.append_rolled_back",
+                segment=self.path,
+                size=self.size,
+                rolled_back=not offline,
+                reason=repr(str(exc)),
             )
             raise LogWriteError(self.path.parent.name, str(exc), partition_offline=offline) from exc
 
@@ -286,7 +286,7 @@ class LogSegment:
         try:
             self.repair()
         except OSError as exc:
-            log.error("event=segment_offline segment=%s size=%d reason=%r", self.path, self.size, str(exc))
+            log.error("storage.segment_offline", segment=self.path, size=self.size, reason=repr(str(exc)))
             return False
         return True
 

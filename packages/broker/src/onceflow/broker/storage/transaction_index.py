@@ -13,7 +13,6 @@ None for a missing, torn or inconsistent file and recovery rebuilds it. All entr
 from __future__ import annotations
 
 import errno
-import logging
 import os
 import struct
 from bisect import bisect_left
@@ -23,12 +22,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from onceflow.broker.storage.producer_snapshot import fsync_directory
+from onceflow.core.logging import get_logger
 
 if TYPE_CHECKING:
     from onceflow.broker.storage.producer_state import CompletedTransaction
     from onceflow.broker.storage.segment import LogSegment
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
@@ -130,7 +130,7 @@ class TransactionIndex:
             self.unwritten = True
             self.close()
             self.path.unlink(missing_ok=True)
-            log.warning("event=txn_index_write_failed path=%s reason=%r", self.path, str(exc))
+            log.warning("storage.txn_index_write_failed", path=self.path, reason=repr(str(exc)))
 
     def append_completed(self, completed: CompletedTransaction | None, first_unstable_offset: int | None) -> None:
         """Index ``completed`` if it was aborted. ``first_unstable_offset`` is the partition's first
