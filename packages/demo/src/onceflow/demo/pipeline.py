@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaError, KafkaException
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
+from onceflow.core.kafka import ensure_topics as create_missing
 from onceflow.core.logging import get_logger
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SINK_TOPIC, SOURCE_TOPIC
 from onceflow.demo.components import (
@@ -33,20 +33,14 @@ def ensure_topics(
 
     ``replication_factor=-1`` leaves it to the cluster's default (KIP-464), for an existing Kafka.
     """
-    admin = AdminClient(dict(client_config))
     rf = replication_factor
     wanted = [
         NewTopic(SOURCE_TOPIC, num_partitions=source_partitions, replication_factor=rf, config=TOPIC_CONFIG),
         NewTopic(SINK_TOPIC, num_partitions=1, replication_factor=rf, config=TOPIC_CONFIG),
         NewTopic(DEAD_LETTER_TOPIC, num_partitions=1, replication_factor=rf, config=TOPIC_CONFIG),
     ]
-    for topic, future in admin.create_topics(wanted, request_timeout=timeout).items():
-        try:
-            future.result(timeout)
-            _log.info("pipeline.topic_created", topic=topic)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise
+    for topic in create_missing(client_config, wanted, timeout=timeout):
+        _log.info("pipeline.topic_created", topic=topic)
 
 
 class Pipeline:

@@ -16,6 +16,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from onceflow.core.kafka import produce
+
 
 def _int(value: int | None) -> int:
     """Partition and offset of a delivered or consumed message are always set."""
@@ -66,16 +68,9 @@ def produce_acked(
             acked.append((_int(msg.partition()), _int(msg.offset()), msg.value() or b""))
 
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, **dict(config or {})})
+    placement = {} if partition is None else {"partition": partition}
     for value in values:
-        while True:
-            try:
-                if partition is None:
-                    producer.produce(topic, value=value, on_delivery=on_delivery)
-                else:
-                    producer.produce(topic, value=value, partition=partition, on_delivery=on_delivery)
-                break
-            except BufferError:
-                producer.poll(0.05)
+        produce(producer, topic, value=value, on_delivery=on_delivery, **placement)
         producer.poll(0)
     remaining = producer.flush(timeout)
     if remaining or errors:

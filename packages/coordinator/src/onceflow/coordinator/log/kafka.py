@@ -20,12 +20,12 @@ from onceflow.coordinator.exceptions import CoordinatorFenced, LogAppendRejected
 from onceflow.coordinator.log.base import TransactionLog
 from onceflow.coordinator.log.log_topic import LogTopic
 from onceflow.coordinator.log.records import LogRecord, decode, encode
+from onceflow.core.kafka import is_fenced
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC
 
 DEFAULT_TRANSACTIONAL_ID: Final = "onceflow-coordinator"
-_FENCED_CODES: Final = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
 _OFFSET_BEGINNING: Final = -2
 #: Largest append (sum of encoded keys and values) the log accepts; below librdkafka's and the
 #: broker's default ``message.max.bytes`` (1,000,000), so a too-large append is refused before it
@@ -39,10 +39,6 @@ _log = get_logger(__name__)
 def _kafka_error(exc: KafkaException) -> KafkaError | None:
     error = exc.args[0] if exc.args else None
     return error if isinstance(error, KafkaError) else None
-
-
-def _is_fenced(error: KafkaError) -> bool:
-    return error.code() in _FENCED_CODES
 
 
 class KafkaTransactionLog(TransactionLog):
@@ -213,7 +209,7 @@ class KafkaTransactionLog(TransactionLog):
                     self._abort_quietly(producer)
                     raise LogAppendRejected(f"{self.topic} refused the log records: {exc}") from None
                 # Step 4
-                if error is not None and _is_fenced(error):
+                if error is not None and is_fenced(error):
                     self._fenced = CoordinatorFenced(f"{self.transactional_id} on {self.topic}: {exc}")
                     _log.error("txnlog.fenced", topic=self.topic, transactional_id=self.transactional_id, error=exc)
                     raise self._fenced from None
@@ -242,7 +238,7 @@ class KafkaTransactionLog(TransactionLog):
             producer.abort_transaction(self._timeout)
         except KafkaException as exc:
             error = _kafka_error(exc)
-            if error is None or _is_fenced(error) or error.fatal():
+            if error is None or is_fenced(error) or error.fatal():
                 raise
 
     def close(self) -> None:

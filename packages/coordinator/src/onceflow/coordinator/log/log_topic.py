@@ -22,6 +22,7 @@ from confluent_kafka import KafkaError, KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from onceflow.coordinator.exceptions import TransactionLogError
+from onceflow.core.kafka import ensure_topics
 from onceflow.core.logging import get_logger
 
 #: The configuration the coordinator creates its log topic with.
@@ -53,6 +54,7 @@ class LogTopic:
 
     def __init__(self, config: dict[str, Any], name: str, *, replication_factor: int, timeout: float) -> None:
         self.name = name
+        self._config = config
         self._admin = AdminClient(config)
         self._replication_factor = replication_factor
         self._timeout = timeout
@@ -68,13 +70,11 @@ class LogTopic:
         """
         # Step 1
         spec = NewTopic(self.name, 1, self._replication_factor, config=dict(LOG_TOPIC_CONFIG))
-        future = self._admin.create_topics([spec], operation_timeout=self._timeout)[self.name]
         try:
-            future.result(self._timeout)
-            _log.info("txnlog.topic_created", topic=self.name)
+            if ensure_topics(self._config, [spec], timeout=self._timeout):
+                _log.info("txnlog.topic_created", topic=self.name)
         except KafkaException as exc:
-            if _error_code(exc) != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise TransactionLogError(f"cannot create log topic {self.name}: {exc}") from None
+            raise TransactionLogError(f"cannot create log topic {self.name}: {exc}") from None
         # Step 2
         self._verify_config()
         # Step 3

@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
+from onceflow.core.kafka import ensure_topics
 from onceflow.core.logging import get_logger
 
 RecordHandler = Callable[[bytes | None, bytes | None], None]
@@ -27,20 +28,10 @@ def ensure_topic(
     client_config: Mapping[str, Any], topic: str, partitions: int, config: Mapping[str, str], timeout: float = 30
 ) -> None:
     """Create ``topic`` unless it exists (an existing topic is left as it is)."""
-    admin = AdminClient(dict(client_config))
-    metadata = admin.list_topics(timeout=timeout)  # naming the topic would auto-create it
-    existing = metadata.topics.get(topic)
-    if existing is not None and existing.error is None and existing.partitions:
-        return
-    futures = admin.create_topics([NewTopic(topic, partitions, 1, config=dict(config))], operation_timeout=timeout)
-    try:
-        futures[topic].result(timeout=timeout)
+    if ensure_topics(client_config, [NewTopic(topic, partitions, 1, config=dict(config))], timeout=timeout):
         _log.info(
             "topic.created", topic=topic, partitions=partitions, **{k.replace(".", "_"): v for k, v in config.items()}
         )
-    except KafkaException as exc:
-        if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-            raise
 
 
 def _consumer(client_config: Mapping[str, Any], isolation_level: str) -> Consumer:

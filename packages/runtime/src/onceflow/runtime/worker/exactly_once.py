@@ -17,6 +17,7 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer
 
 from onceflow.core import defaults
+from onceflow.core.kafka import raise_if_fenced
 from onceflow.core.logging import get_logger
 from onceflow.runtime.api.source import SourceRecord
 from onceflow.runtime.config.connector_config import TRANSACTION_BOUNDARY, TRANSACTION_BOUNDARY_INTERVAL_MS
@@ -25,7 +26,7 @@ from onceflow.runtime.status import ProducerProgress
 from onceflow.runtime.storage.offsets import encode_offset_value
 from onceflow.runtime.worker.metrics import WorkerMetrics
 from onceflow.runtime.worker.producer_stats import ProducerStats
-from onceflow.runtime.worker.source_task import AbstractWorkerSourceTask, raise_if_fenced
+from onceflow.runtime.worker.source_task import AbstractWorkerSourceTask
 
 _log = get_logger(__name__)
 

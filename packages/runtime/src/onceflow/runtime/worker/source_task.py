@@ -16,9 +16,9 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaException, Producer
 
-from onceflow.core.errors import ProducerFenced
+from onceflow.core.kafka import produce, raise_if_fenced
 from onceflow.core.logging import get_logger
 from onceflow.runtime.api.source import EndOfInput, SourceRecord, SourceTask, SourceTaskContext
 from onceflow.runtime.config.definition import ParsedConfig
@@ -29,7 +29,6 @@ from onceflow.runtime.worker.end_of_input import ended_sources, has_ended, marke
 from onceflow.runtime.worker.task import StatusListener, WorkerTask
 
 _log = get_logger(__name__)
-_FENCED_CODES = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 
 
 class OffsetSnapshot:
@@ -41,13 +40,6 @@ class OffsetSnapshot:
 
     def offset(self, partition: Mapping[str, Any]) -> dict[str, Any] | None:
         return self._offsets.get(encode_offset_key(self._connector, partition))
-
-
-def raise_if_fenced(exc: KafkaException, transactional_id: str) -> None:
-    """Turn librdkafka's fencing errors into :class:`ProducerFenced`."""
-    error = exc.args[0] if exc.args else None
-    if isinstance(error, KafkaError) and error.code() in _FENCED_CODES:
-        raise ProducerFenced(transactional_id, f"({error.str()})") from exc
 
 
 class AbstractWorkerSourceTask(WorkerTask):
@@ -185,7 +177,6 @@ class AbstractWorkerSourceTask(WorkerTask):
     def _dispatch(self, records: list[SourceRecord]) -> None:
         producer = self.producer
         assert producer is not None
-        produce = producer.produce
         pending = self.pending_offsets
         connector = self.id.connector
         last_partition: Mapping[str, Any] | None = None
@@ -198,15 +189,11 @@ class AbstractWorkerSourceTask(WorkerTask):
                 kwargs["headers"] = record.headers
             if record.partition is not None:
                 kwargs["partition"] = record.partition
-            while True:
-                try:
-                    produce(record.topic, record.value, record.key, **kwargs)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-                except KafkaException as exc:
-                    raise_if_fenced(exc, str(self.producer_config.get("transactional.id", "")))
-                    raise
+            try:
+                produce(producer, record.topic, value=record.value, key=record.key, **kwargs)
+            except KafkaException as exc:
+                raise_if_fenced(exc, str(self.producer_config.get("transactional.id", "")))
+                raise
             if record.source_partition is not last_partition:
                 last_partition = record.source_partition
                 last_key = encode_offset_key(connector, last_partition)

@@ -7,8 +7,9 @@ import uuid
 from typing import Final
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
+from onceflow.core.kafka import ensure_topics as create_missing
 from onceflow.core.settings import KafkaSettings
 
 NO_BATCH: Final = -1
@@ -26,21 +27,11 @@ def marker_value(batch: int) -> bytes:
 
 def ensure_topics(kafka: KafkaSettings, topic: str, commits_topic: str, timeout: float = 30.0) -> None:
     """Create the sink topic and the compacted commits topic if they do not exist yet."""
-    admin = AdminClient(kafka.client_config())  # type: ignore[arg-type]
-    existing = set(admin.list_topics(timeout=timeout).topics)
     wanted = [
         NewTopic(name, num_partitions=1, replication_factor=1, config=config)
         for name, config in ((topic, {}), (commits_topic, {"cleanup.policy": "compact"}))
-        if name not in existing
     ]
-    if not wanted:
-        return
-    for name, future in admin.create_topics(wanted, operation_timeout=timeout).items():
-        try:
-            future.result(timeout=timeout)
-        except KafkaException as exc:
-            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                raise KafkaException(KafkaError(exc.args[0].code(), f"cannot create topic {name}: {exc}")) from exc
+    create_missing(kafka.client_config(), wanted, timeout=timeout)
 
 
 def read_last_committed(kafka: KafkaSettings, commits_topic: str, key: bytes, timeout: float = 60.0) -> int:

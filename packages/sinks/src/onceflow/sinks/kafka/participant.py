@@ -24,6 +24,7 @@ from onceflow.core.contract import (
     check_supported,
     ip_count_topic_binding,
 )
+from onceflow.core.kafka import produce
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile
@@ -243,13 +244,8 @@ class KafkaParticipant(SinkParticipant):
             extra["timestamp"] = timestamp
         if headers:
             extra["headers"] = headers
-        while True:
-            try:
-                producer.produce(topic, value=value, key=key, on_delivery=on_delivery, **extra)
-                producer.poll(0)
-                return
-            except BufferError:
-                producer.poll(0.05)
+        produce(producer, topic, value=value, key=key, on_delivery=on_delivery, **extra)
+        producer.poll(0)
 
     def _abort_open(self, state: _JobProducer) -> None:
         try:

@@ -12,6 +12,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from pyspark.sql import DataFrame
 
 from onceflow.core.avro import IP_COUNT_SERDE, IpCount
+from onceflow.core.kafka import produce
 from onceflow.core.logging import get_logger
 from onceflow.spark.examples.ip_count import OUTPUT_COLUMNS
 from onceflow.spark.job.settings import SparkJobSettings
@@ -34,18 +35,14 @@ def at_least_once_writer(settings: SparkJobSettings) -> Callable[[DataFrame, int
         rows = frame.select(*OUTPUT_COLUMNS).collect()
         for row in rows:
             record = IpCount(window_start=row[0], window_end=row[1], ip=row[2], count=row[3])
-            while True:
-                try:
-                    producer.produce(
-                        topic,
-                        key=record["ip"].encode("utf-8"),
-                        value=IP_COUNT_SERDE.encode(record),
-                        timestamp=record["window_start"],
-                        on_delivery=on_delivery,
-                    )
-                    break
-                except BufferError:
-                    producer.poll(0.05)
+            produce(
+                producer,
+                topic,
+                key=record["ip"].encode("utf-8"),
+                value=IP_COUNT_SERDE.encode(record),
+                timestamp=record["window_start"],
+                on_delivery=on_delivery,
+            )
         remaining = producer.flush(60)
         if remaining or errors:
             raise KafkaException(errors[0] if errors else KafkaError(KafkaError._MSG_TIMED_OUT))

@@ -21,6 +21,7 @@ import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from onceflow.core.contract import DEAD_LETTERS_OUTPUT
+from onceflow.core.kafka import produce
 from onceflow.core.logging import get_logger
 
 _log = get_logger(__name__)
@@ -148,14 +149,14 @@ class DeadLetterPublisher(DeadLetterSink):
             (PARTITION_HEADER, str(letter.partition).encode()),
             (OFFSET_HEADER, str(letter.offset).encode()),
         ]
-        while True:
-            try:
-                self._producer.produce(
-                    self.topic, key=letter.key, value=letter.value, headers=headers, on_delivery=self._on_delivery
-                )
-                break
-            except BufferError:
-                self._producer.poll(0.1)
+        produce(
+            self._producer,
+            self.topic,
+            key=letter.key,
+            value=letter.value,
+            headers=headers,
+            on_delivery=self._on_delivery,
+        )
         self.published += 1
         _log_letter(letter, self.topic)
 

@@ -1,0 +1,43 @@
+"""Producing: back-pressure on a full local queue, and what fencing looks like.
+
+A librdkafka producer refuses a record with ``BufferError`` when its local queue is full; the
+record is not lost, the caller must serve delivery reports (``poll``) and try again. A
+transactional producer that a newer instance with the same ``transactional.id`` fenced reports one
+of :data:`FENCED_CODES`; onceflow turns those into one exception, :class:`ProducerFenced`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from onceflow.core.errors import ProducerFenced
+
+#: librdkafka's and the broker's ways of saying "a newer producer owns this transactional id".
+FENCED_CODES: Final = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
+#: How long to serve delivery reports before trying a refused record again.
+QUEUE_FULL_POLL_S: Final = 0.05
+
+
+def is_fenced(error: KafkaError | KafkaException | None) -> bool:
+    """Whether ``error`` (or the KafkaError inside a KafkaException) says the producer was fenced."""
+    if isinstance(error, KafkaException):
+        error = error.args[0] if error.args and isinstance(error.args[0], KafkaError) else None
+    return error is not None and error.code() in FENCED_CODES
+
+
+def raise_if_fenced(exc: KafkaException, transactional_id: str) -> None:
+    """Raise :class:`ProducerFenced` for ``transactional_id`` when ``exc`` is a fencing error."""
+    if is_fenced(exc):
+        raise ProducerFenced(transactional_id, f"({exc.args[0].str()})") from exc
+
+
+def produce(producer: Producer, topic: str, **record: Any) -> None:
+    """``producer.produce(topic, **record)``, waiting (and serving delivery reports) while the queue is full."""
+    while True:
+        try:
+            producer.produce(topic, **record)
+            return
+        except BufferError:
+            producer.poll(QUEUE_FULL_POLL_S)
