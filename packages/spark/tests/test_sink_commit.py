@@ -118,7 +118,10 @@ def test_an_older_driver_is_fenced_with_an_error_that_says_who_owns_the_job(
 
 
 def test_the_crash_hook_fires_only_for_its_batch() -> None:
-    code = "from onceflow.spark.sink.crash import crash_after_commit_if_requested as c; c(3); c(4); print('alive')"
+    code = (
+        "from onceflow.spark.sink.crash import commit_point as p, driver_faults as f\n"
+        "f().at(p(3)); f().at(p(4)); print('alive')"
+    )
     # the child is its own "driver" here: without DRIVER_PID_ENV the hook only ends itself
     env = {k: v for k, v in os.environ.items() if k != DRIVER_PID_ENV} | {CRASH_ENV: "4"}
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)

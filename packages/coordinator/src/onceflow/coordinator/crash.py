@@ -1,7 +1,8 @@
-"""Test-only crash points: ``ONCEFLOW_COORDINATOR_TEST_CRASH_AFTER=<point>`` makes the process die there.
+"""The coordinator's crash points, for tests: ``ONCEFLOW_COORDINATOR_TEST_CRASH_AFTER=<point>``.
 
-The process exits with :data:`CRASH_EXIT_CODE` (137, what a shell reports after ``kill -9``) through
-``os._exit``: no cleanup, no flushing of clients, exactly like a crash. Points:
+The engine reaches these points through the :class:`~onceflow.core.faults.FaultInjector` it is
+given (none by default); ``onceflow coordinator`` builds one from the environment
+(:func:`coordinator_faults`). Points:
 
 - ``prepare-logged``: after PREPARING is logged, before any Prepare is sent;
 - ``votes-collected``: after every vote is in, before the decision is logged;
@@ -11,24 +12,16 @@ The process exits with :data:`CRASH_EXIT_CODE` (137, what a shell reports after 
 
 from __future__ import annotations
 
-import logging
-import os
 from typing import Final
 
-from onceflow.core.logging import get_logger
+from onceflow.core.faults import CRASH_EXIT_CODE, FaultInjector, faults_from_env
 
 CRASH_ENV: Final = "ONCEFLOW_COORDINATOR_TEST_CRASH_AFTER"
-CRASH_EXIT_CODE: Final = 137
 CRASH_POINTS: Final = frozenset({"prepare-logged", "votes-collected", "commit-logged", "commit-delivered"})
 
-_log = get_logger(__name__)
+__all__ = ["CRASH_ENV", "CRASH_EXIT_CODE", "CRASH_POINTS", "coordinator_faults"]
 
 
-def crash_point(name: str, **ids: object) -> None:
-    """Die here if the crash hook names this point (a no-op otherwise)."""
-    if os.environ.get(CRASH_ENV) != name:
-        return
-    _log.error("coordinator.test_crash", point=name, **ids)
-    for handler in logging.getLogger().handlers:
-        handler.flush()
-    os._exit(CRASH_EXIT_CODE)
+def coordinator_faults() -> FaultInjector:
+    """The faults this process's environment asks for (none in production)."""
+    return faults_from_env(CRASH_ENV)

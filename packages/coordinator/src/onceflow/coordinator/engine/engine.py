@@ -13,7 +13,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from onceflow.coordinator import validation
-from onceflow.coordinator.crash import crash_point
 from onceflow.coordinator.engine.book import TransactionBook
 from onceflow.coordinator.engine.config import EngineConfig
 from onceflow.coordinator.engine.delivery import CommitDelivery
@@ -37,6 +36,7 @@ from onceflow.coordinator.model import (
     TransactionState,
 )
 from onceflow.coordinator.participants.base import ParticipantConnector
+from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
 
 _log = get_logger(__name__)
@@ -75,8 +75,10 @@ class TwoPhaseCommitEngine:
         *,
         metrics: CoordinatorMetrics | None = None,
         staging_collector: StagingCollector | None = None,
+        faults: FaultInjector = NO_FAULTS,
     ) -> None:
         self.config = config or EngineConfig()
+        self._faults = faults
         self.book = TransactionBook(log)
         self.metrics = metrics or CoordinatorMetrics()
         self.fanout = ParticipantFanout(connector, self.config.max_parallel_calls)
@@ -261,7 +263,7 @@ class TwoPhaseCommitEngine:
             files=len(files),
             rows=sum(f.count for f in files),
         )
-        crash_point("prepare-logged", txn=txn_id)
+        self._faults.at("prepare-logged", txn=txn_id)
         return attempt
 
     def _join(self, join: _Join, epoch: int) -> TransactionOutcome | None:
@@ -288,7 +290,7 @@ class TwoPhaseCommitEngine:
         self.metrics.prepare_seconds.observe(time.monotonic() - started)
         votes = tuple(vote_of(result) for result in results)
         reasons = [no_vote_reason(result) for result in results if not voted_yes(result)]
-        crash_point("votes-collected", txn=txn.id)
+        self._faults.at("votes-collected", txn=txn.id)
         # Step 3
         with self.book.lock:
             self.book.check_alive()
@@ -314,7 +316,7 @@ class TwoPhaseCommitEngine:
             return self.abort_phase(decided)
         if decided.state is TransactionState.COMMITTING:
             _log.info("txn.committing", txn=txn.id, job=txn.id.job, batch=txn.id.batch, epoch=txn.writer_epoch)
-            crash_point("commit-logged", txn=txn.id)
+            self._faults.at("commit-logged", txn=txn.id)
             # Step 4
             self.start_delivery(decided)
             self.book.settled_event(txn.id).wait(self.config.commit_wait)
@@ -361,7 +363,7 @@ class TwoPhaseCommitEngine:
 
     def _delivered(self, txn: Transaction) -> None:
         # Step 5
-        crash_point("commit-delivered", txn=txn.id)
+        self._faults.at("commit-delivered", txn=txn.id)
         now = time.time()
         with self.book.lock:
             self._deliveries.pop(txn.id, None)

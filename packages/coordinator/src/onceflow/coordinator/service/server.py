@@ -13,6 +13,7 @@ from typing import Final
 import grpc
 from grpc_health.v1 import health, health_pb2
 
+from onceflow.coordinator.crash import coordinator_faults
 from onceflow.coordinator.engine import RecoveryReport, StagingCollector, TwoPhaseCommitEngine
 from onceflow.coordinator.exceptions import CoordinatorFenced, CoordinatorStopped
 from onceflow.coordinator.log.base import TransactionLog
@@ -22,6 +23,7 @@ from onceflow.coordinator.metrics import CoordinatorMetrics
 from onceflow.coordinator.participants import GrpcParticipantConnector, ParticipantConnector
 from onceflow.coordinator.service.servicer import SERVICE_NAME, TransactionCoordinatorServicer
 from onceflow.coordinator.settings import CoordinatorSettings
+from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import MetricsEndpoint, serve_metrics
@@ -70,6 +72,7 @@ class CoordinatorServer:
         *,
         log: TransactionLog | None = None,
         connector: ParticipantConnector | None = None,
+        faults: FaultInjector = NO_FAULTS,
     ) -> None:
         self.settings = settings
         self.metrics = CoordinatorMetrics()
@@ -79,6 +82,7 @@ class CoordinatorServer:
             settings.engine_config(),
             metrics=self.metrics,
             staging_collector=staging_collector_for(settings),
+            faults=faults,
         )
         self.health = health.HealthServicer()
         self._server: grpc.Server | None = None
@@ -168,7 +172,7 @@ def serve(settings: CoordinatorSettings, *, ready_file: Path | None = None) -> i
         _log.info("coordinator.signal", signal=signal.Signals(signum).name)
         stop.set()
 
-    server = CoordinatorServer(settings).start()
+    server = CoordinatorServer(settings, faults=coordinator_faults()).start()
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     if ready_file is not None:
         write_ready_file(ready_file, server)

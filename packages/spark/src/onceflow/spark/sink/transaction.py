@@ -12,11 +12,12 @@ import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import WriterCommitMessage
 
+from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile, StagingWriter, read_manifest
 from onceflow.spark.exceptions import TransactionAborted
 from onceflow.spark.sink.coordinator import COMMITTED_STATES, CoordinatorClient, state_name
-from onceflow.spark.sink.crash import crash_after_commit_if_requested
+from onceflow.spark.sink.crash import commit_point
 from onceflow.spark.sink.messages import StagedFileMessage
 from onceflow.spark.sink.options import SinkOptions
 from onceflow.spark.sink.side_outputs import side_output_files
@@ -88,7 +89,12 @@ def derived_output_files(options: SinkOptions, batch: int) -> list[StagedFile]:
 
 
 def commit_batch(
-    options: SinkOptions, messages: Sequence[WriterCommitMessage | None], batch: int, schema: pa.Schema
+    options: SinkOptions,
+    messages: Sequence[WriterCommitMessage | None],
+    batch: int,
+    schema: pa.Schema,
+    *,
+    faults: FaultInjector = NO_FAULTS,
 ) -> None:
     """Commit ``<job>:<batch>`` through the coordinator, exactly once.
 
@@ -129,7 +135,7 @@ def commit_batch(
             files=len(files),
             rows=rows,
         )
-        crash_after_commit_if_requested(batch)
+        faults.at(commit_point(batch), job=job, batch=batch)
         return
     # Step 4
     _log.warning("sink.batch_aborted", job=job, batch=batch, epoch=epoch, txn=txn, reason=reason)
