@@ -414,7 +414,10 @@ def test_a_job_whose_table_does_not_fit_is_refused_at_start(
     """
     # Step 1
     with psycopg.connect(system.postgres_dsn, autocommit=True) as conn:
-        conn.execute("CREATE TABLE server_errors (event_time timestamptz, ip text, status text)")
+        conn.execute(
+            "CREATE TABLE server_errors (event_time timestamptz, ip text, method text, path text, status text, "
+            "bytes bigint, kind text, from_bot boolean)"
+        )
     create_topic(broker.bootstrap_servers, "server_errors", partitions=1)
     produce_events(broker.bootstrap_servers, encoded_events(recent_model(7), 0, 200))
     # Step 2
