@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import time
-import uuid
 from typing import Final
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import NewTopic
 
+from onceflow.core.kafka import TopicNotFound, read_committed
 from onceflow.core.kafka import ensure_topics as create_missing
 from onceflow.core.settings import KafkaSettings
 
@@ -41,43 +39,11 @@ def read_last_committed(kafka: KafkaSettings, commits_topic: str, key: bytes, ti
     only after ``init_transactions`` of the producer that writes ``key``: that aborts any
     transaction a predecessor left open, which would otherwise hold the last stable offset back.
     """
-    consumer = Consumer(
-        kafka.client_config(
-            **{
-                "group.id": f"onceflow-sink-markers-{uuid.uuid4().hex}",
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                "isolation.level": "read_committed",
-                "enable.partition.eof": True,
-            }
-        )
-    )
+    last = NO_BATCH
     try:
-        metadata = consumer.list_topics(commits_topic, timeout=timeout)
-        described = metadata.topics.get(commits_topic)
-        if described is None or described.error is not None:
-            return NO_BATCH
-        partitions = list(described.partitions)
-        consumer.assign([TopicPartition(commits_topic, p, 0) for p in partitions])
-        last = NO_BATCH
-        at_eof: set[int] = set()
-        deadline = time.monotonic() + timeout
-        while len(at_eof) < len(partitions):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"reading commit markers from {commits_topic} did not finish within {timeout}s")
-            for message in consumer.consume(1000, timeout=0.2):
-                error = message.error()
-                partition = message.partition()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF and partition is not None:
-                        at_eof.add(partition)
-                        continue
-                    raise KafkaException(error)
-                if partition is not None:
-                    at_eof.discard(partition)
-                value = message.value()
-                if message.key() == key and value is not None:
-                    last = max(last, int(value.decode()))
-        return last
-    finally:
-        consumer.close()
+        for record in read_committed(kafka, commits_topic, timeout=timeout):
+            if record.key == key and record.value is not None:
+                last = max(last, int(record.value.decode()))
+    except TopicNotFound:
+        return NO_BATCH
+    return last
