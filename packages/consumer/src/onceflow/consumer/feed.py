@@ -6,16 +6,15 @@ import queue
 import threading
 from dataclasses import dataclass, field
 
-from onceflow.consumer.store import Row
+from onceflow.consumer.model import ResultRow
 
 
 @dataclass(frozen=True)
 class ResultsUpdate:
-    """Rows one committed batch applied, by table, and the consumer's position after it: the next
-    offset per partition, by topic (every partition this instance owns)."""
+    """Rows one committed batch applied, and the consumer's position per partition after it."""
 
-    rows: dict[str, tuple[Row, ...]]
-    offsets: dict[str, dict[int, int]]
+    rows: tuple[ResultRow, ...]
+    offsets: dict[int, int]
 
 
 @dataclass
@@ -44,7 +43,7 @@ class ResultsFeed:
     def __init__(self, capacity: int = 1_000) -> None:
         self._capacity = capacity
         self._by_id: dict[int, Subscription] = {}
-        self._offsets: dict[str, dict[int, int]] = {}
+        self._offsets: dict[int, int] = {}
         self._lock = threading.Lock()
 
     def subscribe(self) -> Subscription:
@@ -62,15 +61,15 @@ class ResultsFeed:
         with self._lock:
             return len(self._by_id)
 
-    def offsets(self, topic: str) -> dict[int, int]:
-        """The offsets of ``topic`` in the last published update (empty before the first)."""
+    def offsets(self) -> dict[int, int]:
+        """The offsets of the last published update (empty before the first)."""
         with self._lock:
-            return dict(self._offsets.get(topic, {}))
+            return dict(self._offsets)
 
     def publish(self, update: ResultsUpdate) -> None:
         """Hand ``update`` to every subscriber (after the batch's database commit)."""
         with self._lock:
-            self._offsets = {topic: dict(offsets) for topic, offsets in update.offsets.items()}
+            self._offsets = dict(update.offsets)
             subscriptions = list(self._by_id.values())
         for subscription in subscriptions:
             if subscription.overflowed.is_set():
