@@ -52,9 +52,9 @@ class TransactionalWriter:
     def write(self, txn: Transaction) -> None:
         self.producer.begin_transaction()
         for row in txn.rows:
-            self.producer.produce(
-                self.topic, key=row["ip"].encode(), value=IP_COUNT_SERDE.encode(row), timestamp=row["window_start"]
-            )
+            # the record time is the producer's clock, as the Kafka sink writes it: W0 is long past, and a
+            # record stamped with it would fall to the topic's time retention as soon as its segment rolls
+            self.producer.produce(self.topic, key=row["ip"].encode(), value=IP_COUNT_SERDE.encode(row))
         self.producer.flush(30)
         if txn.commit:
             self.producer.commit_transaction(30)

@@ -153,7 +153,7 @@ class AccessLogGeneratorTask(SourceTask):
                 )
             )
             records.append(
-                SourceRecord(partition, {"seq": i}, topic, value, ip_keys[ip], event_time, [(SEQ_HEADER, b"%d" % i)])
+                SourceRecord(partition, {"seq": i}, topic, value, ip_keys[ip], headers=[(SEQ_HEADER, b"%d" % i)])
             )
         return records
 

@@ -193,8 +193,7 @@ class AccessLogFileTask(SourceTask):
                     self.topic,
                     self.encoder.encode(event),
                     event["ip"].encode(),
-                    event["event_time"],
-                )
+                )  # no record timestamp: the event time is in the value (see SourceRecord.timestamp)
             )
         return records
 

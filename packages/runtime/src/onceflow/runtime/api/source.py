@@ -20,7 +20,13 @@ from onceflow.runtime.config.definition import ConfigDef
 
 @dataclass(slots=True)
 class SourceRecord:
-    """One record to produce. ``timestamp`` is epoch milliseconds (event time); ``headers`` are raw bytes."""
+    """One record to produce. ``headers`` are raw bytes.
+
+    ``timestamp`` (epoch milliseconds) sets the Kafka record time; None leaves it to the producer's clock.
+    Leave it None for event times that may be old (a log replayed from last month): Kafka rolls a
+    segment when a record is ``segment.ms`` newer than the segment's first one (the next transaction
+    marker is), and time retention then deletes the rolled segment before a job has read it.
+    """
 
     source_partition: Mapping[str, Any]
     source_offset: Mapping[str, Any]

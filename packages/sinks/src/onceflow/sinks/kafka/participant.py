@@ -16,7 +16,6 @@ from onceflow.core.avro import SingleObjectSerde
 from onceflow.core.avro.arrow import avro_schema, json_value, record_name
 from onceflow.core.avro.schemas_topic import SchemasTopic
 from onceflow.core.contract import (
-    IP_COUNT_RECORD_NAME,
     SinkBinding,
     TransactionId,
     UnsupportedColumnType,
@@ -197,7 +196,6 @@ class KafkaParticipant(SinkParticipant):
             self.commits_topic,
             marker_key(self.name, txn.job),
             marker_value(txn.batch),
-            timestamp=None,
             on_delivery=on_delivery,
         )
         remaining = producer.flush(self._timeout_s)
@@ -214,8 +212,6 @@ class KafkaParticipant(SinkParticipant):
         encode = self._encoder(job, binding, rows)
         records = rows.to_pylist()
         keys = [_key(row, binding.keys) for row in records] if binding.keys else None
-        # the IP-count records keep their window start as the record time
-        times = rows.column("window_start").to_pylist() if binding.record_name == IP_COUNT_RECORD_NAME else None
         for i, row in enumerate(records):
             headers = [(h, None if row[h] is None else str(row[h]).encode()) for h in binding.headers] or None
             self._produce(
@@ -223,7 +219,6 @@ class KafkaParticipant(SinkParticipant):
                 binding.topic,
                 keys[i] if keys is not None else None,
                 encode(row),
-                timestamp=times[i] if times is not None else None,
                 on_delivery=on_delivery,
                 headers=headers,
             )
@@ -235,13 +230,13 @@ class KafkaParticipant(SinkParticipant):
         key: bytes | None,
         value: bytes,
         *,
-        timestamp: int | None,
         on_delivery: DeliveryCallback,
         headers: list[tuple[str, bytes | None]] | None = None,
     ) -> None:
+        """Produce one record; its timestamp is the producer's clock (CreateTime), never an event time: a
+        record stamped with the time of a months-old log line would fall to the topic's time retention
+        as soon as its segment rolls, and the sink would silently lose committed rows."""
         extra: dict[str, Any] = {}
-        if timestamp is not None:
-            extra["timestamp"] = timestamp
         if headers:
             extra["headers"] = headers
         produce(producer, topic, value=value, key=key, on_delivery=on_delivery, **extra)

@@ -40,7 +40,6 @@ def at_least_once_writer(settings: SparkJobSettings) -> Callable[[DataFrame, int
                 topic,
                 key=record["ip"].encode("utf-8"),
                 value=IP_COUNT_SERDE.encode(record),
-                timestamp=record["window_start"],
                 on_delivery=on_delivery,
             )
         remaining = producer.flush(60)
