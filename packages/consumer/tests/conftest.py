@@ -12,10 +12,11 @@ import pytest
 from confluent_kafka import Producer
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic, read_topic
+from onceflow.broker.testing.clients import create_topic
 from onceflow.consumer.model import ResultRow
 from onceflow.consumer.store import ResultsStore
 from onceflow.core.avro import IP_COUNT_SERDE, IpCount
+from onceflow.core.kafka import read_committed
 from onceflow.core.settings import KafkaSettings
 
 W0 = 1_767_225_600_000
@@ -65,13 +66,25 @@ class TransactionalWriter:
         for txn in txns:
             self.write(txn)
 
+    def write_values(self, values: Sequence[bytes], *, commit: bool = True) -> None:
+        """Record values of any format (the rows of another job), in one transaction."""
+        self.producer.begin_transaction()
+        for value in values:
+            self.producer.produce(self.topic, value=value)
+        self.producer.flush(30)
+        if commit:
+            self.producer.commit_transaction(30)
+        else:
+            self.producer.abort_transaction(30)
+
 
 def expected_from_topic(bootstrap: str, topic: str) -> tuple[dict[tuple[int, str], ResultRow], dict[int, int]]:
     """What the store must hold: the latest record per (window_start, ip) read with read_committed,
     and the number of committed records per partition."""
     latest: dict[tuple[int, str], ResultRow] = {}
     per_partition: dict[int, int] = {}
-    for record in read_topic(bootstrap, topic, isolation_level="read_committed", idle_timeout=0.5):
+    # to the end offsets (LSO) seen first: an idle timeout would stop early on a loaded machine
+    for record in read_committed(KafkaSettings(bootstrap_servers=bootstrap), topic, timeout=60):
         row = IP_COUNT_SERDE.decode(record.value or b"")
         latest[(row["window_start"], row["ip"])] = ResultRow(
             row["window_start"], row["window_end"], row["ip"], row["count"]
@@ -97,11 +110,18 @@ def assert_store_equals_topic(
     store: ResultsStore, bootstrap: str, topic: str, group: str, *, timeout: float = 60.0
 ) -> dict[int, int]:
     """Wait until the store equals the topic exactly (rows, and applied records per partition =
-    committed records per partition: a batch applied twice would count twice); return the counts."""
+    committed records per partition: a batch applied twice would count twice); return the counts.
+
+    The topic is read again on every try: a transaction's commit markers may become visible to a
+    new reader a moment after its producer's commit returned (Kafka writes them after the commit point).
+    """
     expected, per_partition = expected_from_topic(bootstrap, topic)
 
     def caught_up() -> bool:
+        nonlocal expected, per_partition
         applied = {p: o.applied_records for p, o in store.stored_offsets(group, topic).items()}
+        if applied != per_partition:
+            expected, per_partition = expected_from_topic(bootstrap, topic)
         return applied == per_partition
 
     try:

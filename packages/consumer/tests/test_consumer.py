@@ -56,7 +56,7 @@ def test_applies_committed_transactions_only_and_resumes_from_stored_offsets(
     assert consumer.failure is None
     assert not any(row.ip == "10.9.9.9" for row in store.all_results())
     first = watcher.get(1.0)
-    assert first is not None and first.rows and set(first.offsets) <= {0, 1}
+    assert first is not None and first.rows["results"] and set(first.offsets[topic]) <= {0, 1}
 
     # While it is down: more committed and aborted writes. A new instance resumes exactly.
     writer.write_all([Transaction(windows_rows([3], ips), commit=False), Transaction(windows_rows([2, 3], ips, 90))])
@@ -84,7 +84,7 @@ def test_undecodable_records_stop_the_consumer_or_are_skipped(
     try:
         if skip:
             wait_until(lambda: len(store.all_results()) == 2, 30, "both good records")
-            assert consumer.metrics.undecodable.labels("0")._value.get() == 1
+            assert consumer.metrics.undecodable.labels(topic, "0")._value.get() == 1
         else:
             assert consumer.stopped.wait(30)
             assert isinstance(consumer.failure, UndecodableResult)

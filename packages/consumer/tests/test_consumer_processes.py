@@ -9,11 +9,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.consumer.store import PostgresResultsStore, SqliteResultsStore
+from onceflow.consumer.tables import StoredTable
 from onceflow.consumer.testing import ConsumerProcess
+from onceflow.core.avro import SingleObjectSerde
+from onceflow.core.avro.arrow import avro_schema
+from onceflow.core.avro.schemas_topic import SchemasTopic
 
 from .conftest import Transaction, TransactionalWriter, assert_store_equals_topic, ip_count, wait_until, windows_rows
 
@@ -126,3 +131,57 @@ def test_two_instances_split_the_partitions_and_a_stopped_ones_move(
         store.close()
         first.stop()
         second.stop()
+
+
+def test_kill_9_mid_way_stores_every_record_of_an_append_table_exactly_once(
+    broker: EmbeddedBroker, make_topic: Callable[..., str], tmp_path: Path
+) -> None:
+    """An append table has no key to hide a duplicate: only the offsets stored with the rows keep a
+    record from being stored twice after a kill -9 (or lost)."""
+    ip_counts, events = make_topic(), make_topic(partitions=2)
+    schema = pa.schema([pa.field("seq", pa.int64(), nullable=False), pa.field("ip", pa.string())])
+    avro = avro_schema(schema, "onceflow.events.results")
+    SchemasTopic(broker.bootstrap_servers).publish(avro)
+    serde: SingleObjectSerde[dict[str, Any]] = SingleObjectSerde(avro)
+    db = tmp_path / "results.db"
+    settings = consumer_settings(broker, ip_counts, {"backend": "sqlite", "path": str(db)}, group_instance_id="c-0")
+    settings["tables"] = [{"topic": events, "table": "events", "mode": "append"}]
+    process = ConsumerProcess(tmp_path / "consumer", settings)
+    writer = TransactionalWriter(broker.bootstrap_servers, events)
+    committed: list[int] = []
+
+    def write() -> None:
+        for n in range(40):
+            values = [serde.encode({"seq": n * 10 + i, "ip": f"10.0.0.{i}"}) for i in range(10)]
+            writer.write_values(values, commit=n % 4 != 3)
+            if n % 4 != 3:
+                committed.extend(n * 10 + i for i in range(10))
+            time.sleep(0.03)
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    table = StoredTable(topic=events, table="events")
+    try:
+        for delay in (0.8, 1.2):
+            process.start()
+            time.sleep(delay)
+            process.kill()
+        process.start()
+        thread.join(60)
+        assert not thread.is_alive()
+        store = SqliteResultsStore(db)
+
+        def stored() -> list[int]:
+            found = store.table_schemas().get("events")
+            return [] if found is None else [row["seq"] for _, row in store.table_rows(table, found, 10_000, None)]
+
+        wait_until(lambda: len(stored()) >= len(committed), 60, "every committed record")
+        assert sorted(stored()) == sorted(committed)  # each committed record once, no aborted one
+        assert sum(o.applied_records for o in store.stored_offsets("results", events).values()) == len(committed)
+        store.close()
+    except BaseException:
+        print(process.log_tail(80))
+        raise
+    finally:
+        process.stop()
+    assert process.starts == 3

@@ -11,7 +11,14 @@ import pytest
 from onceflow.consumer.api import ResultsQuery
 from onceflow.consumer.exceptions import InvalidQuery, StaleOffsets
 from onceflow.consumer.model import ResultRow
-from onceflow.consumer.store import PartitionBatch, PostgresResultsStore, ResultBatch, ResultsStore, SqliteResultsStore
+from onceflow.consumer.store import (
+    PartitionBatch,
+    PostgresResultsStore,
+    ResultBatch,
+    ResultsStore,
+    SqliteResultsStore,
+    as_table_row,
+)
 
 W0 = 1_767_225_600_000
 GROUP, TOPIC = "g", "ip_count_sink"
@@ -34,20 +41,24 @@ def row(window: int, ip: str, count: int) -> ResultRow:
     return ResultRow(W0 + window * 5000, W0 + window * 5000 + 5000, ip, count)
 
 
+def part(partition: int, expected: int | None, next_offset: int, rows: tuple[ResultRow, ...]) -> PartitionBatch:
+    return PartitionBatch(TOPIC, partition, expected, next_offset, tuple(as_table_row(r) for r in rows))
+
+
 def batch(*parts: PartitionBatch, owner: str = "a") -> ResultBatch:
-    return ResultBatch(GROUP, TOPIC, owner, parts)
+    return ResultBatch(GROUP, owner, parts)
 
 
 def test_batches_commit_rows_and_offsets_together(store: ResultsStore) -> None:
     assert store.stored_offsets(GROUP, TOPIC) == {}
-    store.apply(batch(PartitionBatch(0, None, 3, (row(0, "a", 1), row(0, "b", 2))), PartitionBatch(1, None, 8, ())))
+    store.apply(batch(part(0, None, 3, (row(0, "a", 1), row(0, "b", 2))), part(1, None, 8, ())))
     offsets = store.stored_offsets(GROUP, TOPIC)
     assert {p: (o.next_offset, o.applied_records, o.owner) for p, o in offsets.items()} == {
         0: (3, 2, "a"),
         1: (8, 0, "a"),
     }
     # A later record for a key replaces the stored one (update mode: last write wins).
-    store.apply(batch(PartitionBatch(0, 3, 6, (row(0, "a", 5), row(1, "a", 1), row(0, "a", 7))), owner="b"))
+    store.apply(batch(part(0, 3, 6, (row(0, "a", 5), row(1, "a", 1), row(0, "a", 7))), owner="b"))
     assert store.all_results() == [row(0, "a", 7), row(0, "b", 2), row(1, "a", 1)]
     assert store.stored_offsets(GROUP, TOPIC)[0].applied_records == 5
     assert store.stored_offsets(GROUP, TOPIC)[0].owner == "b"
@@ -55,21 +66,21 @@ def test_batches_commit_rows_and_offsets_together(store: ResultsStore) -> None:
 
 
 def test_a_batch_on_moved_offsets_is_rolled_back_whole(store: ResultsStore) -> None:
-    store.apply(batch(PartitionBatch(0, None, 3, (row(0, "a", 1),)), PartitionBatch(1, None, 2, (row(0, "z", 1),))))
+    store.apply(batch(part(0, None, 3, (row(0, "a", 1),)), part(1, None, 2, (row(0, "z", 1),))))
     # Partition 1 expects 1 but the store has 2: nothing of the batch is applied, partition 0 included.
     with pytest.raises(StaleOffsets) as caught:
-        store.apply(batch(PartitionBatch(0, 3, 4, (row(0, "a", 9),)), PartitionBatch(1, 1, 3, (row(0, "z", 9),))))
+        store.apply(batch(part(0, 3, 4, (row(0, "a", 9),)), part(1, 1, 3, (row(0, "z", 9),))))
     assert (caught.value.partition, caught.value.expected, caught.value.stored) == (1, 1, 2)
     # A second "first" batch for a partition that has offsets already is stale too.
     with pytest.raises(StaleOffsets):
-        store.apply(batch(PartitionBatch(0, None, 4, (row(0, "a", 9),))))
+        store.apply(batch(part(0, None, 4, (row(0, "a", 9),))))
     assert store.all_results() == [row(0, "a", 1), row(0, "z", 1)]
     assert {p: o.next_offset for p, o in store.stored_offsets(GROUP, TOPIC).items()} == {0: 3, 1: 2}
 
 
 def test_queries(store: ResultsStore) -> None:
     rows = [row(0, "a", 3), row(0, "b", 5), row(0, "c", 5), row(1, "a", 1), row(2, "a", 2), row(3, "d", 1)]
-    store.apply(batch(PartitionBatch(0, None, len(rows), tuple(rows))))
+    store.apply(batch(part(0, None, len(rows), tuple(rows))))
     assert store.counts_for_ip("a", W0, None) == [row(0, "a", 3), row(1, "a", 1), row(2, "a", 2)]
     assert store.counts_for_ip("a", W0 + 5000, W0 + 10_000) == [row(1, "a", 1)]
     assert store.counts_for_ip("nobody", 0, None) == []

@@ -56,7 +56,15 @@ EXPECTED = {
         "ListPlugins",
         "ValidateConnectorConfig",
     },
-    (results_pb2, "Results"): {"GetIpCounts", "GetTopIps", "WatchResults", "RunAudit"},
+    (results_pb2, "Results"): {
+        "GetIpCounts",
+        "GetTopIps",
+        "WatchResults",
+        "RunAudit",
+        "ListTables",
+        "ListRows",
+        "WatchRows",
+    },
 }
 
 
@@ -82,8 +90,9 @@ def test_grpc_stubs_exist_for_every_service() -> None:
         assert hasattr(stubs, f"add_{service}Servicer_to_server")
 
 
-def test_watch_results_is_server_streaming() -> None:
-    method = results_pb2.DESCRIPTOR.services_by_name["Results"].methods_by_name["WatchResults"]
+@pytest.mark.parametrize("name", ["WatchResults", "WatchRows"])
+def test_watch_rpcs_are_server_streaming(name: str) -> None:
+    method = results_pb2.DESCRIPTOR.services_by_name["Results"].methods_by_name[name]
     assert method.server_streaming and not method.client_streaming
 
 

@@ -23,14 +23,32 @@ class StaleOffsets(ConsumerError):  # noqa: N818 - names the condition, like the
         )
 
 
-class UndecodableResult(ConsumerError):  # noqa: N818
-    """A record of the results topic is not an IpCount (and the consumer is set to stop on such records)."""
+class RecordRejected(ConsumerError):  # noqa: N818
+    """A record cannot be stored: its value does not decode, or its row does not fit its table."""
 
-    def __init__(self, topic: str, partition: int, offset: int, reason: str) -> None:
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+class UndecodableResult(ConsumerError):  # noqa: N818
+    """A record of a stored topic cannot be stored (and its table is set to stop on such records)."""
+
+    def __init__(self, topic: str, partition: int, offset: int, reason: str, table: str = "") -> None:
         self.topic = topic
         self.partition = partition
         self.offset = offset
-        super().__init__(f"record {topic}[{partition}]@{offset} is not an IpCount: {reason}")
+        self.reason = reason
+        into = f" into table {table!r}" if table else ""
+        super().__init__(f"record {topic}[{partition}]@{offset} cannot be stored{into}: {reason}")
+
+
+class UnknownTable(ConsumerError):  # noqa: N818
+    """A request names a table the consumer does not store (NOT_FOUND)."""
+
+    def __init__(self, table: str, known: list[str]) -> None:
+        self.table = table
+        super().__init__(f"table: {table!r} is not a stored table (stored: {', '.join(known) or 'none'})")
 
 
 class InvalidQuery(ConsumerError):  # noqa: N818 - like InvalidConfig

@@ -6,15 +6,16 @@ import queue
 import threading
 from dataclasses import dataclass, field
 
-from onceflow.consumer.model import ResultRow
+from onceflow.consumer.store import Row
 
 
 @dataclass(frozen=True)
 class ResultsUpdate:
-    """Rows one committed batch applied, and the consumer's position per partition after it."""
+    """Rows one committed batch applied, by table, and the consumer's position after it: the next
+    offset per partition, by topic (every partition this instance owns)."""
 
-    rows: tuple[ResultRow, ...]
-    offsets: dict[int, int]
+    rows: dict[str, tuple[Row, ...]]
+    offsets: dict[str, dict[int, int]]
 
 
 @dataclass
@@ -43,7 +44,7 @@ class ResultsFeed:
     def __init__(self, capacity: int = 1_000) -> None:
         self._capacity = capacity
         self._by_id: dict[int, Subscription] = {}
-        self._offsets: dict[int, int] = {}
+        self._offsets: dict[str, dict[int, int]] = {}
         self._lock = threading.Lock()
 
     def subscribe(self) -> Subscription:
@@ -61,15 +62,15 @@ class ResultsFeed:
         with self._lock:
             return len(self._by_id)
 
-    def offsets(self) -> dict[int, int]:
-        """The offsets of the last published update (empty before the first)."""
+    def offsets(self, topic: str) -> dict[int, int]:
+        """The offsets of ``topic`` in the last published update (empty before the first)."""
         with self._lock:
-            return dict(self._offsets)
+            return dict(self._offsets.get(topic, {}))
 
     def publish(self, update: ResultsUpdate) -> None:
         """Hand ``update`` to every subscriber (after the batch's database commit)."""
         with self._lock:
-            self._offsets = dict(update.offsets)
+            self._offsets = {topic: dict(offsets) for topic, offsets in update.offsets.items()}
             subscriptions = list(self._by_id.values())
         for subscription in subscriptions:
             if subscription.overflowed.is_set():

@@ -13,13 +13,14 @@ from typing import Final
 import grpc
 from grpc_health.v1 import health, health_pb2
 
-from onceflow.consumer.api import SERVICE_NAME, ResultsQuery, ResultsServicer
+from onceflow.consumer.api import SERVICE_NAME, ResultsQuery, ResultsServicer, TableQuery
 from onceflow.consumer.audit import Auditor
 from onceflow.consumer.audit.bounded import BoundedAuditRunner
 from onceflow.consumer.feed import ResultsFeed
 from onceflow.consumer.loop import ConsumerMetrics, ResultsConsumer
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.consumer.store import ResultsStore, open_store
+from onceflow.consumer.tables import StoredTables
 from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import MetricsEndpoint, serve_metrics
@@ -41,6 +42,7 @@ class ConsumerService:
 
     def __init__(self, settings: ConsumerSettings) -> None:
         self.settings = settings
+        self.tables = StoredTables.from_settings(settings)
         self.metrics = ConsumerMetrics()
         self.feed = ResultsFeed(settings.api.watch_queue_batches)
         self.health = health.HealthServicer()
@@ -60,7 +62,9 @@ class ConsumerService:
         """Start serving.
 
         Steps:
-            1. Open the store (creating its tables) twice: one connection for the loop, one for queries.
+            1. Open the store (creating its own tables and the IP-count table) twice: one connection
+               for the loop, one for queries; create or check every table with declared columns (a
+               table that does not fit them is a configuration error naming the column).
             2. Start the consumer loop; it joins the group and seeks to the stored offsets on assignment.
             3. Build the gRPC server (TLS, health, reflection) with the Results servicer; start it.
             4. Expose ``/metrics`` when ``metrics.port`` is set.
@@ -69,10 +73,14 @@ class ConsumerService:
         # Step 1
         self._loop_store = open_store(settings.store)
         self._api_store = open_store(settings.store, create_schema=False)
+        for table in self.tables:
+            if table.schema is not None:
+                self._loop_store.prepare_table(table, table.schema)
         # Step 2
         self.consumer = ResultsConsumer(
-            settings.kafka, settings.consumer, self._loop_store, feed=self.feed, metrics=self.metrics
-        ).start()
+            settings.kafka, settings.consumer, self._loop_store, tables=self.tables, feed=self.feed,
+            metrics=self.metrics,
+        ).start()  # fmt: skip
         # Step 3
         server, self.port = build_server(
             settings.server, service_names=[SERVICE_NAME], max_workers=settings.api.max_workers,
@@ -85,7 +93,7 @@ class ConsumerService:
             max_duration_s=settings.audit.max_duration_s,
         )
         results_pb2_grpc.add_ResultsServicer_to_server(  # type: ignore[no-untyped-call]
-            ResultsServicer(query, self.feed, self.audits), server
+            ResultsServicer(query, TableQuery(self.tables, self._api_store), self.feed, self.audits), server
         )
         server.start()
         self._server = server
@@ -94,7 +102,8 @@ class ConsumerService:
             self._metrics_endpoint = serve_metrics(self.metrics.service, settings.metrics.host, settings.metrics.port)
         _log.info(
             "consumer.serving", port=self.port, metrics_port=self.metrics_port, store=self._loop_store.description,
-            group=settings.consumer.group_id, topic=settings.consumer.topic,
+            group=settings.consumer.group_id, topics=",".join(self.tables.topics),
+            tables=",".join(t.table for t in self.tables),
         )  # fmt: skip
         return self
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Final, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from onceflow.consumer.tables.columns import parse_columns
 from onceflow.core import defaults
 from onceflow.core.settings import (
     GrpcServerSettings,
@@ -39,9 +40,11 @@ class StoreSettings(Section):
 
 
 class ConsumerLoopSettings(Section):
-    """The consumer-group member reading the results topic with read_committed."""
+    """The consumer-group member reading the stored topics with read_committed."""
 
-    topic: str = Field(default=SINK_TOPIC, min_length=1)
+    #: The IP-count job's results topic, stored in the table ``results`` and served by GetIpCounts,
+    #: GetTopIps and WatchResults. Empty: the consumer stores only the ``[[tables]]`` topics.
+    topic: str = Field(default=SINK_TOPIC, pattern=r"^[A-Za-z0-9._-]{0,249}$")
     #: Instances with the same group split the topic's partitions.
     group_id: str = Field(default="onceflow-results", min_length=1)
     #: Static membership (KIP-345): a restarted instance with the same id takes its partitions back at
@@ -55,8 +58,47 @@ class ConsumerLoopSettings(Section):
     #: Also commit the applied offsets to the Kafka group after each database commit, for lag
     #: monitoring only: the database is the truth.
     commit_group_offsets: bool = True
-    #: A record that is not an IpCount: false stops the consumer (fail-stop), true logs, counts and skips it.
+    #: A record of ``topic`` that is not an IpCount: false stops the consumer (fail-stop), true logs,
+    #: counts and skips it. (``[[tables]]`` have their own ``skip_undecodable``, true by default.)
     skip_undecodable: bool = False
+
+
+class StoredTableSettings(Section):
+    """One ``[[tables]]`` entry: a topic written by onceflow's Kafka sink, stored into one table of the store.
+
+    Each record becomes one row, committed with the consumed offsets in one database transaction.
+    ``avro`` records carry their writer schema's fingerprint (resolved in the schemas topic) and the
+    table is created from that schema; ``json`` records need ``columns`` (name -> type: ``string``,
+    ``byte``, ``short``, ``int``, ``long``, ``float``, ``double``, ``boolean``, ``binary``, ``date``,
+    ``timestamp``, ``timestamp_ntz``, ``decimal(p,s)``, each optionally followed by ``not null``).
+    """
+
+    topic: str = Field(pattern=r"^[A-Za-z0-9._-]{1,249}$")
+    table: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+    mode: Literal["upsert", "append"] = "append"
+    #: upsert: the key columns (the table's primary key); append: none.
+    keys: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")]] = Field(default_factory=list)
+    value_format: Literal["avro", "json"] = "avro"
+    #: The table's columns (required for json; for avro the table is created from them at start).
+    columns: dict[str, str] = Field(default_factory=dict)
+    #: A record that cannot be decoded or does not fit the table: true logs, counts and skips it;
+    #: false stops the consumer.
+    skip_undecodable: bool = True
+
+    @model_validator(mode="after")
+    def _check(self) -> StoredTableSettings:
+        where = f"table {self.table!r}"
+        if self.mode == "upsert" and not self.keys:
+            raise ValueError(f"{where}: mode 'upsert' needs keys (the key columns)")
+        if self.mode == "append" and self.keys:
+            raise ValueError(f"{where}: keys are for mode 'upsert'; an append table takes every record")
+        if self.value_format == "json" and not self.columns:
+            raise ValueError(f"{where}: value_format 'json' needs columns (a JSON record carries no schema)")
+        parse_columns(self.table, self.columns)
+        missing = [key for key in self.keys if self.columns and key not in self.columns]
+        if missing:
+            raise ValueError(f"{where}: key column(s) {', '.join(missing)} are not in columns")
+        return self
 
 
 class ApiSettings(Section):
@@ -116,6 +158,10 @@ class AuditSettings(Section):
         return sinks
 
 
+#: Tables of the store itself; a ``[[tables]]`` entry cannot use these names.
+RESERVED_TABLES: Final = ("results", "consumer_offsets", "consumer_tables")
+
+
 class ConsumerSettings(Settings):
     """``onceflow consumer``: the results consumer, its store and the Results API."""
 
@@ -127,5 +173,30 @@ class ConsumerSettings(Settings):
     server: GrpcServerSettings = GrpcServerSettings(port=7200)
     api: ApiSettings = ApiSettings()
     audit: AuditSettings = AuditSettings()
+    #: Topics stored into tables besides the IP-count results (``consumer.topic`` -> ``results``).
+    tables: list[StoredTableSettings] = Field(default_factory=list)
     log: LoggingSettings = LoggingSettings()
     metrics: MetricsSettings = MetricsSettings()
+
+    @field_validator("tables")
+    @classmethod
+    def _distinct_tables(cls, tables: list[StoredTableSettings]) -> list[StoredTableSettings]:
+        for what, values in (("table", [t.table for t in tables]), ("topic", [t.topic for t in tables])):
+            repeated = sorted({v for v in values if values.count(v) > 1})
+            if repeated:
+                raise ValueError(f"each {what} is stored once; repeated: {', '.join(repeated)}")
+        reserved = sorted({t.table for t in tables} & set(RESERVED_TABLES))
+        if reserved:
+            raise ValueError(f"table name(s) {', '.join(reserved)} are the store's own (reserved: {RESERVED_TABLES})")
+        return tables
+
+    @model_validator(mode="after")
+    def _ip_count_topic_once(self) -> ConsumerSettings:
+        if not self.consumer.topic and not self.tables:
+            raise ValueError("nothing to consume: consumer.topic is empty and there are no [[tables]]")
+        if self.consumer.topic and any(t.topic == self.consumer.topic for t in self.tables):
+            raise ValueError(
+                f"tables: topic {self.consumer.topic!r} is consumer.topic (the IP-count results, stored in "
+                "'results'); a topic is stored once"
+            )
+        return self

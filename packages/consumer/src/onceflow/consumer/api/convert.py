@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from onceflow.consumer.api.tables import TableInfo
 from onceflow.consumer.audit import AuditReport, GeneratorSource, SinkAudit, TopicSource, TruthSource
 from onceflow.consumer.exceptions import InvalidQuery
 from onceflow.consumer.model import ResultRow
+from onceflow.consumer.store import Row
+from onceflow.core.avro.arrow import json_value
 from onceflow.core.topics import SOURCE_TOPIC
 from onceflow.proto.v1 import results_pb2
 
@@ -16,6 +19,23 @@ def rows_to_proto(rows: Iterable[ResultRow]) -> list[results_pb2.IpCount]:
         results_pb2.IpCount(window_start_ms=r.window_start, window_end_ms=r.window_end, ip=r.ip, count=r.count)
         for r in rows
     ]
+
+
+def table_rows_to_proto(rows: Iterable[Row]) -> list[results_pb2.Row]:
+    """Rows as JSON objects (timestamps and dates ISO-8601, decimals as strings, binary as base64)."""
+    return [results_pb2.Row(json=json_value(row).decode()) for row in rows]
+
+
+def table_to_proto(info: TableInfo) -> results_pb2.StoredTable:
+    table = info.table
+    columns = [
+        results_pb2.Column(name=field.name, type=str(field.type), nullable=field.nullable)
+        for field in (info.columns or ())
+    ]
+    return results_pb2.StoredTable(
+        table=table.table, topic=table.topic, mode=table.mode.value, keys=list(table.keys),
+        value_format=table.value_format.value, created=info.columns is not None, columns=columns,
+    )  # fmt: skip
 
 
 def truth_from_proto(request: results_pb2.RunAuditRequest) -> TruthSource:

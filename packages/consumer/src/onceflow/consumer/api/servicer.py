@@ -1,17 +1,28 @@
-"""``onceflow.v1.Results``: a thin adapter over :class:`ResultsQuery`, the feed and the :class:`Auditor`."""
+"""``onceflow.v1.Results``: a thin adapter over :class:`ResultsQuery`, :class:`TableQuery`, the feed and
+the :class:`Auditor`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Final
+from collections.abc import Callable, Iterator
+from typing import Final, TypeVar
 
 import grpc
+from google.protobuf.message import Message
 
-from onceflow.consumer.api.convert import report_to_proto, rows_to_proto, truth_from_proto
+from onceflow.consumer.api.convert import (
+    report_to_proto,
+    rows_to_proto,
+    table_rows_to_proto,
+    table_to_proto,
+    truth_from_proto,
+)
 from onceflow.consumer.api.query import ResultsQuery
+from onceflow.consumer.api.tables import TableQuery
 from onceflow.consumer.audit.bounded import AuditStopped, BoundedAuditRunner
-from onceflow.consumer.exceptions import FeatureUnavailable, InvalidQuery
-from onceflow.consumer.feed import ResultsFeed, Subscription
+from onceflow.consumer.exceptions import FeatureUnavailable, InvalidQuery, UnknownTable
+from onceflow.consumer.feed import ResultsFeed, ResultsUpdate, Subscription
+from onceflow.consumer.store import as_result_row
+from onceflow.consumer.tables import IP_COUNT_TABLE
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
 from onceflow.core.logging import get_logger
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
@@ -20,6 +31,7 @@ SERVICE_NAME: Final = results_pb2.DESCRIPTOR.services_by_name["Results"].full_na
 STATUS_CODES: Final = {
     **DEFAULT_STATUS_CODES,
     InvalidQuery: grpc.StatusCode.INVALID_ARGUMENT,
+    UnknownTable: grpc.StatusCode.NOT_FOUND,
     FeatureUnavailable: grpc.StatusCode.FAILED_PRECONDITION,
 }
 #: The status of a RunAudit the server stopped, by why it stopped.
@@ -33,18 +45,25 @@ WATCH_TICK_S: Final = 0.25
 
 _log = get_logger(__name__)
 
+M = TypeVar("M", bound=Message)
+
 
 class ResultsServicer(results_pb2_grpc.ResultsServicer):
     """Serves queries over the store, pushes applied batches to watchers, and runs audits.
 
-    ``feed`` is None when no consumer runs in this process (WatchResults is then FAILED_PRECONDITION);
-    ``audits`` None disables RunAudit the same way.
+    ``feed`` is None when no consumer runs in this process (WatchResults and WatchRows are then
+    FAILED_PRECONDITION); ``audits`` None disables RunAudit the same way.
     """
 
     def __init__(
-        self, query: ResultsQuery, feed: ResultsFeed | None = None, audits: BoundedAuditRunner | None = None
+        self,
+        query: ResultsQuery,
+        tables: TableQuery,
+        feed: ResultsFeed | None = None,
+        audits: BoundedAuditRunner | None = None,
     ) -> None:
         self.query = query
+        self.tables = tables
         self.feed = feed
         self.audits = audits
 
@@ -71,28 +90,81 @@ class ResultsServicer(results_pb2_grpc.ResultsServicer):
         arrived, the stream is live and misses nothing."""
         if request.window_start_from_ms < 0:
             raise InvalidQuery("window_start_from_ms", f"must be >= 0, got {request.window_start_from_ms}")
+        feed = self._feed()
+        topic, window_start_from = self.tables.tables.ip_count_topic, request.window_start_from_ms
+
+        def message(update: ResultsUpdate | None) -> results_pb2.WatchResultsResponse | None:
+            if update is None:
+                return results_pb2.WatchResultsResponse(offsets=feed.offsets(topic))
+            rows = [as_result_row(row) for row in update.rows.get(IP_COUNT_TABLE, ())]
+            rows = [row for row in rows if row.window_start >= window_start_from]
+            if not rows:
+                return None
+            return results_pb2.WatchResultsResponse(counts=rows_to_proto(rows), offsets=update.offsets.get(topic, {}))
+
+        return self._stream(feed, feed.subscribe(), message, context)
+
+    @translate_errors(STATUS_CODES)
+    def WatchRows(  # noqa: N802
+        self, request: results_pb2.WatchRowsRequest, context: grpc.ServicerContext
+    ) -> Iterator[results_pb2.WatchRowsResponse]:
+        """Stream the rows of one table every batch the consumer commits from now on stores. The first
+        message has no rows, only the offsets of the table's topic: once it arrived, nothing is missed."""
+        table = self.tables.table(request.table)
+        feed = self._feed()
+
+        def message(update: ResultsUpdate | None) -> results_pb2.WatchRowsResponse | None:
+            if update is None:
+                return results_pb2.WatchRowsResponse(offsets=feed.offsets(table.topic))
+            rows = update.rows.get(table.table, ())
+            if not rows:
+                return None
+            offsets = update.offsets.get(table.topic, {})
+            return results_pb2.WatchRowsResponse(rows=table_rows_to_proto(rows), offsets=offsets)
+
+        return self._stream(feed, feed.subscribe(), message, context)
+
+    def _feed(self) -> ResultsFeed:
         if self.feed is None:
             raise FeatureUnavailable("no consumer runs in this server: nothing to watch")
-        subscription = self.feed.subscribe()
-        return self._stream(self.feed, subscription, request.window_start_from_ms, context)
+        return self.feed
 
     @staticmethod
     def _stream(
-        feed: ResultsFeed, subscription: Subscription, window_start_from: int, context: grpc.ServicerContext
-    ) -> Iterator[results_pb2.WatchResultsResponse]:
+        feed: ResultsFeed,
+        subscription: Subscription,
+        message: Callable[[ResultsUpdate | None], M | None],
+        context: grpc.ServicerContext,
+    ) -> Iterator[M]:
+        """The first message (``message(None)``), then ``message(update)`` of every update that has one."""
         try:
-            yield results_pb2.WatchResultsResponse(offsets=feed.offsets())
+            first = message(None)
+            assert first is not None
+            yield first
             while context.is_active():
                 if subscription.overflowed.is_set():
                     context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "watcher fell behind the consumer; watch again")
                 update = subscription.get(WATCH_TICK_S)
                 if update is None:
                     continue
-                rows = [row for row in update.rows if row.window_start >= window_start_from]
-                if rows:
-                    yield results_pb2.WatchResultsResponse(counts=rows_to_proto(rows), offsets=update.offsets)
+                found = message(update)
+                if found is not None:
+                    yield found
         finally:
             feed.unsubscribe(subscription)
+
+    @translate_errors(STATUS_CODES)
+    def ListTables(  # noqa: N802
+        self, request: results_pb2.ListTablesRequest, context: grpc.ServicerContext
+    ) -> results_pb2.ListTablesResponse:
+        return results_pb2.ListTablesResponse(tables=[table_to_proto(info) for info in self.tables.list_tables()])
+
+    @translate_errors(STATUS_CODES)
+    def ListRows(  # noqa: N802
+        self, request: results_pb2.ListRowsRequest, context: grpc.ServicerContext
+    ) -> results_pb2.ListRowsResponse:
+        page = self.tables.rows(request.table, request.limit, request.page_token)
+        return results_pb2.ListRowsResponse(rows=table_rows_to_proto(page.rows), next_page_token=page.next_page_token)
 
     @translate_errors(STATUS_CODES)
     def RunAudit(  # noqa: N802

@@ -6,6 +6,10 @@ Examples::
     onceflow results top --limit 10            # the latest closed window
     onceflow results top --window 1767225600000
     onceflow results watch                     # every batch the consumer commits, until Ctrl-C
+    onceflow results tables                    # the stored tables: topic, mode, format, keys, columns
+    onceflow results rows server_errors --limit 100            # one page; the next page's token on stderr
+    onceflow results rows server_errors --all                  # every row, page by page
+    onceflow results watch-rows server_errors  # rows as the consumer stores them, until Ctrl-C
     onceflow results dump ip_count_sink --bootstrap-servers 127.0.0.1:9092 | head
 
 ``dump`` reads a topic from Kafka directly (read_committed, from the start to its end) and prints one
@@ -13,9 +17,11 @@ JSON object per record with its Avro single-object value decoded (AccessEvent, I
 needs Python to read a sink topic; undecodable values are printed as base64 with the reason.
 
 Every command takes ``--results HOST:PORT`` (default ``$ONCEFLOW_RESULTS_TARGET`` or
-127.0.0.1:7200); TLS with ``--tls-ca`` and, for mTLS, ``--tls-cert``/``--tls-key``. Output: one
-``window_start,window_end,ip,count`` line per row (CSV). Exit codes: 0 done, 1 the server refused or
-could not be reached, 2 bad arguments.
+127.0.0.1:7200); TLS with ``--tls-ca`` and, for mTLS, ``--tls-cert``/``--tls-key``. Output: ``counts``,
+``top`` and ``watch`` print one ``window_start,window_end,ip,count`` line per row (CSV); ``rows`` and
+``watch-rows`` one JSON object per row (timestamps ISO-8601, decimals as strings, binary as base64);
+``tables`` one tab-separated line per table. Exit codes: 0 done, 1 the server refused (an unknown
+table) or could not be reached, 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -57,7 +63,7 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
-    """Entry point of the ``onceflow.cli`` group: adds ``results counts|top|watch|dump``."""
+    """Entry point of the ``onceflow.cli`` group: adds ``results counts|top|watch|tables|rows|watch-rows|dump``."""
     common = argparse.ArgumentParser(add_help=False)
     add_target_arguments(common)
     parser = subparsers.add_parser(
@@ -81,6 +87,21 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     watch.add_argument("--from", dest="from_ms", type=int, default=0, metavar="MS", help="only windows starting >= MS")
     watch.add_argument("--max-batches", type=int, default=0, metavar="N", help="stop after N batches (0: never)")
     watch.set_defaults(func=_watch)
+
+    tables = commands.add_parser("tables", parents=[common], help="the stored tables")
+    tables.set_defaults(func=_tables)
+
+    rows = commands.add_parser("rows", parents=[common], help="rows of a stored table, one JSON object per line")
+    rows.add_argument("table")
+    rows.add_argument("--limit", type=int, default=0, metavar="N", help="rows per page (0: the server's 100)")
+    rows.add_argument("--page-token", default="", metavar="TOKEN", help="the page after the one that printed TOKEN")
+    rows.add_argument("--all", action="store_true", help="every page, not just one")
+    rows.set_defaults(func=_rows)
+
+    watch_rows = commands.add_parser("watch-rows", parents=[common], help="print a table's rows as they are stored")
+    watch_rows.add_argument("table")
+    watch_rows.add_argument("--max-batches", type=int, default=0, metavar="N", help="stop after N batches (0: never)")
+    watch_rows.set_defaults(func=_watch_rows)
 
     dump = commands.add_parser("dump", help="print a topic's records, decoded, one JSON object per line")
     dump.add_argument("topic")
@@ -153,6 +174,68 @@ def _watch(args: argparse.Namespace) -> int:
                     continue
                 _print_rows(response.counts)
                 print(f"# offsets {offsets}", flush=True)
+                batches += 1
+                if args.max_batches and batches >= args.max_batches:
+                    stream.cancel()
+                    break
+        except grpc.RpcError as exc:
+            if isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.CANCELLED:
+                return 0
+            return _fail(exc, args.results)
+    return 0
+
+
+def _tables(args: argparse.Namespace) -> int:
+    channel, stub = results_stub(args)
+    with channel:
+        try:
+            response = stub.ListTables(results_pb2.ListTablesRequest(), timeout=args.timeout)
+        except grpc.RpcError as exc:
+            return _fail(exc, args.results)
+    print("\t".join(["table", "topic", "mode", "format", "keys", "columns"]))
+    for table in response.tables:
+        columns = ", ".join(f"{c.name}:{c.type}{'' if c.nullable else ' not null'}" for c in table.columns)
+        fields = [table.table, table.topic or "-", table.mode, table.value_format, ",".join(table.keys) or "-"]
+        print("\t".join([*fields, columns or "- (not created yet)"]))
+    return 0
+
+
+def _rows(args: argparse.Namespace) -> int:
+    channel, stub = results_stub(args)
+    token = args.page_token
+    with channel:
+        while True:
+            try:
+                request = results_pb2.ListRowsRequest(table=args.table, limit=args.limit, page_token=token)
+                page = stub.ListRows(request, timeout=args.timeout)
+            except grpc.RpcError as exc:
+                return _fail(exc, args.results)
+            for row in page.rows:
+                print(row.json)
+            token = page.next_page_token
+            if not token:
+                break
+            if not args.all:
+                print(f"# more rows: --page-token {token}", file=sys.stderr)
+                break
+    sys.stdout.flush()
+    return 0
+
+
+def _watch_rows(args: argparse.Namespace) -> int:
+    channel, stub = results_stub(args)
+    batches = 0
+    with channel:
+        try:
+            stream = stub.WatchRows(results_pb2.WatchRowsRequest(table=args.table))
+            for response in stream:
+                offsets = " ".join(f"{p}:{o}" for p, o in sorted(response.offsets.items())) or "-"
+                for row in response.rows:
+                    print(row.json)
+                print(f"# {'offsets' if response.rows else 'watching; offsets'} {offsets}", file=sys.stderr)
+                sys.stdout.flush()
+                if not response.rows:
+                    continue
                 batches += 1
                 if args.max_batches and batches >= args.max_batches:
                     stream.cancel()

@@ -1,4 +1,4 @@
-"""The results consumer: a consumer-group member that applies ``ip_count_sink`` to the results store."""
+"""The results consumer: a consumer-group member that stores its topics into tables of the results store."""
 
 from __future__ import annotations
 
@@ -11,12 +11,14 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from onceflow.consumer.exceptions import StaleOffsets
+from onceflow.consumer.exceptions import RecordRejected, StaleOffsets, UndecodableResult
 from onceflow.consumer.feed import ResultsFeed, ResultsUpdate
 from onceflow.consumer.loop.metrics import ConsumerMetrics
-from onceflow.consumer.loop.pending import PendingBatch
+from onceflow.consumer.loop.pending import PendingBatch, TopicPartitionKey
+from onceflow.consumer.loop.router import TableRouter
 from onceflow.consumer.settings import ConsumerLoopSettings
 from onceflow.consumer.store import ResultBatch, ResultsStore
+from onceflow.consumer.tables import StoredTables, ip_count_table
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 
@@ -29,13 +31,17 @@ def default_owner() -> str:
 
 
 class ResultsConsumer:
-    """Reads the results topic with read_committed and applies each batch with its offsets in one
-    database transaction (docs/design.md, "ip_count_sink -> consumer").
+    """Reads the stored topics with read_committed and applies each batch, the rows of every table
+    and the offsets, in one database transaction (docs/design.md, "ip_count_sink -> consumer").
 
     Guarantees:
 
-    - the store's results are always exactly the records before its stored offsets: a crash at any
-      moment loses the open batch only, and it is re-read from the stored offsets;
+    - every stored table always holds exactly the records before the stored offsets: a crash at any
+      moment loses the open batch only, and it is re-read from the stored offsets (append tables
+      included: the offsets, not a key, tell which records are stored);
+    - a record that cannot be stored (undecodable, or not fitting its table) is logged with its
+      topic, partition, offset and reason, counted, and skipped (or, where the table says so, stops
+      the consumer with :class:`UndecodableResult`);
     - aborted and open transactions are never read (``isolation.level=read_committed``);
     - Kafka group offsets are committed after the database, for lag monitoring only
       (``enable.auto.commit=false``); on assignment the consumer seeks to the database's offsets;
@@ -52,6 +58,7 @@ class ResultsConsumer:
         settings: ConsumerLoopSettings,
         store: ResultsStore,
         *,
+        tables: StoredTables | None = None,
         feed: ResultsFeed | None = None,
         metrics: ConsumerMetrics | None = None,
         owner: str | None = None,
@@ -62,11 +69,20 @@ class ResultsConsumer:
         self.feed = feed
         self.metrics = metrics or ConsumerMetrics()
         self.owner = owner or default_owner()
-        self.topic = settings.topic
+        #: Without ``tables``: the IP-count results of ``settings.topic`` only.
+        self.tables = tables or StoredTables(
+            [ip_count_table(settings.topic, skip_undecodable=settings.skip_undecodable)],
+            ip_count_topic=settings.topic,
+        )
+        if not len(self.tables):
+            raise ValueError("nothing to consume: no stored topics (consumer.topic is empty and there are no tables)")
+        self.topics = self.tables.topics
+        self._topics_label = ",".join(self.topics)
         self.group = settings.group_id
+        self.router = TableRouter(self.tables, store, kafka)
         #: Stored next offset of every owned partition (None: nothing stored yet): what the next batch expects.
-        self._positions: dict[int, int | None] = {}
-        self._pending = PendingBatch(self.topic, skip_undecodable=settings.skip_undecodable)
+        self._positions: dict[TopicPartitionKey, int | None] = {}
+        self._pending = PendingBatch()
         self._consumer: Consumer | None = None
         self._batch_number = 0
         self._stop = threading.Event()
@@ -93,7 +109,7 @@ class ResultsConsumer:
             self.run()
         except BaseException as exc:
             self.failure = exc
-            _log.exception("consumer.failed", group=self.group, topic=self.topic, owner=self.owner, error=exc)
+            _log.exception("consumer.failed", group=self.group, topics=self._topics_label, owner=self.owner, error=exc)
         finally:
             self.stopped.set()
 
@@ -114,10 +130,11 @@ class ResultsConsumer:
         """Consume until :meth:`stop`: accumulate records, apply a batch when it is full or old enough."""
         consumer = Consumer(self._client_config())
         self._consumer = consumer
-        consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
+        consumer.subscribe(self.topics, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost)
         _log.info(
-            "consumer.started", group=self.group, topic=self.topic, owner=self.owner, store=self.store.description
-        )
+            "consumer.started", group=self.group, topics=self._topics_label, owner=self.owner,
+            store=self.store.description,
+        )  # fmt: skip
         max_records = self.settings.max_batch_records
         timeout = self.settings.poll_timeout_ms / 1000
         try:
@@ -134,7 +151,7 @@ class ResultsConsumer:
             # close() revokes the assignment (the revoke callback flushes) and leaves the group.
             consumer.close()
             self._consumer = None
-            _log.info("consumer.stopped", group=self.group, topic=self.topic, owner=self.owner)
+            _log.info("consumer.stopped", group=self.group, topics=self._topics_label, owner=self.owner)
 
     def _take(self, message: Message) -> None:
         error = message.error()
@@ -144,12 +161,20 @@ class ResultsConsumer:
             if error.code() != KafkaError._PARTITION_EOF:
                 _log.warning("consumer.kafka_error", group=self.group, code=error.name(), reason=error.str())
             return
-        partition, offset = message.partition(), message.offset()
-        if partition is None or offset is None or partition not in self._positions:
+        topic, partition, offset = message.topic(), message.partition(), message.offset()
+        if topic is None or partition is None or offset is None or (topic, partition) not in self._positions:
             return  # a record of a partition this instance no longer owns
-        if not self._pending.add(partition, offset, message.value()):
-            self.metrics.undecodable.labels(str(partition)).inc()
-            _log.error("consumer.undecodable_skipped", topic=self.topic, partition=partition, offset=offset)
+        try:
+            row = self.router.route(topic, message.value())
+        except RecordRejected as exc:
+            self.metrics.undecodable.labels(topic, str(partition)).inc()
+            table = self.tables.by_topic(topic)
+            name = table.table if table is not None else ""
+            if table is None or not table.skip_undecodable:
+                raise UndecodableResult(topic, partition, offset, exc.reason, name) from None
+            _log.error("record.skipped", topic=topic, partition=partition, offset=offset, table=name, reason=exc.reason)
+            row = None
+        self._pending.add(topic, partition, offset, row)
 
     # ---------------------------------------------------------------- batches
 
@@ -178,25 +203,30 @@ class ResultsConsumer:
         except StaleOffsets as exc:
             self.metrics.batches.labels("stale").inc()
             _log.warning(
-                "batch.stale", batch=self._batch_number, partition=exc.partition, expected=exc.expected,
-                stored=exc.stored, owner=self.owner,
+                "batch.stale", batch=self._batch_number, topic=exc.topic, partition=exc.partition,
+                expected=exc.expected, stored=exc.stored, owner=self.owner,
             )  # fmt: skip
-            self._reseek([part.partition for part in batch.partitions])
+            self._reseek([(part.topic, part.partition) for part in batch.partitions])
             return
         elapsed = time.monotonic() - started
         # Step 3
         for part in batch.partitions:
-            self._positions[part.partition] = part.next_offset
-            self.metrics.records_applied.labels(str(part.partition)).inc(len(part.rows))
+            self._positions[(part.topic, part.partition)] = part.next_offset
+            self.metrics.records_applied.labels(part.topic, str(part.partition)).inc(len(part.rows))
         self.metrics.batches.labels("applied").inc()
         self.metrics.batch_seconds.observe(elapsed)
         _log.info(
             "batch.applied", batch=self._batch_number, records=batch.records, owner=self.owner,
-            offsets=",".join(f"{p}:{lo}-{hi}" for p, (lo, hi) in ranges.items()), ms=round(elapsed * 1000, 1),
+            offsets=",".join(f"{t}[{p}]:{lo}-{hi}" for (t, p), (lo, hi) in ranges.items()),
+            ms=round(elapsed * 1000, 1),
         )  # fmt: skip
         if self.feed is not None:
-            offsets = {p: o for p, o in self._positions.items() if o is not None}
-            self.feed.publish(ResultsUpdate(tuple(batch.rows()), offsets))
+            offsets: dict[str, dict[int, int]] = {}
+            for (topic, partition), offset in self._positions.items():
+                if offset is not None:
+                    offsets.setdefault(topic, {})[partition] = offset
+            rows = {table: tuple(found) for table, found in batch.rows_by_table().items()}
+            self.feed.publish(ResultsUpdate(rows, offsets))
         # Step 4
         self._commit_group_offsets(batch)
 
@@ -204,14 +234,14 @@ class ResultsConsumer:
         consumer = self._consumer
         if consumer is None:
             return
-        offsets = [TopicPartition(self.topic, part.partition, part.next_offset) for part in batch.partitions]
+        offsets = [TopicPartition(part.topic, part.partition, part.next_offset) for part in batch.partitions]
         for tp in offsets:
             try:
                 _, high = consumer.get_watermark_offsets(tp, cached=True)
             except KafkaException:
                 continue
             if high >= 0:
-                self.metrics.lag.labels(str(tp.partition)).set(max(0, high - tp.offset))
+                self.metrics.lag.labels(tp.topic, str(tp.partition)).set(max(0, high - tp.offset))
         if not self.settings.commit_group_offsets:
             return
         try:
@@ -219,18 +249,18 @@ class ResultsConsumer:
         except KafkaException as exc:
             _log.warning("group_offsets.commit_failed", group=self.group, error=exc.args[0].str())
 
-    def _reseek(self, partitions: Sequence[int]) -> None:
-        stored = self.store.stored_offsets(self.group, self.topic)
+    def _reseek(self, partitions: Sequence[TopicPartitionKey]) -> None:
+        stored = {topic: self.store.stored_offsets(self.group, topic) for topic in {t for t, _ in partitions}}
         consumer = self._consumer
-        for partition in partitions:
-            if partition not in self._positions:
+        for topic, partition in partitions:
+            if (topic, partition) not in self._positions:
                 continue
-            found = stored.get(partition)
-            self._positions[partition] = found.next_offset if found is not None else None
+            found = stored[topic].get(partition)
+            self._positions[(topic, partition)] = found.next_offset if found is not None else None
             offset = found.next_offset if found is not None else OFFSET_BEGINNING
             if consumer is not None:
-                consumer.seek(TopicPartition(self.topic, partition, offset))
-            _log.info("partition.reseek", topic=self.topic, partition=partition, offset=offset, owner=self.owner)
+                consumer.seek(TopicPartition(topic, partition, offset))
+            _log.info("partition.reseek", topic=topic, partition=partition, offset=offset, owner=self.owner)
 
     # ---------------------------------------------------------------- rebalance callbacks
 
@@ -245,18 +275,19 @@ class ResultsConsumer:
         """
         self.metrics.rebalances.labels("assign").inc()
         # Step 1
-        stored = self.store.stored_offsets(self.group, self.topic)
+        stored = {topic: self.store.stored_offsets(self.group, topic) for topic in {tp.topic for tp in partitions}}
         # Step 2
         for tp in partitions:
-            found = stored.get(tp.partition)
+            found = stored[tp.topic].get(tp.partition)
             tp.offset = found.next_offset if found is not None else OFFSET_BEGINNING
-            self._positions[tp.partition] = found.next_offset if found is not None else None
+            self._positions[(tp.topic, tp.partition)] = found.next_offset if found is not None else None
         # Step 3
         consumer.assign(partitions)
         self.metrics.assigned.set(len(self._positions))
         _log.info(
-            "partitions.assigned", group=self.group, topic=self.topic, owner=self.owner,
-            offsets=",".join(f"{tp.partition}:{self._positions[tp.partition]}" for tp in partitions) or "-",
+            "partitions.assigned", group=self.group, topics=self._topics_label, owner=self.owner,
+            offsets=",".join(f"{tp.topic}[{tp.partition}]:{self._positions[(tp.topic, tp.partition)]}"
+                             for tp in partitions) or "-",
         )  # fmt: skip
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -272,26 +303,26 @@ class ResultsConsumer:
         self._flush()
         # Step 2
         for tp in partitions:
-            self._positions.pop(tp.partition, None)
+            self._positions.pop((tp.topic, tp.partition), None)
         # Step 3
         consumer.unassign()
         self.metrics.assigned.set(len(self._positions))
         _log.info(
-            "partitions.revoked", group=self.group, topic=self.topic, owner=self.owner,
-            partitions=",".join(str(tp.partition) for tp in partitions) or "-",
+            "partitions.revoked", group=self.group, topics=self._topics_label, owner=self.owner,
+            partitions=",".join(f"{tp.topic}[{tp.partition}]" for tp in partitions) or "-",
         )  # fmt: skip
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """``partitions`` were lost (session timeout): another instance may own them already, so the
         open batch's records of them are dropped, not applied; the new owner re-reads them."""
         self.metrics.rebalances.labels("lost").inc()
-        lost = {tp.partition for tp in partitions}
+        lost = {(tp.topic, tp.partition) for tp in partitions}
         self._pending.drop(lost)
-        for partition in lost:
-            self._positions.pop(partition, None)
+        for key in lost:
+            self._positions.pop(key, None)
         consumer.unassign()
         self.metrics.assigned.set(len(self._positions))
         _log.warning(
-            "partitions.lost", group=self.group, topic=self.topic, owner=self.owner,
-            partitions=",".join(str(p) for p in sorted(lost)) or "-",
+            "partitions.lost", group=self.group, topics=self._topics_label, owner=self.owner,
+            partitions=",".join(f"{t}[{p}]" for t, p in sorted(lost)) or "-",
         )  # fmt: skip

@@ -1,7 +1,8 @@
-"""Results stores: rows and consumed offsets committed in one database transaction."""
+"""Results stores: stored tables' rows and consumed offsets committed in one database transaction."""
 
-from onceflow.consumer.store.base import PartitionBatch, ResultBatch, ResultsStore
+from onceflow.consumer.store.base import PartitionBatch, ResultBatch, ResultsStore, Row, TableRow
 from onceflow.consumer.store.factory import open_store
+from onceflow.consumer.store.ip_count_views import as_result_row, as_table_row
 from onceflow.consumer.store.postgres import PostgresResultsStore
 from onceflow.consumer.store.sqlite import SqliteResultsStore
 
@@ -10,6 +11,10 @@ __all__ = [
     "PostgresResultsStore",
     "ResultBatch",
     "ResultsStore",
+    "Row",
     "SqliteResultsStore",
+    "TableRow",
+    "as_result_row",
+    "as_table_row",
     "open_store",
 ]

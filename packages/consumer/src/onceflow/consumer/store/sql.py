@@ -4,28 +4,27 @@
 from __future__ import annotations
 
 import abc
+import base64
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Final, Protocol
 
+import pyarrow as pa
+
 from onceflow.consumer.exceptions import StaleOffsets
-from onceflow.consumer.model import ResultRow, StoredOffset
-from onceflow.consumer.store.base import PartitionBatch, ResultBatch, ResultsStore
+from onceflow.consumer.model import StoredOffset
+from onceflow.consumer.store.base import PartitionBatch, ResultBatch, ResultsStore, Row, TableRow
+from onceflow.consumer.store.ip_count_views import CREATE_INDEX, IP_COUNT_STORED, IpCountViews
+from onceflow.consumer.tables import STORE_SINK, StoredTable
+from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA, SinkMode, schema_from_bytes, schema_to_bytes
+from onceflow.core.logging import get_logger
+from onceflow.sinks.base.rows import last_row_per_key
+from onceflow.sinks.tables import TableAccess
 
 #: BIGINT is INTEGER affinity in SQLite, so one schema serves both databases.
 SCHEMA: Final = (
-    """
-    CREATE TABLE IF NOT EXISTS results (
-        window_start BIGINT NOT NULL,
-        window_end   BIGINT NOT NULL,
-        ip           TEXT   NOT NULL,
-        count        BIGINT NOT NULL,
-        PRIMARY KEY (window_start, ip)
-    )
-    """,
-    "CREATE INDEX IF NOT EXISTS results_by_ip ON results (ip, window_start)",
     """
     CREATE TABLE IF NOT EXISTS consumer_offsets (
         group_id        TEXT   NOT NULL,
@@ -38,12 +37,14 @@ SCHEMA: Final = (
         PRIMARY KEY (group_id, topic, partition)
     )
     """,
+    """
+    CREATE TABLE IF NOT EXISTS consumer_tables (
+        table_name   TEXT   NOT NULL PRIMARY KEY,
+        arrow_schema TEXT   NOT NULL,
+        updated_ms   BIGINT NOT NULL
+    )
+    """,
 )
-
-UPSERT_RESULT: Final = """
-INSERT INTO results (window_start, window_end, ip, count) VALUES (?, ?, ?, ?)
-ON CONFLICT (window_start, ip) DO UPDATE SET window_end = excluded.window_end, count = excluded.count
-"""
 
 INSERT_FIRST_OFFSET: Final = """
 INSERT INTO consumer_offsets (group_id, topic, partition, next_offset, applied_records, owner, updated_ms)
@@ -66,22 +67,14 @@ SELECT_OFFSET: Final = """
 SELECT partition, next_offset FROM consumer_offsets WHERE group_id = ? AND topic = ? AND partition = ?
 """
 
-SELECT_IP: Final = """
-SELECT window_start, window_end, ip, count FROM results
-WHERE ip = ? AND window_start >= ? AND window_start < ? ORDER BY window_start
+SELECT_TABLE_SCHEMA: Final = "SELECT arrow_schema FROM consumer_tables WHERE table_name = ?"
+SELECT_TABLE_SCHEMAS: Final = "SELECT table_name, arrow_schema FROM consumer_tables ORDER BY table_name"
+UPSERT_TABLE_SCHEMA: Final = """
+INSERT INTO consumer_tables (table_name, arrow_schema, updated_ms) VALUES (?, ?, ?)
+ON CONFLICT (table_name) DO UPDATE SET arrow_schema = excluded.arrow_schema, updated_ms = excluded.updated_ms
 """
 
-SELECT_TOP: Final = """
-SELECT window_start, window_end, ip, count FROM results
-WHERE window_start = ? ORDER BY count DESC, ip LIMIT ?
-"""
-
-SELECT_LATEST: Final = "SELECT MAX(window_start) FROM results"
-SELECT_LATEST_ENDING_BY: Final = "SELECT MAX(window_start) FROM results WHERE window_end <= ?"
-SELECT_ALL: Final = "SELECT window_start, window_end, ip, count FROM results ORDER BY window_start, ip"
-
-#: Upper bound used for "no upper bound" on window starts (fits a signed 64-bit integer).
-MAX_WINDOW_START: Final = 2**63 - 1
+_log = get_logger(__name__)
 
 
 class Cursor(Protocol):
@@ -99,15 +92,43 @@ class Cursor(Protocol):
     def fetchone(self) -> Any: ...
 
 
-class SqlResultsStore(ResultsStore):
+def _encode_schema(schema: pa.Schema) -> str:
+    return base64.b64encode(schema_to_bytes(schema)).decode("ascii")
+
+
+def _decode_schema(text: str) -> pa.Schema:
+    return schema_from_bytes(base64.b64decode(text))
+
+
+def merged_schema(stored: pa.Schema | None, schema: pa.Schema) -> pa.Schema:
+    """The table's columns after rows of ``schema`` arrived: the stored ones, then the new ones."""
+    if stored is None:
+        return schema
+    return pa.schema([*stored, *(field for field in schema if field.name not in stored.names)])
+
+
+def _runs(rows: Sequence[TableRow]) -> Iterator[tuple[StoredTable, pa.Schema, list[Row]]]:
+    """Consecutive rows of the same table and schema, in order (so the last write of a key wins)."""
+    start = 0
+    for end in range(1, len(rows) + 1):
+        if end == len(rows) or rows[end].table != rows[start].table or rows[end].schema is not rows[start].schema:
+            yield rows[start].table, rows[start].schema, [r.row for r in rows[start:end]]
+            start = end
+
+
+class SqlResultsStore(IpCountViews, ResultsStore):
     """A :class:`ResultsStore` over one DB-API connection, serialised by a lock.
 
     Subclasses open the connection and provide :meth:`_transaction` (a cursor inside one database
     transaction, committed on a clean exit and rolled back on an exception) and :meth:`_reader`
-    (a cursor for reads), plus the placeholder style.
+    (a cursor for reads), the placeholder style, the sinks' :class:`TableAccess` of their database,
+    and the column that orders an append table's rows (:attr:`sequence_column`).
     """
 
     placeholder: str = "?"
+    tables: TableAccess
+    #: A column that grows with every inserted row (SQLite's ``rowid``; a ``bigserial`` in PostgreSQL).
+    sequence_column: str = "rowid"
 
     def __init__(self) -> None:
         self._lock = threading.RLock()
@@ -121,15 +142,46 @@ class SqlResultsStore(ResultsStore):
     @abc.abstractmethod
     def _reader(self) -> AbstractContextManager[Cursor]: ...
 
+    def _prepare_append_table(self, cur: Cursor, table: StoredTable) -> None:
+        """Give an append table its :attr:`sequence_column` when the database has none built in."""
+
     def create_schema(self) -> None:
         with self._lock, self._transaction() as cur:
             for statement in SCHEMA:
                 cur.execute(statement)
+        self.prepare_table(IP_COUNT_STORED, IP_COUNT_ARROW_SCHEMA)
+        with self._lock, self._transaction() as cur:
+            cur.execute(CREATE_INDEX)
 
     def stored_offsets(self, group: str, topic: str) -> dict[int, StoredOffset]:
         with self._lock, self._reader() as cur:
             cur.execute(self._sql(SELECT_OFFSETS), (group, topic))
             return {int(p): StoredOffset(int(p), int(o), int(n), str(w)) for p, o, n, w in cur.fetchall()}
+
+    def prepare_table(self, table: StoredTable, schema: pa.Schema) -> None:
+        """Create or extend ``table`` for rows of ``schema`` (the sinks' :meth:`TableAccess.ensure`), then
+        record its columns in ``consumer_tables``; one transaction."""
+        with self._lock, self._transaction() as cur:
+            plan = self.tables.ensure(cur, STORE_SINK, table.binding(schema))
+            if table.mode is SinkMode.APPEND:
+                self._prepare_append_table(cur, table)
+            cur.execute(self._sql(SELECT_TABLE_SCHEMA), (table.table,))
+            found = cur.fetchone()
+            stored = _decode_schema(str(found[0])) if found is not None else None
+            columns = merged_schema(stored, schema)
+            if stored is None or not columns.equals(stored):
+                now_ms = int(time.time() * 1000)
+                cur.execute(self._sql(UPSERT_TABLE_SCHEMA), (table.table, _encode_schema(columns), now_ms))
+        if plan.created or plan.added:
+            _log.info(
+                "table.ready", table=table.table, topic=table.topic or "-", created=plan.created,
+                added=",".join(plan.added) or "-", store=self.description,
+            )  # fmt: skip
+
+    def table_schemas(self) -> dict[str, pa.Schema]:
+        with self._lock, self._reader() as cur:
+            cur.execute(SELECT_TABLE_SCHEMAS)
+            return {str(name): _decode_schema(str(text)) for name, text in cur.fetchall()}
 
     def apply(self, batch: ResultBatch) -> None:
         """Apply one poll batch with its offsets.
@@ -138,9 +190,10 @@ class SqlResultsStore(ResultsStore):
             1. Begin one database transaction (SQLite: ``BEGIN IMMEDIATE``, the write lock up front).
             2. For every partition, compare-and-set its offset row: insert it when the batch starts
                from nothing stored, otherwise move ``next_offset`` forward only if it still equals
-               ``expected_offset``; add the batch's records to ``applied_records``. A row that moved
+               ``expected_offset``; add the batch's rows to ``applied_records``. A row that moved
                means another instance applied the partition: raise ``StaleOffsets`` (rollback).
-            3. Upsert the rows by ``(window_start, ip)`` in offset order (last write wins).
+            3. Write the rows table by table in offset order: upsert tables ``ON CONFLICT (keys)``
+               (the last record of a key wins), append tables one row per record.
             4. Commit: rows and offsets become visible together, or (crash, error) not at all.
         """
         now_ms = int(time.time() * 1000)
@@ -150,13 +203,15 @@ class SqlResultsStore(ResultsStore):
             for part in batch.partitions:
                 self._advance(cur, batch, part, now_ms)
             # Step 3
-            rows = [(r.window_start, r.window_end, r.ip, r.count) for r in batch.rows()]
-            if rows:
-                cur.executemany(self._sql(UPSERT_RESULT), rows)
+            for table, schema, rows in _runs(batch.rows()):
+                arrow = pa.Table.from_pylist(rows, schema=schema)
+                if table.mode is SinkMode.UPSERT:
+                    arrow = last_row_per_key(arrow, table.keys)
+                self.tables.write(cur, table.binding(schema), arrow)
         # Step 4 (leaving the transaction block committed it)
 
     def _advance(self, cur: Cursor, batch: ResultBatch, part: PartitionBatch, now_ms: int) -> None:
-        key = (batch.group, batch.topic, part.partition)
+        key = (batch.group, part.topic, part.partition)
         if part.expected_offset is None:
             cur.execute(self._sql(INSERT_FIRST_OFFSET), (*key, part.next_offset, len(part.rows), batch.owner, now_ms))
         else:
@@ -168,31 +223,40 @@ class SqlResultsStore(ResultsStore):
             cur.execute(self._sql(SELECT_OFFSET), key)
             found = cur.fetchone()
             stored = int(found[1]) if found is not None else None
-            raise StaleOffsets(batch.topic, part.partition, part.expected_offset, stored)
+            raise StaleOffsets(part.topic, part.partition, part.expected_offset, stored)
 
-    def counts_for_ip(self, ip: str, window_start_from: int, window_start_to: int | None) -> list[ResultRow]:
-        upper = MAX_WINDOW_START if window_start_to is None else window_start_to
-        return self._rows(SELECT_IP, (ip, window_start_from, upper))
+    def table_rows(
+        self, table: StoredTable, schema: pa.Schema, limit: int, after: Sequence[Any] | None
+    ) -> list[tuple[tuple[Any, ...], Row]]:
+        dialect = self.tables.dialect
+        q = dialect.quote
+        names = list(schema.names)
+        if table.mode is SinkMode.UPSERT:
+            order = [q(k) for k in table.keys]
+            params = [self._stored(schema, name, value) for name, value in zip(table.keys, after or (), strict=False)]
+        else:
+            order = [self.sequence_column if self.sequence_column == "rowid" else q(self.sequence_column)]
+            params = list(after or ())
+        where = f" WHERE ({', '.join(order)}) > ({', '.join('?' for _ in order)})" if after is not None else ""
+        query = (
+            f"SELECT {', '.join([*order, *(q(n) for n in names)])} FROM {q(table.table)}{where} "
+            f"ORDER BY {', '.join(order)} LIMIT ?"
+        )
+        readers = [dialect.read(schema.field(name).type) for name in names]
+        found = []
+        for record in self._query(query, [*params, limit]):
+            position, values = tuple(record[: len(order)]), record[len(order) :]
+            row = {n: (read(v) if read is not None else v) for n, read, v in zip(names, readers, values, strict=True)}
+            if table.mode is SinkMode.UPSERT:
+                position = tuple(row[k] for k in table.keys)
+            found.append((position, row))
+        return found
 
-    def top_ips(self, window_start: int, limit: int) -> list[ResultRow]:
-        return self._rows(SELECT_TOP, (window_start, limit))
+    def _stored(self, schema: pa.Schema, name: str, value: Any) -> Any:
+        convert = self.tables.dialect.value(schema.field(name).type)
+        return convert(value) if convert is not None else value
 
-    def latest_window_start(self) -> int | None:
-        return self._scalar(SELECT_LATEST, ())
-
-    def latest_window_start_ending_by(self, end_limit: int) -> int | None:
-        return self._scalar(SELECT_LATEST_ENDING_BY, (end_limit,))
-
-    def all_results(self) -> list[ResultRow]:
-        return self._rows(SELECT_ALL, ())
-
-    def _rows(self, query: str, params: Sequence[object]) -> list[ResultRow]:
+    def _query(self, query: str, params: Sequence[object]) -> list[Any]:
         with self._lock, self._reader() as cur:
             cur.execute(self._sql(query), tuple(params))
-            return [ResultRow(int(s), int(e), str(ip), int(n)) for s, e, ip, n in cur.fetchall()]
-
-    def _scalar(self, query: str, params: Sequence[object]) -> int | None:
-        with self._lock, self._reader() as cur:
-            cur.execute(self._sql(query), tuple(params))
-            found = cur.fetchone()
-            return None if found is None or found[0] is None else int(found[0])
+            return [tuple(row) for row in cur.fetchall()]

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from onceflow.consumer.store.sql import Cursor, SqlResultsStore
+from onceflow.sinks.tables import SQLITE_TABLES
 
 
 class SqliteResultsStore(SqlResultsStore):
@@ -15,8 +16,11 @@ class SqliteResultsStore(SqlResultsStore):
 
     WAL journal with ``synchronous=FULL``: a committed batch survives ``kill -9`` and power loss.
     Writes take the write lock up front (``BEGIN IMMEDIATE``), so several consumer processes may
-    share the file; a writer waits up to ``busy_timeout_ms`` for another.
+    share the file; a writer waits up to ``busy_timeout_ms`` for another. An append table's rows
+    are listed in ``rowid`` order.
     """
+
+    tables = SQLITE_TABLES
 
     def __init__(self, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
         super().__init__()

@@ -15,6 +15,9 @@ timestamp              long, logicalType timestamp-micros
 nullable field         ["null", T] with default null
 =====================  ==============================================
 
+:func:`arrow_schema` maps a writer schema back (``int`` to int32, timestamps to UTC timestamps), so a
+reader can store any onceflow Avro record in a table.
+
 The IP-count output (four non-null columns, record ``io.onceflow.v1.IpCount``) derives the same
 fingerprint as :data:`onceflow.core.avro.IP_COUNT_SCHEMA` (logical types are not part of a
 fingerprint), so readers of the IP-count topic decode what a bound job writes.
@@ -27,6 +30,7 @@ import datetime as dt
 import decimal
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -79,6 +83,53 @@ def avro_schema(schema: pa.Schema, full_name: str, output: str = "") -> dict[str
     if namespace:
         record["namespace"] = namespace
     return record
+
+
+_AVRO_PRIMITIVES: dict[str, pa.DataType] = {
+    "string": pa.string(),
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "boolean": pa.bool_(),
+    "bytes": pa.binary(),
+}
+
+
+def _arrow_type(output: str, name: str, avro: Any, logical_types: bool) -> pa.DataType:
+    """The inverse of :func:`_avro_type` (timestamps read back as UTC, as the Avro decoder returns them)."""
+    if isinstance(avro, dict):
+        base, logical = avro.get("type"), avro.get("logicalType") if logical_types else None
+        if logical == "decimal" and base == "bytes":
+            return pa.decimal128(int(avro["precision"]), int(avro.get("scale", 0)))
+        if logical == "date" and base == "int":
+            return pa.date32()
+        if logical in ("timestamp-micros", "timestamp-millis") and base == "long":
+            return pa.timestamp("us" if logical == "timestamp-micros" else "ms", tz="UTC")
+        avro = base
+    if isinstance(avro, str) and avro in _AVRO_PRIMITIVES:
+        return _AVRO_PRIMITIVES[avro]
+    raise UnsupportedColumnType(output, name, json.dumps(avro) if not isinstance(avro, str) else avro)
+
+
+def arrow_schema(avro: Mapping[str, Any], *, logical_types: bool = True) -> pa.Schema:
+    r"""The Arrow schema of records of the Avro record schema ``avro`` (the inverse of :func:`avro_schema`).
+
+    A ``["null", T]`` union is a nullable field of T. ``logical_types`` False reads logical types as their
+    raw Avro type (epoch-millisecond ``long``\ s stay int64), as a serde created with it decodes them.
+    Raises :class:`UnsupportedColumnType` for a field no sink stores (arrays, maps, records, enums, ...).
+    """
+    output = str(avro.get("name", "record"))
+    fields = []
+    for field in avro.get("fields", ()):
+        name, avro_type, nullable = str(field["name"]), field["type"], False
+        if isinstance(avro_type, list):
+            branches = [t for t in avro_type if t != "null"]
+            if len(branches) != 1:
+                raise UnsupportedColumnType(output, name, json.dumps(avro_type))
+            avro_type, nullable = branches[0], len(branches) < len(field["type"])
+        fields.append(pa.field(name, _arrow_type(output, name, avro_type, logical_types), nullable=nullable))
+    return pa.schema(fields)
 
 
 def _json_value(value: Any) -> Any:

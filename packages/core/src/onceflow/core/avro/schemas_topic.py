@@ -13,12 +13,12 @@ import threading
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import NewTopic
 
 from onceflow.core.avro.schemas import ACCESS_EVENT_SCHEMA, IP_COUNT_SCHEMA
 from onceflow.core.avro.single_object import HEADER_SIZE, MAGIC, SingleObjectSerde, schema_fingerprint
 from onceflow.core.errors import CorruptRecord, UnknownSchema
-from onceflow.core.kafka import TopicNotFound, read_committed
+from onceflow.core.kafka import TopicNotFound, ensure_topics, read_committed
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SCHEMAS_TOPIC
 
@@ -40,17 +40,8 @@ class SchemasTopic:
         self._lock = threading.Lock()
 
     def ensure_topic(self, timeout: float = 30.0) -> None:
-        admin = AdminClient(self._config)
-        futures = admin.create_topics(
-            [NewTopic(self.topic, num_partitions=1, replication_factor=1, config={"cleanup.policy": "compact"})],
-            request_timeout=timeout,
-        )
-        for future in futures.values():
-            try:
-                future.result(timeout)
-            except KafkaException as exc:
-                if "TOPIC_ALREADY_EXISTS" not in str(exc) and "already exists" not in str(exc):
-                    raise
+        spec = NewTopic(self.topic, num_partitions=1, replication_factor=1, config={"cleanup.policy": "compact"})
+        ensure_topics(self._config, [spec], timeout=timeout)
 
     def publish(self, schema: dict[str, Any], timeout: float = 30.0) -> bytes:
         """Publish ``schema`` (idempotent: the same key and value again) and return its fingerprint."""
@@ -86,8 +77,12 @@ class SchemasTopic:
         except TopicNotFound:
             return
 
-    def decode(self, value: bytes) -> dict[str, Any]:
-        """The record in a single-object encoded ``value``, with its writer schema resolved here."""
+    def serde_for(self, value: bytes) -> SingleObjectSerde[dict[str, Any]]:
+        """The serde of the writer schema that wrote ``value`` (its ``schema`` is that writer schema).
+
+        Raises :class:`CorruptRecord` when ``value`` is not single-object encoded and
+        :class:`UnknownSchema` when neither onceflow nor the schemas topic knows its fingerprint.
+        """
         if len(value) < HEADER_SIZE or value[:2] != MAGIC:
             raise CorruptRecord(f"not an Avro single-object encoded value: {value[:HEADER_SIZE].hex() or 'empty'}")
         fingerprint = value[2:HEADER_SIZE]
@@ -97,4 +92,8 @@ class SchemasTopic:
             serde = self._serdes.get(fingerprint)
         if serde is None:
             raise UnknownSchema(fingerprint, [f"{f.hex()} in {self.topic}" for f in self._serdes])
-        return serde.decode(value)
+        return serde
+
+    def decode(self, value: bytes) -> dict[str, Any]:
+        """The record in a single-object encoded ``value``, with its writer schema resolved here."""
+        return self.serde_for(value).decode(value)

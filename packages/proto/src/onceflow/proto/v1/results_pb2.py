@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19onceflow/v1/results.proto\x12\x0bonceflow.v1\"T\n\x07IpCount\x12\x17\n\x0fwindow_start_ms\x18\x01 \x01(\x03\x12\x15\n\rwindow_end_ms\x18\x02 \x01(\x03\x12\n\n\x02ip\x18\x03 \x01(\t\x12\r\n\x05\x63ount\x18\x04 \x01(\x03\"Z\n\x12GetIpCountsRequest\x12\n\n\x02ip\x18\x01 \x01(\t\x12\x1c\n\x14window_start_from_ms\x18\x02 \x01(\x03\x12\x1a\n\x12window_start_to_ms\x18\x03 \x01(\x03\";\n\x13GetIpCountsResponse\x12$\n\x06\x63ounts\x18\x01 \x03(\x0b\x32\x14.onceflow.v1.IpCount\":\n\x10GetTopIpsRequest\x12\x17\n\x0fwindow_start_ms\x18\x01 \x01(\x03\x12\r\n\x05limit\x18\x02 \x01(\x05\"R\n\x11GetTopIpsResponse\x12\x17\n\x0fwindow_start_ms\x18\x01 \x01(\x03\x12$\n\x06\x63ounts\x18\x02 \x03(\x0b\x32\x14.onceflow.v1.IpCount\"3\n\x13WatchResultsRequest\x12\x1c\n\x14window_start_from_ms\x18\x01 \x01(\x03\"\xad\x01\n\x14WatchResultsResponse\x12$\n\x06\x63ounts\x18\x01 \x03(\x0b\x32\x14.onceflow.v1.IpCount\x12?\n\x07offsets\x18\x02 \x03(\x0b\x32..onceflow.v1.WatchResultsResponse.OffsetsEntry\x1a.\n\x0cOffsetsEntry\x12\x0b\n\x03key\x18\x01 \x01(\x05\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"-\n\x0eGeneratorTruth\x12\x0c\n\x04seed\x18\x01 \x01(\x03\x12\r\n\x05\x63ount\x18\x02 \x01(\x03\"!\n\x10SourceTopicTruth\x12\r\n\x05topic\x18\x01 \x01(\t\"\x92\x01\n\x0fRunAuditRequest\x12\x30\n\tgenerator\x18\x01 \x01(\x0b\x32\x1b.onceflow.v1.GeneratorTruthH\x00\x12\x35\n\x0csource_topic\x18\x02 \x01(\x0b\x32\x1d.onceflow.v1.SourceTopicTruthH\x00\x12\r\n\x05sinks\x18\x03 \x03(\tB\x07\n\x05truth\"V\n\rCountMismatch\x12\x17\n\x0fwindow_start_ms\x18\x01 \x01(\x03\x12\n\n\x02ip\x18\x02 \x01(\t\x12\x10\n\x08\x65xpected\x18\x03 \x01(\x03\x12\x0e\n\x06\x61\x63tual\x18\x04 \x01(\x03\"\xb5\x01\n\tSinkAudit\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12\x18\n\x10windows_expected\x18\x02 \x01(\x03\x12\x0f\n\x07matched\x18\x03 \x01(\x03\x12\x0f\n\x07missing\x18\x04 \x01(\x03\x12\r\n\x05\x65xtra\x18\x05 \x01(\x03\x12\x12\n\nmismatched\x18\x06 \x01(\x03\x12,\n\x08\x65xamples\x18\x07 \x03(\x0b\x32\x1a.onceflow.v1.CountMismatch\x12\r\n\x05\x65xact\x18\x08 \x01(\x08\"H\n\x10RunAuditResponse\x12%\n\x05sinks\x18\x01 \x03(\x0b\x32\x16.onceflow.v1.SinkAudit\x12\r\n\x05\x65xact\x18\x02 \x01(\x08\x32\xc7\x02\n\x07Results\x12P\n\x0bGetIpCounts\x12\x1f.onceflow.v1.GetIpCountsRequest\x1a .onceflow.v1.GetIpCountsResponse\x12J\n\tGetTopIps\x12\x1d.onceflow.v1.GetTopIpsRequest\x1a\x1e.onceflow.v1.GetTopIpsResponse\x12U\n\x0cWatchResults\x12 .onceflow.v1.WatchResultsRequest\x1a!.onceflow.v1.WatchResultsResponse0\x01\x12G\n\x08RunAudit\x12\x1c.onceflow.v1.RunAuditRequest\x1a\x1d.onceflow.v1.RunAuditResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19onceflow/v1/results.proto\x12\x0bonceflow.v1\"T\n\x07IpCount\x12\x17\n\x0fwindow_start_ms\x18\x01 \x01(\x03\x12\x15\n\rwindow_end_ms\x18\x02 \x01(\x03\x12\n\n\x02ip\x18\x03 \x01(\t\x12\r\n\x05\x63ount\x18\x04 \x01(\x03\"Z\n\x12GetIpCountsRequest\x12\n\n\x02ip\x18\x01 \x01(\t\x12\x1c\n\x14window_start_from_ms\x18\x02 \x01(\x03\x12\x1a\n\x12window_start_to_ms\x18\x03 \x01(\x03\";\n\x13GetIpCountsResponse\x12$\n\x06\x63ounts\x18\x01 \x03(\x0b\x32\x14.onceflow.v1.IpCount\":\n\x10GetTopIpsRequest\x12\x17\n\x0fwindow_start_ms\x18\x01 \x01(\x03\x12\r\n\x05limit\x18\x02 \x01(\x05\"R\n\x11GetTopIpsResponse\x12\x17\n\x0fwindow_start_ms\x18\x01 \x01(\x03\x12$\n\x06\x63ounts\x18\x02 \x03(\x0b\x32\x14.onceflow.v1.IpCount\"3\n\x13WatchResultsRequest\x12\x1c\n\x14window_start_from_ms\x18\x01 \x01(\x03\"\xad\x01\n\x14WatchResultsResponse\x12$\n\x06\x63ounts\x18\x01 \x03(\x0b\x32\x14.onceflow.v1.IpCount\x12?\n\x07offsets\x18\x02 \x03(\x0b\x32..onceflow.v1.WatchResultsResponse.OffsetsEntry\x1a.\n\x0cOffsetsEntry\x12\x0b\n\x03key\x18\x01 \x01(\x05\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\"-\n\x0eGeneratorTruth\x12\x0c\n\x04seed\x18\x01 \x01(\x03\x12\r\n\x05\x63ount\x18\x02 \x01(\x03\"!\n\x10SourceTopicTruth\x12\r\n\x05topic\x18\x01 \x01(\t\"\x92\x01\n\x0fRunAuditRequest\x12\x30\n\tgenerator\x18\x01 \x01(\x0b\x32\x1b.onceflow.v1.GeneratorTruthH\x00\x12\x35\n\x0csource_topic\x18\x02 \x01(\x0b\x32\x1d.onceflow.v1.SourceTopicTruthH\x00\x12\r\n\x05sinks\x18\x03 \x03(\tB\x07\n\x05truth\"V\n\rCountMismatch\x12\x17\n\x0fwindow_start_ms\x18\x01 \x01(\x03\x12\n\n\x02ip\x18\x02 \x01(\t\x12\x10\n\x08\x65xpected\x18\x03 \x01(\x03\x12\x0e\n\x06\x61\x63tual\x18\x04 \x01(\x03\"\xb5\x01\n\tSinkAudit\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12\x18\n\x10windows_expected\x18\x02 \x01(\x03\x12\x0f\n\x07matched\x18\x03 \x01(\x03\x12\x0f\n\x07missing\x18\x04 \x01(\x03\x12\r\n\x05\x65xtra\x18\x05 \x01(\x03\x12\x12\n\nmismatched\x18\x06 \x01(\x03\x12,\n\x08\x65xamples\x18\x07 \x03(\x0b\x32\x1a.onceflow.v1.CountMismatch\x12\r\n\x05\x65xact\x18\x08 \x01(\x08\"H\n\x10RunAuditResponse\x12%\n\x05sinks\x18\x01 \x03(\x0b\x32\x16.onceflow.v1.SinkAudit\x12\r\n\x05\x65xact\x18\x02 \x01(\x08\"\x13\n\x11ListTablesRequest\"6\n\x06\x43olumn\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x10\n\x08nullable\x18\x03 \x01(\x08\"\x94\x01\n\x0bStoredTable\x12\r\n\x05table\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x0c\n\x04mode\x18\x03 \x01(\t\x12\x0c\n\x04keys\x18\x04 \x03(\t\x12\x14\n\x0cvalue_format\x18\x05 \x01(\t\x12\x0f\n\x07\x63reated\x18\x06 \x01(\x08\x12$\n\x07\x63olumns\x18\x07 \x03(\x0b\x32\x13.onceflow.v1.Column\">\n\x12ListTablesResponse\x12(\n\x06tables\x18\x01 \x03(\x0b\x32\x18.onceflow.v1.StoredTable\"\x13\n\x03Row\x12\x0c\n\x04json\x18\x01 \x01(\t\"C\n\x0fListRowsRequest\x12\r\n\x05table\x18\x01 \x01(\t\x12\r\n\x05limit\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"K\n\x10ListRowsResponse\x12\x1e\n\x04rows\x18\x01 \x03(\x0b\x32\x10.onceflow.v1.Row\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"!\n\x10WatchRowsRequest\x12\r\n\x05table\x18\x01 \x01(\t\"\xa1\x01\n\x11WatchRowsResponse\x12\x1e\n\x04rows\x18\x01 \x03(\x0b\x32\x10.onceflow.v1.Row\x12<\n\x07offsets\x18\x02 \x03(\x0b\x32+.onceflow.v1.WatchRowsResponse.OffsetsEntry\x1a.\n\x0cOffsetsEntry\x12\x0b\n\x03key\x18\x01 \x01(\x05\x12\r\n\x05value\x18\x02 \x01(\x03:\x02\x38\x01\x32\xad\x04\n\x07Results\x12P\n\x0bGetIpCounts\x12\x1f.onceflow.v1.GetIpCountsRequest\x1a .onceflow.v1.GetIpCountsResponse\x12J\n\tGetTopIps\x12\x1d.onceflow.v1.GetTopIpsRequest\x1a\x1e.onceflow.v1.GetTopIpsResponse\x12U\n\x0cWatchResults\x12 .onceflow.v1.WatchResultsRequest\x1a!.onceflow.v1.WatchResultsResponse0\x01\x12G\n\x08RunAudit\x12\x1c.onceflow.v1.RunAuditRequest\x1a\x1d.onceflow.v1.RunAuditResponse\x12M\n\nListTables\x12\x1e.onceflow.v1.ListTablesRequest\x1a\x1f.onceflow.v1.ListTablesResponse\x12G\n\x08ListRows\x12\x1c.onceflow.v1.ListRowsRequest\x1a\x1d.onceflow.v1.ListRowsResponse\x12L\n\tWatchRows\x12\x1d.onceflow.v1.WatchRowsRequest\x1a\x1e.onceflow.v1.WatchRowsResponse0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,6 +34,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_WATCHRESULTSRESPONSE_OFFSETSENTRY']._loaded_options = None
   _globals['_WATCHRESULTSRESPONSE_OFFSETSENTRY']._serialized_options = b'8\001'
+  _globals['_WATCHROWSRESPONSE_OFFSETSENTRY']._loaded_options = None
+  _globals['_WATCHROWSRESPONSE_OFFSETSENTRY']._serialized_options = b'8\001'
   _globals['_IPCOUNT']._serialized_start=42
   _globals['_IPCOUNT']._serialized_end=126
   _globals['_GETIPCOUNTSREQUEST']._serialized_start=128
@@ -62,6 +64,26 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SINKAUDIT']._serialized_end=1155
   _globals['_RUNAUDITRESPONSE']._serialized_start=1157
   _globals['_RUNAUDITRESPONSE']._serialized_end=1229
-  _globals['_RESULTS']._serialized_start=1232
-  _globals['_RESULTS']._serialized_end=1559
+  _globals['_LISTTABLESREQUEST']._serialized_start=1231
+  _globals['_LISTTABLESREQUEST']._serialized_end=1250
+  _globals['_COLUMN']._serialized_start=1252
+  _globals['_COLUMN']._serialized_end=1306
+  _globals['_STOREDTABLE']._serialized_start=1309
+  _globals['_STOREDTABLE']._serialized_end=1457
+  _globals['_LISTTABLESRESPONSE']._serialized_start=1459
+  _globals['_LISTTABLESRESPONSE']._serialized_end=1521
+  _globals['_ROW']._serialized_start=1523
+  _globals['_ROW']._serialized_end=1542
+  _globals['_LISTROWSREQUEST']._serialized_start=1544
+  _globals['_LISTROWSREQUEST']._serialized_end=1611
+  _globals['_LISTROWSRESPONSE']._serialized_start=1613
+  _globals['_LISTROWSRESPONSE']._serialized_end=1688
+  _globals['_WATCHROWSREQUEST']._serialized_start=1690
+  _globals['_WATCHROWSREQUEST']._serialized_end=1723
+  _globals['_WATCHROWSRESPONSE']._serialized_start=1726
+  _globals['_WATCHROWSRESPONSE']._serialized_end=1887
+  _globals['_WATCHROWSRESPONSE_OFFSETSENTRY']._serialized_start=606
+  _globals['_WATCHROWSRESPONSE_OFFSETSENTRY']._serialized_end=652
+  _globals['_RESULTS']._serialized_start=1890
+  _globals['_RESULTS']._serialized_end=2447
 # @@protoc_insertion_point(module_scope)

@@ -135,3 +135,86 @@ class RunAuditResponse(_message.Message):
     sinks: _containers.RepeatedCompositeFieldContainer[SinkAudit]
     exact: bool
     def __init__(self, sinks: _Optional[_Iterable[_Union[SinkAudit, _Mapping]]] = ..., exact: _Optional[bool] = ...) -> None: ...
+
+class ListTablesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class Column(_message.Message):
+    __slots__ = ("name", "type", "nullable")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    NULLABLE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    type: str
+    nullable: bool
+    def __init__(self, name: _Optional[str] = ..., type: _Optional[str] = ..., nullable: _Optional[bool] = ...) -> None: ...
+
+class StoredTable(_message.Message):
+    __slots__ = ("table", "topic", "mode", "keys", "value_format", "created", "columns")
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    table: str
+    topic: str
+    mode: str
+    keys: _containers.RepeatedScalarFieldContainer[str]
+    value_format: str
+    created: bool
+    columns: _containers.RepeatedCompositeFieldContainer[Column]
+    def __init__(self, table: _Optional[str] = ..., topic: _Optional[str] = ..., mode: _Optional[str] = ..., keys: _Optional[_Iterable[str]] = ..., value_format: _Optional[str] = ..., created: _Optional[bool] = ..., columns: _Optional[_Iterable[_Union[Column, _Mapping]]] = ...) -> None: ...
+
+class ListTablesResponse(_message.Message):
+    __slots__ = ("tables",)
+    TABLES_FIELD_NUMBER: _ClassVar[int]
+    tables: _containers.RepeatedCompositeFieldContainer[StoredTable]
+    def __init__(self, tables: _Optional[_Iterable[_Union[StoredTable, _Mapping]]] = ...) -> None: ...
+
+class Row(_message.Message):
+    __slots__ = ("json",)
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    json: str
+    def __init__(self, json: _Optional[str] = ...) -> None: ...
+
+class ListRowsRequest(_message.Message):
+    __slots__ = ("table", "limit", "page_token")
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    table: str
+    limit: int
+    page_token: str
+    def __init__(self, table: _Optional[str] = ..., limit: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+
+class ListRowsResponse(_message.Message):
+    __slots__ = ("rows", "next_page_token")
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    rows: _containers.RepeatedCompositeFieldContainer[Row]
+    next_page_token: str
+    def __init__(self, rows: _Optional[_Iterable[_Union[Row, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class WatchRowsRequest(_message.Message):
+    __slots__ = ("table",)
+    TABLE_FIELD_NUMBER: _ClassVar[int]
+    table: str
+    def __init__(self, table: _Optional[str] = ...) -> None: ...
+
+class WatchRowsResponse(_message.Message):
+    __slots__ = ("rows", "offsets")
+    class OffsetsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: int
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    rows: _containers.RepeatedCompositeFieldContainer[Row]
+    offsets: _containers.ScalarMap[int, int]
+    def __init__(self, rows: _Optional[_Iterable[_Union[Row, _Mapping]]] = ..., offsets: _Optional[_Mapping[int, int]] = ...) -> None: ...

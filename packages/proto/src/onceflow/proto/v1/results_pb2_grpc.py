@@ -55,6 +55,21 @@ class ResultsStub:
                 request_serializer=onceflow_dot_v1_dot_results__pb2.RunAuditRequest.SerializeToString,
                 response_deserializer=onceflow_dot_v1_dot_results__pb2.RunAuditResponse.FromString,
                 _registered_method=True)
+        self.ListTables = channel.unary_unary(
+                '/onceflow.v1.Results/ListTables',
+                request_serializer=onceflow_dot_v1_dot_results__pb2.ListTablesRequest.SerializeToString,
+                response_deserializer=onceflow_dot_v1_dot_results__pb2.ListTablesResponse.FromString,
+                _registered_method=True)
+        self.ListRows = channel.unary_unary(
+                '/onceflow.v1.Results/ListRows',
+                request_serializer=onceflow_dot_v1_dot_results__pb2.ListRowsRequest.SerializeToString,
+                response_deserializer=onceflow_dot_v1_dot_results__pb2.ListRowsResponse.FromString,
+                _registered_method=True)
+        self.WatchRows = channel.unary_stream(
+                '/onceflow.v1.Results/WatchRows',
+                request_serializer=onceflow_dot_v1_dot_results__pb2.WatchRowsRequest.SerializeToString,
+                response_deserializer=onceflow_dot_v1_dot_results__pb2.WatchRowsResponse.FromString,
+                _registered_method=True)
 
 
 class ResultsServicer:
@@ -88,6 +103,27 @@ class ResultsServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListTables(self, request, context):
+        """The stored tables: which topic each one stores, how, and its columns.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRows(self, request, context):
+        """One page of a stored table's rows: an upsert table in key order, an append table in insertion order.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def WatchRows(self, request, context):
+        """Streams the rows of one table as the consumer commits them (first message: no rows, the offsets).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ResultsServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -110,6 +146,21 @@ def add_ResultsServicer_to_server(servicer, server):
                     servicer.RunAudit,
                     request_deserializer=onceflow_dot_v1_dot_results__pb2.RunAuditRequest.FromString,
                     response_serializer=onceflow_dot_v1_dot_results__pb2.RunAuditResponse.SerializeToString,
+            ),
+            'ListTables': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTables,
+                    request_deserializer=onceflow_dot_v1_dot_results__pb2.ListTablesRequest.FromString,
+                    response_serializer=onceflow_dot_v1_dot_results__pb2.ListTablesResponse.SerializeToString,
+            ),
+            'ListRows': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRows,
+                    request_deserializer=onceflow_dot_v1_dot_results__pb2.ListRowsRequest.FromString,
+                    response_serializer=onceflow_dot_v1_dot_results__pb2.ListRowsResponse.SerializeToString,
+            ),
+            'WatchRows': grpc.unary_stream_rpc_method_handler(
+                    servicer.WatchRows,
+                    request_deserializer=onceflow_dot_v1_dot_results__pb2.WatchRowsRequest.FromString,
+                    response_serializer=onceflow_dot_v1_dot_results__pb2.WatchRowsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -220,6 +271,87 @@ class Results:
             '/onceflow.v1.Results/RunAudit',
             onceflow_dot_v1_dot_results__pb2.RunAuditRequest.SerializeToString,
             onceflow_dot_v1_dot_results__pb2.RunAuditResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTables(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/onceflow.v1.Results/ListTables',
+            onceflow_dot_v1_dot_results__pb2.ListTablesRequest.SerializeToString,
+            onceflow_dot_v1_dot_results__pb2.ListTablesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRows(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/onceflow.v1.Results/ListRows',
+            onceflow_dot_v1_dot_results__pb2.ListRowsRequest.SerializeToString,
+            onceflow_dot_v1_dot_results__pb2.ListRowsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WatchRows(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/onceflow.v1.Results/WatchRows',
+            onceflow_dot_v1_dot_results__pb2.WatchRowsRequest.SerializeToString,
+            onceflow_dot_v1_dot_results__pb2.WatchRowsResponse.FromString,
             options,
             channel_credentials,
             insecure,

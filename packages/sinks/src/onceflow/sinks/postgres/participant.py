@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import errors, sql
 
-from onceflow.core.contract import SinkBinding, SinkMode, TransactionId, ip_count_table_binding
+from onceflow.core.contract import SinkBinding, TransactionId, ip_count_table_binding
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
 from onceflow.sinks.base import BoundRows, SinkParticipant
@@ -18,17 +18,8 @@ from onceflow.sinks.exceptions import (
     TransactionAlreadyCommitted,
     TransactionNotPrepared,
 )
-from onceflow.sinks.postgres.schema import (
-    PRIMARY_KEY,
-    RECORD_COMMIT,
-    SCHEMA,
-    TABLE_COLUMNS,
-    gid_of,
-    gid_prefix,
-    txn_of,
-)
-from onceflow.sinks.tables import POSTGRES, Column, plan_table
-from onceflow.sinks.tables.dialects import postgres_array_type
+from onceflow.sinks.postgres.schema import RECORD_COMMIT, SCHEMA, gid_of, gid_prefix, txn_of
+from onceflow.sinks.tables.access import POSTGRES_TABLES
 
 Connection = psycopg.Connection[tuple[object, ...]]
 
@@ -82,14 +73,7 @@ class PostgresParticipant(SinkParticipant):
         if binding.schema is None or (key in self._ready and not force):
             return
         with self._ready_lock, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"onceflow-table:{binding.table}",))
-            name = POSTGRES.quote(binding.table)
-            found = conn.execute(TABLE_COLUMNS, (name,)).fetchall()
-            existing = [Column(str(n), str(t), bool(nn), bool(d)) for n, t, nn, d in found] if found else None
-            primary_key = [str(k) for (k,) in conn.execute(PRIMARY_KEY, (name,)).fetchall()]
-            plan = plan_table(POSTGRES, self.name, binding, existing, primary_key)
-            for statement in plan.statements:
-                conn.execute(statement.encode())
+            plan = POSTGRES_TABLES.ensure(conn, self.name, binding)
             self._ready.add(key)
         if plan.created or plan.added:
             _log.info(
@@ -98,20 +82,8 @@ class PostgresParticipant(SinkParticipant):
 
     @staticmethod
     def _write(conn: Connection, bound: BoundRows) -> None:
-        """Every row of the binding in one set-based statement: one array per column, ``unnest``ed."""
-        binding, rows = bound.binding, bound.rows
-        if not rows.num_rows:
-            return
-        q = POSTGRES.quote
-        names = rows.column_names
-        arrays = ", ".join(f"%s::{postgres_array_type(f.type)}" for f in rows.schema)
-        statement = f"INSERT INTO {q(binding.table)} ({', '.join(q(n) for n in names)}) SELECT * FROM unnest({arrays})"
-        if binding.mode is SinkMode.UPSERT and binding.keys:
-            others = [n for n in names if n not in binding.keys]
-            conflict = f" ON CONFLICT ({', '.join(q(k) for k in binding.keys)}) "
-            action = ", ".join(f"{q(n)} = EXCLUDED.{q(n)}" for n in others)
-            statement += conflict + (f"DO UPDATE SET {action}" if others else "DO NOTHING")
-        conn.execute(statement.encode(), POSTGRES.columns(rows))
+        """Every row of the binding in one set-based statement (see :class:`~onceflow.sinks.tables.PostgresTables`)."""
+        POSTGRES_TABLES.write(conn, bound.binding, bound.rows)
 
     def _connect(self) -> Connection:
         return psycopg.connect(self.dsn, autocommit=True, connect_timeout=self._connect_timeout_s)

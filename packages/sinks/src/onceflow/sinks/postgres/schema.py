@@ -1,4 +1,4 @@
-"""The PostgreSQL sink's own table, catalog queries, and the global ids of its prepared transactions."""
+"""The PostgreSQL sink's own table and the global ids of its prepared transactions."""
 
 from __future__ import annotations
 
@@ -17,21 +17,6 @@ CREATE TABLE IF NOT EXISTS onceflow_commits (
 """
 
 RECORD_COMMIT: Final = "INSERT INTO onceflow_commits (sink, job, batch) VALUES (%s, %s, %s)"
-
-#: A table's columns: name, type (as ``format_type`` spells it), NOT NULL, has a default.
-TABLE_COLUMNS: Final = """
-SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, a.atthasdef
-FROM pg_attribute a WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum
-"""
-
-#: A table's primary key columns, in key order.
-PRIMARY_KEY: Final = """
-SELECT a.attname FROM pg_index i
-JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, position) ON true
-JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-WHERE i.indrelid = to_regclass(%s) AND i.indisprimary ORDER BY k.position
-"""
-
 
 #: PostgreSQL's limit on a prepared transaction's identifier (GIDSIZE - 1).
 MAX_GID_LENGTH: Final = 199

@@ -12,13 +12,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from onceflow.core.contract import SinkBinding, SinkMode, TransactionId, ip_count_table_binding
+from onceflow.core.contract import SinkBinding, TransactionId, ip_count_table_binding
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
 from onceflow.sinks.base import BoundRows, SinkParticipant
 from onceflow.sinks.exceptions import PrepareRejected, TransactionAlreadyCommitted, TransactionNotPrepared
 from onceflow.sinks.sqlite.schema import SCHEMA
-from onceflow.sinks.tables import SQLITE, Column, null_violation, plan_table
+from onceflow.sinks.tables import SQLITE_TABLES, Column, null_violation
 
 _log = get_logger(__name__)
 
@@ -75,15 +75,7 @@ class SqliteParticipant(SinkParticipant):
 
     def _columns(self, table: str) -> tuple[list[Column] | None, list[str]]:
         """The table's columns and primary key, or (None, []) when there is no such table."""
-        info = self._db.execute(f"PRAGMA table_info({SQLITE.quote(table)})").fetchall()
-        if not info:
-            return None, []
-        columns = [
-            Column(str(name), str(kind), bool(notnull), default is not None)
-            for _, name, kind, notnull, default, _ in info
-        ]
-        key = [str(row[1]) for row in sorted((r for r in info if r[5]), key=lambda r: r[5])]
-        return columns, key
+        return SQLITE_TABLES.describe(self._db, table)
 
     def prepare_bindings(self, job: str, bindings: Sequence[SinkBinding]) -> None:
         """Create or check every binding's table (see :func:`onceflow.sinks.tables.plan_table`)."""
@@ -95,10 +87,7 @@ class SqliteParticipant(SinkParticipant):
         """Make ``binding.table`` fit the binding: checked when a job starts, then once per participant life."""
         if binding.schema is None or ((binding.table, binding.output) in self._ready and not force):
             return
-        existing, key = self._columns(binding.table)
-        plan = plan_table(SQLITE, self.name, binding, existing, key)
-        for statement in plan.statements:
-            db.execute(statement)
+        plan = SQLITE_TABLES.ensure(db, self.name, binding)
         if plan.created or plan.added:
             _log.info(
                 "table.ready", sink=self.name, table=binding.table, created=plan.created, added=",".join(plan.added)
@@ -106,21 +95,7 @@ class SqliteParticipant(SinkParticipant):
         self._ready.add((binding.table, binding.output))
 
     def _write(self, db: sqlite3.Connection, bound: BoundRows) -> None:
-        binding, rows = bound.binding, bound.rows
-        if not rows.num_rows:
-            return
-        q = SQLITE.quote
-        names = rows.column_names
-        statement = (
-            f"INSERT INTO {q(binding.table)} ({', '.join(q(n) for n in names)}) "
-            f"VALUES ({', '.join('?' for _ in names)})"
-        )
-        if binding.mode is SinkMode.UPSERT and binding.keys:
-            others = [n for n in names if n not in binding.keys]
-            action = ", ".join(f"{q(n)} = excluded.{q(n)}" for n in others) if others else ""
-            conflict = f" ON CONFLICT ({', '.join(q(k) for k in binding.keys)}) "
-            statement += conflict + (f"DO UPDATE SET {action}" if action else "DO NOTHING")
-        db.executemany(statement, zip(*SQLITE.columns(rows), strict=True))
+        SQLITE_TABLES.write(db, bound.binding, bound.rows)
 
     # --- the protocol ---------------------------------------------------------------------------
 

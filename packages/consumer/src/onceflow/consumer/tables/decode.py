@@ -1,0 +1,112 @@
+"""Record values to rows: Avro single-object encoding (writer schema by fingerprint) or JSON (declared columns)."""
+
+from __future__ import annotations
+
+import abc
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from onceflow.consumer.exceptions import RecordRejected
+from onceflow.consumer.tables.stored import StoredTable
+from onceflow.core.avro import SingleObjectSerde
+from onceflow.core.avro.arrow import arrow_schema, json_field
+from onceflow.core.avro.schemas_topic import SchemasTopic
+from onceflow.core.contract import UnsupportedColumnType, ValueFormat
+from onceflow.core.errors import SerializationError
+
+
+@dataclass(frozen=True)
+class DecodedRecord:
+    """One record as a row (Python values of ``schema``'s Arrow types); ``schema_id`` names the schema."""
+
+    row: dict[str, Any]
+    schema: pa.Schema
+    schema_id: str
+
+
+class RecordDecoder(abc.ABC):
+    """Decodes the values of one topic. ``decode`` raises :class:`RecordRejected` with the reason."""
+
+    @abc.abstractmethod
+    def decode(self, value: bytes | None) -> DecodedRecord:
+        """The row in ``value``."""
+
+
+class AvroDecoder(RecordDecoder):
+    """Avro single-object encoded values; the writer schema is resolved by its fingerprint (onceflow's
+    own schemas, then the schemas topic) and is the row's schema (see :func:`arrow_schema`)."""
+
+    def __init__(self, schemas: SchemasTopic, *, logical_types: bool = True) -> None:
+        self._schemas = schemas
+        self._logical_types = logical_types
+        self._by_fingerprint: dict[bytes, tuple[SingleObjectSerde[dict[str, Any]], pa.Schema] | str] = {}
+
+    def decode(self, value: bytes | None) -> DecodedRecord:
+        if not value:
+            raise RecordRejected("a null or empty value (not an Avro record)")
+        try:
+            writer = self._schemas.serde_for(value)
+        except SerializationError as exc:
+            raise RecordRejected(str(exc)) from None
+        known = self._by_fingerprint.get(writer.fingerprint)
+        if known is None:
+            try:
+                schema = arrow_schema(writer.schema, logical_types=self._logical_types)
+                known = (SingleObjectSerde(writer.schema, logical_types=self._logical_types), schema)
+            except UnsupportedColumnType as exc:
+                known = f"writer schema {writer.name} ({writer.fingerprint.hex()}): {exc}"
+            self._by_fingerprint[writer.fingerprint] = known
+        if isinstance(known, str):
+            raise RecordRejected(known)
+        serde, schema = known
+        try:
+            row = serde.decode(value)
+        except SerializationError as exc:
+            raise RecordRejected(str(exc)) from None
+        return DecodedRecord(dict(row), schema, writer.fingerprint.hex())
+
+
+class JsonDecoder(RecordDecoder):
+    """JSON objects as the Kafka sink writes them (timestamps ISO-8601, decimals as strings, bytes
+    base64), read into the declared columns. Fields the columns do not name are ignored; a missing
+    field is null."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self._schema = schema
+        self._not_null = [f.name for f in schema if not f.nullable]
+
+    def decode(self, value: bytes | None) -> DecodedRecord:
+        if not value:
+            raise RecordRejected("a null or empty value (not a JSON object)")
+        try:
+            doc = json.loads(value)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise RecordRejected(f"not JSON: {exc}") from None
+        if not isinstance(doc, dict):
+            raise RecordRejected(f"not a JSON object but a {type(doc).__name__}")
+        row: dict[str, Any] = {}
+        for field in self._schema:
+            try:
+                row[field.name] = json_field(field.type, doc.get(field.name))
+            except (ValueError, TypeError, ArithmeticError) as exc:
+                raise RecordRejected(f"column {field.name!r} ({field.type}): {exc}") from None
+        nulls = [name for name in self._not_null if row[name] is None]
+        if nulls:
+            raise RecordRejected(f"NOT NULL column(s) {', '.join(nulls)} missing or null")
+        try:
+            pa.RecordBatch.from_pylist([row], schema=self._schema)
+        except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
+            raise RecordRejected(f"does not fit the columns: {exc}") from None
+        return DecodedRecord(row, self._schema, "declared")
+
+
+def decoder_for(table: StoredTable, schemas: SchemasTopic) -> RecordDecoder:
+    """The decoder of ``table``'s topic."""
+    if table.value_format is ValueFormat.JSON:
+        if table.schema is None:
+            raise ValueError(f"table {table.table!r}: a JSON topic needs declared columns")
+        return JsonDecoder(table.schema)
+    return AvroDecoder(schemas, logical_types=table.avro_logical_types)
