@@ -104,7 +104,7 @@ fmt: setup-env ## format and auto-fix
 
 typecheck: setup-env ## mypy --strict, one package at a time (tests share module names across packages)
 	@set -e; for p in $(PACKAGES); do echo "mypy $$p"; $(VENV)/mypy $$p/src $$p/tests; done
-	$(VENV)/mypy tests proto/generate.py $(wildcard bench/*.py)
+	$(VENV)/mypy tests conftest.py proto/generate.py $(wildcard bench/*.py)
 
 pytest: setup ## the test suite (slow end-to-end and chaos tests included)
 	$(VENV)/pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS)

@@ -58,7 +58,7 @@ from onceflow.coordinator.testing import CoordinatorProcess
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IP_COUNT_SERDE
 from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import SINK_TOPIC
-from onceflow.logproducer.generator.traffic import TrafficModel, event
+from onceflow.core.traffic.model import TrafficModel, event
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner import build_session, start_query
 

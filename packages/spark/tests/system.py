@@ -33,8 +33,8 @@ from onceflow.coordinator.testing import CoordinatorProcess
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IP_COUNT_SERDE
 from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import SINK_TOPIC, SOURCE_TOPIC
-from onceflow.logproducer.generator.traffic import TrafficModel, event
-from onceflow.logproducer.generator.truth import expected_counts
+from onceflow.core.traffic.model import TrafficModel, event
+from onceflow.core.traffic.truth import expected_counts
 from onceflow.runtime.worker.end_of_input import write_end_of_input
 
 Key = tuple[int, str]

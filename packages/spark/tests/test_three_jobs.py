@@ -37,7 +37,7 @@ import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.broker.testing.clients import create_topic, read_topic
-from onceflow.logproducer.generator.traffic import TrafficModel, event
+from onceflow.core.traffic.model import TrafficModel, event
 from onceflow.sinks.testing.postgres import PostgresServer
 
 from .conftest import TEST_SPARK, TEST_TRIGGER_MS

@@ -17,8 +17,8 @@ from typing import Any
 from onceflow.core import defaults
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.settings import parse_pairs
-from onceflow.logproducer.generator.connector import generator_config_def, model_from_config
-from onceflow.logproducer.generator.truth import expected_counts
+from onceflow.core.traffic import expected_counts, model_from_config
+from onceflow.logproducer.generator.connector import generator_config_def
 from onceflow.logproducer.sample import write_sample_log
 
 

@@ -19,9 +19,7 @@ from onceflow.core.end_of_input import is_marker
 from onceflow.core.errors import InvalidConfig, SerializationError
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
-from onceflow.logproducer.generator import TrafficModel, expected_counts
-from onceflow.logproducer.generator.connector import generator_config_def, model_from_config
-from onceflow.logproducer.generator.traffic import ip_and_time
+from onceflow.core.traffic import TrafficModel, expected_counts, ip_and_time, model_from_config, traffic_config_def
 
 _log = get_logger(__name__)
 
@@ -30,7 +28,7 @@ def generator_model(seed: int, settings: Mapping[str, str] | None = None) -> Tra
     """The generator's traffic model for ``seed`` and its connector settings (``ips``, ``max.disorder.ms``, ...)."""
     raw = {**dict(settings or {}), "seed": str(seed)}
     try:
-        return model_from_config(generator_config_def().parse(raw))
+        return model_from_config(traffic_config_def().parse(raw))
     except InvalidConfig as exc:
         raise InvalidQuery(f"generator setting {exc.setting}", exc.reason) from None
 

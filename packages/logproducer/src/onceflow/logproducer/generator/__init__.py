@@ -1,8 +1,7 @@
-"""The ``access-log-generator`` connector and its exact truth."""
+"""The ``access-log-generator`` connector (its traffic model and truth live in :mod:`onceflow.core.traffic`)."""
 
+from onceflow.core.traffic import TrafficModel, WindowCount, event, expected_counts
 from onceflow.logproducer.generator.connector import SEQ_HEADER, AccessLogGeneratorConnector, AccessLogGeneratorTask
-from onceflow.logproducer.generator.traffic import TrafficModel, event
-from onceflow.logproducer.generator.truth import WindowCount, expected_counts
 
 __all__ = [
     "SEQ_HEADER",

@@ -13,29 +13,26 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from onceflow.core import topics
+from onceflow.core.config_def import ConfigDef, ConfigType
+from onceflow.core.traffic import define_traffic, model_from_config
+from onceflow.core.traffic.model import BLOCK, METHODS, STATUSES, USER_AGENTS, block, pools
 from onceflow.logproducer.encoding import HEADER, AccessEventEncoder, TimestampEncoder
-from onceflow.logproducer.generator.traffic import BLOCK, METHODS, STATUSES, USER_AGENTS, TrafficModel, block, pools
 from onceflow.runtime.api.source import END_OF_INPUT_KEY, EndOfInput, SourceConnector, SourceRecord, SourceTask
-from onceflow.runtime.config.definition import ConfigDef, ConfigType, ParsedConfig
 
 SEQ_HEADER = "seq"
 
 
 def generator_config_def() -> ConfigDef:
-    return (
+    """The connector's settings: the traffic model's (:func:`onceflow.core.traffic.define_traffic`) and
+    where, how many and how fast."""
+    return define_traffic(
         ConfigDef()
         .define("topic", ConfigType.STRING, "topic to write", default=topics.SOURCE_TOPIC)
-        .define("seed", ConfigType.INT, "seed of the traffic; same seed, same events", default=0)
         .define("count", ConfigType.INT, "events to generate in total (0 = no end)", default=0, min=0)
         .define(
             "rate", ConfigType.FLOAT, "events per second over all tasks (0 = as fast as possible)", default=0, min=0
         )
         .define("batch.size", ConfigType.INT, "most events returned by one poll", default=5000, min=1, max=1_000_000)
-        .define("ips", ConfigType.INT, "distinct client ips", default=1000, min=1, max=1_000_000)
-        .define("paths", ConfigType.INT, "distinct paths", default=200, min=1, max=100_000)
-        .define("zipf.exponent", ConfigType.FLOAT, "Zipf exponent of ips and paths", default=1.1, min=0)
-        .define("event.time.start.ms", ConfigType.INT, "event time of event 0", default=1_767_225_600_000, min=0)
-        .define("event.time.rate", ConfigType.INT, "events per second of event time", default=1000, min=1)
         .define(
             "end.of.input",
             ConfigType.STRING,
@@ -44,25 +41,6 @@ def generator_config_def() -> ConfigDef:
             default="never",
             choices=("never", "eof"),
         )
-        .define(
-            "max.disorder.ms",
-            ConfigType.INT,
-            "most an event's time may lag the newest one before it (keep below the job's lateness)",
-            default=3000,
-            min=0,
-        )
-    )
-
-
-def model_from_config(config: ParsedConfig) -> TrafficModel:
-    return TrafficModel(
-        seed=config.get_int("seed"),
-        ips=config.get_int("ips"),
-        paths=config.get_int("paths"),
-        zipf_exponent=config.get_float("zipf.exponent"),
-        start_ms=config.get_int("event.time.start.ms"),
-        event_rate=config.get_int("event.time.rate"),
-        max_disorder_ms=config.get_int("max.disorder.ms"),
     )
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from onceflow.core import topics
+from onceflow.core.config_def import ConfigDef, ConfigType
 from onceflow.core.logging import get_logger
 from onceflow.logproducer.dead_letter import dead_letter_record
 from onceflow.logproducer.encoding import AccessEventEncoder
@@ -23,7 +24,6 @@ from onceflow.logproducer.formats.parser import FORMATS, LineParser
 from onceflow.logproducer.tailer.position import FilePosition
 from onceflow.logproducer.tailer.reader import Line, RotatingFileReader
 from onceflow.runtime.api.source import END_OF_INPUT_KEY, EndOfInput, SourceConnector, SourceRecord, SourceTask
-from onceflow.runtime.config.definition import ConfigDef, ConfigType
 
 _log = get_logger(__name__)
 

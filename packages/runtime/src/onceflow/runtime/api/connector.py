@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import ClassVar
 
-from onceflow.runtime.config.definition import ConfigDef, ConfigValidation
+from onceflow.core.config_def import ConfigDef, ConfigValidation
 
 
 class ConnectorType(enum.Enum):

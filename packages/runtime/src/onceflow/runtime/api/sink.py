@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from onceflow.core.config_def import ConfigDef
 from onceflow.runtime.api.connector import Connector, ConnectorType, Task
-from onceflow.runtime.config.definition import ConfigDef
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
+from onceflow.core.config_def import ConfigDef
 from onceflow.runtime.api.connector import Connector, ConnectorType, Task
-from onceflow.runtime.config.definition import ConfigDef
 
 
 @dataclass(slots=True)

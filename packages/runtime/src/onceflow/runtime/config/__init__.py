@@ -1,5 +1,6 @@
 """Declared configuration: connector configs checked against a :class:`ConfigDef`, worker settings."""
 
+from onceflow.core.config_def import ConfigDef, ConfigKey, ConfigType, ConfigValidation, ParsedConfig
 from onceflow.runtime.config.connector_config import (
     CONNECTOR_CLASS,
     NAME,
@@ -10,7 +11,6 @@ from onceflow.runtime.config.connector_config import (
     sink_config_def,
     source_config_def,
 )
-from onceflow.runtime.config.definition import ConfigDef, ConfigKey, ConfigType, ConfigValidation, ParsedConfig
 from onceflow.runtime.config.files import load_connector_file
 
 __all__ = [

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from onceflow.runtime.config.definition import ConfigDef, ConfigType
+from onceflow.core.config_def import ConfigDef, ConfigType
 
 NAME: Final = "name"
 CONNECTOR_CLASS: Final = "connector.class"

@@ -7,7 +7,7 @@ can never disagree with what the worker accepts.
 
 from __future__ import annotations
 
-from onceflow.runtime.config.definition import REQUIRED, ConfigDef, ConfigKey
+from onceflow.core.config_def import REQUIRED, ConfigDef, ConfigKey
 from onceflow.runtime.plugins import PluginInfo
 
 

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from onceflow.core.config_def import ConfigValidation
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.logging import get_logger
 from onceflow.runtime.api.connector import Connector, ConnectorType
 from onceflow.runtime.config.connector_config import CONNECTOR_CLASS, NAME, TASKS_MAX
-from onceflow.runtime.config.definition import ConfigValidation
 from onceflow.runtime.exceptions import (
     ConnectorExists,
     ConnectorNotFound,

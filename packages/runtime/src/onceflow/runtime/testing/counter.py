@@ -11,8 +11,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from onceflow.core.config_def import ConfigDef, ConfigType
 from onceflow.runtime.api.source import SourceConnector, SourceRecord, SourceTask
-from onceflow.runtime.config.definition import ConfigDef, ConfigType
 
 
 def counter_config_def() -> ConfigDef:

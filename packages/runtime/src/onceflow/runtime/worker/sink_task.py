@@ -11,9 +11,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
+from onceflow.core.config_def import ParsedConfig
 from onceflow.runtime.api.sink import SinkRecord, SinkTask
 from onceflow.runtime.config.connector_config import TOPICS
-from onceflow.runtime.config.definition import ParsedConfig
 from onceflow.runtime.status import TargetState, TaskId
 from onceflow.runtime.worker.task import StatusListener, WorkerTask
 

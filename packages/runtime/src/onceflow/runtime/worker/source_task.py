@@ -18,10 +18,10 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
+from onceflow.core.config_def import ParsedConfig
 from onceflow.core.kafka import produce, raise_if_fenced
 from onceflow.core.logging import get_logger
 from onceflow.runtime.api.source import EndOfInput, SourceRecord, SourceTask, SourceTaskContext
-from onceflow.runtime.config.definition import ParsedConfig
 from onceflow.runtime.status import TargetState, TaskId
 from onceflow.runtime.storage.kafka_log import end_offsets
 from onceflow.runtime.storage.offsets import OffsetBackingStore, encode_offset_key

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from onceflow.core.config_def import ConfigDef, ParsedConfig
 from onceflow.core.logging import get_logger
 from onceflow.runtime.api.connector import Connector, ConnectorType
 from onceflow.runtime.api.sink import SinkTask
@@ -21,7 +22,6 @@ from onceflow.runtime.config.connector_config import (
     sink_config_def,
     source_config_def,
 )
-from onceflow.runtime.config.definition import ConfigDef, ParsedConfig
 from onceflow.runtime.plugins import PluginRegistry
 from onceflow.runtime.status import TargetState, TaskId
 from onceflow.runtime.storage.offsets import OffsetBackingStore
