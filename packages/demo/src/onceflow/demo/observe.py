@@ -7,7 +7,8 @@ callers keep their last known value.
   which commit in the same Kafka transaction as the events (so this counts committed data only):
   the generator's sequence numbers, or the file tailer's counts of lines, events and dead letters,
   and whether the input ended;
-- results: ``SUM(count)`` over a SQLite result table (the participant's sink, the consumer store);
+- results: ``SUM(count)`` over a SQLite result table (the participant's sink, the consumer store), through
+  the sinks' read-back API (:mod:`onceflow.sinks.readback`), read-only;
 - 2PC transactions: the coordinator's ``ListTransactions``;
 - Spark: the job's Prometheus endpoint (last batch id, batch duration, watermark, rows/s);
 - the top IPs of the latest closed window: the Results API's ``GetTopIps``.
@@ -30,6 +31,7 @@ from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc,
 from onceflow.proto.v1 import connect_pb2 as connect_pb
 from onceflow.runtime.admin.client import ConnectClient
 from onceflow.runtime.api.source import END_OF_INPUT_KEY
+from onceflow.sinks.readback import SqliteReader
 
 RPC_TIMEOUT_S = 2.0
 #: Coordinator states of a transaction that is not final yet.
@@ -123,15 +125,14 @@ def produced_from_offsets(offsets: Sequence[tuple[Mapping[str, object], Mapping[
 
 
 def sqlite_totals(path: Path, table: str) -> tuple[int, int] | None:
-    """``(rows, SUM(count))`` of a result table, read-only; None while it cannot be read."""
+    """``(rows, SUM(count))`` of a result table through the sinks' read-back API (read-only); (0, 0)
+    before the database exists, None while it cannot be read."""
     if not path.exists():
         return (0, 0)
     try:
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=2.0) as db:
-            rows, total = db.execute(f"SELECT COUNT(*), COALESCE(SUM(count), 0) FROM {table}").fetchone()
+        return SqliteReader(table, path).totals(table, "count")
     except sqlite3.Error:
         return None
-    return int(rows), int(total)
 
 
 def scrape(port: int, timeout: float = RPC_TIMEOUT_S) -> dict[str, float] | None:

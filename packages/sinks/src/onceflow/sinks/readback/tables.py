@@ -33,6 +33,10 @@ def _typed(dialect: Dialect, binding: SinkBinding, names: list[str], rows: list[
     ]
 
 
+def _totals(dialect: Dialect, table: str, column: str) -> str:
+    return f"SELECT COUNT(*), COALESCE(SUM({dialect.quote(column)}), 0) FROM {dialect.quote(table)}"
+
+
 class SqliteReader(BindingReader):
     """The tables of one SQLite database file (opened read-only)."""
 
@@ -52,6 +56,12 @@ class SqliteReader(BindingReader):
 
     def default_binding(self) -> SinkBinding:
         return ip_count_table_binding(self.name)
+
+    def totals(self, table: str, column: str) -> tuple[int, int]:
+        """``(rows, sum of column)`` of ``table``, in one read (for progress displays)."""
+        with self._connect() as db:
+            rows, total = db.execute(_totals(SQLITE, table, column)).fetchone()
+        return int(rows), int(total)
 
     def last_committed(self, job: str) -> int:
         with self._connect() as db:
@@ -82,6 +92,13 @@ class PostgresReader(BindingReader):
 
     def default_binding(self) -> SinkBinding:
         return ip_count_table_binding(self.name)
+
+    def totals(self, table: str, column: str) -> tuple[int, int]:
+        """``(rows, sum of column)`` of ``table``, in one read (for progress displays)."""
+        with self._connect() as conn:
+            row = conn.execute(_totals(POSTGRES, table, column)).fetchone()
+        assert row is not None  # an aggregate always answers one row
+        return int(row[0]), int(row[1])
 
     def last_committed(self, job: str) -> int:
         with self._connect() as conn:
