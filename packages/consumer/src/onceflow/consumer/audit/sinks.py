@@ -1,29 +1,22 @@
-"""Readers of what each sink holds: the Kafka topic, result tables in SQLite or PostgreSQL."""
+"""What each sink holds, as the audit compares it: the IP-count results of a Kafka topic, or of a
+SQLite or PostgreSQL table, read through the sinks' read-back API (:mod:`onceflow.sinks.readback`)."""
 
 from __future__ import annotations
 
 import abc
-import re
-import sqlite3
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
-
 from onceflow.consumer.audit.model import Key, SinkRows
-from onceflow.consumer.audit.topic import read_committed
-from onceflow.core.avro import IP_COUNT_SERDE
-from onceflow.core.errors import SerializationError
+from onceflow.core.contract.ip_count import ip_count_table_binding, ip_count_topic_binding
+from onceflow.core.kafka import TopicRecord
+from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
+from onceflow.core.topics import SINK_COMMITS_TOPIC
+from onceflow.sinks.readback import KafkaReader, PostgresReader, Row, SqliteReader
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _check_table(table: str) -> str:
-    if not _IDENTIFIER.match(table):
-        raise ValueError(f"table name {table!r} is not a plain SQL identifier")
-    return table
+_log = get_logger(__name__)
 
 
 class SinkReader(abc.ABC):
@@ -37,6 +30,14 @@ class SinkReader(abc.ABC):
         """Every result the sink holds (raises when the sink cannot be read)."""
 
 
+def _counts(rows: Iterable[Row]) -> dict[Key, list[int]]:
+    """Every stored count per ``(window_start, ip)``: more than one is a duplicate row."""
+    found: dict[Key, list[int]] = defaultdict(list)
+    for row in rows:
+        found[(int(row["window_start"]), str(row["ip"]))].append(int(row["count"]))
+    return dict(found)
+
+
 class KafkaTopicReader(SinkReader):
     """The Kafka sink's topic, read with read_committed. Records upsert: the latest record per
     ``(window_start, ip)`` in offset order wins, as in the upserting sinks (keys are ips, so a key
@@ -44,28 +45,22 @@ class KafkaTopicReader(SinkReader):
 
     def __init__(self, name: str, kafka: KafkaSettings, topic: str, *, timeout: float = 120.0) -> None:
         super().__init__(name)
-        self.kafka = kafka
+        self.reader = KafkaReader(name, kafka, topic, SINK_COMMITS_TOPIC, timeout_s=timeout)
         self.topic = topic
-        self.timeout = timeout
 
     def read(self) -> SinkRows:
-        latest: dict[Key, int] = {}
         unreadable = 0
-        for record in read_committed(self.kafka, self.topic, timeout=self.timeout):
-            try:
-                row = IP_COUNT_SERDE.decode(record.value or b"")
-            except SerializationError:
-                unreadable += 1
-                continue
-            latest[(row["window_start"], row["ip"])] = row["count"]
+
+        def skip(record: TopicRecord, error: Exception) -> None:
+            nonlocal unreadable
+            unreadable += 1
+            if unreadable <= 5:
+                _log.warning("audit.unreadable_record", sink=self.name, topic=self.topic,
+                             partition=record.partition, offset=record.offset, reason=str(error))  # fmt: skip
+
+        rows = self.reader.rows(ip_count_topic_binding(self.name, self.topic), on_undecodable=skip)
+        latest = {key: counts[-1] for key, counts in _counts(rows).items()}
         return SinkRows({key: [count] for key, count in latest.items()}, unreadable)
-
-
-def _collect(rows: list[tuple[object, ...]]) -> dict[Key, list[int]]:
-    found: dict[Key, list[int]] = defaultdict(list)
-    for window_start, ip, count in rows:
-        found[(int(str(window_start)), str(ip))].append(int(str(count)))
-    return dict(found)
 
 
 class SqliteTableReader(SinkReader):
@@ -74,18 +69,11 @@ class SqliteTableReader(SinkReader):
 
     def __init__(self, name: str, path: str | Path, table: str = "ip_counts") -> None:
         super().__init__(name)
-        self.path = Path(path)
-        self.table = _check_table(table)
+        self.reader = SqliteReader(name, path)
+        self.table = table
 
     def read(self) -> SinkRows:
-        if not self.path.is_file():
-            raise FileNotFoundError(f"SQLite database {self.path} does not exist")
-        conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
-        try:
-            rows = conn.execute(f"SELECT window_start, ip, count FROM {self.table}").fetchall()
-        finally:
-            conn.close()
-        return SinkRows(_collect(rows))
+        return SinkRows(_counts(self.reader.rows(ip_count_table_binding(self.name, self.table))))
 
 
 class PostgresTableReader(SinkReader):
@@ -93,12 +81,8 @@ class PostgresTableReader(SinkReader):
 
     def __init__(self, name: str, dsn: str, table: str = "ip_counts", *, connect_timeout_s: int = 10) -> None:
         super().__init__(name)
-        self.dsn = dsn
-        self.table = _check_table(table)
-        self.connect_timeout_s = connect_timeout_s
+        self.reader = PostgresReader(name, dsn, connect_timeout_s=connect_timeout_s)
+        self.table = table
 
     def read(self) -> SinkRows:
-        with psycopg.connect(self.dsn, autocommit=True, connect_timeout=self.connect_timeout_s) as conn:
-            query = sql.SQL("SELECT window_start, ip, count FROM {}").format(sql.Identifier(self.table))
-            rows = conn.execute(query).fetchall()
-        return SinkRows(_collect(rows))
+        return SinkRows(_counts(self.reader.rows(ip_count_table_binding(self.name, self.table))))
