@@ -4,7 +4,6 @@ every good line still arrives."""
 from __future__ import annotations
 
 import hashlib
-import time
 from pathlib import Path
 
 from onceflow.broker.embedded import EmbeddedBroker
@@ -17,9 +16,9 @@ from onceflow.logproducer.dead_letter import (
     ORIGINAL_SHA256_HEADER,
     REASON_HEADER,
 )
-from onceflow.runtime.config.worker_settings import WorkerSettings
-from onceflow.runtime.service import ConnectWorkerService
 from onceflow.runtime.testing import read_records
+
+from .conftest import start_worker, wait_tailed
 
 GOOD = '10.0.0.{n} - - [22/Nov/2026:14:30:{s:02d} +0000] "GET /seq/{n} HTTP/1.1" 200 {n} "-" "test"'
 
@@ -38,24 +37,11 @@ def test_malformed_lines_are_dead_lettered_and_good_lines_arrive(broker: Embedde
         else:
             lines.append(GOOD.format(n=n, s=n % 60))
     log.write_text("\n".join(lines) + "\n")
-    settings = WorkerSettings.model_validate(
-        {
-            "kafka": {"bootstrap_servers": broker.bootstrap_servers},
-            "server": {"port": 0},
-            "allowed_paths": [str(log.parent)],
-        }
-    )
-    service = ConnectWorkerService(settings).start()
+    service = start_worker(broker.bootstrap_servers, log)
     try:
         assert service.herder is not None
         service.herder.create_connector("tail", {"connector.class": "access-log-file", "file": str(log)})
-        deadline = time.monotonic() + 30
-        while True:
-            offsets = service.herder.connector_offsets("tail")
-            if offsets and offsets[0][1]["offset"] == log.stat().st_size:
-                break
-            assert time.monotonic() < deadline, offsets
-            time.sleep(0.1)
+        wait_tailed(service, "tail", log)
         status = service.herder.task_status("tail", 0)
         assert status.state.value == "RUNNING"
     finally:

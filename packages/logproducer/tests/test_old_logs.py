@@ -14,43 +14,25 @@ from pathlib import Path
 from onceflow.broker.testing.fixtures import BrokerFactory
 from onceflow.core import topics
 from onceflow.core.avro import ACCESS_EVENT_SERDE
-from onceflow.runtime.config.worker_settings import WorkerSettings
-from onceflow.runtime.service import ConnectWorkerService
 from onceflow.runtime.testing import read_records
 
+from .conftest import start_worker, wait_tailed
+
 LINE = '192.0.2.{n} - - [01/Jul/1995:00:00:{s:02d} -0400] "GET /history/apollo/{n}.html HTTP/1.0" 200 {n}'
-
-
-def _tail_to_end(service: ConnectWorkerService, log: Path, name: str) -> None:
-    assert service.herder is not None
-    deadline = time.monotonic() + 30
-    while True:
-        offsets = service.herder.connector_offsets(name)
-        if offsets and offsets[0][1]["offset"] == log.stat().st_size:
-            return
-        assert time.monotonic() < deadline, offsets
-        time.sleep(0.1)
 
 
 def test_events_of_a_1995_log_outlive_the_retention_passes(broker_factory: BrokerFactory, tmp_path: Path) -> None:
     broker = broker_factory(maintenance_interval_ms=200)
     log = tmp_path / "access.log"
     log.write_text("".join(LINE.format(n=n, s=n % 60) + "\n" for n in range(100)))
-    settings = WorkerSettings.model_validate(
-        {
-            "kafka": {"bootstrap_servers": broker.bootstrap_servers},
-            "server": {"port": 0},
-            "allowed_paths": [str(log.parent)],
-        }
-    )
-    service = ConnectWorkerService(settings).start()
+    service = start_worker(broker.bootstrap_servers, log)
     try:
         assert service.herder is not None
         service.herder.create_connector("tail", {"connector.class": "access-log-file", "file": str(log)})
-        _tail_to_end(service, log, "tail")
+        wait_tailed(service, "tail", log)
         with log.open("a") as more:  # a second transaction after the first one's marker
             more.write("".join(LINE.format(n=n, s=n % 60) + "\n" for n in range(100, 200)))
-        _tail_to_end(service, log, "tail")
+        wait_tailed(service, "tail", log)
     finally:
         service.stop()
     time.sleep(2.0)  # ten retention passes
