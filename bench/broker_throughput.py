@@ -23,7 +23,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic
+from onceflow.testing.broker.clients import create_topic
 
 PARTITIONS = 3
 

@@ -31,13 +31,13 @@ import uuid
 from pathlib import Path
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic
 from onceflow.core import topics
 from onceflow.runtime.plugins import PluginRegistry
 from onceflow.runtime.status import TaskId, TaskStatus, WorkState
 from onceflow.runtime.storage import KafkaOffsetBackingStore
 from onceflow.runtime.worker import Worker, WorkerConfig
 from onceflow.runtime.worker.source_task import AbstractWorkerSourceTask
+from onceflow.testing.broker.clients import create_topic
 
 
 def run_once(bootstrap: str, events: int, exactly_once: bool, interval_ms: int, batch: int) -> float:

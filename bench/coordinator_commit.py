@@ -37,8 +37,8 @@ from onceflow.coordinator.log import MemoryTransactionLog, TransactionLog
 from onceflow.coordinator.log.kafka import KafkaTransactionLog
 from onceflow.coordinator.model import ParticipantRef, TransactionState
 from onceflow.coordinator.participants import GrpcParticipantConnector, ParticipantConnector
-from onceflow.coordinator.testing import FakeParticipants, FakeParticipantServer, staged_files
 from onceflow.core.settings import KafkaSettings
+from onceflow.testing.coordinator import FakeParticipants, FakeParticipantServer, staged_files
 
 JOB = "bench"
 SINK_NAMES = ["kafka", "sqlite", "postgres", "sink3", "sink4", "sink5"]

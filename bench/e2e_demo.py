@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     kafka = None
     if args.apache_kafka:
-        from onceflow.broker.testing.apache_kafka import ApacheKafka
+        from onceflow.testing.broker.apache_kafka import ApacheKafka
 
         kafka = ApacheKafka(Path(tempfile.mkdtemp(prefix="onceflow-bench-kafka-")), jvm_options=()).start()
 

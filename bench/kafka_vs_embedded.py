@@ -2,7 +2,7 @@
 
 Assumptions:
 - Apache Kafka is the version ``make setup`` fetched (``.cache/kafka/<version>/libs``), single-node
-  KRaft, started by :class:`~onceflow.broker.testing.apache_kafka.ApacheKafka` with the test
+  KRaft, started by :class:`~onceflow.testing.broker.apache_kafka.ApacheKafka` with the test
   fixture's broker settings and heap (512 MB) but the JVM's default GC and JIT; the embedded broker
   runs with ``--fsync interval``. Neither fsyncs per write (Kafka leaves flushing to the OS by
   default), so both acknowledge from the page cache;
@@ -37,9 +37,9 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from onceflow.broker.embedded import BrokerProcess, EmbeddedBroker
-from onceflow.broker.testing.apache_kafka import ApacheKafka, kafka_version
-from onceflow.broker.testing.clients import create_topic
-from onceflow.broker.testing.kafka_tools import PRODUCER_PERFORMANCE, run_tool
+from onceflow.testing.broker.apache_kafka import ApacheKafka, kafka_version
+from onceflow.testing.broker.clients import create_topic
+from onceflow.testing.broker.kafka_tools import PRODUCER_PERFORMANCE, run_tool
 
 PARTITIONS = 3
 VALUE = b"x" * 100

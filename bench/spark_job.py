@@ -53,14 +53,14 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic
-from onceflow.coordinator.testing import CoordinatorProcess
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IP_COUNT_SERDE
 from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import SINK_TOPIC
 from onceflow.core.traffic.model import TrafficModel, event
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner import build_session, start_query
+from onceflow.testing.broker.clients import create_topic
+from onceflow.testing.coordinator import CoordinatorProcess
 
 LATENESS_MS = 5_000
 WINDOW_MS = 5_000
@@ -161,7 +161,7 @@ def sink_system(broker: EmbeddedBroker, work: Path, sinks: list[str]) -> Iterato
             elif sink == "sqlite":
                 options = {"path": str(work / "results.db")}
             else:
-                from onceflow.sinks.testing.postgres import running_postgres
+                from onceflow.testing.sinks.postgres import running_postgres
 
                 server = stack.enter_context(running_postgres())
                 options = {"dsn": server.dsn()}

@@ -40,11 +40,11 @@ import psycopg
 from psycopg import sql
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.coordinator.testing.cluster import TwoPhaseCommitCluster
 from onceflow.core.avro import IpCount
 from onceflow.core.staging import StagedFile
 from onceflow.proto.v1 import common_pb2
-from onceflow.sinks.testing.postgres import PostgresServer, running_postgres
+from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster
+from onceflow.testing.sinks.postgres import PostgresServer, running_postgres
 
 JOB = "bench"
 #: Windows start an hour ago: the Kafka sink stamps records with window_start, and time retention

@@ -13,8 +13,8 @@ from onceflow.consumer.audit.logfile import DEAD_LETTER_KINDS, LineScanner, Reje
 from onceflow.core.avro import AccessEvent
 from onceflow.logproducer.formats import KINDS, LineParser, MalformedLine
 from onceflow.logproducer.sample import write_sample_log
-from onceflow.logproducer.testing.corpus import BAD, GOOD
-from onceflow.logproducer.testing.strategies import access_lines
+from onceflow.testing.logproducer.corpus import BAD, GOOD
+from onceflow.testing.logproducer.strategies import access_lines
 
 FIRST = {"httpd": GOOD[0].line, "time-ip": b"1795357801123 10.0.0.7"}
 

@@ -21,11 +21,11 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic
 from onceflow.core import topics
 from onceflow.proto.v1 import connect_pb2 as pb
 from onceflow.runtime.admin.client import ConnectClient
-from onceflow.runtime.testing import WorkerProcess, read_records
+from onceflow.testing.broker.clients import create_topic
+from onceflow.testing.runtime import WorkerProcess, read_records
 
 pytestmark = pytest.mark.slow
 
@@ -33,7 +33,7 @@ HOSTILE_MODULE = """
 from pathlib import Path
 Path({marker!r}).write_text("imported")
 
-from onceflow.runtime.testing.counter import CounterSourceConnector
+from onceflow.testing.runtime.counter import CounterSourceConnector
 
 
 class Hostile(CounterSourceConnector):

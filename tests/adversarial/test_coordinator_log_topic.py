@@ -23,11 +23,11 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.coordinator.service.server import EXIT_LOG_FAILED
-from onceflow.coordinator.testing import CoordinatorProcess
 from onceflow.core.grpc import open_channel
 from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC
 from onceflow.proto.v1 import coordinator_pb2, coordinator_pb2_grpc
+from onceflow.testing.coordinator import CoordinatorProcess
 
 pytestmark = pytest.mark.slow
 

@@ -17,10 +17,10 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.coordinator.testing import CoordinatorProcess, FakeParticipantServer, staged_files
 from onceflow.coordinator.validation import MAX_ID_BYTES, MAX_REASON_BYTES, MAX_STAGED_FILES
 from onceflow.core.grpc import open_channel
 from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
+from onceflow.testing.coordinator import CoordinatorProcess, FakeParticipantServer, staged_files
 
 pytestmark = pytest.mark.slow
 Stub = coordinator_pb2_grpc.TransactionCoordinatorStub

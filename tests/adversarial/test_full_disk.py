@@ -22,8 +22,8 @@ from onceflow.broker.groups import GroupCoordinator, OffsetAndMetadata
 from onceflow.broker.statelog import StateLog, StateLogWriteFailed
 from onceflow.broker.storage import LogConfig, PartitionLog, SimpleRecord, build_batch
 from onceflow.broker.storage.errors import LogWriteError
-from onceflow.broker.testing.clients import create_topic, produce_acked, read_topic
-from onceflow.broker.testing.fixtures import BrokerFactory
+from onceflow.testing.broker.clients import create_topic, produce_acked, read_topic
+from onceflow.testing.broker.fixtures import BrokerFactory
 
 from .mounts import fill, fill_up, tmpfs
 

@@ -26,8 +26,8 @@ from kio.schema.join_group.v5 import JoinGroupRequest
 from kio.static.primitive import i8, i32Timedelta
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic
-from onceflow.broker.testing.wire import WireClient, decode_response
+from onceflow.testing.broker.clients import create_topic
+from onceflow.testing.broker.wire import WireClient, decode_response
 
 NULL_ARRAY = struct.pack(">i", -1)
 

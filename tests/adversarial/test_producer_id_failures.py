@@ -18,7 +18,7 @@ from kio.schema.init_producer_id.v4 import InitProducerIdRequest
 from kio.static.primitive import i16, i32Timedelta
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.wire import WireClient
+from onceflow.testing.broker.wire import WireClient
 
 REQUEST = InitProducerIdRequest(
     transactional_id=None,

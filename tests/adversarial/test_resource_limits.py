@@ -29,8 +29,8 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32, i32Timedelta
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.fixtures import BrokerFactory
-from onceflow.broker.testing.wire import WireClient
+from onceflow.testing.broker.fixtures import BrokerFactory
+from onceflow.testing.broker.wire import WireClient
 
 MIB = 1024 * 1024
 

@@ -25,7 +25,7 @@ from onceflow.core.confinement import PathNotAllowed, StagingConfinement
 from onceflow.core.grpc import open_channel
 from onceflow.core.staging import StagedFile, StagingWriter
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
-from onceflow.sinks.testing.process import ParticipantProcess
+from onceflow.testing.sinks.process import ParticipantProcess
 
 pytestmark = pytest.mark.slow
 W0 = 1_700_000_000_000

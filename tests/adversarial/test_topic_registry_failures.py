@@ -20,7 +20,7 @@ from kio.schema.metadata.v12 import MetadataRequest
 from kio.static.primitive import i16, i32, i32Timedelta
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.wire import WireClient
+from onceflow.testing.broker.wire import WireClient
 
 TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=5))
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.apache_kafka import ApacheKafka
+from onceflow.testing.broker.apache_kafka import ApacheKafka
 
 from .observe import SWEEP_INTERVAL_MS, Brokers, BrokerUnderTest
 

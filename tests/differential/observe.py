@@ -13,9 +13,9 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from kio.schema.list_offsets.v7.request import ListOffsetsRequest
 
 from onceflow.broker.protocol.shapes import build_entity
-from onceflow.broker.testing.apache_kafka import DEFAULT_SETTINGS
-from onceflow.broker.testing.clients import create_topic, read_topic
-from onceflow.broker.testing.wire import WireClient
+from onceflow.testing.broker.apache_kafka import DEFAULT_SETTINGS
+from onceflow.testing.broker.clients import create_topic, read_topic
+from onceflow.testing.broker.wire import WireClient
 
 SWEEP_INTERVAL_MS = int(str(DEFAULT_SETTINGS["transaction.abort.timed.out.transaction.cleanup.interval.ms"]))
 """How often both brokers abort timed-out transactions."""

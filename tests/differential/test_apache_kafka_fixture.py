@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from onceflow.broker.testing.apache_kafka import ApacheKafka, KafkaJarsMissing
-from onceflow.broker.testing.clients import create_topic, produce_acked, read_topic
-from onceflow.broker.testing.fixtures import ApacheKafkaFactory
+from onceflow.testing.broker.apache_kafka import ApacheKafka, KafkaJarsMissing
+from onceflow.testing.broker.clients import create_topic, produce_acked, read_topic
+from onceflow.testing.broker.fixtures import ApacheKafkaFactory
 
 from .observe import unique, wait_until
 

@@ -12,7 +12,7 @@ from kio.schema.fetch.v11.request import FetchRequest
 
 from onceflow.broker.protocol.shapes import build_entity
 from onceflow.broker.storage import iter_batches
-from onceflow.broker.testing.wire import WireClient
+from onceflow.testing.broker.wire import WireClient
 
 from .observe import Brokers, BrokerUnderTest, new_topic, produce, settle, transactional_producer, unique
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from onceflow.broker.testing.clients import produce_acked
+from onceflow.testing.broker.clients import produce_acked
 
 from .observe import Brokers, BrokerUnderTest, consumer, new_topic, transactional_producer, unique
 

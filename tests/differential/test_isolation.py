@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onceflow.broker.testing.clients import produce_acked
+from onceflow.testing.broker.clients import produce_acked
 
 from .observe import (
     Brokers,

@@ -12,7 +12,7 @@ from kio.schema.init_producer_id.v3.request import InitProducerIdRequest as Init
 from kio.schema.init_producer_id.v4.request import InitProducerIdRequest as InitProducerIdV4
 
 from onceflow.broker.protocol.shapes import build_entity
-from onceflow.broker.testing.wire import WireClient
+from onceflow.testing.broker.wire import WireClient
 
 from .observe import Brokers, BrokerUnderTest, end_offsets, new_topic, records, unique
 from .wire_steps import add_partition, end_txn, init_producer, produce_one

@@ -13,7 +13,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
-from onceflow.broker.testing.wire import WireClient
+from onceflow.testing.broker.wire import WireClient
 
 from .observe import (
     SWEEP_INTERVAL_MS,

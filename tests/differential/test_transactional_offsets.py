@@ -11,8 +11,8 @@ from kio.schema.errors import ErrorCode
 from kio.schema.offset_fetch.v7.request import OffsetFetchRequest
 
 from onceflow.broker.protocol.shapes import build_entity
-from onceflow.broker.testing.clients import produce_acked
-from onceflow.broker.testing.wire import WireClient
+from onceflow.testing.broker.clients import produce_acked
+from onceflow.testing.broker.wire import WireClient
 
 from .observe import (
     Brokers,

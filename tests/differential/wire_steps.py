@@ -18,7 +18,7 @@ from kio.schema.produce.v9.request import ProduceRequest
 
 from onceflow.broker.protocol.shapes import build_entity
 from onceflow.broker.storage import SimpleRecord, build_batch
-from onceflow.broker.testing.wire import WireClient
+from onceflow.testing.broker.wire import WireClient
 
 
 def produce_one(

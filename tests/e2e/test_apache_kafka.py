@@ -1,5 +1,5 @@
 """The whole pipeline on Apache Kafka: ``onceflow demo --bootstrap-servers`` against a real KRaft Kafka
-(the fixture of ``onceflow.broker.testing.apache_kafka``), with chaos: the demo ``kill -9``s every one of
+(the fixture of ``onceflow.testing.broker.apache_kafka``), with chaos: the demo ``kill -9``s every one of
 its services, and the test ``kill -9``s Kafka itself and restarts it on the same data. Every sink must
 still be EXACT against the generator's truth and the source topic.
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from onceflow.broker.testing.apache_kafka import ApacheKafka
+from onceflow.testing.broker.apache_kafka import ApacheKafka
 
 from .demo_process import CHAOS_LINE, DemoProcess, verdicts
 

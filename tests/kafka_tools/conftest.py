@@ -1,7 +1,7 @@
 """Kafka's own tools (kafka-tools jar) against the embedded broker, and where it matters Apache Kafka.
 
 The tools run as ``java`` child processes from the cached jars
-(:mod:`onceflow.broker.testing.kafka_tools`); every test names its own topics, groups and
+(:mod:`onceflow.testing.broker.kafka_tools`); every test names its own topics, groups and
 transactional ids, so tests may share a broker.
 """
 
@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from onceflow.broker.embedded import BrokerProcess, EmbeddedBroker
-from onceflow.broker.testing.apache_kafka import ApacheKafka
+from onceflow.testing.broker.apache_kafka import ApacheKafka
 
 
 @pytest.fixture

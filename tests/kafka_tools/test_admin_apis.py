@@ -11,7 +11,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
 
 from onceflow.broker.embedded import BrokerProcess, EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic, produce_acked, read_topic
+from onceflow.testing.broker.clients import create_topic, produce_acked, read_topic
 
 
 def _topic_configs(admin: AdminClient, topic: str) -> dict[str, str]:

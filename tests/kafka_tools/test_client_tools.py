@@ -10,8 +10,8 @@ import time
 from confluent_kafka import Consumer, Message, Producer
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic, produce_acked, read_topic
-from onceflow.broker.testing.kafka_tools import (
+from onceflow.testing.broker.clients import create_topic, produce_acked, read_topic
+from onceflow.testing.broker.kafka_tools import (
     CONFIG_COMMAND,
     CONSOLE_CONSUMER,
     CONSUMER_GROUP_COMMAND,

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from onceflow.broker.embedded import BrokerProcess
-from onceflow.broker.testing.clients import create_topic, produce_acked, read_topic
-from onceflow.broker.testing.fixtures import ApacheKafkaFactory, BrokerFactory
-from onceflow.broker.testing.kafka_tools import TRANSACTIONAL_MESSAGE_COPIER, ToolProcess
+from onceflow.testing.broker.clients import create_topic, produce_acked, read_topic
+from onceflow.testing.broker.fixtures import ApacheKafkaFactory, BrokerFactory
+from onceflow.testing.broker.kafka_tools import TRANSACTIONAL_MESSAGE_COPIER, ToolProcess
 
 MESSAGES = 20_000
 KILLS_AT = (4_000, 9_000, 14_000)

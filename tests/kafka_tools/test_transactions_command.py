@@ -13,8 +13,8 @@ import time
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from onceflow.broker.embedded import BrokerProcess
-from onceflow.broker.testing.clients import create_topic, produce_acked
-from onceflow.broker.testing.kafka_tools import TRANSACTIONS_COMMAND, run_tool
+from onceflow.testing.broker.clients import create_topic, produce_acked
+from onceflow.testing.broker.kafka_tools import TRANSACTIONS_COMMAND, run_tool
 
 
 def _table(broker: BrokerProcess, *args: str) -> list[dict[str, str]]:

@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from onceflow.broker.testing.clients import create_topic
-from onceflow.broker.testing.fixtures import BrokerFactory
-from onceflow.broker.testing.kafka_tools import VERIFIABLE_CONSUMER, VERIFIABLE_PRODUCER, ToolProcess
+from onceflow.testing.broker.clients import create_topic
+from onceflow.testing.broker.fixtures import BrokerFactory
+from onceflow.testing.broker.kafka_tools import VERIFIABLE_CONSUMER, VERIFIABLE_PRODUCER, ToolProcess
 
 MESSAGES = 6_000
 THROUGHPUT = 1_500

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from onceflow.broker.embedded import BrokerProcess
-from onceflow.coordinator.testing.cluster import TwoPhaseCommitCluster
+from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster
 
 ClusterFactory = Callable[..., TwoPhaseCommitCluster]
 

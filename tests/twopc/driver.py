@@ -7,10 +7,10 @@ from collections.abc import Iterable, Sequence
 
 import grpc
 
-from onceflow.coordinator.testing.cluster import Row, TwoPhaseCommitCluster, row_of
 from onceflow.core.avro import IpCount
 from onceflow.core.staging import StagedFile
 from onceflow.proto.v1 import common_pb2, coordinator_pb2
+from onceflow.testing.coordinator.cluster import Row, TwoPhaseCommitCluster, row_of
 
 JOB = "ipcount"
 WINDOW_MS = 5_000

@@ -10,9 +10,9 @@ from typing import Any
 import grpc
 import pytest
 
-from onceflow.coordinator.testing.cluster import SINKS, TwoPhaseCommitCluster
 from onceflow.core.staging import StagedFile
 from onceflow.proto.v1 import common_pb2, coordinator_pb2
+from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster
 
 from .conftest import ClusterFactory
 from .driver import ABORTED, COMMITTED, JOB, NOTHING_PREPARED, batch_rows, expected_rows

@@ -15,7 +15,7 @@ import grpc
 import pytest
 
 from onceflow.coordinator.crash import CRASH_ENV, CRASH_EXIT_CODE
-from onceflow.coordinator.testing.cluster import TwoPhaseCommitCluster
+from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster
 
 from .conftest import ClusterFactory
 from .driver import ABORTED, COMMITTED, JOB, NO_ROWS, NOTHING_PREPARED, batch_rows, expected_rows

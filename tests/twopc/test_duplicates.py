@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from onceflow.coordinator.testing.cluster import SINKS, TwoPhaseCommitCluster
+from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster
 
 from .driver import COMMITTED, JOB, batch_rows, expected_rows
 

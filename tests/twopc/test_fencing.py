@@ -6,10 +6,10 @@ import grpc
 import pytest
 
 from onceflow.coordinator.service.server import EXIT_FENCED
-from onceflow.coordinator.testing.cluster import SINKS, TwoPhaseCommitCluster
-from onceflow.coordinator.testing.process import CoordinatorProcess
 from onceflow.core.grpc import open_channel
 from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
+from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster
+from onceflow.testing.coordinator.process import CoordinatorProcess
 
 from .driver import COMMITTED, JOB, NOTHING_PREPARED, batch_rows, expected_rows
 

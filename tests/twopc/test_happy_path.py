@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from onceflow.coordinator.testing.cluster import TwoPhaseCommitCluster
 from onceflow.core.avro import IpCount
 from onceflow.proto.v1 import coordinator_pb2
+from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster
 
 from .driver import COMMITTED, JOB, NOTHING_PREPARED, batch_rows, expected_rows
 

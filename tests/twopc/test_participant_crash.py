@@ -20,7 +20,7 @@ import grpc
 import pytest
 
 from onceflow.coordinator.crash import CRASH_ENV, CRASH_EXIT_CODE
-from onceflow.coordinator.testing.cluster import SINKS, TwoPhaseCommitCluster, wait_for_log
+from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster, wait_for_log
 
 from .conftest import ClusterFactory
 from .driver import (

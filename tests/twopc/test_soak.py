@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 import grpc
 import pytest
 
-from onceflow.coordinator.testing.cluster import SINKS, Row, TwoPhaseCommitCluster
 from onceflow.core.avro import IpCount
 from onceflow.core.staging import StagedFile
 from onceflow.proto.v1 import coordinator_pb2
+from onceflow.testing.coordinator.cluster import SINKS, Row, TwoPhaseCommitCluster
 
 from .conftest import ClusterFactory
 from .driver import ABORTED, ABORTING, COMMITTED, COMMITTING, JOB, PREPARING, W0, WINDOW_MS, batch_rows, expected_rows

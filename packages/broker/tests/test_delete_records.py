@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic, produce_acked
+from onceflow.testing.broker.clients import create_topic, produce_acked
 
 TOPIC = "deletable"
 

@@ -13,7 +13,7 @@ from kio.static.primitive import Records
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.broker.protocol.versions import SUPPORTED_VERSIONS
-from onceflow.broker.testing.wire import encode_request
+from onceflow.testing.broker.wire import encode_request
 
 ACKED = [f"acked-{i}".encode() for i in range(20)]
 

@@ -10,8 +10,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.init_producer_id.v4 import InitProducerIdRequest
 from kio.static.primitive import i32Timedelta
 
-from onceflow.broker.testing.fixtures import BrokerFactory
-from onceflow.broker.testing.wire import WireClient
+from onceflow.testing.broker.fixtures import BrokerFactory
+from onceflow.testing.broker.wire import WireClient
 
 
 def _producer_id(bootstrap: str) -> int:

@@ -27,7 +27,7 @@ from kio.static.primitive import i16, i32, i32Timedelta
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.broker.protocol.versions import SUPPORTED_VERSIONS
 from onceflow.broker.storage.batch import SimpleRecord, build_batch
-from onceflow.broker.testing.wire import WireClient
+from onceflow.testing.broker.wire import WireClient
 
 
 def _api_versions_v127_frame(correlation_id: int) -> bytes:
@@ -234,7 +234,7 @@ def test_long_poll_fetch_is_woken_by_produce_and_responses_stay_ordered(broker: 
         from kio.schema.fetch.v12 import FetchResponse
         from kio.schema.metadata.v12 import MetadataResponse
 
-        from onceflow.broker.testing.wire import decode_response
+        from onceflow.testing.broker.wire import decode_response
 
         first_id, fetched = decode_response(FetchResponse, client.read_frame())
         second_id, _ = decode_response(MetadataResponse, client.read_frame())

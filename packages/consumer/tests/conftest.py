@@ -12,12 +12,12 @@ import pytest
 from confluent_kafka import Producer
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic
 from onceflow.consumer.model import ResultRow
 from onceflow.consumer.store import ResultsStore
 from onceflow.core.avro import IP_COUNT_SERDE, IpCount
 from onceflow.core.kafka import read_committed
 from onceflow.core.settings import KafkaSettings
+from onceflow.testing.broker.clients import create_topic
 
 W0 = 1_767_225_600_000
 WINDOW = 5_000

@@ -14,7 +14,6 @@ import pytest
 from confluent_kafka import Producer
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import produce_acked
 from onceflow.cli.app import main as onceflow
 from onceflow.consumer.audit import (
     DifferenceKind,
@@ -35,6 +34,7 @@ from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.kafka import KafkaParticipant
 from onceflow.sinks.postgres import PostgresParticipant
 from onceflow.sinks.sqlite import SqliteParticipant
+from onceflow.testing.broker.clients import produce_acked
 
 SEED, COUNT = 11, 6_000
 #: 200 events per second of event time: 30 s, six 5 s windows; 40 ips.

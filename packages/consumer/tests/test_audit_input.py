@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic
 from onceflow.core import topics
 from onceflow.logproducer.sample import write_sample_log
 from onceflow.runtime.storage import KafkaOffsetBackingStore
-from onceflow.runtime.testing import WorkerProcess
+from onceflow.testing.broker.clients import create_topic
+from onceflow.testing.runtime import WorkerProcess
 
 ONCEFLOW = Path(sys.executable).parent / "onceflow"
 

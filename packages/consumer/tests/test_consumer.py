@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from onceflow.broker.embedded import BrokerProcess
-from onceflow.broker.testing.clients import produce_acked
 from onceflow.consumer.exceptions import UndecodableResult
 from onceflow.consumer.feed import ResultsFeed
 from onceflow.consumer.loop import ResultsConsumer
 from onceflow.consumer.settings import ConsumerLoopSettings
 from onceflow.consumer.store import SqliteResultsStore
 from onceflow.core.settings import KafkaSettings
+from onceflow.testing.broker.clients import produce_acked
 
 from .conftest import Transaction, TransactionalWriter, assert_store_equals_topic, ip_count, wait_until, windows_rows
 

@@ -15,10 +15,10 @@ import pytest
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.consumer.store import PostgresResultsStore, SqliteResultsStore
 from onceflow.consumer.tables import StoredTable
-from onceflow.consumer.testing import ConsumerProcess
 from onceflow.core.avro import SingleObjectSerde
 from onceflow.core.avro.arrow import avro_schema
 from onceflow.core.avro.schemas_topic import SchemasTopic
+from onceflow.testing.consumer import ConsumerProcess
 
 from .conftest import Transaction, TransactionalWriter, assert_store_equals_topic, ip_count, wait_until, windows_rows
 

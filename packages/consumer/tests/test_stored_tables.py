@@ -15,7 +15,6 @@ import pyarrow as pa
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import produce_acked
 from onceflow.consumer.loop import ResultsConsumer
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.consumer.store import PostgresResultsStore, ResultsStore, SqliteResultsStore
@@ -25,6 +24,7 @@ from onceflow.core.avro.arrow import avro_schema, json_value
 from onceflow.core.avro.schemas_topic import SchemasTopic
 from onceflow.core.logging import record_fields
 from onceflow.core.settings import KafkaSettings
+from onceflow.testing.broker.clients import produce_acked
 
 from .conftest import TransactionalWriter, wait_until
 

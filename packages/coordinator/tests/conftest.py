@@ -8,7 +8,7 @@ import pytest
 
 from onceflow.coordinator.engine import EngineConfig, TwoPhaseCommitEngine
 from onceflow.coordinator.log import MemoryLogStorage, MemoryTransactionLog
-from onceflow.coordinator.testing import FAST_ENGINE_CONFIG, FakeParticipants
+from onceflow.testing.coordinator import FAST_ENGINE_CONFIG, FakeParticipants
 
 JOB = "ipcount"
 EngineFactory = Callable[..., TwoPhaseCommitEngine]

@@ -17,10 +17,10 @@ from onceflow.coordinator.log.records import decode
 from onceflow.coordinator.model import JobState, ParticipantRef, TransactionId, TransactionState
 from onceflow.coordinator.participants.base import BindingsRefused
 from onceflow.coordinator.service.convert import participants_from_proto
-from onceflow.coordinator.testing import FakeParticipants, staged_files
 from onceflow.core.contract import SinkBinding, SinkMode
 from onceflow.core.contract.proto import binding_to_proto
 from onceflow.proto.v1 import coordinator_pb2
+from onceflow.testing.coordinator import FakeParticipants, staged_files
 
 from .conftest import JOB, EngineFactory
 

@@ -12,8 +12,8 @@ import pytest
 from onceflow.coordinator.engine import TwoPhaseCommitEngine
 from onceflow.coordinator.exceptions import InvalidRequest, NoParticipants, UnknownEpoch, UnknownJob
 from onceflow.coordinator.model import StagedFile, TransactionId, TransactionState
-from onceflow.coordinator.testing import FAST_ENGINE_CONFIG, FakeParticipants, staged_files
 from onceflow.core.errors import WriterFenced
+from onceflow.testing.coordinator import FAST_ENGINE_CONFIG, FakeParticipants, staged_files
 
 JOB = "ipcount"
 EngineFactory = Callable[..., TwoPhaseCommitEngine]

@@ -11,7 +11,7 @@ from onceflow.coordinator.engine import TwoPhaseCommitEngine
 from onceflow.coordinator.exceptions import CoordinatorFenced, CoordinatorStopped
 from onceflow.coordinator.log import MemoryLogStorage, MemoryTransactionLog
 from onceflow.coordinator.model import JobState, Transaction, TransactionId, TransactionState
-from onceflow.coordinator.testing import FakeParticipants, staged_files
+from onceflow.testing.coordinator import FakeParticipants, staged_files
 
 JOB = "ipcount"
 EngineFactory = Callable[..., TwoPhaseCommitEngine]

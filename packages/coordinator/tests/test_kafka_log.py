@@ -12,9 +12,9 @@ from onceflow.coordinator.exceptions import CoordinatorFenced, LogAppendRejected
 from onceflow.coordinator.log.kafka import KafkaTransactionLog
 from onceflow.coordinator.log.records import LogRecord, Tombstone
 from onceflow.coordinator.model import JobState, ParticipantRef, Transaction, TransactionId, TransactionState
-from onceflow.coordinator.testing import staged_files
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC
+from onceflow.testing.coordinator import staged_files
 
 JOB = "ipcount"
 

@@ -17,9 +17,9 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.coordinator.crash import CRASH_ENV, CRASH_EXIT_CODE
 from onceflow.coordinator.model import TransactionId
 from onceflow.coordinator.service.server import EXIT_FENCED
-from onceflow.coordinator.testing import CoordinatorProcess, FakeParticipantServer, staged_files
 from onceflow.core.grpc import open_channel
 from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
+from onceflow.testing.coordinator import CoordinatorProcess, FakeParticipantServer, staged_files
 
 JOB = "ipcount"
 TXN = TransactionId(JOB, 0)

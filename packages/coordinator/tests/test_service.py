@@ -15,9 +15,9 @@ from onceflow.cli.app import main as onceflow_main
 from onceflow.coordinator.log import MemoryTransactionLog
 from onceflow.coordinator.service import SERVICE_NAME, CoordinatorServer
 from onceflow.coordinator.settings import CoordinatorSettings
-from onceflow.coordinator.testing import FakeParticipants, staged_files
 from onceflow.core.grpc import open_channel
 from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
+from onceflow.testing.coordinator import FakeParticipants, staged_files
 
 JOB = "ipcount"
 Stub = coordinator_pb2_grpc.TransactionCoordinatorStub

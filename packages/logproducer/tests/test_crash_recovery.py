@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic
 from onceflow.core import topics
 from onceflow.core.avro import ACCESS_EVENT_SERDE
 from onceflow.runtime.storage import KafkaOffsetBackingStore
-from onceflow.runtime.testing import Record, WorkerProcess, read_records
+from onceflow.testing.broker.clients import create_topic
+from onceflow.testing.runtime import Record, WorkerProcess, read_records
 
 TOTAL = 200_000
 KILLS = 10

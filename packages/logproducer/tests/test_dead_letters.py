@@ -16,7 +16,7 @@ from onceflow.logproducer.dead_letter import (
     ORIGINAL_SHA256_HEADER,
     REASON_HEADER,
 )
-from onceflow.runtime.testing import read_records
+from onceflow.testing.runtime import read_records
 
 from .conftest import start_worker, wait_tailed
 

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic
 from onceflow.core import topics
 from onceflow.core.avro import ACCESS_EVENT_SERDE
 from onceflow.core.end_of_input import HEADER, EndOfInputMarker
 from onceflow.runtime.storage import KafkaOffsetBackingStore
-from onceflow.runtime.testing import Record, WorkerProcess, read_records
+from onceflow.testing.broker.clients import create_topic
+from onceflow.testing.runtime import Record, WorkerProcess, read_records
 
 LINE = '10.0.{a}.{b} - - [22/Nov/2026:14:{m:02d}:{s:02d} +0000] "GET /p/{n} HTTP/1.1" 200 5 "-" "ua {n}"'
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from onceflow.core.avro import AccessEvent
 from onceflow.logproducer.formats import LineParser, MalformedLine, unescape
 from onceflow.logproducer.sample import escape_apache, escape_nginx
-from onceflow.logproducer.testing.strategies import access_lines
+from onceflow.testing.logproducer.strategies import access_lines
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

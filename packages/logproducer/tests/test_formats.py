@@ -8,7 +8,7 @@ import pytest
 from onceflow.core.avro import ACCESS_EVENT_SERDE, AccessEvent
 from onceflow.logproducer.encoding import AccessEventEncoder, TimestampEncoder, encode_long
 from onceflow.logproducer.formats import KINDS, FormatDetector, LineParser, MalformedKind, MalformedLine, unescape
-from onceflow.logproducer.testing.corpus import BAD, GOOD, BadLine, GoodLine
+from onceflow.testing.logproducer.corpus import BAD, GOOD, BadLine, GoodLine
 
 COMBINED = b'10.0.0.7 - - [22/Nov/2026:14:30:01 +0000] "GET /index.html HTTP/1.1" 200 612 "-" "curl/8.5.0"'
 COMMON = b'10.0.0.7 - - [22/Nov/2026:14:30:01 +0000] "GET /index.html HTTP/1.1" 200 612'

@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from onceflow.broker.testing.fixtures import BrokerFactory
 from onceflow.core import topics
 from onceflow.core.avro import ACCESS_EVENT_SERDE
-from onceflow.runtime.testing import read_records
+from onceflow.testing.broker.fixtures import BrokerFactory
+from onceflow.testing.runtime import read_records
 
 from .conftest import start_worker, wait_tailed
 

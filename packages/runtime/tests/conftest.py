@@ -12,7 +12,7 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.runtime.config.worker_settings import WorkerSettings
 from onceflow.runtime.plugins import PluginRegistry
 from onceflow.runtime.service import ConnectWorkerService
-from onceflow.runtime.testing import CounterSourceConnector
+from onceflow.testing.runtime import CounterSourceConnector
 
 ServiceFactory = Callable[..., ConnectWorkerService]
 

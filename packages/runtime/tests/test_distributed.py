@@ -13,13 +13,13 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic
 from onceflow.proto.v1 import connect_pb2 as pb
 from onceflow.runtime.storage import KafkaOffsetBackingStore
-from onceflow.runtime.testing import WorkerProcess, read_records
+from onceflow.testing.broker.clients import create_topic
+from onceflow.testing.runtime import WorkerProcess, read_records
 
 COUNT = 6000
-COUNTER = "onceflow.runtime.testing.counter:CounterSourceConnector"
+COUNTER = "onceflow.testing.runtime.counter:CounterSourceConnector"
 
 
 def _wait(predicate: Callable[[], Any], timeout: float, what: str, *workers: WorkerProcess) -> Any:

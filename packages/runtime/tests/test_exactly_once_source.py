@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from onceflow.broker.embedded import BrokerProcess
-from onceflow.broker.testing.clients import create_topic
 from onceflow.runtime.service import ConnectWorkerService
 from onceflow.runtime.status import TaskId, WorkState
-from onceflow.runtime.testing import read_records
+from onceflow.testing.broker.clients import create_topic
+from onceflow.testing.runtime import read_records
 
 #: Run on the embedded broker and on Apache Kafka (issue 15: the guarantees, tested on both): the
 #: ``broker`` every fixture of this module uses is ``kafka_broker``, one of each kind.

@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import read_topic
 from onceflow.runtime.storage import (
     FileOffsetBackingStore,
     KafkaOffsetBackingStore,
     MemoryOffsetBackingStore,
     OffsetBackingStore,
 )
+from onceflow.testing.broker.clients import read_topic
 
 
 def _exercise(store: OffsetBackingStore) -> None:

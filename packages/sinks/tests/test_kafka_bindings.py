@@ -15,7 +15,6 @@ import pyarrow as pa
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import read_topic
 from onceflow.core.avro import IP_COUNT_SCHEMA, schema_fingerprint
 from onceflow.core.avro.arrow import avro_schema
 from onceflow.core.avro.schemas_topic import SchemasTopic
@@ -31,6 +30,7 @@ from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile, StagingWriter
 from onceflow.sinks.exceptions import BindingRejected
 from onceflow.sinks.kafka import KafkaParticipant
+from onceflow.testing.broker.clients import read_topic
 
 WIDE = pa.schema(
     [

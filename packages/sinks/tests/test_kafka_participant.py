@@ -10,7 +10,6 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import ConsumedRecord, read_topic
 from onceflow.core.avro import IP_COUNT_SERDE
 from onceflow.core.contract import TransactionId
 from onceflow.core.settings import KafkaSettings
@@ -18,6 +17,7 @@ from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
 from onceflow.sinks.base import Outcome
 from onceflow.sinks.exceptions import TransactionAlreadyCommitted
 from onceflow.sinks.kafka import KafkaParticipant
+from onceflow.testing.broker.clients import ConsumedRecord, read_topic
 
 from .conftest import W0, W1, Stage, row
 

@@ -1,4 +1,4 @@
-"""The PostgreSQL participant against a real server (``postgres_dsn`` from onceflow.sinks.testing)."""
+"""The PostgreSQL participant against a real server (``postgres_dsn`` from onceflow.testing.sinks)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from onceflow.core.contract import TransactionId
 from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.exceptions import PreparedTransactionsDisabled
 from onceflow.sinks.postgres import PostgresParticipant
-from onceflow.sinks.testing.postgres import running_postgres
+from onceflow.testing.sinks.postgres import running_postgres
 
 from .conftest import W0, Stage, row
 from .contract import ParticipantContract, Results

@@ -16,11 +16,11 @@ import psycopg
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import read_topic
 from onceflow.core.avro import IP_COUNT_SERDE
 from onceflow.core.contract.proto import file_to_proto as staged_file_to_proto
 from onceflow.core.topics import SINK_TOPIC
 from onceflow.proto.v1 import common_pb2, participant_pb2
+from onceflow.testing.broker.clients import read_topic
 
 from .conftest import W0, Stage, row
 from .fake_coordinator import ABORTED, COMMITTED, PREPARING, running_coordinator

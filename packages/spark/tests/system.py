@@ -28,14 +28,14 @@ import psycopg
 from confluent_kafka import Producer
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic, read_topic
-from onceflow.coordinator.testing import CoordinatorProcess
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IP_COUNT_SERDE
 from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import SINK_TOPIC, SOURCE_TOPIC
 from onceflow.core.traffic.model import TrafficModel, event
 from onceflow.core.traffic.truth import expected_counts
 from onceflow.runtime.worker.end_of_input import write_end_of_input
+from onceflow.testing.broker.clients import create_topic, read_topic
+from onceflow.testing.coordinator import CoordinatorProcess
 
 Key = tuple[int, str]
 SINKS = ("kafka", "sqlite", "postgres")

@@ -15,8 +15,8 @@ import pytest
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.grpc import open_channel
 from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
-from onceflow.sinks.testing.postgres import PostgresServer
 from onceflow.spark.sink import CRASH_ENV
+from onceflow.testing.sinks.postgres import PostgresServer
 
 from .conftest import TEST_SPARK, TEST_TRIGGER_MS
 from .driver_process import DriverProcess

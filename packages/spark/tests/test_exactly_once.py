@@ -22,12 +22,12 @@ from onceflow.core.settings import load_settings
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SOURCE_TOPIC
 from onceflow.core.traffic.model import TrafficModel
 from onceflow.sinks.server.settings import ParticipantSettings
-from onceflow.sinks.testing.postgres import PostgresServer
 from onceflow.spark.exceptions import WriterFencedError
 from onceflow.spark.job.dead_letters import OFFSET_HEADER, REASON_HEADER
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.replay import audit_job, render
 from onceflow.spark.runner import JobMetrics, ProgressListener, RestartLoop, start_query
+from onceflow.testing.sinks.postgres import PostgresServer
 
 from .conftest import TEST_SPARK, job_settings
 from .system import (

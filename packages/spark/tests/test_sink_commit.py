@@ -19,7 +19,6 @@ from pyspark.sql.datasource import WriterCommitMessage
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.coordinator.model import TransactionId
-from onceflow.coordinator.testing import CoordinatorProcess, FakeParticipantServer
 from onceflow.core.avro import IpCount
 from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA
 from onceflow.core.staging import StagingWriter
@@ -33,6 +32,7 @@ from onceflow.spark.sink import (
     StagedFileMessage,
     TwoPhaseCommitWriter,
 )
+from onceflow.testing.coordinator import CoordinatorProcess, FakeParticipantServer
 
 JOB = "ipcount"
 

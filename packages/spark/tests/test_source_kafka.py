@@ -13,11 +13,11 @@ from confluent_kafka import Producer
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic, produce_acked
 from onceflow.core.end_of_input import EndOfInputMarker
 from onceflow.runtime.worker.end_of_input import write_end_of_input
 from onceflow.spark.exceptions import OffsetsOutOfRange
 from onceflow.spark.source import KafkaStreamReader, OffsetRange, parse_source_options, read_range
+from onceflow.testing.broker.clients import create_topic, produce_acked
 
 TOPIC = "events"
 

@@ -36,9 +36,9 @@ import psycopg
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic, read_topic
 from onceflow.core.traffic.model import TrafficModel, event
-from onceflow.sinks.testing.postgres import PostgresServer
+from onceflow.testing.broker.clients import create_topic, read_topic
+from onceflow.testing.sinks.postgres import PostgresServer
 
 from .conftest import TEST_SPARK, TEST_TRIGGER_MS
 from .driver_process import DriverProcess

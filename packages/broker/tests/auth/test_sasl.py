@@ -26,8 +26,8 @@ from kio.schema.sasl_authenticate.v2 import SaslAuthenticateRequest
 from kio.schema.sasl_handshake.v1 import SaslHandshakeRequest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.fixtures import BrokerFactory
-from onceflow.broker.testing.wire import WireClient
+from onceflow.testing.broker.fixtures import BrokerFactory
+from onceflow.testing.broker.wire import WireClient
 
 _REFUSED = (KafkaError._AUTHENTICATION, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._SSL)
 USERS = {"PLAIN": ("alice", "alice-secret"), "SCRAM-SHA-256": ("bob", "bob-secret"), "SCRAM-SHA-512": ("carol", "c")}

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic, produce_acked, read_topic
-from onceflow.broker.testing.fixtures import BrokerFactory
+from onceflow.testing.broker.clients import create_topic, produce_acked, read_topic
+from onceflow.testing.broker.fixtures import BrokerFactory
 
 
 def assert_log_holds_exactly(bootstrap: str, topic: str, acked: list[tuple[int, int, bytes]]) -> None:

@@ -7,9 +7,9 @@ import socket
 from collections import Counter
 from pathlib import Path
 
-from onceflow.broker.testing.clients import create_topic, produce_acked, read_topic
-from onceflow.broker.testing.fixtures import BrokerFactory
-from onceflow.broker.testing.proxy import KafkaFaultProxy
+from onceflow.testing.broker.clients import create_topic, produce_acked, read_topic
+from onceflow.testing.broker.fixtures import BrokerFactory
+from onceflow.testing.broker.proxy import KafkaFaultProxy
 
 N = 2_000
 

@@ -18,8 +18,8 @@ from onceflow.broker.admin.describe_transactions_schema import DescribeTransacti
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.broker.protocol import versions
 from onceflow.broker.protocol.shapes import build_entity
-from onceflow.broker.testing.clients import create_topic, produce_acked, read_topic
-from onceflow.broker.testing.wire import WireClient
+from onceflow.testing.broker.clients import create_topic, produce_acked, read_topic
+from onceflow.testing.broker.wire import WireClient
 
 
 def _open_transaction(bootstrap: str, transactional_id: str, topic: str) -> Producer:

@@ -12,7 +12,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.errors import InvalidProducerEpoch, ProducerFenced
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic, produce_acked
+from onceflow.testing.broker.clients import create_topic, produce_acked
 
 
 async def _producer(bootstrap: str, transactional_id: str) -> AIOKafkaProducer:

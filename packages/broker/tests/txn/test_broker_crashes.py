@@ -13,10 +13,10 @@ from confluent_kafka import KafkaException, Producer
 
 from onceflow.broker.broker import TRANSACTIONS_DIR
 from onceflow.broker.storage import ControlType, LogConfig, PartitionLog
-from onceflow.broker.testing.clients import create_topic, read_topic
-from onceflow.broker.testing.fixtures import BrokerFactory
 from onceflow.broker.topics import LOGS_DIR
 from onceflow.broker.transactions.store import TransactionStore
+from onceflow.testing.broker.clients import create_topic, read_topic
+from onceflow.testing.broker.fixtures import BrokerFactory
 
 PARTITIONS = 3
 RECORDS_PER_TXN = 6

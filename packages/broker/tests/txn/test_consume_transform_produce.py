@@ -1,5 +1,5 @@
 """Exactly-once consume-transform-produce under kill -9: confluent-kafka's transactional loop
-(:mod:`onceflow.broker.testing.ctp_worker`) runs in a child process that is killed at random points
+(:mod:`onceflow.testing.broker.ctp_worker`) runs in a child process that is killed at random points
 and restarted; the output, read with read_committed, equals the input exactly."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.broker.testing.clients import create_topic, produce_acked, read_topic
+from onceflow.testing.broker.clients import create_topic, produce_acked, read_topic
 
 RECORDS = 100_000
 PARTITIONS = 3
@@ -25,7 +25,7 @@ def _start_worker(bootstrap: str, log: Path) -> subprocess.Popen[bytes]:
     command = [
         sys.executable,
         "-m",
-        "onceflow.broker.testing.ctp_worker",
+        "onceflow.testing.broker.ctp_worker",
         "--bootstrap",
         bootstrap,
         "--input",

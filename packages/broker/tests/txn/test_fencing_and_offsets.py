@@ -18,8 +18,8 @@ from kio.schema.txn_offset_commit.v3.request import TxnOffsetCommitRequest
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.broker.protocol.shapes import build_entity
-from onceflow.broker.testing.clients import create_topic, produce_acked, read_topic
-from onceflow.broker.testing.wire import WireClient
+from onceflow.testing.broker.clients import create_topic, produce_acked, read_topic
+from onceflow.testing.broker.wire import WireClient
 
 FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 NO_OFFSET = -1001  # librdkafka's OFFSET_INVALID

@@ -9,8 +9,8 @@ from kio.schema.list_offsets.v7.request import ListOffsetsRequest
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.broker.protocol.shapes import build_entity
-from onceflow.broker.testing.clients import create_topic, produce_acked, read_topic
-from onceflow.broker.testing.wire import WireClient
+from onceflow.testing.broker.clients import create_topic, produce_acked, read_topic
+from onceflow.testing.broker.wire import WireClient
 
 LATEST = -1
 READ_UNCOMMITTED = 0

@@ -9,8 +9,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-from onceflow.broker.testing.clients import ConsumedRecord, create_topic, produce_acked, read_topic
-from onceflow.broker.testing.fixtures import BrokerFactory
+from onceflow.testing.broker.clients import ConsumedRecord, create_topic, produce_acked, read_topic
+from onceflow.testing.broker.fixtures import BrokerFactory
 
 
 def test_transaction_left_open_is_aborted_after_its_timeout(broker_factory: BrokerFactory) -> None:

@@ -21,8 +21,8 @@ from kio.schema.produce.v9.request import ProduceRequest
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.broker.protocol.shapes import build_entity
 from onceflow.broker.storage import SimpleRecord, build_batch
-from onceflow.broker.testing.clients import create_topic
-from onceflow.broker.testing.wire import WireClient
+from onceflow.testing.broker.clients import create_topic
+from onceflow.testing.broker.wire import WireClient
 
 TRANSACTION_KEY = 1
 

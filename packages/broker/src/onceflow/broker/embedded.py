@@ -2,7 +2,7 @@
 
 ``BrokerProcess`` is the process machinery (spawn, readiness wait, stop, ``kill -9``, restart on the
 same data dir and port); ``EmbeddedBroker`` fills it in for onceflow's own broker and
-``onceflow.broker.testing.apache_kafka.ApacheKafka`` for a real Apache Kafka.
+``onceflow.testing.broker.apache_kafka.ApacheKafka`` for a real Apache Kafka.
 
 ``EmbeddedBroker`` guarantees:
 - ``start()`` returns only once the child accepts connections (or raises with the tail of its log);

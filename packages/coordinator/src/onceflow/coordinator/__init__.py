@@ -8,7 +8,7 @@ Sub-packages, one concept each:
 - :mod:`~onceflow.coordinator.participants`: the :class:`ParticipantClient` ABC and its gRPC client;
 - :mod:`~onceflow.coordinator.service`: the gRPC servicer (to_proto/from_proto) and the server;
 - :mod:`~onceflow.coordinator.cli`: ``onceflow coordinator`` and ``onceflow txn``;
-- :mod:`~onceflow.coordinator.testing`: fake participants and :class:`CoordinatorProcess`.
+- (tests) :mod:`onceflow.testing.coordinator`, in the separate onceflow-testing package: fakes, CoordinatorProcess.
 """
 
 from onceflow.coordinator.engine import EngineConfig, TransactionCoordinator, TwoPhaseCommitEngine

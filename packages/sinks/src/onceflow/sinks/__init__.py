@@ -3,7 +3,7 @@
 - :mod:`onceflow.sinks.base`: the :class:`SinkParticipant` contract (Flink's 2PC sink lifecycle);
 - :mod:`onceflow.sinks.sqlite`, :mod:`onceflow.sinks.postgres`, :mod:`onceflow.sinks.kafka`: the sinks;
 - :mod:`onceflow.sinks.server`: the gRPC server hosting named sinks (``onceflow participant``);
-- :mod:`onceflow.sinks.testing`: pytest fixtures for a real PostgreSQL server.
+- (tests) :mod:`onceflow.testing.sinks`, in the separate onceflow-testing package: a real PostgreSQL server fixture.
 """
 
 from onceflow.sinks.base import Outcome, PrepareResult, SinkParticipant

@@ -27,15 +27,15 @@ from typing import Any, Final
 
 import grpc
 
-from onceflow.broker.testing.clients import read_topic
 from onceflow.coordinator.model import ParticipantRef
-from onceflow.coordinator.testing.process import CoordinatorProcess
 from onceflow.core.avro import IP_COUNT_SERDE, IpCount
 from onceflow.core.grpc import open_channel
 from onceflow.core.staging import StagedFile, StagingWriter
 from onceflow.core.topics import SINK_TOPIC
 from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
-from onceflow.sinks.testing.process import ParticipantProcess
+from onceflow.testing.broker.clients import read_topic
+from onceflow.testing.coordinator.process import CoordinatorProcess
+from onceflow.testing.sinks.process import ParticipantProcess
 
 #: The three real sinks, in the order they are registered with the coordinator.
 SINKS: Final = ("kafka", "sqlite", "postgres")

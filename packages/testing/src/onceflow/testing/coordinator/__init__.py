@@ -1,14 +1,14 @@
 """Test helpers: fake participants (in process or over gRPC) and the coordinator as a child process."""
 
-from onceflow.coordinator.testing.builders import FAST_ENGINE_CONFIG, staged_files
-from onceflow.coordinator.testing.fakes import (
+from onceflow.testing.coordinator.builders import FAST_ENGINE_CONFIG, staged_files
+from onceflow.testing.coordinator.fakes import (
     FakeParticipantClient,
     FakeParticipants,
     FakeParticipantServer,
     FakeParticipantServicer,
     FakeSink,
 )
-from onceflow.coordinator.testing.process import CoordinatorProcess
+from onceflow.testing.coordinator.process import CoordinatorProcess
 
 __all__ = [
     "FAST_ENGINE_CONFIG",

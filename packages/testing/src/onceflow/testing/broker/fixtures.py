@@ -4,7 +4,7 @@
   stopped after the test. If the test fails, the tail of the broker log is printed.
 - ``broker_factory``: ``broker_factory(data_dir=None, **options)`` starts further brokers (or a new
   one on an existing dir, e.g. to restart); all are stopped after the test.
-- ``apache_kafka``: a real Apache Kafka (:class:`~onceflow.broker.testing.apache_kafka.ApacheKafka`)
+- ``apache_kafka``: a real Apache Kafka (:class:`~onceflow.testing.broker.apache_kafka.ApacheKafka`)
   started once per session on a free port; tests share it, so they use their own topic, group and
   transactional id names. It fails (never skips) when ``make setup`` has not fetched the jars.
 - ``apache_kafka_factory``: ``apache_kafka_factory(data_dir=None, **options)`` starts a private Apache
@@ -30,7 +30,7 @@ import pytest
 from onceflow.broker.embedded import EmbeddedBroker
 
 if TYPE_CHECKING:
-    from onceflow.broker.testing.apache_kafka import ApacheKafka
+    from onceflow.testing.broker.apache_kafka import ApacheKafka
 
 BrokerFactory = Callable[..., EmbeddedBroker]
 ApacheKafkaFactory = Callable[..., "ApacheKafka"]
@@ -63,7 +63,7 @@ def broker(broker_factory: BrokerFactory, request: pytest.FixtureRequest) -> Ite
 
 
 def _start_apache_kafka(data_dir: Path, port: int = 0, **options: Any) -> ApacheKafka:
-    from onceflow.broker.testing.apache_kafka import ApacheKafka, KafkaJarsMissing
+    from onceflow.testing.broker.apache_kafka import ApacheKafka, KafkaJarsMissing
 
     instance = ApacheKafka(data_dir, port, **options)
     try:

@@ -3,15 +3,15 @@
 Kafka's system tests drive brokers with these tools (``VerifiableProducer``, ``VerifiableConsumer``,
 ``TransactionalMessageCopier``, ``kafka-transactions``, ``kafka-consumer-groups``, ...); running
 them against the embedded broker checks it the way Kafka checks itself. They run from the same
-cached jars as :class:`~onceflow.broker.testing.apache_kafka.ApacheKafka`
-(:func:`~onceflow.broker.testing.apache_kafka.find_kafka_libs`):
+cached jars as :class:`~onceflow.testing.broker.apache_kafka.ApacheKafka`
+(:func:`~onceflow.testing.broker.apache_kafka.find_kafka_libs`):
 ``java -cp 'libs/*' <main class> args``.
 
 Guarantees: :func:`run_tool` returns the finished process with its stdout and stderr, or raises
 :class:`subprocess.TimeoutExpired` after killing it; :class:`ToolProcess` is a tool running in the
 background whose stdout is collected line by line, and is killed (``kill -9``) at ``close()``.
 The tools log WARN and above to stderr. Importing this module costs what importing
-:mod:`onceflow.broker.testing.apache_kafka` costs (stdlib and kio).
+:mod:`onceflow.testing.broker.apache_kafka` costs (stdlib and kio).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
-from onceflow.broker.testing.apache_kafka import KafkaJarsMissing, find_kafka_libs
+from onceflow.testing.broker.apache_kafka import KafkaJarsMissing, find_kafka_libs
 
 __all__ = [
     "CONFIG_COMMAND",

@@ -1,7 +1,7 @@
 """A transactional consume-transform-produce worker (confluent-kafka), run as a child process by
 tests that kill it with ``kill -9`` at random points.
 
-    python -m onceflow.broker.testing.ctp_worker --bootstrap HOST:PORT --input IN --output OUT \
+    python -m onceflow.testing.broker.ctp_worker --bootstrap HOST:PORT --input IN --output OUT \
         --group GROUP --transactional-id ID
 
 Assumptions: ``IN`` is fully written before the worker starts, with plain (non-transactional)

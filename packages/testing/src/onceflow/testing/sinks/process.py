@@ -1,6 +1,6 @@
 """Run a participant server as a child process, for tests, benchmarks and single-machine runs.
 
-``ParticipantProcess`` guarantees, like :class:`onceflow.coordinator.testing.CoordinatorProcess`:
+``ParticipantProcess`` guarantees, like :class:`onceflow.testing.coordinator.CoordinatorProcess`:
 
 - the child is a real process (``python -m onceflow.sinks``), so ``kill()`` is a real ``kill -9``;
 - ``start()`` after ``stop()``/``kill()`` reuses the same config and the same port, so a coordinator
