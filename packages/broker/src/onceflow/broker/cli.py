@@ -1,9 +1,11 @@
 """``onceflow broker``: run the embedded broker in the foreground.
 
 Also reachable as ``python -m onceflow.broker`` (what :class:`EmbeddedBroker` spawns). The process
-logs ``broker.started listen=... advertised=... data_dir=...``, writes the ``ready`` file in the data
-dir (see :mod:`onceflow.broker.readiness`) and prints ``ONCEFLOW_BROKER_READY port=N`` on stdout
-once it accepts connections; SIGTERM or SIGINT stop it gracefully.
+logs ``broker.started listen=... advertised=... data_dir=...`` and writes the ready file (the
+``ready`` file in the data dir unless ``--ready-file`` names another, see
+:mod:`onceflow.broker.readiness`) once it accepts connections; SIGTERM or SIGINT stop it gracefully.
+Exit codes: 0 after SIGTERM/SIGINT, 1 when the data dir is locked by another broker or the address
+cannot be bound, 2 for a bad configuration or a data dir that cannot be written.
 
 ``onceflow broker txns`` (also ``python -m onceflow.broker txns``) lists and aborts transactions of a
 running broker (see :mod:`onceflow.broker.cli_txns`); ``onceflow broker users`` manages the SASL
@@ -13,11 +15,10 @@ users of a data dir (see :mod:`onceflow.broker.cli_users`).
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from onceflow.broker import cli_txns, cli_users
-from onceflow.core.errors import InvalidConfig
+from onceflow.core.service import add_service_arguments, run_service
 
 _FLAG_SETTINGS = {
     "data_dir": "data_dir",
@@ -34,7 +35,7 @@ _FLAG_SETTINGS = {
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the broker's command-line flags to ``parser``; unset flags leave the config file in charge."""
-    parser.add_argument("--config", metavar="FILE", help="TOML config file (see services/broker/broker.toml)")
+    add_service_arguments(parser, "services/broker/broker.toml")
     parser.add_argument("--data-dir", metavar="DIR", help="where topics, logs and state live")
     parser.add_argument("--listen", metavar="HOST:PORT", help="listen address; port 0 picks a free port")
     parser.add_argument("--advertised", metavar="HOST:PORT", help="address given to clients")
@@ -86,31 +87,26 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Load the config, then serve until SIGTERM/SIGINT. Returns the process exit code."""
+    """Load the config (file, environment, flags), then serve until SIGTERM/SIGINT. Returns the exit code."""
     from onceflow.broker.config import BrokerConfig
     from onceflow.broker.log_escaping import escape_log_lines
-    from onceflow.broker.process import serve_forever
-    from onceflow.core.logging import configure_logging
+    from onceflow.broker.process import BrokerService
     from onceflow.core.settings import load_settings
 
-    try:
-        base = load_settings(BrokerConfig, args.config)
-        merged = base.model_dump()
+    def load() -> BrokerConfig:
+        merged = load_settings(BrokerConfig, args.config).model_dump()
         for key, value in _overrides(args).items():
             if isinstance(value, dict):
                 merged[key] = {**merged.get(key, {}), **value}
             else:
                 merged[key] = value
-        config = BrokerConfig.model_validate(merged)
-    except InvalidConfig as exc:
-        print(f"onceflow broker: {exc}", file=sys.stderr)
-        return 2
-    except ValueError as exc:  # pydantic ValidationError of a command-line value
-        print(f"onceflow broker: invalid command-line value: {exc}", file=sys.stderr)
-        return 2
-    configure_logging(level=config.log.level, fmt=config.log.format, stream=sys.stderr)
-    escape_log_lines()  # client-chosen ids must not forge log lines
-    return serve_forever(config)
+        return BrokerConfig.model_validate(merged)  # a bad flag value is a ValueError naming it
+
+    def build(config: BrokerConfig) -> BrokerService:
+        escape_log_lines()  # client-chosen ids must not forge log lines
+        return BrokerService(config)
+
+    return run_service("broker", load, build, ready_file=args.ready_file)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,16 +1,16 @@
-"""The broker as a foreground process: lock the data dir, serve, stop on SIGTERM/SIGINT.
+"""The broker as a service of the one serve loop (:mod:`onceflow.core.service`): lock the data dir, serve.
 
-``serve_forever`` steps:
+``BrokerService.start`` steps:
     1. Create the data dir, prove it writable and lock it (``flock`` on ``data_dir/.lock``); a second
        broker on the same dir fails fast (exit 1). The OS drops the lock when the process dies, even
-       by ``kill -9``. A data dir that cannot be created or written is one ``broker.data_dir_unwritable``
-       log line naming it and exit code 2, not a traceback.
-    2. Open the broker (topics, logs, state) and start listening.
-    3. Publish readiness: ``broker.started`` log line, the ``ready`` file, and the
-       ``ONCEFLOW_BROKER_READY port=N`` line on stdout.
-    4. Wait for SIGTERM or SIGINT.
-    5. Stop gracefully (listener, background tasks, producer-state snapshots, flush), then remove the
-       ready file.
+       by ``kill -9``. A data dir that cannot be created or written is one line naming it
+       (``onceflow broker: data dir ... is not usable: ...``) and exit code 2, not a traceback.
+    2. Start the broker's asyncio loop on a thread of its own (one thread serves everything).
+    3. Open the broker (topics, logs, state) on that loop and start listening; log ``broker.started``.
+
+The serve loop then publishes the ``ready`` file in the data dir (:mod:`onceflow.broker.readiness`),
+waits for SIGTERM/SIGINT and calls :meth:`BrokerService.stop`: listener, background tasks,
+producer-state snapshots and flush, then the loop and the lock.
 """
 
 from __future__ import annotations
@@ -18,40 +18,106 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
-import signal
-import sys
+import threading
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Self
 
 from onceflow.broker.broker import Broker
 from onceflow.broker.config import BrokerConfig
-from onceflow.broker.readiness import READY_LINE_PREFIX, ReadyInfo, clear_ready, write_ready
+from onceflow.broker.readiness import READY_FILE, clear_ready
 from onceflow.core.logging import get_logger
+from onceflow.core.service import EXIT_CONFIG, EXIT_START_FAILED, Service, ServiceStartFailed
 
 log = get_logger("onceflow.broker")
 
-EXIT_DATA_DIR_UNUSABLE = 2
+EXIT_DATA_DIR_UNUSABLE = EXIT_CONFIG
 """Exit code when the data dir cannot be created or written (as for any bad configuration)."""
 PROBE_FILE = ".write-probe"
 
 
-def serve_forever(config: BrokerConfig) -> int:
-    """Run the broker until a stop signal; returns the exit code (0 clean, 1 startup failure, 2 unusable
-    data dir)."""
-    # Step 1
-    data_dir = config.data_dir
-    try:
-        lock_fd = _lock_writable_data_dir(data_dir)
-    except OSError as exc:
-        log.error("broker.data_dir_unwritable", data_dir=data_dir, reason=exc.strerror or exc)
-        return EXIT_DATA_DIR_UNUSABLE
-    if lock_fd is None:
-        log.error("broker.data_dir_locked", data_dir=data_dir, reason="another broker is using it")
-        return 1
-    try:
+class BrokerService(Service):
+    """One broker process: the data dir's lock, the asyncio loop thread and the :class:`Broker` on it."""
+
+    name = "broker"
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.broker: Broker | None = None
+        self._lock_fd: int | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Self:
+        """Lock the data dir, start the loop thread, open the broker and listen (see the module's Steps)."""
+        data_dir = self.config.data_dir
+        # Step 1
+        try:
+            lock_fd = _lock_writable_data_dir(data_dir)
+        except OSError as exc:
+            raise _data_dir_unusable(data_dir, exc.strerror or exc) from None
+        if lock_fd is None:
+            raise ServiceStartFailed(f"data dir {data_dir} is locked: another broker is using it")
+        self._lock_fd = lock_fd
         clear_ready(data_dir)
-        return asyncio.run(_serve(config))
-    finally:
-        os.close(lock_fd)
+        # Step 2
+        loop = self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=loop.run_forever, name="broker-loop", daemon=True)
+        self._thread.start()
+        # Step 3
+        asyncio.run_coroutine_threadsafe(self._open(), loop).result()
+        return self
+
+    async def _open(self) -> None:
+        try:
+            broker = Broker(self.config)
+        except OSError as exc:
+            raise _data_dir_unusable(self.config.data_dir, exc) from None
+        try:
+            await broker.start()
+        except OSError as exc:
+            await broker.stop()
+            if exc.filename is not None:  # a file of the data dir, not the listen address
+                raise _data_dir_unusable(self.config.data_dir, exc) from None
+            raise ServiceStartFailed(f"cannot listen on {self.config.listen}: {exc}", EXIT_START_FAILED) from None
+        self.broker = broker
+        host, port = broker.advertised
+        log.info(
+            "broker.started",
+            listen=f"{self.config.listen_host}:{broker.port}",
+            advertised=f"{host}:{port}",
+            data_dir=self.config.data_dir,
+        )
+
+    def ready_info(self) -> Mapping[str, object]:
+        assert self.broker is not None
+        host, port = self.broker.advertised
+        return {"port": self.broker.port, "metrics_port": 0, "advertised": f"{host}:{port}"}
+
+    def default_ready_file(self) -> Path:
+        """``data_dir/ready``, where :class:`~onceflow.broker.embedded.BrokerProcess` and the demo look."""
+        return self.config.data_dir / READY_FILE
+
+    def stop(self, grace: float = 2.0) -> None:
+        """Stop the broker gracefully (safe after a failed start), then the loop, then release the lock."""
+        loop, broker = self._loop, self.broker
+        if loop is not None and broker is not None:
+            log.info("broker.stopping", data_dir=self.config.data_dir)
+            asyncio.run_coroutine_threadsafe(broker.stop(), loop).result()
+            self.broker = None
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            if self._thread is not None:
+                self._thread.join()
+            loop.close()
+            self._loop = self._thread = None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+
+def _data_dir_unusable(data_dir: Path, reason: object) -> ServiceStartFailed:
+    return ServiceStartFailed(f"data dir {data_dir} is not usable: {reason}", EXIT_DATA_DIR_UNUSABLE)
 
 
 def _lock_writable_data_dir(data_dir: Path) -> int | None:
@@ -74,44 +140,3 @@ def _lock_writable_data_dir(data_dir: Path) -> int | None:
         os.close(lock_fd)
         return None
     return lock_fd
-
-
-async def _serve(config: BrokerConfig) -> int:
-    # Step 2
-    try:
-        broker = Broker(config)
-    except OSError as exc:
-        log.error("broker.data_dir_unwritable", data_dir=config.data_dir, reason=exc)
-        return EXIT_DATA_DIR_UNUSABLE
-    try:
-        await broker.start()
-    except OSError as exc:
-        await broker.stop()
-        if exc.filename is not None:  # a file of the data dir, not the listen address
-            log.error("broker.data_dir_unwritable", data_dir=config.data_dir, reason=exc)
-            return EXIT_DATA_DIR_UNUSABLE
-        log.error("broker.start_failed", listen=config.listen, reason=exc)
-        return 1
-    # Step 3
-    host, port = broker.advertised
-    log.info(
-        "broker.started",
-        listen=f"{config.listen_host}:{broker.port}",
-        advertised=f"{host}:{port}",
-        data_dir=config.data_dir,
-    )
-    write_ready(config.data_dir, ReadyInfo(pid=os.getpid(), port=broker.port, advertised=f"{host}:{port}"))
-    sys.stdout.write(f"{READY_LINE_PREFIX} port={broker.port}\n")
-    sys.stdout.flush()
-    # Step 4
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
-    # Step 5
-    log.info("broker.stopping", data_dir=config.data_dir)
-    await broker.stop()
-    clear_ready(config.data_dir)
-    log.info("broker.stopped", data_dir=config.data_dir)
-    return 0

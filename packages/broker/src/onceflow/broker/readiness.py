@@ -1,19 +1,18 @@
-"""How a broker process tells its parent that it is serving, and on which port.
+"""Where a broker process tells its parent that it is serving, and on which port: ``data_dir/ready``.
 
-Guarantee: the ``ready`` file in the data dir appears (atomically, via rename) only after the
-listener accepts connections, names the pid of the process that wrote it, and is removed on clean
-shutdown. A parent that deleted a stale file before spawning can trust a file whose pid is its child.
+The serve loop writes it (:mod:`onceflow.core.service.ready_file`: atomically, only once the
+listener accepts connections, with the writer's pid, removed on a clean stop) with the broker's
+``port`` and ``advertised`` address. A parent that deleted a stale file before spawning can trust a
+file whose pid is its child.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 READY_FILE = "ready"
-READY_LINE_PREFIX = "ONCEFLOW_BROKER_READY"
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,13 +22,6 @@ class ReadyInfo:
     pid: int
     port: int
     advertised: str
-
-
-def write_ready(data_dir: Path, info: ReadyInfo) -> None:
-    """Publish ``info`` as ``data_dir/ready`` (atomic replace)."""
-    tmp = data_dir / f".{READY_FILE}.tmp"
-    tmp.write_text(json.dumps({"pid": info.pid, "port": info.port, "advertised": info.advertised}))
-    os.replace(tmp, data_dir / READY_FILE)
 
 
 def read_ready(data_dir: Path) -> ReadyInfo | None:

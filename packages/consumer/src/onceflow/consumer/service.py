@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import threading
-from pathlib import Path
-from types import FrameType
+from collections.abc import Mapping
 from typing import Final
 
 import grpc
-from grpc_health.v1 import health, health_pb2
+from grpc_health.v1 import health
 
 from onceflow.consumer.api import SERVICE_NAME, ResultsQuery, ResultsServicer, TableQuery
 from onceflow.consumer.audit import Auditor
@@ -24,6 +19,7 @@ from onceflow.consumer.tables import StoredTables
 from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import MetricsEndpoint, serve_metrics
+from onceflow.core.service import ExitStatus, Service
 from onceflow.proto.v1 import results_pb2_grpc
 
 #: Exit codes of ``onceflow consumer``.
@@ -33,12 +29,16 @@ EXIT_CONSUMER_FAILED: Final = 4
 _log = get_logger(__name__)
 
 
-class ConsumerService:
+class ConsumerService(Service):
     """One consumer instance: its store connections, the consumer loop thread, the gRPC server.
 
     The loop and the API use separate store connections, so queries never wait behind a batch's
-    transaction longer than the database makes them.
+    transaction longer than the database makes them. As a :class:`~onceflow.core.service.Service`
+    it finishes on its own when the consumer loop fails (exit 4, fail-stop: a restart resumes from
+    the stored offsets).
     """
+
+    name = "consumer"
 
     def __init__(self, settings: ConsumerSettings) -> None:
         self.settings = settings
@@ -109,8 +109,7 @@ class ConsumerService:
 
     def stop(self, grace: float = 2.0) -> None:
         """NOT_SERVING, stop the loop (it commits its open batch and leaves the group), stop the server."""
-        for name in ("", SERVICE_NAME):
-            self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        self.health.enter_graceful_shutdown()
         if self.consumer is not None:
             self.consumer.stop()
         if self.audits is not None:
@@ -125,40 +124,15 @@ class ConsumerService:
             if store is not None:
                 store.close()
 
+    def ready_info(self) -> Mapping[str, object]:
+        return {"port": self.port, "metrics_port": self.metrics_port}
 
-def write_ready_file(path: Path, service: ConsumerService) -> None:
-    """Tell a parent process that the consumer serves, and where (atomic replace)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps({"pid": os.getpid(), "port": service.port, "metrics_port": service.metrics_port}))
-    os.replace(tmp, path)
+    def finished(self) -> bool:
+        return self.consumer is not None and self.consumer.stopped.is_set()
 
-
-def serve(settings: ConsumerSettings, *, ready_file: Path | None = None) -> int:
-    """Run until SIGTERM/SIGINT (exit 0) or until the consumer loop fails (exit 4, fail-stop: a
-    restart resumes from the stored offsets)."""
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        _log.info("consumer.signal", signal=signal.Signals(signum).name)
-        stop.set()
-
-    service = ConsumerService(settings).start()
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    if ready_file is not None:
-        write_ready_file(ready_file, service)
-    assert service.consumer is not None
-    try:
-        while not stop.is_set() and not service.consumer.stopped.is_set():
-            stop.wait(0.2)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    failure = service.consumer.failure
-    service.stop()
-    if ready_file is not None:
-        ready_file.unlink(missing_ok=True)
-    if failure is not None:
-        _log.error("consumer.fatal", exit_code=EXIT_CONSUMER_FAILED, error=failure)
-        return EXIT_CONSUMER_FAILED
-    _log.info("consumer.exited")
-    return EXIT_OK
+    def exit_status(self) -> ExitStatus:
+        """0 while the loop runs or after it stopped cleanly, :data:`EXIT_CONSUMER_FAILED` when it failed."""
+        failure = self.consumer.failure if self.consumer is not None else None
+        if failure is None:
+            return ExitStatus(EXIT_OK)
+        return ExitStatus(EXIT_CONSUMER_FAILED, f"the consumer loop failed: {failure}")

@@ -11,15 +11,17 @@ Steps of :meth:`ConnectWorkerService.start`:
 
 from __future__ import annotations
 
-import signal
 import threading
-from types import FrameType
+from collections.abc import Mapping
+from typing import Self
 
 import grpc
+from grpc_health.v1 import health
 
 from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import MetricsEndpoint, ServiceMetrics, serve_metrics
+from onceflow.core.service import Service
 from onceflow.proto.v1 import connect_pb2, connect_pb2_grpc
 from onceflow.runtime.admin.servicer import ConnectServicer
 from onceflow.runtime.config.files import load_connector_file
@@ -41,7 +43,11 @@ _log = get_logger(__name__)
 SERVICE_NAME = connect_pb2.DESCRIPTOR.services_by_name["Connect"].full_name
 
 
-class ConnectWorkerService:
+class ConnectWorkerService(Service):
+    """One connect worker: stores, worker, herder, admin gRPC API and ``/metrics`` (see the module's Steps)."""
+
+    name = "connect_worker"
+
     def __init__(self, settings: WorkerSettings, plugins: PluginRegistry | None = None) -> None:
         self.settings = settings
         self.plugins = plugins or PluginRegistry.discover()
@@ -53,9 +59,10 @@ class ConnectWorkerService:
         self.server: grpc.Server | None = None
         self.port = 0
         self._metrics_endpoint: MetricsEndpoint | None = None
+        self.health = health.HealthServicer()
         self._stopped = threading.Event()
 
-    def start(self) -> ConnectWorkerService:
+    def start(self) -> Self:
         s = self.settings
         client_config = dict(s.kafka.client_config())
         # Step 1
@@ -101,7 +108,7 @@ class ConnectWorkerService:
             name, config = load_connector_file(path)
             self.herder.put_connector_config(name, config)
         # Step 4
-        self.server, self.port = build_server(s.server, service_names=[SERVICE_NAME])
+        self.server, self.port = build_server(s.server, service_names=[SERVICE_NAME], health_servicer=self.health)
         connect_pb2_grpc.add_ConnectServicer_to_server(  # type: ignore[no-untyped-call]
             ConnectServicer(self.herder), self.server
         )
@@ -118,27 +125,19 @@ class ConnectWorkerService:
         )
         return self
 
-    def stop(self) -> None:
-        """Graceful shutdown: stop serving, stop the tasks (they commit), leave the group."""
+    def stop(self, grace: float = 2.0) -> None:
+        """Graceful shutdown: NOT_SERVING, stop serving, stop the tasks (they commit), leave the group."""
+        self.health.enter_graceful_shutdown()
         if self.server is not None:
-            self.server.stop(grace=2).wait()
+            self.server.stop(grace).wait()
+            self.server = None
         if self.herder is not None:
             self.herder.stop()
+            self.herder = None
         if self._metrics_endpoint is not None:
             self._metrics_endpoint.stop()
+            self._metrics_endpoint = None
         self._stopped.set()
-        _log.info("connect_worker.stopped", worker=self.worker_id)
 
-    def run_until_signal(self) -> None:
-        """Serve until SIGTERM or SIGINT, then shut down gracefully."""
-        stop = threading.Event()
-
-        def on_signal(signum: int, frame: FrameType | None) -> None:
-            stop.set()
-
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
-        self.start()
-        while not stop.wait(0.5):
-            pass
-        self.stop()
+    def ready_info(self) -> Mapping[str, object]:
+        return {"port": self.port, "metrics_port": self._metrics_endpoint.port if self._metrics_endpoint else 0}

@@ -5,18 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from onceflow.core.errors import OnceflowError
 from onceflow.sinks.cli import add_arguments, main
 
 
 def _main() -> int:
     parser = argparse.ArgumentParser(prog="python -m onceflow.sinks", description="onceflow sink participant server")
     add_arguments(parser)
-    try:
-        return main(parser.parse_args())
-    except OnceflowError as exc:
-        print(f"onceflow participant: error: {exc}", file=sys.stderr)
-        return 2
+    return main(parser.parse_args())
 
 
 if __name__ == "__main__":

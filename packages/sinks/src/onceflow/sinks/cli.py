@@ -1,19 +1,22 @@
-"""``onceflow participant``: run a two-phase-commit sink participant server."""
+"""``onceflow participant``: run a two-phase-commit sink participant server.
+
+Also reachable as ``python -m onceflow.sinks``. Configuration comes from ``--config FILE`` (see
+services/participant/participant.toml) and ``ONCEFLOW_PARTICIPANT__*`` environment variables. Prepared
+transactions left by a previous run are resolved with the coordinator before any new work is taken.
+Exit codes: 0 after SIGTERM/SIGINT (also while recovery still waits for the coordinator), 2 for a bad
+configuration or a sink that cannot be opened.
+"""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from onceflow.core.logging import configure_logging
-from onceflow.core.settings import load_settings
+from onceflow.core.service import add_service_arguments, run_service
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config", required=True, help="TOML settings file (see services/participant/participant.toml)"
-    )
-    parser.add_argument("--ready-file", default=None, help="write {port, pid, metrics_port} as JSON here once serving")
+    add_service_arguments(parser, "services/participant/participant.toml")
 
 
 def register(subparsers: Any) -> None:
@@ -21,16 +24,21 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "participant",
         help="run a 2PC sink participant server (Kafka topic, SQLite, PostgreSQL sinks)",
-        description="Serve the Participant gRPC API for the sinks in --config. Prepared transactions left by a "
-        "previous run are resolved with the coordinator before any new work is taken.",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_arguments(parser)
     parser.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
-    from onceflow.sinks.server import ParticipantSettings, run
+    """Load the settings and serve; returns the process exit code."""
+    from onceflow.core.settings import load_settings
+    from onceflow.sinks.server import ParticipantServer, ParticipantSettings
 
-    settings = load_settings(ParticipantSettings, args.config)
-    configure_logging(settings.log.level, settings.log.format)
-    return run(settings, ready_file=args.ready_file)
+    return run_service(
+        "participant",
+        lambda: load_settings(ParticipantSettings, args.config),
+        ParticipantServer,
+        ready_file=args.ready_file,
+    )

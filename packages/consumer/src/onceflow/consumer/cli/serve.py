@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 from onceflow.core.errors import OnceflowError
-from onceflow.core.service_main import add_service_arguments, run_service
+from onceflow.core.service import add_service_arguments, run_service
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,14 +35,15 @@ def run(args: argparse.Namespace) -> int:
     """Load the settings and serve; returns the process exit code."""
     import psycopg
 
-    from onceflow.consumer.service import serve
+    from onceflow.consumer.service import ConsumerService
     from onceflow.consumer.settings import ConsumerSettings
+    from onceflow.core.settings import load_settings
 
     return run_service(
         "consumer",
-        ConsumerSettings,
-        args.config,
-        lambda settings: serve(settings, ready_file=args.ready_file),
+        lambda: load_settings(ConsumerSettings, args.config),
+        ConsumerService,
+        ready_file=args.ready_file,
         fatal=(OnceflowError, psycopg.OperationalError),
     )
 

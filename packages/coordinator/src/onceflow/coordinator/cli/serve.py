@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from onceflow.core.service_main import add_service_arguments, run_service
+from onceflow.core.service import add_service_arguments, run_service
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,11 +32,16 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load the settings and serve; returns the process exit code."""
-    from onceflow.coordinator.service.server import serve
+    from onceflow.coordinator.crash import coordinator_faults
+    from onceflow.coordinator.service.server import CoordinatorServer
     from onceflow.coordinator.settings import CoordinatorSettings
+    from onceflow.core.settings import load_settings
 
     return run_service(
-        "coordinator", CoordinatorSettings, args.config, lambda settings: serve(settings, ready_file=args.ready_file)
+        "coordinator",
+        lambda: load_settings(CoordinatorSettings, args.config),
+        lambda settings: CoordinatorServer(settings, faults=coordinator_faults()),
+        ready_file=args.ready_file,
     )
 
 

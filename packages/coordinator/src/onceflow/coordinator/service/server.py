@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import threading
-from pathlib import Path
-from types import FrameType
+from collections.abc import Mapping
 from typing import Final
 
 import grpc
-from grpc_health.v1 import health, health_pb2
+from grpc_health.v1 import health
 
-from onceflow.coordinator.crash import coordinator_faults
 from onceflow.coordinator.engine import RecoveryReport, StagingCollector, TwoPhaseCommitEngine
 from onceflow.coordinator.exceptions import CoordinatorFenced, CoordinatorStopped
 from onceflow.coordinator.log.base import TransactionLog
@@ -27,6 +21,7 @@ from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import MetricsEndpoint, serve_metrics
+from onceflow.core.service import ExitStatus, Service
 from onceflow.core.staging import delete_batch
 from onceflow.proto.v1 import coordinator_pb2_grpc
 
@@ -59,12 +54,16 @@ def staging_collector_for(settings: CoordinatorSettings) -> StagingCollector | N
     return lambda job, batch: delete_batch(root, job, batch)
 
 
-class CoordinatorServer:
+class CoordinatorServer(Service):
     """One coordinator instance: engine (with recovery), gRPC server and ``/metrics``.
 
     ``log`` and ``connector`` default to the configured backend and gRPC participants; tests pass
-    in-memory ones.
+    in-memory ones. As a :class:`~onceflow.core.service.Service` it finishes on its own when it is
+    fenced (exit 3) or its log fails (exit 4): its in-memory state may be stale then, and only a
+    replay of the log tells the truth.
     """
+
+    name = "coordinator"
 
     def __init__(
         self,
@@ -134,8 +133,7 @@ class CoordinatorServer:
 
     def stop(self, grace: float = 2.0) -> None:
         """Stop serving: NOT_SERVING, drain RPCs for ``grace`` seconds, close the engine."""
-        for name in ("", SERVICE_NAME):
-            self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        self.health.enter_graceful_shutdown()
         if self._server is not None:
             self._server.stop(grace).wait(grace + 1)
             self._server = None
@@ -144,51 +142,15 @@ class CoordinatorServer:
             self._metrics_endpoint = None
         self.engine.close()
 
-    def exit_code(self) -> int:
-        """Why the engine stopped: 0 (closed), :data:`EXIT_FENCED` or :data:`EXIT_LOG_FAILED`."""
+    def ready_info(self) -> Mapping[str, object]:
+        return {"port": self.port, "metrics_port": self.metrics_port}
+
+    def finished(self) -> bool:
+        return self.engine.stopped.is_set()
+
+    def exit_status(self) -> ExitStatus:
+        """Why the engine stopped: 0 (running or closed), :data:`EXIT_FENCED` or :data:`EXIT_LOG_FAILED`."""
         failure = self.engine.book.failure
         if failure is None or isinstance(failure, CoordinatorStopped):
-            return EXIT_OK
-        return EXIT_FENCED if isinstance(failure, CoordinatorFenced) else EXIT_LOG_FAILED
-
-
-def write_ready_file(path: Path, server: CoordinatorServer) -> None:
-    """Tell a parent process that the coordinator serves, and where (atomic replace)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps({"pid": os.getpid(), "port": server.port, "metrics_port": server.metrics_port}))
-    os.replace(tmp, path)
-
-
-def serve(settings: CoordinatorSettings, *, ready_file: Path | None = None) -> int:
-    """Run a coordinator until SIGTERM/SIGINT, or until it is fenced or its log fails; return the exit code.
-
-    A fenced coordinator (a newer instance opened the log) or one whose log failed logs a fatal
-    line and exits non-zero at once: its in-memory state may be stale, and only a replay of the
-    log tells the truth.
-    """
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        _log.info("coordinator.signal", signal=signal.Signals(signum).name)
-        stop.set()
-
-    server = CoordinatorServer(settings, faults=coordinator_faults()).start()
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    if ready_file is not None:
-        write_ready_file(ready_file, server)
-    try:
-        while not stop.is_set() and not server.engine.stopped.is_set():
-            stop.wait(0.2)
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    code = server.exit_code()
-    if code != EXIT_OK:
-        _log.error("coordinator.fatal", exit_code=code, error=server.engine.book.failure)
-        server.stop(grace=0.5)
-        return code
-    server.stop()
-    if ready_file is not None:
-        ready_file.unlink(missing_ok=True)
-    _log.info("coordinator.stopped")
-    return EXIT_OK
+            return ExitStatus(EXIT_OK)
+        return ExitStatus(EXIT_FENCED if isinstance(failure, CoordinatorFenced) else EXIT_LOG_FAILED, str(failure))

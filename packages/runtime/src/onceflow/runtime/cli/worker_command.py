@@ -1,14 +1,14 @@
-"""``onceflow connect-worker``: run a connect worker until SIGTERM/SIGINT."""
+"""``onceflow connect-worker``: run a connect worker until SIGTERM/SIGINT.
+
+Exit codes: 0 after SIGTERM/SIGINT, 2 for a bad configuration or an unreachable Kafka cluster.
+"""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from onceflow.core.logging import configure_logging
-from onceflow.core.settings import load_settings
-from onceflow.runtime.config.worker_settings import WorkerSettings
-from onceflow.runtime.service import ConnectWorkerService
+from onceflow.core.service import add_service_arguments, run_service
 
 
 def register(subparsers: Any) -> None:
@@ -23,14 +23,20 @@ def register(subparsers: Any) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--config", help="worker settings file (TOML)")
+    add_service_arguments(parser, "services/connect-worker/worker.toml")
     parser.add_argument("connectors", nargs="*", help="connector config files (standalone mode)")
 
 
 def run(args: argparse.Namespace) -> int:
-    settings = load_settings(WorkerSettings, args.config)
-    if args.connectors:
-        settings = settings.model_copy(update={"connectors": [*settings.connectors, *args.connectors]})
-    configure_logging(settings.log.level, settings.log.format)
-    ConnectWorkerService(settings).run_until_signal()
-    return 0
+    """Load the settings and serve; returns the process exit code."""
+    from onceflow.core.settings import load_settings
+    from onceflow.runtime.config.worker_settings import WorkerSettings
+    from onceflow.runtime.service import ConnectWorkerService
+
+    def load() -> WorkerSettings:
+        settings = load_settings(WorkerSettings, args.config)
+        if args.connectors:
+            settings = settings.model_copy(update={"connectors": [*settings.connectors, *args.connectors]})
+        return settings
+
+    return run_service("connect-worker", load, ConnectWorkerService, ready_file=args.ready_file)

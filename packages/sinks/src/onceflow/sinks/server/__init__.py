@@ -1,6 +1,6 @@
 """The Participant gRPC server hosting named sinks (``onceflow participant``)."""
 
-from onceflow.sinks.server.app import ParticipantServer, run
+from onceflow.sinks.server.app import ParticipantServer
 from onceflow.sinks.server.recovery import CoordinatorOutcomes, RecoveryInterrupted
 from onceflow.sinks.server.servicer import SERVICE_NAME, ParticipantServicer
 from onceflow.sinks.server.settings import (
@@ -30,5 +30,4 @@ __all__ = [
     "SinkSettings",
     "SqliteOptions",
     "SqliteSink",
-    "run",
 ]

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import threading
-from collections.abc import Callable
-from pathlib import Path
-from types import FrameType
+from collections.abc import Callable, Mapping
+from typing import Self
 
 import grpc
+from grpc_health.v1 import health
 
 from onceflow.core.confinement import StagingConfinement
 from onceflow.core.contract import TransactionId
@@ -18,6 +15,7 @@ from onceflow.core.errors import InvalidConfig
 from onceflow.core.grpc import build_server, open_channel
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import MetricsEndpoint, serve_metrics
+from onceflow.core.service import Service
 from onceflow.proto.v1 import participant_pb2_grpc
 from onceflow.sinks.base import Outcome, SinkParticipant
 from onceflow.sinks.server.factory import open_sink
@@ -29,13 +27,17 @@ from onceflow.sinks.server.settings import ParticipantSettings
 _log = get_logger(__name__)
 
 
-class ParticipantServer:
+class ParticipantServer(Service):
     """Hosts the configured sinks behind one Participant gRPC server.
 
     A started server has resolved every transaction its sinks had prepared before it took new
     work: :meth:`start` does not return (and nothing listens) until the coordinator has answered
-    for each of them. ``stop`` interrupts a recovery that is still waiting for the coordinator.
+    for each of them. :meth:`interrupt` (a signal) makes a recovery that is still waiting for the
+    coordinator give up (:class:`~onceflow.sinks.server.recovery.RecoveryInterrupted`).
     """
+
+    name = "participant"
+    stop_grace_s = 5.0
 
     def __init__(self, settings: ParticipantSettings, *, metrics: ParticipantMetrics | None = None) -> None:
         self.settings = settings
@@ -43,6 +45,7 @@ class ParticipantServer:
         self.sinks: dict[str, SinkParticipant] = {}
         self.port = 0
         self._stop = threading.Event()
+        self.health = health.HealthServicer()
         self._server: grpc.Server | None = None
         self._metrics_endpoint: MetricsEndpoint | None = None
 
@@ -50,8 +53,8 @@ class ParticipantServer:
     def metrics_port(self) -> int:
         return self._metrics_endpoint.port if self._metrics_endpoint is not None else 0
 
-    def start(self) -> int:
-        """Open, recover and serve; returns the bound port.
+    def start(self) -> Self:
+        """Open, recover and serve (:attr:`port` is the bound port).
 
         Steps:
             1. Check the staging roots and schemes (``staging``), then open every configured sink.
@@ -68,7 +71,7 @@ class ParticipantServer:
         # Step 2
         self._recover()
         # Step 3
-        server, port = build_server(self.settings.server, service_names=[SERVICE_NAME])
+        server, port = build_server(self.settings.server, service_names=[SERVICE_NAME], health_servicer=self.health)
         add_servicer: Callable[[ParticipantServicer, grpc.Server], None] = (
             participant_pb2_grpc.add_ParticipantServicer_to_server
         )
@@ -81,7 +84,7 @@ class ParticipantServer:
                 self.metrics.service, self.settings.metrics.host, self.settings.metrics.port
             )
         _log.info("participant.serving", port=port, sinks=",".join(self.sinks), tls=bool(self.settings.server.tls.cert))
-        return port
+        return self
 
     def _recover(self) -> None:
         in_doubt = {name: sink.list_prepared() for name, sink in self.sinks.items()}
@@ -110,8 +113,9 @@ class ParticipantServer:
             channel.close()
 
     def stop(self, grace: float | None = 5.0) -> None:
-        """Stop serving (in-flight RPCs get ``grace`` seconds) and close the sinks. Idempotent."""
+        """NOT_SERVING, stop serving (in-flight RPCs get ``grace`` seconds) and close the sinks. Idempotent."""
         self._stop.set()
+        self.health.enter_graceful_shutdown()
         if self._server is not None:
             self._server.stop(grace).wait()
             self._server = None
@@ -122,41 +126,9 @@ class ParticipantServer:
             sink.close()
         self.sinks.clear()
 
-    def request_stop(self) -> None:
-        """Ask :meth:`wait_for_stop` to return and a waiting recovery to give up; safe in a signal handler."""
+    def interrupt(self) -> None:
+        """Make a recovery that waits for the coordinator give up; safe in a signal handler."""
         self._stop.set()
 
-    def wait_for_stop(self) -> None:
-        """Block until :meth:`stop` is called (e.g. from a signal handler)."""
-        self._stop.wait()
-
-
-def run(settings: ParticipantSettings, *, ready_file: str | None = None) -> int:
-    """Run a participant server in the foreground until SIGTERM or SIGINT; returns the exit code.
-
-    ``ready_file``, when given, receives ``{"port": ..., "pid": ..., "metrics_port": ...}`` once the
-    server is serving (written atomically), so a supervisor or test knows where to connect.
-    """
-    server = ParticipantServer(settings)
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        _log.info("participant.signal", signal=signal.Signals(signum).name)
-        server.request_stop()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    try:
-        port = server.start()
-        if ready_file:
-            _write_ready_file(Path(ready_file), {"port": port, "pid": os.getpid(), "metrics_port": server.metrics_port})
-        server.wait_for_stop()
-    finally:
-        server.stop()
-    _log.info("participant.stopped")
-    return 0
-
-
-def _write_ready_file(path: Path, content: dict[str, int]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(content))
-    os.replace(tmp, path)
+    def ready_info(self) -> Mapping[str, object]:
+        return {"port": self.port, "metrics_port": self.metrics_port}

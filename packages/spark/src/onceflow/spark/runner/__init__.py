@@ -1,7 +1,7 @@
 """Running the job: the driver's session, restart loop, progress listener and the ``onceflow spark`` CLI."""
 
 from onceflow.spark.runner.attempt import register_driver, start_query
-from onceflow.spark.runner.driver import EXIT_CONFIG, EXIT_FAILED, EXIT_FENCED, EXIT_OK, run_job
+from onceflow.spark.runner.driver import EXIT_CONFIG, EXIT_FAILED, EXIT_FENCED, EXIT_OK, SparkDriverService
 from onceflow.spark.runner.listener import ProgressListener
 from onceflow.spark.runner.metrics import JobMetrics
 from onceflow.spark.runner.restart import RestartLoop
@@ -15,9 +15,9 @@ __all__ = [
     "JobMetrics",
     "ProgressListener",
     "RestartLoop",
+    "SparkDriverService",
     "build_session",
     "register_data_sources",
     "register_driver",
-    "run_job",
     "start_query",
 ]

@@ -13,14 +13,13 @@ Exit codes: 0 after SIGTERM/SIGINT, 1 when the restart attempts ran out (the las
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
-from onceflow.core.errors import OnceflowError
+from onceflow.core.service import add_service_arguments, run_service
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, with_master: bool = True) -> None:
-    parser.add_argument("--config", metavar="FILE", help="TOML config file (see services/spark-worker)")
+    add_service_arguments(parser, "services/spark-worker/spark-worker.toml")
     if with_master:
         parser.add_argument("--master", help="Spark master URL (default: spark.master of the config, local[*])")
     parser.add_argument(
@@ -55,12 +54,11 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load the settings and run the driver; returns the process exit code."""
-    from onceflow.core.logging import configure_logging
     from onceflow.core.settings import load_settings
     from onceflow.spark.job.settings import SparkJobSettings
-    from onceflow.spark.runner.driver import EXIT_CONFIG, run_job
+    from onceflow.spark.runner.driver import SparkDriverService
 
-    try:
+    def load() -> SparkJobSettings:
         settings = load_settings(SparkJobSettings, args.config)
         overrides = {
             key: value
@@ -69,11 +67,12 @@ def run(args: argparse.Namespace) -> int:
         }
         if overrides:
             settings = SparkJobSettings.model_validate({**settings.model_dump(), **overrides})
-    except (OnceflowError, ValueError) as exc:
-        print(f"onceflow spark: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    configure_logging(level=settings.log.level, fmt=settings.log.format, stream=sys.stderr)
-    master = getattr(args, "master", None)
-    if master is None and not getattr(args, "from_spark_submit", False):
-        master = settings.spark.master
-    return run_job(settings, master=master)
+        return settings
+
+    def build(settings: SparkJobSettings) -> SparkDriverService:
+        master = getattr(args, "master", None)
+        if master is None and not getattr(args, "from_spark_submit", False):
+            master = settings.spark.master
+        return SparkDriverService(settings, master=master)
+
+    return run_service("spark", load, build, ready_file=args.ready_file)

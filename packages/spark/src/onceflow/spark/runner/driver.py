@@ -1,14 +1,17 @@
-"""The driver process: session, progress listener, metrics endpoint, signals and the restart loop."""
+"""The driver process as a service of the one serve loop: session, progress listener, metrics, restart loop."""
 
 from __future__ import annotations
 
 import signal
-import sys
-from types import FrameType
-from typing import Final
+import threading
+from collections.abc import Mapping
+from typing import Final, Self
+
+from pyspark.sql import SparkSession
 
 from onceflow.core.logging import get_logger
-from onceflow.core.metrics import serve_metrics
+from onceflow.core.metrics import MetricsEndpoint, serve_metrics
+from onceflow.core.service import ExitStatus, Service
 from onceflow.spark.exceptions import JobDefinitionError, RestartsExhausted, WriterFencedError
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner.attempt import start_query
@@ -28,45 +31,90 @@ EXIT_CONFIG: Final = 2
 EXIT_FENCED: Final = 3
 
 
-def run_job(settings: SparkJobSettings, *, master: str | None) -> int:
-    """Run the job until SIGTERM/SIGINT (exit 0), fencing (3) or the last failed restart (1)."""
-    metrics = JobMetrics()
-    endpoint = (
-        serve_metrics(metrics.metrics, settings.metrics.host, settings.metrics.port) if settings.metrics.port else None
-    )
-    spark = build_session(settings, master)
-    spark.streams.addListener(ProgressListener(settings.job, metrics))
-    loop = RestartLoop(
-        settings.job,
-        settings.restart.attempts,
-        settings.restart.delay_ms / 1000,
-        on_restart=lambda: metrics.restarts.labels(settings.job).inc(),
-    )
+class SparkDriverService(Service):
+    """One job's Spark driver: runs until SIGTERM/SIGINT (exit 0), fencing (3), a job that cannot run as
+    defined (2) or the last failed restart (1); it finishes on its own in the last three cases."""
 
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        _log.info("driver.stopping", job=settings.job, signal=signal.Signals(signum).name)
-        loop.stop()
+    name = "driver"
 
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    _log.info("driver.started", job=settings.job, guarantee=settings.guarantee, master=spark.sparkContext.master)
-    try:
-        topic_config = settings.kafka.client_config()
-        if wait_for_topic(topic_config, settings.source.topic, loop.stopping):
-            loop.run(lambda: start_query(spark, settings))
-        return EXIT_OK
-    except WriterFencedError as exc:
-        print(f"onceflow spark: {exc}", file=sys.stderr)
-        return EXIT_FENCED
-    except JobDefinitionError as exc:
-        _log.error("driver.job_refused", job=settings.job, error=exc.detail)
-        print(f"onceflow spark: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
-    except RestartsExhausted as exc:
-        print(f"onceflow spark: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if endpoint is not None:
-            endpoint.stop()
-        spark.stop()
+    def __init__(self, settings: SparkJobSettings, *, master: str | None) -> None:
+        self.settings = settings
+        self.master = master
+        self.metrics = JobMetrics()
+        self.loop = RestartLoop(
+            settings.job,
+            settings.restart.attempts,
+            settings.restart.delay_ms / 1000,
+            on_restart=lambda: self.metrics.restarts.labels(settings.job).inc(),
+        )
+        self._endpoint: MetricsEndpoint | None = None
+        self._spark: SparkSession | None = None
+        self._thread: threading.Thread | None = None
+        self._status = ExitStatus(EXIT_OK)
+
+    def start(self) -> Self:
+        """Start the driver.
+
+        Steps:
+            1. Expose ``/metrics`` when ``metrics.port`` is set.
+            2. Build the Spark session (its JVM) and add the progress listener. PySpark installs a
+               SIGINT handler of its own there; the serve loop's is put back.
+            3. Run the restart loop on a thread: wait for the source topic, then start the query
+               from its checkpoint and restart it after failures.
+        """
+        settings = self.settings
+        # Step 1
+        if settings.metrics.port:
+            self._endpoint = serve_metrics(self.metrics.metrics, settings.metrics.host, settings.metrics.port)
+        # Step 2
+        sigint = signal.getsignal(signal.SIGINT)
+        spark = self._spark = build_session(settings, self.master)
+        signal.signal(signal.SIGINT, sigint)
+        spark.streams.addListener(ProgressListener(settings.job, self.metrics))
+        # Step 3
+        self._thread = threading.Thread(target=self._run, name="restart-loop", daemon=True)
+        self._thread.start()
+        _log.info("driver.started", job=settings.job, guarantee=settings.guarantee, master=spark.sparkContext.master)
+        return self
+
+    def _run(self) -> None:
+        settings, spark = self.settings, self._spark
+        assert spark is not None
+        try:
+            if wait_for_topic(settings.kafka.client_config(), settings.source.topic, self.loop.stopping):
+                self.loop.run(lambda: start_query(spark, settings))
+        except WriterFencedError as exc:
+            self._status = ExitStatus(EXIT_FENCED, str(exc))
+        except JobDefinitionError as exc:
+            _log.error("driver.job_refused", job=settings.job, error=exc.detail)
+            self._status = ExitStatus(EXIT_CONFIG, str(exc))
+        except RestartsExhausted as exc:
+            self._status = ExitStatus(EXIT_FAILED, str(exc))
+        except Exception as exc:
+            _log.error("driver.failed", job=settings.job, error=exc)
+            self._status = ExitStatus(EXIT_FAILED, f"{type(exc).__name__}: {exc}")
+
+    def interrupt(self) -> None:
+        self.loop.stop()
+
+    def finished(self) -> bool:
+        return self._thread is not None and not self._thread.is_alive()
+
+    def exit_status(self) -> ExitStatus:
+        return self._status
+
+    def ready_info(self) -> Mapping[str, object]:
+        return {"port": 0, "metrics_port": self._endpoint.port if self._endpoint is not None else 0}
+
+    def stop(self, grace: float = 2.0) -> None:
+        """Stop the query (the restart loop ends), the metrics endpoint and the session."""
+        self.loop.stop()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if self._endpoint is not None:
+            self._endpoint.stop()
+            self._endpoint = None
+        if self._spark is not None:
+            self._spark.stop()
+            self._spark = None
