@@ -127,7 +127,7 @@ class CoordinatorServer:
             "coordinator.serving",
             port=self.port,
             metrics_port=self.metrics_port,
-            log=self.engine.book.log.description,
+            log=self.engine.state.log_description,
             tls=bool(self.settings.server.tls.cert),
         )
         return self
@@ -146,7 +146,7 @@ class CoordinatorServer:
 
     def exit_code(self) -> int:
         """Why the engine stopped: 0 (closed), :data:`EXIT_FENCED` or :data:`EXIT_LOG_FAILED`."""
-        failure = self.engine.book.failure
+        failure = self.engine.state.failure
         if failure is None or isinstance(failure, CoordinatorStopped):
             return EXIT_OK
         return EXIT_FENCED if isinstance(failure, CoordinatorFenced) else EXIT_LOG_FAILED
@@ -184,7 +184,7 @@ def serve(settings: CoordinatorSettings, *, ready_file: Path | None = None) -> i
             signal.signal(sig, handler)
     code = server.exit_code()
     if code != EXIT_OK:
-        _log.error("coordinator.fatal", exit_code=code, error=server.engine.book.failure)
+        _log.error("coordinator.fatal", exit_code=code, error=server.engine.state.failure)
         server.stop(grace=0.5)
         return code
     server.stop()
