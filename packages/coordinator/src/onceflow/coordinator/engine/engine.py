@@ -138,10 +138,6 @@ class TwoPhaseCommitEngine:
         _log.info("participants.registered", job=job, epoch=epoch, sinks=",".join(r.sink for r in refs))
         return registered
 
-    def check_writer(self, job: str, epoch: int) -> JobState:
-        """The job's state if ``epoch`` is its current writer epoch; raises otherwise."""
-        return self.state.check_writer(job, epoch)
-
     # -- two-phase commit ------------------------------------------------------------------------
 
     def commit_transaction(self, job: str, epoch: int, batch: int, files: Sequence[StagedFile]) -> TransactionOutcome:
@@ -183,9 +179,9 @@ class TwoPhaseCommitEngine:
     def _fenced_or(self, outcome: TransactionOutcome, job: str, epoch: int) -> TransactionOutcome:
         """Step 6: ``outcome``, unless it is an abort and the writer has been fenced meanwhile."""
         if outcome.state is TransactionState.ABORTED:
-            state = self.state.job(job)
-            if state is not None and state.epoch > epoch:
-                raise WriterFenced(job, epoch, state.epoch)
+            current = self.state.job(job)
+            if current is not None and current.epoch > epoch:
+                raise WriterFenced(job, epoch, current.epoch)
         return outcome
 
     def _admit(
