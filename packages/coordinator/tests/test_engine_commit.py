@@ -11,6 +11,7 @@ import pytest
 
 from onceflow.coordinator.engine import TwoPhaseCommitEngine
 from onceflow.coordinator.exceptions import InvalidRequest, NoParticipants, UnknownEpoch, UnknownJob
+from onceflow.coordinator.log import MemoryLogStorage
 from onceflow.coordinator.model import StagedFile, TransactionId, TransactionState
 from onceflow.core.errors import WriterFenced
 from onceflow.testing.coordinator import FAST_ENGINE_CONFIG, FakeParticipants, staged_files
@@ -86,7 +87,7 @@ def test_commit_is_retried_with_backoff_until_the_participant_comes_back(
     assert "fake sink failed this commit" in record.votes[2].error
     retries = postgres.count("commit", txn)
     assert 4 <= retries < 60, retries  # backoff 20 ms doubling to 200 ms over 2 s
-    assert engine.book.unsettled_count() == 1
+    assert engine.state.in_doubt_count() == 1
     postgres.fail_commits = 0  # it comes back
     assert postgres.wait_for("committed", txn, timeout=5)
     deadline = time.monotonic() + 5
@@ -94,16 +95,18 @@ def test_commit_is_retried_with_backoff_until_the_participant_comes_back(
         time.sleep(0.01)
     assert engine.get_transaction(JOB, 0).state is COMMITTED
     assert fakes["kafka"].committed == {txn: 1}  # acked participants are not asked again
-    assert engine.book.unsettled_count() == 0
+    assert engine.state.in_doubt_count() == 0
     assert engine.commit_transaction(JOB, epoch, 0, staged_files(JOB, 0)).state is COMMITTED
 
 
-def test_a_duplicate_commit_changes_nothing(engine: TwoPhaseCommitEngine, fakes: FakeParticipants, epoch: int) -> None:
+def test_a_duplicate_commit_changes_nothing(
+    engine: TwoPhaseCommitEngine, fakes: FakeParticipants, storage: MemoryLogStorage, epoch: int
+) -> None:
     assert engine.commit_transaction(JOB, epoch, 0, staged_files(JOB, 0)).state is COMMITTED
-    records = len(engine.book.log.storage.entries)  # type: ignore[attr-defined]
+    records = len(storage.entries)
     again = engine.commit_transaction(JOB, epoch, 0, staged_files(JOB, 0, files=3))
     assert again.state is COMMITTED
-    assert len(engine.book.log.storage.entries) == records  # type: ignore[attr-defined]
+    assert len(storage.entries) == records
     for sink in fakes.sinks.values():
         assert sink.count("prepare") == 1 and sink.count("commit") == 1
 

@@ -9,6 +9,7 @@ __all__ = [
     "CoordinatorFenced",
     "CoordinatorStopped",
     "InvalidRequest",
+    "InvalidTransition",
     "LogAppendRejected",
     "NoParticipants",
     "ResolutionRefused",
@@ -72,6 +73,14 @@ class TransactionDecided(ResolutionRefused):
     def __init__(self, txn: str, state: str, wanted: str) -> None:
         self.state = state
         super().__init__(txn, f"is {state}, a decided outcome; it cannot be made to {wanted}")
+
+
+class InvalidTransition(CoordinatorError):  # noqa: N818
+    """A bug: a state change the transaction state machine does not allow. Nothing was logged."""
+
+    def __init__(self, txn: str, current: str, target: str) -> None:
+        self.txn = txn
+        super().__init__(f"transaction {txn}: {current} cannot move to {target}")
 
 
 class TransactionLogError(CoordinatorError):

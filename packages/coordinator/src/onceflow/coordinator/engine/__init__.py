@@ -3,6 +3,7 @@
 from onceflow.coordinator.engine.config import Backoff, EngineConfig
 from onceflow.coordinator.engine.engine import StagingCollector, TwoPhaseCommitEngine
 from onceflow.coordinator.engine.recovery import RecoveryReport
+from onceflow.coordinator.engine.state import TransactionStateManager
 
 #: The Flink/Kafka name of the same thing.
 TransactionCoordinator = TwoPhaseCommitEngine
@@ -13,5 +14,6 @@ __all__ = [
     "RecoveryReport",
     "StagingCollector",
     "TransactionCoordinator",
+    "TransactionStateManager",
     "TwoPhaseCommitEngine",
 ]

@@ -1,4 +1,4 @@
-"""Delivery of a COMMIT decision: retried with exponential backoff until every participant acks."""
+"""Delivery of COMMIT decisions: retried with exponential backoff until every participant acks."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from onceflow.coordinator.engine.book import TransactionBook, with_vote
+from onceflow.coordinator.engine.book import with_vote
 from onceflow.coordinator.engine.config import EngineConfig
 from onceflow.coordinator.engine.fanout import ParticipantFanout
+from onceflow.coordinator.engine.state import TransactionStateManager
 from onceflow.coordinator.metrics import CoordinatorMetrics
 from onceflow.coordinator.model import Transaction, TransactionId
 from onceflow.core.logging import get_logger
@@ -28,7 +29,7 @@ class CommitDelivery:
     def __init__(
         self,
         txn: Transaction,
-        book: TransactionBook,
+        state: TransactionStateManager,
         fanout: ParticipantFanout,
         config: EngineConfig,
         on_delivered: Callable[[Transaction], None],
@@ -36,7 +37,7 @@ class CommitDelivery:
         metrics: CoordinatorMetrics | None = None,
     ) -> None:
         self.txn = txn
-        self._book = book
+        self._state = state
         self._fanout = fanout
         self._config = config
         self._on_delivered = on_delivered
@@ -73,7 +74,7 @@ class CommitDelivery:
         delays = self._config.commit_backoff.delays()
         attempt = 0
         try:
-            while not self._stopped.is_set() and not self._book.failed.is_set():
+            while not self._stopped.is_set() and not self._state.stopped.is_set():
                 attempt += 1
                 # Step 1
                 missing = txn.unacknowledged()
@@ -84,7 +85,7 @@ class CommitDelivery:
                     vote = dataclasses.replace(previous, acknowledged=result.ok, error=result.error)
                     txn = with_vote(txn, vote)
                 txn = dataclasses.replace(txn, updated_at=time.time())
-                self._book.note(txn)
+                self._state.note(txn)
                 # Step 3
                 if not txn.unacknowledged():
                     self._on_delivered(txn)
@@ -107,5 +108,64 @@ class CommitDelivery:
                         )
                 self._wake.wait(delay)
                 self._wake.clear()
-        except Exception as exc:  # the log failed (the book is failed too) or a bug: never die silently
+        except Exception as exc:  # the log failed (the state manager stopped too) or a bug: never die silently
             _log.exception("txn.delivery_failed", txn=txn.id, job=txn.id.job, batch=txn.id.batch, error=exc)
+
+
+class CommitDeliveries:
+    """The running deliveries, at most one per COMMITTING transaction.
+
+    ``on_delivered`` gets each transaction once every participant acked; it calls :meth:`finish`
+    and logs COMMITTED through the state manager.
+    """
+
+    def __init__(
+        self,
+        state: TransactionStateManager,
+        fanout: ParticipantFanout,
+        config: EngineConfig,
+        on_delivered: Callable[[Transaction], None],
+        *,
+        metrics: CoordinatorMetrics | None = None,
+    ) -> None:
+        self._state = state
+        self._fanout = fanout
+        self._config = config
+        self._on_delivered = on_delivered
+        self._metrics = metrics
+        #: Guards the registry only (the state has its own lock, held by nobody else).
+        self._lock = threading.Lock()
+        self._running: dict[TransactionId, CommitDelivery] = {}
+        self._decided_at: dict[TransactionId, float] = {}
+
+    def start(self, txn: Transaction) -> None:
+        """Start delivering the COMMITTING ``txn`` (no-op if it is already being delivered)."""
+        with self._lock:
+            if txn.id in self._running:
+                return
+            delivery = CommitDelivery(
+                txn, self._state, self._fanout, self._config, self._on_delivered, metrics=self._metrics
+            )
+            self._running[txn.id] = delivery
+            self._decided_at[txn.id] = time.monotonic()
+        delivery.start()
+
+    def kick(self, txn_id: TransactionId) -> None:
+        """Retry the delivery of ``txn_id`` now (if it runs) instead of waiting out its backoff."""
+        with self._lock:
+            delivery = self._running.get(txn_id)
+        if delivery is not None:
+            delivery.kick()
+
+    def finish(self, txn_id: TransactionId) -> float | None:
+        """Forget the delivery of ``txn_id``; returns when it started (``time.monotonic``), if it ran."""
+        with self._lock:
+            self._running.pop(txn_id, None)
+            return self._decided_at.pop(txn_id, None)
+
+    def stop_all(self) -> None:
+        """Stop every delivery (the coordinator closes; the next instance resumes them)."""
+        with self._lock:
+            running = list(self._running.values())
+        for delivery in running:
+            delivery.stop()

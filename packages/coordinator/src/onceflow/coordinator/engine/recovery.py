@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-import time
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from onceflow.coordinator.log.records import LogRecord
+from onceflow.coordinator.engine.abort import AbortPhase
+from onceflow.coordinator.engine.delivery import CommitDeliveries
+from onceflow.coordinator.engine.state import TransactionStateManager
 from onceflow.coordinator.model import Transaction, TransactionState
 from onceflow.core.logging import get_logger
-
-if TYPE_CHECKING:
-    from onceflow.coordinator.engine.engine import TwoPhaseCommitEngine
 
 _log = get_logger(__name__)
 
@@ -36,11 +32,12 @@ class RecoveryReport:
     presumed_aborted: int
 
 
-def recover(engine: TwoPhaseCommitEngine, records: Sequence[LogRecord]) -> RecoveryReport:
-    """Rebuild the engine's state from ``records`` and finish what the previous instance left undone.
+def recover(state: TransactionStateManager, aborts: AbortPhase, deliveries: CommitDeliveries) -> RecoveryReport:
+    """Rebuild the state from the log and finish what the previous instance left undone.
 
     Steps:
-        1. Replay: apply every record in log order (the last record of a key wins).
+        1. Replay: open the log (fencing earlier instances) and apply every record in log order
+           (the last record of a key wins).
         2. PREPARING (no decision was logged): presumed abort. Log ABORTING for all of them in one
            append, with the reason, so the decision is explicit; Step 3 finishes them.
         3. ABORTING: on a background thread, send Abort to every participant (best effort: a
@@ -49,21 +46,11 @@ def recover(engine: TwoPhaseCommitEngine, records: Sequence[LogRecord]) -> Recov
         4. COMMITTING: the decision is final. Re-send Commit to every participant in the background,
            retrying with backoff until each acks; then log COMMITTED (END) and delete the staged files.
     """
-    book = engine.book
     # Step 1
-    book.load(records)
-    unfinished = book.transactions(
-        states=(TransactionState.PREPARING, TransactionState.ABORTING, TransactionState.COMMITTING)
-    )
+    records = state.replay()
+    unfinished = state.in_doubt()
     # Step 2
-    now = time.time()
-    presumed = [
-        dataclasses.replace(txn, state=TransactionState.ABORTING, reason=PRESUMED_ABORT_REASON, updated_at=now)
-        for txn in unfinished
-        if txn.state is TransactionState.PREPARING
-    ]
-    if presumed:
-        book.write(*presumed)
+    presumed = state.abort_undecided(PRESUMED_ABORT_REASON)
     aborting = presumed + [txn for txn in unfinished if txn.state is TransactionState.ABORTING]
     committing = [txn for txn in unfinished if txn.state is TransactionState.COMMITTING]
     for txn in aborting:
@@ -72,14 +59,16 @@ def recover(engine: TwoPhaseCommitEngine, records: Sequence[LogRecord]) -> Recov
         _log.info("recovery.commit", txn=txn.id, job=txn.id.job, batch=txn.id.batch, epoch=txn.writer_epoch)
     # Step 3
     if aborting:
-        threading.Thread(target=_finish_aborts, args=(engine, aborting), name="recovery-aborts", daemon=True).start()
+        threading.Thread(
+            target=_finish_aborts, args=(state, aborts, aborting), name="recovery-aborts", daemon=True
+        ).start()
     # Step 4
     for txn in committing:
-        engine.start_delivery(txn)
+        deliveries.start(txn)
     report = RecoveryReport(
-        records=len(records),
-        jobs=len(book.jobs()),
-        transactions=len(book.transactions()),
+        records=records,
+        jobs=len(state.jobs()),
+        transactions=len(state.transactions()),
         committing=len(committing),
         aborting=len(aborting) - len(presumed),
         presumed_aborted=len(presumed),
@@ -88,12 +77,12 @@ def recover(engine: TwoPhaseCommitEngine, records: Sequence[LogRecord]) -> Recov
     return report
 
 
-def _finish_aborts(engine: TwoPhaseCommitEngine, aborting: list[Transaction]) -> None:
+def _finish_aborts(state: TransactionStateManager, aborts: AbortPhase, aborting: list[Transaction]) -> None:
     for txn in aborting:
-        if engine.stopped.is_set():
+        if state.stopped.is_set():
             return
         try:
-            engine.abort_phase(txn)
-        except Exception as exc:  # the log failed (the engine stops) or a bug: say so
+            aborts.run(txn)
+        except Exception as exc:  # the log failed (the coordinator stops) or a bug: say so
             _log.exception("recovery.abort_failed", txn=txn.id, job=txn.id.job, batch=txn.id.batch, error=exc)
             return

@@ -126,7 +126,7 @@ class CoordinatorServer(Service):
             "coordinator.serving",
             port=self.port,
             metrics_port=self.metrics_port,
-            log=self.engine.book.log.description,
+            log=self.engine.state.log_description,
             tls=bool(self.settings.server.tls.cert),
         )
         return self
@@ -150,7 +150,7 @@ class CoordinatorServer(Service):
 
     def exit_status(self) -> ExitStatus:
         """Why the engine stopped: 0 (running or closed), :data:`EXIT_FENCED` or :data:`EXIT_LOG_FAILED`."""
-        failure = self.engine.book.failure
+        failure = self.engine.state.failure
         if failure is None or isinstance(failure, CoordinatorStopped):
             return ExitStatus(EXIT_OK)
         return ExitStatus(EXIT_FENCED if isinstance(failure, CoordinatorFenced) else EXIT_LOG_FAILED, str(failure))

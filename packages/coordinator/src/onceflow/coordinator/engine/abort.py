@@ -1,0 +1,49 @@
+"""The abort phase: Abort sent to every participant (best effort), then ABORTED logged."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from onceflow.coordinator.engine.fanout import ParticipantFanout
+from onceflow.coordinator.engine.state import TransactionStateManager
+from onceflow.coordinator.metrics import CoordinatorMetrics
+from onceflow.coordinator.model import Transaction, TransactionOutcome, TransactionState
+from onceflow.core.logging import get_logger
+
+_log = get_logger(__name__)
+
+
+class AbortPhase:
+    """Finishes ABORTING transactions: for an attempt that was refused, and for recovery.
+
+    Presumed abort needs no acks: a participant that missed its Abort asks on its own recovery and
+    hears ABORTED, so ABORTED is logged whatever the participants answered.
+    """
+
+    def __init__(
+        self, state: TransactionStateManager, fanout: ParticipantFanout, timeout: float, metrics: CoordinatorMetrics
+    ) -> None:
+        self._state = state
+        self._fanout = fanout
+        self._timeout = timeout
+        self._metrics = metrics
+
+    def run(self, txn: Transaction) -> TransactionOutcome:
+        """Send Abort for the ABORTING ``txn`` to every participant, log ABORTED, answer ABORTED."""
+        results = self._fanout.abort_all(txn, self._timeout)
+        acks = {result.sink: result for result in results}
+        votes = tuple(
+            dataclasses.replace(vote, acknowledged=acks[vote.sink].ok, error=acks[vote.sink].error or vote.error)
+            if vote.sink in acks
+            else vote
+            for vote in (txn.vote_of(ref.sink) for ref in txn.participants)
+        )
+        final = dataclasses.replace(txn, state=TransactionState.ABORTED, votes=votes, updated_at=time.time())
+        refused = self._state.complete_abort(final)
+        if refused is not None:  # superseded or already finished
+            return TransactionOutcome(refused, txn.reason)
+        self._metrics.transactions.labels("aborted").inc()
+        self._metrics.transaction_seconds.observe(max(0.0, final.updated_at - final.started_at))
+        _log.info("txn.aborted", txn=txn.id, job=txn.id.job, batch=txn.id.batch, reason=txn.reason)
+        return TransactionOutcome(TransactionState.ABORTED, txn.reason)
