@@ -1,4 +1,5 @@
-"""The contract's sink bindings and output schemas: validation, and their JSON and proto forms."""
+"""The contract's sink bindings, output schemas, transaction states and clients: validation, and their
+JSON and proto forms."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import pytest
 from onceflow.core.contract import (
     IP_COUNT_ARROW_SCHEMA,
     InvalidBinding,
+    Resolution,
     SinkBinding,
     SinkMode,
     TransactionId,
+    TransactionState,
     UnsupportedColumnType,
     ValueFormat,
     check_supported,
@@ -19,8 +22,22 @@ from onceflow.core.contract import (
     schema_from_bytes,
     schema_to_bytes,
 )
-from onceflow.core.contract.proto import binding_from_proto, binding_to_proto, file_from_proto, file_to_proto
+from onceflow.core.contract.clients import CoordinatorClient, ParticipantClient, ServiceClient
+from onceflow.core.contract.proto import (
+    binding_from_proto,
+    binding_to_proto,
+    file_from_proto,
+    file_to_proto,
+    resolution_from_proto,
+    resolution_to_proto,
+    state_from_proto,
+    state_name,
+    state_to_proto,
+    txn_id_from_proto,
+    txn_id_to_proto,
+)
 from onceflow.core.staging import StagedFile
+from onceflow.proto.v1 import common_pb2, coordinator_pb2
 
 WIDE = pa.schema(
     [
@@ -115,3 +132,32 @@ def test_one_transaction_id_for_every_process() -> None:
             TransactionId.parse(text)
     with pytest.raises(ValueError, match="batch must be >= 0, got -1"):
         TransactionId("ipcount", -1)
+
+
+def test_transaction_ids_states_and_resolutions_round_trip_through_proto() -> None:
+    txn = TransactionId("job:with:colons", 3)
+    assert txn_id_from_proto(txn_id_to_proto(txn)) == txn
+    for state in TransactionState:
+        assert state_from_proto(state_to_proto(state)) is state
+        assert state_name(state_to_proto(state)) == state.value
+    assert state_from_proto(common_pb2.TRANSACTION_STATE_UNSPECIFIED) is None
+    assert state_name(common_pb2.TRANSACTION_STATE_UNSPECIFIED) == "UNSPECIFIED"
+    with pytest.raises(ValueError, match="42 is not a transaction state"):
+        state_from_proto(42)
+    for resolution in Resolution:
+        assert resolution_from_proto(resolution_to_proto(resolution)) is resolution
+    with pytest.raises(ValueError, match="RESOLUTION_COMMIT or RESOLUTION_ABORT"):
+        resolution_from_proto(coordinator_pb2.RESOLUTION_UNSPECIFIED)
+    assert [s.value for s in TransactionState if not s.is_final] == ["PREPARING", "COMMITTING", "ABORTING"]
+    assert [s.value for s in TransactionState if s.is_commit] == ["COMMITTING", "COMMITTED"]
+
+
+@pytest.mark.parametrize("client_class", [CoordinatorClient, ParticipantClient])
+def test_a_client_refuses_an_empty_target_and_a_bad_deadline(client_class: type[ServiceClient]) -> None:
+    with pytest.raises(ValueError, match="target must be HOST:PORT"):
+        client_class("")
+    for bad in (0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
+            client_class("127.0.0.1:1", timeout_s=bad)
+    with client_class("127.0.0.1:1", timeout_s=2) as client:
+        assert client.target == "127.0.0.1:1" and client.timeout_s == 2.0

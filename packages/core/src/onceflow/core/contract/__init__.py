@@ -1,7 +1,8 @@
 """The cross-process contract: what the Spark driver, the coordinator, the sink participants, the
-consumer and the demo agree on. Transaction ids, sink bindings (which output goes to which table or
-topic, how) and the output schemas they carry live here; staged-file descriptors live in
-:mod:`onceflow.core.staging`.
+consumer and the demo agree on. Transaction ids and states, participant refs, sink bindings (which
+output goes to which table or topic, how) and the output schemas they carry live here, and
+:mod:`onceflow.core.contract.clients` holds the typed clients of the coordinator and the participants;
+staged-file descriptors live in :mod:`onceflow.core.staging`.
 """
 
 from onceflow.core.contract.bindings import (
@@ -19,12 +20,14 @@ from onceflow.core.contract.ip_count import (
     ip_count_table_binding,
     ip_count_topic_binding,
 )
+from onceflow.core.contract.participant_ref import ParticipantRef
 from onceflow.core.contract.schema import (
     UnsupportedColumnType,
     check_supported,
     schema_from_bytes,
     schema_to_bytes,
 )
+from onceflow.core.contract.state import Resolution, TransactionState
 from onceflow.core.contract.txn import TransactionId
 
 __all__ = [
@@ -34,9 +37,12 @@ __all__ = [
     "IP_COUNT_RECORD_NAME",
     "IP_COUNT_TABLE",
     "InvalidBinding",
+    "ParticipantRef",
+    "Resolution",
     "SinkBinding",
     "SinkMode",
     "TransactionId",
+    "TransactionState",
     "UnsupportedColumnType",
     "ValueFormat",
     "check_supported",

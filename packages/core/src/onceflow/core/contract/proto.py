@@ -1,13 +1,17 @@
-"""The contract's values to and from their ``onceflow.v1`` messages: one conversion for every service."""
+"""The contract's values to and from their ``onceflow.v1`` messages: one conversion for every service
+(bindings, staged files, transaction ids, transaction states, resolutions)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Final
 
 from onceflow.core.contract.bindings import DEFAULT_OUTPUT, SinkBinding, SinkMode, ValueFormat
 from onceflow.core.contract.schema import schema_from_bytes, schema_to_bytes
+from onceflow.core.contract.state import Resolution, TransactionState
+from onceflow.core.contract.txn import TransactionId
 from onceflow.core.staging.files import StagedFile
-from onceflow.proto.v1 import common_pb2
+from onceflow.proto.v1 import common_pb2, coordinator_pb2
 
 
 def binding_to_proto(binding: SinkBinding) -> common_pb2.SinkBinding:
@@ -77,3 +81,62 @@ def files_to_proto(files: Iterable[StagedFile]) -> list[common_pb2.StagedFile]:
 
 def files_from_proto(messages: Iterable[common_pb2.StagedFile]) -> list[StagedFile]:
     return [file_from_proto(m) for m in messages]
+
+
+def txn_id_to_proto(txn: TransactionId) -> common_pb2.TransactionId:
+    return common_pb2.TransactionId(job=txn.job, batch=txn.batch)
+
+
+def txn_id_from_proto(message: common_pb2.TransactionId) -> TransactionId:
+    """A :class:`TransactionId`; ValueError for an empty job or a negative batch."""
+    return TransactionId(message.job, message.batch)
+
+
+_STATE_TO_PROTO: Final[dict[TransactionState, common_pb2.TransactionState]] = {
+    TransactionState.PREPARING: common_pb2.TRANSACTION_STATE_PREPARING,
+    TransactionState.COMMITTING: common_pb2.TRANSACTION_STATE_COMMITTING,
+    TransactionState.COMMITTED: common_pb2.TRANSACTION_STATE_COMMITTED,
+    TransactionState.ABORTING: common_pb2.TRANSACTION_STATE_ABORTING,
+    TransactionState.ABORTED: common_pb2.TRANSACTION_STATE_ABORTED,
+}
+_STATE_FROM_PROTO: Final[dict[int, TransactionState]] = {int(v): k for k, v in _STATE_TO_PROTO.items()}
+_RESOLUTION_TO_PROTO: Final[dict[Resolution, coordinator_pb2.Resolution]] = {
+    Resolution.COMMIT: coordinator_pb2.RESOLUTION_COMMIT,
+    Resolution.ABORT: coordinator_pb2.RESOLUTION_ABORT,
+}
+_RESOLUTION_FROM_PROTO: Final[dict[int, Resolution]] = {int(v): k for k, v in _RESOLUTION_TO_PROTO.items()}
+
+
+def state_to_proto(state: TransactionState) -> common_pb2.TransactionState:
+    return _STATE_TO_PROTO[state]
+
+
+def state_from_proto(value: int) -> TransactionState | None:
+    """The state of a ``TransactionState`` value; None for UNSPECIFIED (a transaction nobody knows:
+    presumed abort). ValueError for a value that is not a state."""
+    if value == common_pb2.TRANSACTION_STATE_UNSPECIFIED:
+        return None
+    try:
+        return _STATE_FROM_PROTO[value]
+    except KeyError:
+        raise ValueError(f"{value} is not a transaction state") from None
+
+
+def state_name(value: int) -> str:
+    """``COMMITTED`` for TRANSACTION_STATE_COMMITTED (``UNSPECIFIED``, or the number if unknown): for logs and CLIs."""
+    state = _STATE_FROM_PROTO.get(value)
+    if state is not None:
+        return state.value
+    return "UNSPECIFIED" if value == common_pb2.TRANSACTION_STATE_UNSPECIFIED else str(value)
+
+
+def resolution_to_proto(resolution: Resolution) -> coordinator_pb2.Resolution:
+    return _RESOLUTION_TO_PROTO[resolution]
+
+
+def resolution_from_proto(value: int) -> Resolution:
+    """ValueError for RESOLUTION_UNSPECIFIED or a value that is not a resolution."""
+    try:
+        return _RESOLUTION_FROM_PROTO[value]
+    except KeyError:
+        raise ValueError("must be RESOLUTION_COMMIT or RESOLUTION_ABORT") from None

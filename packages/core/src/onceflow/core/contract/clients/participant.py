@@ -1,0 +1,90 @@
+"""The typed client of ``onceflow.v1.Participant`` (participant.proto): one method per RPC."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from onceflow.core.contract.bindings import SinkBinding
+from onceflow.core.contract.clients.base import ServiceClient, check_txn
+from onceflow.core.contract.proto import bindings_to_proto, files_to_proto, txn_id_from_proto, txn_id_to_proto
+from onceflow.core.contract.txn import TransactionId
+from onceflow.core.settings import TlsSettings
+from onceflow.core.staging import StagedFile
+from onceflow.proto.v1 import participant_pb2, participant_pb2_grpc
+
+
+class ParticipantClient(ServiceClient):
+    """Calls on a participant server at ``target`` (every sink it hosts: each call names its ``sink``),
+    each with a deadline (``timeout_s`` per call, or the client's).
+
+    Arguments are the contract's values (:class:`TransactionId`, :class:`StagedFile`,
+    :class:`SinkBinding`); a failed call raises the :class:`grpc.RpcError` as it came. A transaction id
+    that is not a :class:`TransactionId` is a TypeError before anything is sent.
+    """
+
+    def __init__(self, target: str, tls: TlsSettings | None = None, *, timeout_s: float = 30.0) -> None:
+        super().__init__(target, tls, timeout_s=timeout_s)
+        self._stub = participant_pb2_grpc.ParticipantStub(self.channel)  # type: ignore[no-untyped-call]
+
+    @property
+    def stub(self) -> participant_pb2_grpc.ParticipantStub:
+        """The raw stub on this client's channel, for tests that send requests the methods would not build."""
+        return self._stub
+
+    def prepare_bindings(
+        self, sink: str, job: str, bindings: Iterable[SinkBinding], *, timeout_s: float | None = None
+    ) -> None:
+        """Check (and create or widen) the tables and topics of ``job``'s bindings on ``sink``;
+        FAILED_PRECONDITION or INVALID_ARGUMENT name what does not fit."""
+        request = participant_pb2.PrepareBindingsRequest(sink=sink, job=job, bindings=bindings_to_proto(bindings))
+        self._stub.PrepareBindings(request, timeout=self._timeout(timeout_s))
+
+    def prepare_transaction(
+        self,
+        sink: str,
+        txn: TransactionId,
+        files: Sequence[StagedFile],
+        bindings: Iterable[SinkBinding] = (),
+        *,
+        timeout_s: float | None = None,
+    ) -> participant_pb2.PrepareTransactionResponse:
+        """Phase one: the answer is the vote (``vote_commit``, a no vote's ``reason``, ``rows``)."""
+        check_txn(txn)
+        request = participant_pb2.PrepareTransactionRequest(
+            sink=sink, id=txn_id_to_proto(txn), files=files_to_proto(files), bindings=bindings_to_proto(bindings)
+        )
+        response: participant_pb2.PrepareTransactionResponse = self._stub.PrepareTransaction(
+            request, timeout=self._timeout(timeout_s)
+        )
+        return response
+
+    def commit_prepared_transaction(
+        self,
+        sink: str,
+        txn: TransactionId,
+        files: Sequence[StagedFile],
+        bindings: Iterable[SinkBinding] = (),
+        *,
+        timeout_s: float | None = None,
+    ) -> None:
+        """Phase two, commit: idempotent; the files and bindings let a sink redo a lost prepare."""
+        check_txn(txn)
+        request = participant_pb2.CommitPreparedTransactionRequest(
+            sink=sink, id=txn_id_to_proto(txn), files=files_to_proto(files), bindings=bindings_to_proto(bindings)
+        )
+        self._stub.CommitPreparedTransaction(request, timeout=self._timeout(timeout_s))
+
+    def abort_prepared_transaction(self, sink: str, txn: TransactionId, *, timeout_s: float | None = None) -> None:
+        """Phase two, abort: idempotent (aborting an unknown transaction is not an error)."""
+        check_txn(txn)
+        request = participant_pb2.AbortPreparedTransactionRequest(sink=sink, id=txn_id_to_proto(txn))
+        self._stub.AbortPreparedTransaction(request, timeout=self._timeout(timeout_s))
+
+    def list_prepared_transactions(
+        self, sink: str = "", *, timeout_s: float | None = None
+    ) -> list[tuple[str, TransactionId]]:
+        """``(sink, txn)`` of every transaction ``sink`` (every sink of the server when empty) holds
+        prepared: in doubt until the coordinator's decision reaches it."""
+        request = participant_pb2.ListPreparedTransactionsRequest(sink=sink)
+        response = self._stub.ListPreparedTransactions(request, timeout=self._timeout(timeout_s))
+        return [(prepared.sink, txn_id_from_proto(prepared.id)) for prepared in response.transactions]
