@@ -1,4 +1,5 @@
-"""The coordinator's domain values: transaction ids, states, staged files, participants, transactions, jobs.
+"""The coordinator's domain values: transactions and jobs, over the contract's transaction ids, states,
+staged files and participant refs (re-exported here).
 
 All values are immutable; the engine replaces them (``dataclasses.replace``) as a transaction moves
 ``PREPARING -> COMMITTING -> COMMITTED`` or ``PREPARING -> ABORTING -> ABORTED``.
@@ -6,11 +7,10 @@ All values are immutable; the engine replaces them (``dataclasses.replace``) as 
 
 from __future__ import annotations
 
-import enum
 import re
 from dataclasses import dataclass, field
 
-from onceflow.core.contract import SinkBinding, TransactionId
+from onceflow.core.contract import ParticipantRef, Resolution, TransactionId, TransactionState
 from onceflow.core.staging import StagedFile
 
 #: A job name: letters, digits, ``.``, ``_``, ``-``; no ``:`` (it separates job and batch in ids).
@@ -33,47 +33,6 @@ __all__ = [
     "TransactionOutcome",
     "TransactionState",
 ]
-
-
-class TransactionState(enum.Enum):
-    """States of a presumed-abort 2PC transaction (docs/design.md, "The coordinator")."""
-
-    PREPARING = "PREPARING"
-    COMMITTING = "COMMITTING"
-    COMMITTED = "COMMITTED"
-    ABORTING = "ABORTING"
-    ABORTED = "ABORTED"
-
-    @property
-    def is_final(self) -> bool:
-        """COMMITTED or ABORTED: nothing more will happen to this attempt."""
-        return self in (TransactionState.COMMITTED, TransactionState.ABORTED)
-
-    @property
-    def is_decided(self) -> bool:
-        """Past the decision: the outcome can no longer change."""
-        return self is not TransactionState.PREPARING
-
-    @property
-    def is_commit(self) -> bool:
-        return self in (TransactionState.COMMITTING, TransactionState.COMMITTED)
-
-
-class Resolution(enum.Enum):
-    """An operator's verdict for a stuck transaction."""
-
-    COMMIT = "commit"
-    ABORT = "abort"
-
-
-@dataclass(frozen=True, slots=True)
-class ParticipantRef:
-    """A sink of a job, the gRPC target of the participant server hosting it, and what the job writes
-    there (its bindings; none = the sink's default binding)."""
-
-    sink: str
-    target: str
-    bindings: tuple[SinkBinding, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

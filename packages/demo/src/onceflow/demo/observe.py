@@ -26,16 +26,19 @@ import grpc
 from google.protobuf.json_format import MessageToDict
 from prometheus_client.parser import text_string_to_metric_families
 
+from onceflow.core.contract import TransactionState
+from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.core.contract.proto import state_name
 from onceflow.demo.components import JOB, Context, connector_name
-from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc, results_pb2, results_pb2_grpc
 from onceflow.proto.v1 import connect_pb2 as connect_pb
+from onceflow.proto.v1 import results_pb2, results_pb2_grpc
 from onceflow.runtime.admin.client import ConnectClient
 from onceflow.runtime.api.source import END_OF_INPUT_KEY
 from onceflow.sinks.readback import SqliteReader
 
 RPC_TIMEOUT_S = 2.0
 #: Coordinator states of a transaction that is not final yet.
-IN_DOUBT_STATES = ("PREPARING", "COMMITTING", "ABORTING")
+IN_DOUBT_STATES = tuple(state.value for state in TransactionState if not state.is_final)
 
 
 @dataclass
@@ -169,16 +172,13 @@ class Observer:
     def transactions(self) -> TransactionTally | None:
         """The job's transactions (newest page) folded into :attr:`tally`."""
         try:
-            with grpc.insecure_channel(self.context.target("coordinator")) as channel:
-                stub = coordinator_pb2_grpc.TransactionCoordinatorStub(channel)  # type: ignore[no-untyped-call]
-                reply = stub.ListTransactions(
-                    coordinator_pb2.ListTransactionsRequest(job=JOB, limit=1000), timeout=RPC_TIMEOUT_S
-                )
+            with CoordinatorClient(self.context.target("coordinator"), timeout_s=RPC_TIMEOUT_S) as client:
+                transactions = client.list_transactions(JOB, limit=1000)
         except grpc.RpcError:
             return None
         in_doubt = 0
-        for txn in reply.transactions:
-            state = common_pb2.TransactionState.Name(txn.state).removeprefix("TRANSACTION_STATE_")
+        for txn in transactions:
+            state = state_name(txn.state)
             self.tally.add(int(txn.id.batch), state)
             in_doubt += state in IN_DOUBT_STATES
         self.tally.in_doubt = in_doubt

@@ -22,10 +22,11 @@ from typing import Any
 
 import grpc
 
-from onceflow.coordinator.model import TransactionId, TransactionState
-from onceflow.core.grpc import open_channel
+from onceflow.coordinator.model import Resolution, TransactionId, TransactionState
+from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.core.contract.proto import state_name
 from onceflow.core.settings import TlsSettings
-from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
+from onceflow.proto.v1 import coordinator_pb2
 
 DEFAULT_TARGET_ENV = "ONCEFLOW_COORDINATOR_TARGET"
 DEFAULT_TARGET = "127.0.0.1:7100"
@@ -80,32 +81,30 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     resolve.set_defaults(func=_resolve)
 
 
-def _stub(args: argparse.Namespace) -> tuple[grpc.Channel, coordinator_pb2_grpc.TransactionCoordinatorStub]:
+def _client(args: argparse.Namespace) -> CoordinatorClient:
     tls = TlsSettings(ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key, token_file=args.token_file)
-    channel = open_channel(args.coordinator, tls)
-    return channel, coordinator_pb2_grpc.TransactionCoordinatorStub(channel)  # type: ignore[no-untyped-call]
+    return CoordinatorClient(args.coordinator, tls, timeout_s=args.timeout)
 
 
 def _calling(
-    command: Callable[[argparse.Namespace, coordinator_pb2_grpc.TransactionCoordinatorStub], int],
+    command: Callable[[argparse.Namespace, CoordinatorClient], int],
 ) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
-        channel, stub = _stub(args)
         try:
-            return command(args, stub)
-        except grpc.RpcError as exc:
-            code = exc.code().name if isinstance(exc, grpc.Call) else "ERROR"
-            details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
-            print(f"onceflow txn: {code}: {details}", file=sys.stderr)
-            return 1
-        finally:
-            channel.close()
+            client = _client(args)
+        except ValueError as exc:
+            print(f"onceflow txn: {exc}", file=sys.stderr)
+            return 2
+        with client:
+            try:
+                return command(args, client)
+            except grpc.RpcError as exc:
+                code = exc.code().name if isinstance(exc, grpc.Call) else "ERROR"
+                details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
+                print(f"onceflow txn: {code}: {details}", file=sys.stderr)
+                return 1
 
     return run
-
-
-def _state(value: int) -> str:
-    return common_pb2.TransactionState.Name(value).removeprefix("TRANSACTION_STATE_")
 
 
 def _time(stamp: Any) -> str:
@@ -120,19 +119,14 @@ def _txn_name(txn: coordinator_pb2.Transaction) -> str:
 
 
 @_calling
-def _list(args: argparse.Namespace, stub: coordinator_pb2_grpc.TransactionCoordinatorStub) -> int:
-    states = [
-        common_pb2.TransactionState.Name(common_pb2.TransactionState.Value(f"TRANSACTION_STATE_{name}"))
-        for name in args.state
-    ]
-    request = coordinator_pb2.ListTransactionsRequest(job=args.job, states=states, limit=args.limit)
-    response = stub.ListTransactions(request, timeout=args.timeout)
+def _list(args: argparse.Namespace, client: CoordinatorClient) -> int:
+    states = [TransactionState(name) for name in args.state]
     rows = [("TXN", "STATE", "EPOCH", "FILES", "ROWS", "UPDATED", "REASON")]
-    for txn in response.transactions:
+    for txn in client.list_transactions(args.job, states, args.limit):
         rows.append(
             (
                 _txn_name(txn),
-                _state(txn.state),
+                state_name(txn.state),
                 str(txn.writer_epoch),
                 str(len(txn.files)),
                 str(sum(f.count for f in txn.files)),
@@ -148,7 +142,7 @@ def _list(args: argparse.Namespace, stub: coordinator_pb2_grpc.TransactionCoordi
 
 def _print_transaction(txn: coordinator_pb2.Transaction) -> None:
     print(f"txn           {_txn_name(txn)}")
-    print(f"state         {_state(txn.state)}")
+    print(f"state         {state_name(txn.state)}")
     print(f"writer epoch  {txn.writer_epoch}")
     print(f"started       {_time(txn.started_at)}")
     print(f"updated       {_time(txn.updated_at)}")
@@ -165,31 +159,23 @@ def _print_transaction(txn: coordinator_pb2.Transaction) -> None:
 
 
 @_calling
-def _show(args: argparse.Namespace, stub: coordinator_pb2_grpc.TransactionCoordinatorStub) -> int:
-    request = coordinator_pb2.GetTransactionRequest(job=args.txn.job, batch=args.txn.batch)
-    _print_transaction(stub.GetTransaction(request, timeout=args.timeout).transaction)
+def _show(args: argparse.Namespace, client: CoordinatorClient) -> int:
+    _print_transaction(client.get_transaction(args.txn))
     return 0
 
 
 @_calling
-def _resolve(args: argparse.Namespace, stub: coordinator_pb2_grpc.TransactionCoordinatorStub) -> int:
+def _resolve(args: argparse.Namespace, client: CoordinatorClient) -> int:
     txn_id: TransactionId = args.txn
-    verdict = "COMMIT" if args.commit else "ABORT"
+    resolution = Resolution.COMMIT if args.commit else Resolution.ABORT
+    verdict = resolution.name
     if not args.yes:
-        current = stub.GetTransaction(
-            coordinator_pb2.GetTransactionRequest(job=txn_id.job, batch=txn_id.batch), timeout=args.timeout
-        ).transaction
+        current = client.get_transaction(txn_id)
         _print_transaction(current)
-        answer = input(f"Force {txn_id} ({_state(current.state)}) to {verdict}? This cannot be undone. [y/N] ")
+        answer = input(f"Force {txn_id} ({state_name(current.state)}) to {verdict}? This cannot be undone. [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("not resolved")
             return 1
-    request = coordinator_pb2.ResolveTransactionRequest(
-        job=txn_id.job,
-        batch=txn_id.batch,
-        resolution=coordinator_pb2.RESOLUTION_COMMIT if args.commit else coordinator_pb2.RESOLUTION_ABORT,
-        reason=args.reason,
-    )
-    response = stub.ResolveTransaction(request, timeout=args.timeout)
-    print(f"{txn_id}: {_state(response.state)}")
+    response = client.resolve_transaction(txn_id, resolution, args.reason)
+    print(f"{txn_id}: {state_name(response.state)}")
     return 0

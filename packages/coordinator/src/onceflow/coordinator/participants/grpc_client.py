@@ -1,4 +1,5 @@
-"""The gRPC :class:`ParticipantClient` over ``onceflow.v1.Participant`` (participant.proto)."""
+"""The gRPC :class:`ParticipantClient` over ``onceflow.v1.Participant`` (participant.proto), through the
+contract's typed client (:class:`onceflow.core.contract.clients.ParticipantClient`)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,8 @@ from onceflow.coordinator.participants.base import (
     ParticipantUnavailable,
     PrepareVote,
 )
-from onceflow.core.contract.proto import bindings_to_proto, files_to_proto
-from onceflow.core.grpc import open_channel
+from onceflow.core.contract import clients
 from onceflow.core.settings import TlsSettings
-from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
 
 #: Status codes that mean "could not get an answer": the call may be retried.
 _UNAVAILABLE_CODES = frozenset(
@@ -27,17 +26,13 @@ _UNAVAILABLE_CODES = frozenset(
 )
 
 
-def _txn_proto(txn: TransactionId) -> common_pb2.TransactionId:
-    return common_pb2.TransactionId(job=txn.job, batch=txn.batch)
-
-
 class GrpcParticipantClient(ParticipantClient):
-    """One sink of a participant server, reached over a shared channel."""
+    """One sink of a participant server, reached through the typed client of its target (shared by the
+    sinks the server hosts)."""
 
-    def __init__(self, ref: ParticipantRef, channel: grpc.Channel) -> None:
+    def __init__(self, ref: ParticipantRef, rpc: clients.ParticipantClient) -> None:
         super().__init__(ref)
-        self._stub = participant_pb2_grpc.ParticipantStub(channel)  # type: ignore[no-untyped-call]
-        self._bindings = bindings_to_proto(ref.bindings)
+        self._rpc = rpc
 
     def _error(self, exc: grpc.RpcError, call: str) -> Exception:
         code = exc.code() if isinstance(exc, grpc.Call) else None
@@ -48,11 +43,8 @@ class GrpcParticipantClient(ParticipantClient):
         return ParticipantFailed(self.sink, reason)
 
     def prepare(self, txn: TransactionId, files: Sequence[StagedFile], timeout: float) -> PrepareVote:
-        request = participant_pb2.PrepareTransactionRequest(
-            sink=self.sink, id=_txn_proto(txn), files=files_to_proto(files), bindings=self._bindings
-        )
         try:
-            response = self._stub.PrepareTransaction(request, timeout=timeout)
+            response = self._rpc.prepare_transaction(self.sink, txn, files, self.ref.bindings, timeout_s=timeout)
         except grpc.RpcError as exc:
             # Older participants voted no with FAILED_PRECONDITION; the contract now is vote_commit=false.
             if isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
@@ -61,18 +53,14 @@ class GrpcParticipantClient(ParticipantClient):
         return PrepareVote(vote_commit=response.vote_commit, reason=response.reason, rows=response.rows)
 
     def commit(self, txn: TransactionId, files: Sequence[StagedFile], timeout: float) -> None:
-        request = participant_pb2.CommitPreparedTransactionRequest(
-            sink=self.sink, id=_txn_proto(txn), files=files_to_proto(files), bindings=self._bindings
-        )
         try:
-            self._stub.CommitPreparedTransaction(request, timeout=timeout)
+            self._rpc.commit_prepared_transaction(self.sink, txn, files, self.ref.bindings, timeout_s=timeout)
         except grpc.RpcError as exc:
             raise self._error(exc, "CommitPreparedTransaction") from None
 
     def prepare_bindings(self, job: str, timeout: float) -> None:
-        request = participant_pb2.PrepareBindingsRequest(sink=self.sink, job=job, bindings=self._bindings)
         try:
-            self._stub.PrepareBindings(request, timeout=timeout)
+            self._rpc.prepare_bindings(self.sink, job, self.ref.bindings, timeout_s=timeout)
         except grpc.RpcError as exc:
             code = exc.code() if isinstance(exc, grpc.Call) else None
             if code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
@@ -80,35 +68,35 @@ class GrpcParticipantClient(ParticipantClient):
             raise self._error(exc, "PrepareBindings") from None
 
     def abort(self, txn: TransactionId, timeout: float) -> None:
-        request = participant_pb2.AbortPreparedTransactionRequest(sink=self.sink, id=_txn_proto(txn))
         try:
-            self._stub.AbortPreparedTransaction(request, timeout=timeout)
+            self._rpc.abort_prepared_transaction(self.sink, txn, timeout_s=timeout)
         except grpc.RpcError as exc:
             raise self._error(exc, "AbortPreparedTransaction") from None
 
 
 class GrpcParticipantConnector(ParticipantConnector):
-    """One channel per participant target (TLS when ``tls.ca`` is set), shared by the sinks it hosts."""
+    """One typed client (one channel) per participant target (TLS when ``tls.ca`` is set), shared by the
+    sinks it hosts."""
 
     def __init__(self, tls: TlsSettings | None = None) -> None:
         self._tls = tls
         self._lock = threading.Lock()
-        self._channels: dict[str, grpc.Channel] = {}
+        self._rpcs: dict[str, clients.ParticipantClient] = {}
         self._clients: dict[ParticipantRef, GrpcParticipantClient] = {}
 
     def connect(self, ref: ParticipantRef) -> ParticipantClient:
         with self._lock:
             client = self._clients.get(ref)
             if client is None:
-                channel = self._channels.get(ref.target)
-                if channel is None:
-                    channel = self._channels[ref.target] = open_channel(ref.target, self._tls)
-                client = self._clients[ref] = GrpcParticipantClient(ref, channel)
+                rpc = self._rpcs.get(ref.target)
+                if rpc is None:
+                    rpc = self._rpcs[ref.target] = clients.ParticipantClient(ref.target, self._tls)
+                client = self._clients[ref] = GrpcParticipantClient(ref, rpc)
             return client
 
     def close(self) -> None:
         with self._lock:
-            for channel in self._channels.values():
-                channel.close()
-            self._channels.clear()
+            for rpc in self._rpcs.values():
+                rpc.close()
+            self._rpcs.clear()
             self._clients.clear()

@@ -13,44 +13,27 @@ from onceflow.coordinator.model import (
     Transaction,
     TransactionState,
 )
-from onceflow.core.contract.proto import binding_from_proto, files_to_proto
-from onceflow.proto.v1 import common_pb2, coordinator_pb2
-
-_STATE_TO_PROTO = {
-    TransactionState.PREPARING: common_pb2.TRANSACTION_STATE_PREPARING,
-    TransactionState.COMMITTING: common_pb2.TRANSACTION_STATE_COMMITTING,
-    TransactionState.COMMITTED: common_pb2.TRANSACTION_STATE_COMMITTED,
-    TransactionState.ABORTING: common_pb2.TRANSACTION_STATE_ABORTING,
-    TransactionState.ABORTED: common_pb2.TRANSACTION_STATE_ABORTED,
-}
-_STATE_FROM_PROTO = {value: key for key, value in _STATE_TO_PROTO.items()}
-_RESOLUTION_FROM_PROTO = {
-    coordinator_pb2.RESOLUTION_COMMIT: Resolution.COMMIT,
-    coordinator_pb2.RESOLUTION_ABORT: Resolution.ABORT,
-}
-
-
-def state_to_proto(state: TransactionState) -> common_pb2.TransactionState:
-    return _STATE_TO_PROTO[state]
+from onceflow.core.contract import proto as contract_proto
+from onceflow.core.contract.proto import binding_from_proto, files_to_proto, state_to_proto, txn_id_to_proto
+from onceflow.proto.v1 import coordinator_pb2
 
 
 def state_from_proto(value: int, field: str = "state") -> TransactionState:
+    """A known state; :class:`InvalidRequest` naming ``field`` for UNSPECIFIED or an unknown value."""
     try:
-        return _STATE_FROM_PROTO[value]  # type: ignore[index]
-    except KeyError:
-        raise InvalidRequest(field, f"{value} is not a transaction state") from None
-
-
-def state_name(value: int) -> str:
-    """``COMMITTED`` for TRANSACTION_STATE_COMMITTED (for CLI output)."""
-    return common_pb2.TransactionState.Name(value).removeprefix("TRANSACTION_STATE_")
+        state = contract_proto.state_from_proto(value)
+    except ValueError as exc:
+        raise InvalidRequest(field, str(exc)) from None
+    if state is None:
+        raise InvalidRequest(field, f"{value} is not a transaction state")
+    return state
 
 
 def resolution_from_proto(value: int) -> Resolution:
     try:
-        return _RESOLUTION_FROM_PROTO[value]  # type: ignore[index]
-    except KeyError:
-        raise InvalidRequest("resolution", "must be RESOLUTION_COMMIT or RESOLUTION_ABORT") from None
+        return contract_proto.resolution_from_proto(value)
+    except ValueError as exc:
+        raise InvalidRequest("resolution", str(exc)) from None
 
 
 def participants_from_proto(refs: Iterable[coordinator_pb2.ParticipantRef]) -> list[ParticipantRef]:
@@ -76,7 +59,7 @@ def _timestamp(seconds: float) -> Timestamp:
 
 def transaction_to_proto(txn: Transaction) -> coordinator_pb2.Transaction:
     return coordinator_pb2.Transaction(
-        id=common_pb2.TransactionId(job=txn.id.job, batch=txn.id.batch),
+        id=txn_id_to_proto(txn.id),
         state=state_to_proto(txn.state),
         writer_epoch=txn.writer_epoch,
         files=files_to_proto(txn.files),

@@ -32,7 +32,7 @@ from onceflow.coordinator.exceptions import (
 )
 from onceflow.coordinator.participants.base import BindingsRefused, ParticipantFailed, ParticipantUnavailable
 from onceflow.coordinator.service import convert
-from onceflow.core.contract.proto import files_from_proto
+from onceflow.core.contract.proto import files_from_proto, state_to_proto
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
 from onceflow.proto.v1 import coordinator_pb2, coordinator_pb2_grpc
 
@@ -82,16 +82,14 @@ class TransactionCoordinatorServicer(coordinator_pb2_grpc.TransactionCoordinator
         outcome = self._engine.commit_transaction(
             request.job, request.writer_epoch, request.batch, files_from_proto(request.files)
         )
-        return coordinator_pb2.CommitTransactionResponse(
-            state=convert.state_to_proto(outcome.state), reason=outcome.reason
-        )
+        return coordinator_pb2.CommitTransactionResponse(state=state_to_proto(outcome.state), reason=outcome.reason)
 
     @translate_errors(STATUS_CODES)
     def AbortTransaction(  # noqa: N802 - gRPC method name
         self, request: coordinator_pb2.AbortTransactionRequest, context: grpc.ServicerContext
     ) -> coordinator_pb2.AbortTransactionResponse:
         outcome = self._engine.abort_transaction(request.job, request.writer_epoch, request.batch, request.reason)
-        return coordinator_pb2.AbortTransactionResponse(state=convert.state_to_proto(outcome.state))
+        return coordinator_pb2.AbortTransactionResponse(state=state_to_proto(outcome.state))
 
     @translate_errors(STATUS_CODES)
     def GetTransaction(  # noqa: N802 - gRPC method name
@@ -118,4 +116,4 @@ class TransactionCoordinatorServicer(coordinator_pb2_grpc.TransactionCoordinator
     ) -> coordinator_pb2.ResolveTransactionResponse:
         resolution = convert.resolution_from_proto(request.resolution)
         outcome = self._engine.resolve_transaction(request.job, request.batch, resolution, request.reason)
-        return coordinator_pb2.ResolveTransactionResponse(state=convert.state_to_proto(outcome.state))
+        return coordinator_pb2.ResolveTransactionResponse(state=state_to_proto(outcome.state))

@@ -11,8 +11,9 @@ from grpc_health.v1 import health
 
 from onceflow.core.confinement import StagingConfinement
 from onceflow.core.contract import TransactionId
+from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.errors import InvalidConfig
-from onceflow.core.grpc import build_server, open_channel
+from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import MetricsEndpoint, serve_metrics
 from onceflow.core.service import Service
@@ -96,10 +97,9 @@ class ParticipantServer(Service):
             raise InvalidConfig(
                 "coordinator.target", f"is needed to resolve {total} prepared transactions, but it is not set"
             )
-        channel = open_channel(coordinator.target, coordinator.tls)
-        try:
+        with CoordinatorClient(coordinator.target, coordinator.tls) as client:
             outcomes = CoordinatorOutcomes(
-                channel,
+                client,
                 rpc_timeout_s=coordinator.rpc_timeout_s,
                 initial_backoff_s=coordinator.initial_backoff_s,
                 max_backoff_s=coordinator.max_backoff_s,
@@ -109,8 +109,6 @@ class ParticipantServer(Service):
                 done: dict[TransactionId, Outcome] = sink.recover(outcomes)
                 for outcome in done.values():
                     self.metrics.recovered.labels(name, outcome.value).inc()
-        finally:
-            channel.close()
 
     def stop(self, grace: float | None = 5.0) -> None:
         """NOT_SERVING, stop serving (in-flight RPCs get ``grace`` seconds) and close the sinks. Idempotent."""

@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 import grpc
 
 from onceflow.core.contract import TransactionId
+from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.core.contract.proto import state_from_proto
 from onceflow.core.logging import get_logger
-from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
 from onceflow.sinks.base import Outcome
 from onceflow.sinks.exceptions import SinkError
 
 _log = get_logger(__name__)
 
-_COMMIT_STATES: Final = {common_pb2.TRANSACTION_STATE_COMMITTING, common_pb2.TRANSACTION_STATE_COMMITTED}
-_ABORT_STATES: Final = {
-    common_pb2.TRANSACTION_STATE_ABORTING,
-    common_pb2.TRANSACTION_STATE_ABORTED,
-    common_pb2.TRANSACTION_STATE_UNSPECIFIED,  # not in the coordinator's log: presumed abort
-}
 #: Codes worth retrying: the coordinator is down, restarting, overloaded or slow.
 _RETRYABLE: Final = {
     grpc.StatusCode.UNAVAILABLE,
@@ -48,15 +42,14 @@ class CoordinatorOutcomes:
 
     def __init__(
         self,
-        channel: grpc.Channel,
+        coordinator: CoordinatorClient,
         *,
         rpc_timeout_s: float = 5.0,
         initial_backoff_s: float = 0.2,
         max_backoff_s: float = 5.0,
         stop: threading.Event | None = None,
     ) -> None:
-        stub_class: Callable[[grpc.Channel], Any] = coordinator_pb2_grpc.TransactionCoordinatorStub
-        self._stub = stub_class(channel)
+        self._coordinator = coordinator
         self._rpc_timeout_s = rpc_timeout_s
         self._initial_backoff_s = initial_backoff_s
         self._max_backoff_s = max_backoff_s
@@ -68,15 +61,14 @@ class CoordinatorOutcomes:
         while True:
             attempt += 1
             try:
-                response = self._stub.GetTransaction(
-                    coordinator_pb2.GetTransactionRequest(job=txn.job, batch=txn.batch), timeout=self._rpc_timeout_s
-                )
-                state = response.transaction.state
-                if state in _COMMIT_STATES:
-                    return Outcome.COMMIT
-                if state in _ABORT_STATES:
+                state = state_from_proto(self._coordinator.get_transaction(txn, timeout_s=self._rpc_timeout_s).state)
+                if state is None:  # not in the coordinator's log: presumed abort
                     return Outcome.ABORT
-                _log.info("recover.undecided", job=txn.job, batch=txn.batch, txn=txn, state=state, attempt=attempt)
+                if state.is_decided:
+                    return Outcome.COMMIT if state.is_commit else Outcome.ABORT
+                _log.info(
+                    "recover.undecided", job=txn.job, batch=txn.batch, txn=txn, state=state.value, attempt=attempt
+                )
             except grpc.RpcError as exc:
                 code = exc.code() if isinstance(exc, grpc.Call) else grpc.StatusCode.UNKNOWN
                 if code not in _RETRYABLE:

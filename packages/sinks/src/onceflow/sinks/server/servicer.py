@@ -13,7 +13,7 @@ from confluent_kafka import KafkaException
 
 from onceflow.core.confinement import PathNotAllowed, StagingConfinement
 from onceflow.core.contract import SinkBinding, TransactionId
-from onceflow.core.contract.proto import binding_from_proto, files_from_proto
+from onceflow.core.contract.proto import binding_from_proto, files_from_proto, txn_id_from_proto, txn_id_to_proto
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
 from onceflow.core.logging import get_logger
 from onceflow.core.request_limits import MAX_ID_BYTES, MAX_STAGED_FILES, MAX_URI_BYTES, oversize
@@ -21,7 +21,6 @@ from onceflow.core.staging import StagedFile, StagingError
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
 from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.exceptions import SinkError
-from onceflow.sinks.server.convert import txn_from_proto, txn_to_proto
 from onceflow.sinks.server.metrics import ParticipantMetrics
 
 SERVICE_NAME: Final = participant_pb2.DESCRIPTOR.services_by_name["Participant"].full_name
@@ -93,7 +92,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
             raise InvalidRequest(f"id.job {problem}")
         if request.id.batch < 0:
             raise InvalidRequest(f"id.batch must be >= 0, got {request.id.batch}")
-        return txn_from_proto(request.id)
+        return txn_id_from_proto(request.id)
 
     @staticmethod
     def _files(messages: Sequence[common_pb2.StagedFile], *, required: bool) -> list[StagedFile]:
@@ -220,7 +219,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         sinks = [self._sink(request.sink, context)] if request.sink else [self._sinks[n] for n in sorted(self._sinks)]
         return participant_pb2.ListPreparedTransactionsResponse(
             transactions=[
-                participant_pb2.PreparedTransaction(sink=sink.name, id=txn_to_proto(txn))
+                participant_pb2.PreparedTransaction(sink=sink.name, id=txn_id_to_proto(txn))
                 for sink in sinks
                 for txn in sink.list_prepared()
             ]

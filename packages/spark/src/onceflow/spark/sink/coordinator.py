@@ -1,4 +1,5 @@
-"""A typed client of the TransactionCoordinator gRPC service, with its errors turned into meanings.
+"""The Spark driver's calls on the TransactionCoordinator, over the contract's typed client
+(:class:`onceflow.core.contract.clients.CoordinatorClient`), with retries and its errors turned into meanings.
 
 - FAILED_PRECONDITION naming fencing -> :class:`WriterFencedError` (another driver owns the job);
 - ABORTED outcome -> the caller decides (the sink raises :class:`TransactionAborted`);
@@ -14,13 +15,11 @@ from typing import TypeVar
 
 import grpc
 
-from onceflow.core.contract import SinkBinding
-from onceflow.core.contract.proto import bindings_to_proto, files_to_proto
-from onceflow.core.grpc import open_channel
+from onceflow.core.contract import ParticipantRef, TransactionId, clients
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagedFile
-from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
+from onceflow.proto.v1 import common_pb2
 from onceflow.spark.exceptions import CoordinatorUnavailable, JobDefinitionError, WriterFencedError
 
 T = TypeVar("T")
@@ -34,14 +33,9 @@ _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 _REFUSED = {grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT}
 
 
-@dataclass(frozen=True)
-class Participant:
-    """A sink (connection) of a participant server, its gRPC target, and what the job writes there
-    (no bindings: the sink's default, the IP-count results)."""
-
-    sink: str
-    target: str
-    bindings: tuple[SinkBinding, ...] = ()
+#: A sink (connection) of a participant server, its gRPC target, and what the job writes there
+#: (no bindings: the sink's default, the IP-count results): the contract's participant ref.
+Participant = ParticipantRef
 
 
 @dataclass(frozen=True)
@@ -52,21 +46,16 @@ class Registration:
     last_committed_batch: int
 
 
-def state_name(state: int) -> str:
-    return str(common_pb2.TransactionState.Name(state)).removeprefix("TRANSACTION_STATE_")
-
-
 class CoordinatorClient:
     """Calls of a Spark driver on the coordinator. Close it (or use ``with``) to release the channel."""
 
     def __init__(self, target: str, tls: TlsSettings | None = None, *, timeout_s: float = 120.0) -> None:
         self.target = target
         self._timeout_s = timeout_s
-        self._channel = open_channel(target, tls)
-        self._stub = coordinator_pb2_grpc.TransactionCoordinatorStub(self._channel)  # type: ignore[no-untyped-call]
+        self._rpc = clients.CoordinatorClient(target, tls, timeout_s=timeout_s)
 
     def close(self) -> None:
-        self._channel.close()
+        self._rpc.close()
 
     def __enter__(self) -> CoordinatorClient:
         return self
@@ -91,9 +80,8 @@ class CoordinatorClient:
 
     def register_writer(self, job: str, writer_id: str, *, deadline_s: float = 60.0) -> Registration:
         """Become the job's writer: a new epoch that fences every earlier writer. Retries while unreachable."""
-        request = coordinator_pb2.RegisterWriterRequest(job=job, writer_id=writer_id)
         response = self._retrying(
-            "RegisterWriter", job, deadline_s, lambda: self._stub.RegisterWriter(request, timeout=10)
+            "RegisterWriter", job, deadline_s, lambda: self._rpc.register_writer(job, writer_id, timeout_s=10)
         )
         return Registration(epoch=int(response.epoch), last_committed_batch=int(response.last_committed_batch))
 
@@ -101,13 +89,11 @@ class CoordinatorClient:
         self, job: str, epoch: int, participants: Sequence[Participant], *, deadline_s: float = 60.0
     ) -> None:
         """Declare the job's sink participants (replacing the previous list)."""
-        refs = [
-            coordinator_pb2.ParticipantRef(sink=p.sink, target=p.target, bindings=bindings_to_proto(p.bindings))
-            for p in participants
-        ]
-        request = coordinator_pb2.RegisterParticipantsRequest(job=job, writer_epoch=epoch, participants=refs)
         self._retrying(
-            "RegisterParticipants", job, deadline_s, lambda: self._stub.RegisterParticipants(request, timeout=10)
+            "RegisterParticipants",
+            job,
+            deadline_s,
+            lambda: self._rpc.register_participants(job, epoch, participants, timeout_s=10),
         )
 
     def commit_transaction(self, job: str, epoch: int, batch: int, files: Sequence[StagedFile]) -> tuple[int, str]:
@@ -117,28 +103,21 @@ class CoordinatorClient:
         under way is joined), so a call that failed with UNAVAILABLE or DEADLINE_EXCEEDED (the
         coordinator restarting, say) is retried until the RPC timeout is used up.
         """
-        request = coordinator_pb2.CommitTransactionRequest(
-            job=job,
-            writer_epoch=epoch,
-            batch=batch,
-            files=files_to_proto(files),
-        )
+        txn = TransactionId(job, batch)
         deadline = time.monotonic() + self._timeout_s
         response = self._retrying(
             "CommitTransaction",
             job,
             self._timeout_s,
-            lambda: self._stub.CommitTransaction(request, timeout=max(1.0, deadline - time.monotonic())),
+            lambda: self._rpc.commit_transaction(txn, epoch, files, timeout_s=max(1.0, deadline - time.monotonic())),
             epoch=epoch,
         )
         return int(response.state), str(response.reason)
 
     def abort_transaction(self, job: str, epoch: int, batch: int, reason: str) -> int:
         """Abort ``<job>:<batch>`` unless it reached its commit point; returns the transaction's state."""
-        request = coordinator_pb2.AbortTransactionRequest(job=job, writer_epoch=epoch, batch=batch, reason=reason)
-        response = self._call(
-            "AbortTransaction", job, epoch, lambda: self._stub.AbortTransaction(request, timeout=self._timeout_s)
-        )
+        txn = TransactionId(job, batch)
+        response = self._call("AbortTransaction", job, epoch, lambda: self._rpc.abort_transaction(txn, epoch, reason))
         return int(response.state)
 
     def _retrying(self, operation: str, job: str, deadline_s: float, call: Callable[[], T], *, epoch: int = 0) -> T:

@@ -12,11 +12,12 @@ import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import WriterCommitMessage
 
+from onceflow.core.contract.proto import state_name
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile, StagingWriter, read_manifest
 from onceflow.spark.exceptions import TransactionAborted
-from onceflow.spark.sink.coordinator import COMMITTED_STATES, CoordinatorClient, state_name
+from onceflow.spark.sink.coordinator import COMMITTED_STATES, CoordinatorClient
 from onceflow.spark.sink.crash import commit_point
 from onceflow.spark.sink.messages import StagedFileMessage
 from onceflow.spark.sink.options import SinkOptions

@@ -29,10 +29,12 @@ import grpc
 
 from onceflow.coordinator.model import ParticipantRef
 from onceflow.core.avro import IP_COUNT_SERDE, IpCount
-from onceflow.core.grpc import open_channel
+from onceflow.core.contract import TransactionId
+from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.core.contract.proto import state_name
 from onceflow.core.staging import StagedFile, StagingWriter
 from onceflow.core.topics import SINK_TOPIC
-from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
+from onceflow.proto.v1 import coordinator_pb2, coordinator_pb2_grpc
 from onceflow.testing.broker.clients import read_topic
 from onceflow.testing.coordinator.process import CoordinatorProcess
 from onceflow.testing.sinks.process import ParticipantProcess
@@ -51,10 +53,6 @@ FAST_COORDINATOR_SETTINGS: Final[Mapping[str, Any]] = {
     "commit_retry": {"initial_backoff_ms": 50, "max_backoff_ms": 500, "call_timeout_ms": 3_000},
     "transaction_log": {"timeout_ms": 20_000, "retain_batches": 0},
     "log": {"level": "INFO"},
-}
-
-STATE_NAMES: Final = {
-    value: name.removeprefix("TRANSACTION_STATE_") for name, value in common_pb2.TransactionState.items()
 }
 
 
@@ -118,8 +116,7 @@ class TwoPhaseCommitCluster:
         self.coordinator = CoordinatorProcess(self.work_dir / "coordinator", settings, env=coordinator_env)
         self._participant_log_level = participant_log_level
         self.participants: dict[str, ParticipantProcess] = {}
-        self._channel: grpc.Channel | None = None
-        self._stub: coordinator_pb2_grpc.TransactionCoordinatorStub | None = None
+        self._client: CoordinatorClient | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -161,9 +158,9 @@ class TwoPhaseCommitCluster:
 
     def stop(self) -> None:
         """Stop every process (SIGTERM, then SIGKILL) and close the driver's channel."""
-        if self._channel is not None:
-            self._channel.close()
-            self._channel, self._stub = None, None
+        if self._client is not None:
+            self._client.close()
+            self._client = None
         for process in self.participants.values():
             process.stop()
         self.coordinator.stop()
@@ -188,25 +185,21 @@ class TwoPhaseCommitCluster:
     # -- the Spark driver's side -----------------------------------------------------------------
 
     @property
+    def client(self) -> CoordinatorClient:
+        """The driver's coordinator client, on one channel (it reconnects after coordinator restarts)."""
+        if self._client is None:
+            self._client = CoordinatorClient(self.coordinator.target)
+        return self._client
+
+    @property
     def stub(self) -> coordinator_pb2_grpc.TransactionCoordinatorStub:
-        """A TransactionCoordinator stub on one channel (it reconnects after coordinator restarts)."""
-        if self._stub is None:
-            self._channel = open_channel(self.coordinator.target)
-            self._stub = coordinator_pb2_grpc.TransactionCoordinatorStub(self._channel)  # type: ignore[no-untyped-call]
-        return self._stub
+        """The raw stub of :attr:`client`, for requests the client would not build (bad input)."""
+        return self.client.stub
 
     def register(self, job: str, writer_id: str = "driver", *, timeout: float = 30.0) -> int:
         """RegisterWriter, then RegisterParticipants with every sink; returns the new writer epoch."""
-        epoch = int(
-            self.stub.RegisterWriter(
-                coordinator_pb2.RegisterWriterRequest(job=job, writer_id=writer_id), timeout=timeout
-            ).epoch
-        )
-        refs = [coordinator_pb2.ParticipantRef(sink=r.sink, target=r.target) for r in self.refs]
-        self.stub.RegisterParticipants(
-            coordinator_pb2.RegisterParticipantsRequest(job=job, writer_epoch=epoch, participants=refs),
-            timeout=timeout,
-        )
+        epoch = int(self.client.register_writer(job, writer_id, timeout_s=timeout).epoch)
+        self.client.register_participants(job, epoch, self.refs, timeout_s=timeout)
         return epoch
 
     def stage(self, job: str, batch: int, *files: Sequence[IpCount], attempt: int = 0) -> list[StagedFile]:
@@ -218,21 +211,10 @@ class TwoPhaseCommitCluster:
         self, job: str, epoch: int, batch: int, files: Iterable[StagedFile], *, timeout: float = 60.0
     ) -> coordinator_pb2.CommitTransactionResponse:
         """CommitTransaction, as the driver's ``commit(messages, batchId)`` calls it."""
-        request = coordinator_pb2.CommitTransactionRequest(
-            job=job,
-            writer_epoch=epoch,
-            batch=batch,
-            files=[common_pb2.StagedFile(uri=f.uri, count=f.count, sha256=f.sha256) for f in files],
-        )
-        response: coordinator_pb2.CommitTransactionResponse = self.stub.CommitTransaction(request, timeout=timeout)
-        return response
+        return self.client.commit_transaction(TransactionId(job, batch), epoch, list(files), timeout_s=timeout)
 
     def transaction(self, job: str, batch: int, *, timeout: float = 10.0) -> coordinator_pb2.Transaction:
-        response = self.stub.GetTransaction(
-            coordinator_pb2.GetTransactionRequest(job=job, batch=batch), timeout=timeout
-        )
-        txn: coordinator_pb2.Transaction = response.transaction
-        return txn
+        return self.client.get_transaction(TransactionId(job, batch), timeout_s=timeout)
 
     def wait_for_state(self, job: str, batch: int, state: int, timeout: float = 30.0) -> coordinator_pb2.Transaction:
         """Poll GetTransaction until the transaction is in ``state`` (AssertionError with the logs if not)."""
@@ -246,8 +228,8 @@ class TwoPhaseCommitCluster:
             if txn is not None and txn.state == state:
                 return txn
             time.sleep(0.05)
-        seen = STATE_NAMES.get(txn.state, "?") if txn is not None else "no answer"
-        raise AssertionError(f"{job}:{batch} is {seen}, not {STATE_NAMES.get(state)} after {timeout}s\n{self.logs()}")
+        seen = state_name(txn.state) if txn is not None else "no answer"
+        raise AssertionError(f"{job}:{batch} is {seen}, not {state_name(state)} after {timeout}s\n{self.logs()}")
 
     # -- reading the sinks back ------------------------------------------------------------------
 
