@@ -23,10 +23,9 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.coordinator.service.server import EXIT_LOG_FAILED
-from onceflow.core.grpc import open_channel
+from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC
-from onceflow.proto.v1 import coordinator_pb2, coordinator_pb2_grpc
 from onceflow.testing.coordinator import CoordinatorProcess
 
 pytestmark = pytest.mark.slow
@@ -83,13 +82,8 @@ def test_the_log_topic_is_created_compacted_without_retention(broker: EmbeddedBr
 
 
 def _register(process: CoordinatorProcess) -> int:
-    channel = open_channel(process.target)
-    try:
-        stub = coordinator_pb2_grpc.TransactionCoordinatorStub(channel)  # type: ignore[no-untyped-call]
-        request = coordinator_pb2.RegisterWriterRequest(job="ipcount", writer_id="driver")
-        return int(stub.RegisterWriter(request, timeout=30).epoch)
-    finally:
-        channel.close()
+    with CoordinatorClient(process.target, timeout_s=30) as client:
+        return int(client.register_writer("ipcount", "driver").epoch)
 
 
 def _log_topic_exists(broker: EmbeddedBroker) -> bool:

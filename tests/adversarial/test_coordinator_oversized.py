@@ -18,16 +18,18 @@ import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.coordinator.validation import MAX_ID_BYTES, MAX_REASON_BYTES, MAX_STAGED_FILES
-from onceflow.core.grpc import open_channel
-from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
+from onceflow.core.contract import TransactionId, TransactionState
+from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.core.contract.proto import state_from_proto
+from onceflow.core.staging import StagedFile
 from onceflow.testing.coordinator import CoordinatorProcess, FakeParticipantServer, staged_files
 
 pytestmark = pytest.mark.slow
-Stub = coordinator_pb2_grpc.TransactionCoordinatorStub
+Coordinator = tuple[CoordinatorClient, CoordinatorProcess, FakeParticipantServer]
 
 
 @pytest.fixture
-def stub(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[tuple[Stub, CoordinatorProcess, FakeParticipantServer]]:
+def coordinator(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[Coordinator]:
     participants = FakeParticipantServer(["kafka", "sqlite"]).start()
     settings = {
         "kafka": {"bootstrap_servers": broker.bootstrap_servers},
@@ -37,33 +39,30 @@ def stub(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[tuple[Stub, Coordin
         "log": {"level": "INFO"},
     }
     process = CoordinatorProcess(tmp_path / "coordinator", settings).start()
-    channel = open_channel(process.target)
+    client = CoordinatorClient(process.target, timeout_s=30)
     try:
-        yield coordinator_pb2_grpc.TransactionCoordinatorStub(channel), process, participants  # type: ignore[no-untyped-call]
+        yield client, process, participants
     finally:
-        channel.close()
+        client.close()
         process.stop()
         participants.stop()
 
 
-def _register(stub: Stub, participants: FakeParticipantServer, job: str) -> int:
-    epoch = int(
-        stub.RegisterWriter(coordinator_pb2.RegisterWriterRequest(job=job, writer_id="driver"), timeout=20).epoch
-    )
-    refs = [coordinator_pb2.ParticipantRef(sink=r.sink, target=r.target) for r in participants.refs]
-    request = coordinator_pb2.RegisterParticipantsRequest(job=job, writer_epoch=epoch, participants=refs)
-    stub.RegisterParticipants(request, timeout=20)
+def _register(client: CoordinatorClient, participants: FakeParticipantServer, job: str) -> int:
+    epoch = int(client.register_writer(job, "driver", timeout_s=20).epoch)
+    client.register_participants(job, epoch, participants.refs, timeout_s=20)
     return epoch
 
 
-def _commit(stub: Stub, job: str, epoch: int, batch: int, files: list[common_pb2.StagedFile]) -> int:
-    request = coordinator_pb2.CommitTransactionRequest(job=job, writer_epoch=epoch, batch=batch, files=files)
-    return int(stub.CommitTransaction(request, timeout=30).state)
+def _commit(
+    client: CoordinatorClient, job: str, epoch: int, batch: int, files: list[StagedFile]
+) -> TransactionState | None:
+    return state_from_proto(client.commit_transaction(TransactionId(job, batch), epoch, files).state)
 
 
-def _files(job: str, batch: int, count: int) -> list[common_pb2.StagedFile]:
+def _files(job: str, batch: int, count: int) -> list[StagedFile]:
     return [
-        common_pb2.StagedFile(
+        StagedFile(
             uri=f"file:///staging/{job}/{batch}/part-{i}.avro",
             count=1,
             sha256=hashlib.sha256(str(i).encode()).hexdigest(),
@@ -79,54 +78,49 @@ def _assert_invalid(call: Callable[[], object], limit: int) -> None:
     assert f"limit of {limit}" in (refused.value.details() or "")
 
 
-def _assert_still_serving(stub: Stub, process: CoordinatorProcess, participants: FakeParticipantServer) -> None:
+def _assert_still_serving(
+    client: CoordinatorClient, process: CoordinatorProcess, participants: FakeParticipantServer
+) -> None:
     assert process.is_running(), process.log_tail()
-    epoch = _register(stub, participants, "other")
-    files = [common_pb2.StagedFile(uri=f.uri, count=f.count, sha256=f.sha256) for f in staged_files("other", 0)]
-    assert _commit(stub, "other", epoch, 0, files) == common_pb2.TRANSACTION_STATE_COMMITTED
+    epoch = _register(client, participants, "other")
+    assert _commit(client, "other", epoch, 0, staged_files("other", 0)) is TransactionState.COMMITTED
     assert process.is_running(), process.log_tail()
 
 
 def test_a_1mb_writer_id_is_refused_and_the_coordinator_keeps_serving(
-    stub: tuple[Stub, CoordinatorProcess, FakeParticipantServer],
+    coordinator: Coordinator,
 ) -> None:
-    client, process, participants = stub
-    request = coordinator_pb2.RegisterWriterRequest(job="ipcount", writer_id="w" * 1_000_000)
-    _assert_invalid(lambda: client.RegisterWriter(request, timeout=30), MAX_ID_BYTES)
+    client, process, participants = coordinator
+    _assert_invalid(lambda: client.register_writer("ipcount", "w" * 1_000_000), MAX_ID_BYTES)
     _assert_still_serving(client, process, participants)
 
 
 def test_10000_staged_files_are_refused_and_the_coordinator_keeps_serving(
-    stub: tuple[Stub, CoordinatorProcess, FakeParticipantServer],
+    coordinator: Coordinator,
 ) -> None:
-    client, process, participants = stub
+    client, process, participants = coordinator
     epoch = _register(client, participants, "ipcount")
     _assert_invalid(lambda: _commit(client, "ipcount", epoch, 0, _files("ipcount", 0, 10_000)), MAX_STAGED_FILES)
     _assert_still_serving(client, process, participants)
     # the limit itself is accepted
-    assert _commit(client, "ipcount", epoch, 1, _files("ipcount", 1, MAX_STAGED_FILES)) == (
-        common_pb2.TRANSACTION_STATE_COMMITTED
-    )
+    assert _commit(client, "ipcount", epoch, 1, _files("ipcount", 1, MAX_STAGED_FILES)) is TransactionState.COMMITTED
 
 
 def test_a_huge_abort_reason_is_refused_and_the_coordinator_keeps_serving(
-    stub: tuple[Stub, CoordinatorProcess, FakeParticipantServer],
+    coordinator: Coordinator,
 ) -> None:
-    client, process, participants = stub
+    client, process, participants = coordinator
     epoch = _register(client, participants, "ipcount")
-    request = coordinator_pb2.AbortTransactionRequest(
-        job="ipcount", writer_epoch=epoch, batch=0, reason="r" * 2_000_000
-    )
-    _assert_invalid(lambda: client.AbortTransaction(request, timeout=30), MAX_REASON_BYTES)
+    reason = "r" * 2_000_000
+    _assert_invalid(lambda: client.abort_transaction(TransactionId("ipcount", 0), epoch, reason), MAX_REASON_BYTES)
     _assert_still_serving(client, process, participants)
 
 
 def test_a_request_over_the_grpc_limit_is_refused_and_the_coordinator_keeps_serving(
-    stub: tuple[Stub, CoordinatorProcess, FakeParticipantServer],
+    coordinator: Coordinator,
 ) -> None:
-    client, process, participants = stub
-    request = coordinator_pb2.RegisterWriterRequest(job="ipcount", writer_id="w" * 5_000_000)
+    client, process, participants = coordinator
     with pytest.raises(grpc.RpcError) as refused:
-        client.RegisterWriter(request, timeout=30)
+        client.register_writer("ipcount", "w" * 5_000_000)
     assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
     _assert_still_serving(client, process, participants)

@@ -6,6 +6,7 @@ who could reach a port could register writers, commit transactions, create conne
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,25 +19,31 @@ from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.coordinator.service.server import CoordinatorServer
 from onceflow.coordinator.settings import CoordinatorSettings
+from onceflow.core.contract import TransactionId
+from onceflow.core.contract.clients import CoordinatorClient, ParticipantClient
 from onceflow.core.grpc import open_channel
 from onceflow.core.settings import TlsSettings
-from onceflow.proto.v1 import (
-    connect_pb2,
-    connect_pb2_grpc,
-    coordinator_pb2,
-    coordinator_pb2_grpc,
-    participant_pb2,
-    participant_pb2_grpc,
-    results_pb2,
-    results_pb2_grpc,
-)
+from onceflow.proto.v1 import connect_pb2, connect_pb2_grpc, results_pb2, results_pb2_grpc
 from onceflow.runtime.config.worker_settings import WorkerSettings
 from onceflow.runtime.service import ConnectWorkerService
 from onceflow.sinks.server import ParticipantServer, ParticipantSettings
 
 TOKEN = "s3cret-token"
-#: (service, a mutating call, a read-only call) for each service, given a stub.
+#: (a mutating call, a read-only call) of a service, given its client.
 Calls = tuple[Callable[[Any], Any], Callable[[Any], Any]]
+#: A service's client on ``target`` with the given TLS settings (bearer token), closed on exit.
+Connect = Callable[[str, TlsSettings | None], contextlib.AbstractContextManager[Any]]
+
+
+def _stub_of(stub_class: Callable[[Any], Any]) -> Connect:
+    """For the services without a typed client: a stub on a channel from ``open_channel``."""
+
+    @contextlib.contextmanager
+    def connect(target: str, tls: TlsSettings | None) -> Iterator[Any]:
+        with open_channel(target, tls) as channel:
+            yield stub_class(channel)
+
+    return connect
 
 
 def _auth(tmp_path: Path) -> dict[str, Any]:
@@ -46,8 +53,8 @@ def _auth(tmp_path: Path) -> dict[str, Any]:
 
 
 @pytest.fixture
-def services(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[dict[str, tuple[int, Any, Calls]]]:
-    """Every onceflow gRPC service, in-process, with server.auth on: name -> (port, stub class, calls)."""
+def services(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[dict[str, tuple[int, Connect, Calls]]]:
+    """Every onceflow gRPC service, in-process, with server.auth on: name -> (port, client, calls)."""
     server = _auth(tmp_path)
     bootstrap = broker.bootstrap_servers
     coordinator = CoordinatorServer(
@@ -71,22 +78,20 @@ def services(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[dict[str, tuple
     ).start()
     try:
         yield {
-            "coordinator": (coordinator.port, coordinator_pb2_grpc.TransactionCoordinatorStub, (
-                lambda s: s.RegisterWriter(coordinator_pb2.RegisterWriterRequest(job="j", writer_id="w"), timeout=10),
-                lambda s: s.ListTransactions(coordinator_pb2.ListTransactionsRequest(job="j"), timeout=10),
+            "coordinator": (coordinator.port, CoordinatorClient, (
+                lambda c: c.register_writer("j", "w", timeout_s=10),
+                lambda c: c.list_transactions("j", timeout_s=10),
             )),
-            "participant": (participant.port, participant_pb2_grpc.ParticipantStub, (
-                lambda s: s.AbortPreparedTransaction(participant_pb2.AbortPreparedTransactionRequest(
-                    sink="db", id=_txn_id()), timeout=10),
-                lambda s: s.ListPreparedTransactions(participant_pb2.ListPreparedTransactionsRequest(sink="db"),
-                                                     timeout=10),
+            "participant": (participant.port, ParticipantClient, (
+                lambda c: c.abort_prepared_transaction("db", TransactionId("j", 1), timeout_s=10),
+                lambda c: c.list_prepared_transactions("db", timeout_s=10),
             )),
-            "results": (consumer.port, results_pb2_grpc.ResultsStub, (
+            "results": (consumer.port, _stub_of(results_pb2_grpc.ResultsStub), (
                 lambda s: s.RunAudit(results_pb2.RunAuditRequest(generator=results_pb2.GeneratorTruth(seed=1, count=1)),
                                      timeout=60),
                 lambda s: s.GetTopIps(results_pb2.GetTopIpsRequest(limit=1), timeout=10),
             )),
-            "connect": (worker.port, connect_pb2_grpc.ConnectStub, (
+            "connect": (worker.port, _stub_of(connect_pb2_grpc.ConnectStub), (
                 lambda s: s.DeleteConnector(connect_pb2.DeleteConnectorRequest(name="nope"), timeout=10),
                 lambda s: s.ListConnectors(connect_pb2.ListConnectorsRequest(), timeout=10),
             )),
@@ -98,33 +103,27 @@ def services(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[dict[str, tuple
         coordinator.stop()
 
 
-def _txn_id() -> Any:
-    from onceflow.proto.v1 import common_pb2
-
-    return common_pb2.TransactionId(job="j", batch=1)
-
-
-def _code(call: Callable[[Any], Any], stub: Any) -> grpc.StatusCode:
+def _code(call: Callable[[Any], Any], client: Any) -> grpc.StatusCode:
     try:
-        call(stub)
+        call(client)
     except grpc.RpcError as exc:
         code: grpc.StatusCode = exc.code()
         return code
     return grpc.StatusCode.OK
 
 
-def test_every_service_applies_the_same_rule(services: dict[str, tuple[int, Any, Calls]], tmp_path: Path) -> None:
+def test_every_service_applies_the_same_rule(services: dict[str, tuple[int, Connect, Calls]], tmp_path: Path) -> None:
     wrong = tmp_path / "wrong-token"
     wrong.write_text("guess\n")
     right = tmp_path / "right-token"
     right.write_text(TOKEN)
-    for name, (port, stub_class, (mutating, read_only)) in services.items():
+    for name, (port, connect, (mutating, read_only)) in services.items():
         target = f"127.0.0.1:{port}"
-        with open_channel(target) as plain:
-            assert _code(mutating, stub_class(plain)) == grpc.StatusCode.UNAUTHENTICATED, name
-            assert _code(read_only, stub_class(plain)) == grpc.StatusCode.OK, name
-        with open_channel(target, TlsSettings(token_file=str(wrong))) as channel:
-            assert _code(mutating, stub_class(channel)) == grpc.StatusCode.PERMISSION_DENIED, name
-        with open_channel(target, TlsSettings(token_file=str(right))) as channel:
-            code = _code(mutating, stub_class(channel))
+        with connect(target, None) as plain:
+            assert _code(mutating, plain) == grpc.StatusCode.UNAUTHENTICATED, name
+            assert _code(read_only, plain) == grpc.StatusCode.OK, name
+        with connect(target, TlsSettings(token_file=str(wrong))) as client:
+            assert _code(mutating, client) == grpc.StatusCode.PERMISSION_DENIED, name
+        with connect(target, TlsSettings(token_file=str(right))) as client:
+            code = _code(mutating, client)
             assert code not in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED), (name, code)

@@ -22,32 +22,25 @@ import pytest
 
 from onceflow.core.avro import IpCount
 from onceflow.core.confinement import PathNotAllowed, StagingConfinement
-from onceflow.core.grpc import open_channel
+from onceflow.core.contract import TransactionId
+from onceflow.core.contract.clients import ParticipantClient
 from onceflow.core.staging import StagedFile, StagingWriter
-from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
+from onceflow.proto.v1 import participant_pb2
 from onceflow.testing.sinks.process import ParticipantProcess
 
 pytestmark = pytest.mark.slow
 W0 = 1_700_000_000_000
-Stub = participant_pb2_grpc.ParticipantStub
 
 
 class Participant:
-    def __init__(self, process: ParticipantProcess, stub: Stub, staging: Path, db: Path) -> None:
-        self.process, self.stub, self.staging, self.db = process, stub, staging, db
+    def __init__(self, process: ParticipantProcess, client: ParticipantClient, staging: Path, db: Path) -> None:
+        self.process, self.client, self.staging, self.db = process, client, staging, db
 
     def prepare(self, batch: int, *files: StagedFile) -> participant_pb2.PrepareTransactionResponse:
-        request = participant_pb2.PrepareTransactionRequest(
-            sink="sqlite",
-            id=common_pb2.TransactionId(job="job", batch=batch),
-            files=[common_pb2.StagedFile(uri=f.uri, count=f.count, sha256=f.sha256) for f in files],
-        )
-        response: participant_pb2.PrepareTransactionResponse = self.stub.PrepareTransaction(request, timeout=30)
-        return response
+        return self.client.prepare_transaction("sqlite", TransactionId("job", batch), files)
 
     def prepared(self) -> list[int]:
-        listed = self.stub.ListPreparedTransactions(participant_pb2.ListPreparedTransactionsRequest(), timeout=10)
-        return [t.id.batch for t in listed.transactions]
+        return [txn.batch for _, txn in self.client.list_prepared_transactions(timeout_s=10)]
 
     def results(self) -> list[tuple[str, int]]:
         with sqlite3.connect(self.db) as db:
@@ -66,11 +59,11 @@ def participant(tmp_path: Path) -> Iterator[Participant]:
         "log": {"level": "INFO"},
     }
     process = ParticipantProcess(tmp_path / "participant", settings).start()
-    channel = open_channel(process.target)
+    client = ParticipantClient(process.target, timeout_s=30)
     try:
-        yield Participant(process, participant_pb2_grpc.ParticipantStub(channel), staging, db)  # type: ignore[no-untyped-call]
+        yield Participant(process, client, staging, db)
     finally:
-        channel.close()
+        client.close()
         process.stop()
 
 
@@ -109,13 +102,8 @@ def test_a_valid_staged_file_outside_the_root_is_not_committed(participant: Part
     _assert_refused(participant.prepare(1, StagedFile(f"file://{link}", outside.count, outside.sha256)))
 
     # a commit naming it is refused as well (INVALID_ARGUMENT), before any redo from staging
-    request = participant_pb2.CommitPreparedTransactionRequest(
-        sink="sqlite",
-        id=common_pb2.TransactionId(job="job", batch=0),
-        files=[common_pb2.StagedFile(uri=outside.uri, count=outside.count, sha256=outside.sha256)],
-    )
     with pytest.raises(grpc.RpcError) as refused:
-        participant.stub.CommitPreparedTransaction(request, timeout=30)
+        participant.client.commit_prepared_transaction("sqlite", TransactionId("job", 0), [outside])
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert participant.prepared() == [] and participant.results() == []
 

@@ -6,8 +6,9 @@ import grpc
 import pytest
 
 from onceflow.coordinator.service.server import EXIT_FENCED
-from onceflow.core.grpc import open_channel
-from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
+from onceflow.core.contract import TransactionId
+from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.proto.v1 import common_pb2
 from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster
 from onceflow.testing.coordinator.process import CoordinatorProcess
 
@@ -41,9 +42,7 @@ def test_a_zombie_writer_is_fenced_by_the_next_registration(cluster: TwoPhaseCom
     assert cluster.prepared() == NOTHING_PREPARED
     assert cluster.transaction(JOB, 1).state == common_pb2.TRANSACTION_STATE_ABORTED  # unknown: presumed abort
     with pytest.raises(grpc.RpcError) as fenced_abort:
-        cluster.stub.AbortTransaction(
-            coordinator_pb2.AbortTransactionRequest(job=JOB, writer_epoch=old, batch=1), timeout=10
-        )
+        cluster.client.abort_transaction(TransactionId(JOB, 1), old, timeout_s=10)
     assert fenced_abort.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     # Step 4
     assert cluster.commit(JOB, new, 1, files).state == COMMITTED
@@ -80,15 +79,8 @@ def test_a_zombie_coordinator_is_fenced_by_a_new_instance_and_exits(cluster: Two
         assert "coordinator.fatal" in zombie.log_tail(100)
         assert cluster.prepared() == NOTHING_PREPARED
         # Step 4
-        with open_channel(standby.target) as channel:
-            stub = coordinator_pb2_grpc.TransactionCoordinatorStub(channel)  # type: ignore[no-untyped-call]
-            request = coordinator_pb2.CommitTransactionRequest(
-                job=JOB,
-                writer_epoch=epoch,
-                batch=1,
-                files=[common_pb2.StagedFile(uri=f.uri, count=f.count, sha256=f.sha256) for f in files],
-            )
-            assert stub.CommitTransaction(request, timeout=30).state == COMMITTED
+        with CoordinatorClient(standby.target) as standby_client:
+            assert standby_client.commit_transaction(TransactionId(JOB, 1), epoch, files).state == COMMITTED
     finally:
         standby.stop()
     expected = expected_rows([batch_rows(0), batch_rows(1)])

@@ -15,7 +15,7 @@ from onceflow.cli.app import main as onceflow_main
 from onceflow.coordinator.log import MemoryTransactionLog
 from onceflow.coordinator.service import SERVICE_NAME, CoordinatorServer
 from onceflow.coordinator.settings import CoordinatorSettings
-from onceflow.core.grpc import open_channel
+from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
 from onceflow.testing.coordinator import FakeParticipants, staged_files
 
@@ -46,14 +46,20 @@ def server(fakes: FakeParticipants) -> Iterator[CoordinatorServer]:
 
 
 @pytest.fixture
-def channel(server: CoordinatorServer) -> Iterator[grpc.Channel]:
-    with open_channel(f"127.0.0.1:{server.port}") as chan:
-        yield chan
+def client(server: CoordinatorServer) -> Iterator[CoordinatorClient]:
+    with CoordinatorClient(f"127.0.0.1:{server.port}") as coordinator:
+        yield coordinator
 
 
 @pytest.fixture
-def stub(channel: grpc.Channel) -> Stub:
-    return Stub(channel)  # type: ignore[no-untyped-call]
+def channel(client: CoordinatorClient) -> grpc.Channel:
+    return client.channel
+
+
+@pytest.fixture
+def stub(client: CoordinatorClient) -> Stub:
+    """The raw stub: these tests send the malformed requests the typed client would not build."""
+    return client.stub
 
 
 def _error(call: object) -> grpc.RpcError:

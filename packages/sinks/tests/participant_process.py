@@ -11,9 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from onceflow.core.grpc import open_channel
+from onceflow.core.contract.clients import ParticipantClient
 from onceflow.core.toml_writer import to_toml
-from onceflow.proto.v1 import participant_pb2_grpc
 
 
 def write_config(
@@ -82,9 +81,9 @@ class ParticipantProcess:
             time.sleep(0.05)
         raise AssertionError(f"participant not ready within {timeout}s:\n{self.log_tail()}")
 
-    def stub(self) -> participant_pb2_grpc.ParticipantStub:
-        channel = open_channel(f"127.0.0.1:{self.wait_ready()}")
-        return participant_pb2_grpc.ParticipantStub(channel)  # type: ignore[no-untyped-call]
+    def client(self) -> ParticipantClient:
+        """A client of the serving participant (close it, or use ``with``)."""
+        return ParticipantClient(f"127.0.0.1:{self.wait_ready()}")
 
     def kill(self) -> None:
         """SIGKILL: no cleanup, no flush, exactly like a crash."""

@@ -17,9 +17,9 @@ import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.avro import IP_COUNT_SERDE
-from onceflow.core.contract.proto import file_to_proto as staged_file_to_proto
+from onceflow.core.contract import TransactionId
+from onceflow.core.staging import StagedFile
 from onceflow.core.topics import SINK_TOPIC
-from onceflow.proto.v1 import common_pb2, participant_pb2
 from onceflow.testing.broker.clients import read_topic
 
 from .conftest import W0, Stage, row
@@ -41,13 +41,9 @@ def processes() -> Iterator[list[ParticipantProcess]]:
         process.stop()
 
 
-def _prepare(process: ParticipantProcess, sink: str, job: str, batch: int, files: list[common_pb2.StagedFile]) -> None:
-    vote = process.stub().PrepareTransaction(
-        participant_pb2.PrepareTransactionRequest(
-            sink=sink, id=common_pb2.TransactionId(job=job, batch=batch), files=files
-        ),
-        timeout=30,
-    )
+def _prepare(process: ParticipantProcess, sink: str, job: str, batch: int, files: list[StagedFile]) -> None:
+    with process.client() as client:
+        vote = client.prepare_transaction(sink, TransactionId(job, batch), files, timeout_s=30)
     assert vote.vote_commit, vote.reason
 
 
@@ -82,9 +78,9 @@ def test_prepared_sqlite_and_postgres_transactions_survive_kill_9(
     processes.append(participant.start())
 
     # Batch 0 will be committed by the coordinator, batch 1 aborted; both are prepared on both sinks.
-    committed = [staged_file_to_proto(f) for f in stage("job", 0, [row("a", 1), row("b", 2)])]
+    committed = stage("job", 0, [row("a", 1), row("b", 2)])
     # (different keys: a prepared PostgreSQL transaction holds its row locks until it is resolved)
-    aborted = [staged_file_to_proto(f) for f in stage("job", 1, [row("c", 100)])]
+    aborted = stage("job", 1, [row("c", 100)])
     for sink in ("sqlite", "pg"):
         _prepare(participant, sink, "job", 0, committed)
         _prepare(participant, sink, "job", 1, aborted)
@@ -107,8 +103,8 @@ def test_prepared_sqlite_and_postgres_transactions_survive_kill_9(
     assert _sqlite_results(tmp_path / "sink.db") == expected
     assert _pg_results(postgres_dsn) == expected
     assert _pg_gids(postgres_dsn) == []
-    listed = participant.stub().ListPreparedTransactions(participant_pb2.ListPreparedTransactionsRequest(), timeout=10)
-    assert list(listed.transactions) == []
+    with participant.client() as client:
+        assert client.list_prepared_transactions(timeout_s=10) == []
 
 
 def _until(condition: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
@@ -131,7 +127,7 @@ def test_undecided_transaction_waits_for_the_decision(
         )
         participant = ParticipantProcess(config, tmp_path)
         processes.append(participant.start())
-        _prepare(participant, "sqlite", "job", 0, [staged_file_to_proto(f) for f in stage("job", 0, [row("a", 1)])])
+        _prepare(participant, "sqlite", "job", 0, stage("job", 0, [row("a", 1)]))
         participant.kill()
 
         asked_before = len(coordinator.asked)
@@ -164,21 +160,16 @@ def test_kafka_sink_redoes_a_committed_batch_after_kill_9(
         )
         participant = ParticipantProcess(config, tmp_path)
         processes.append(participant.start())
-        stub = participant.stub()
-        first = [staged_file_to_proto(f) for f in stage("job", 0, [row("a", 1)])]
+        first = stage("job", 0, [row("a", 1)])
         _prepare(participant, "kafka", "job", 0, first)
-        stub.CommitPreparedTransaction(
-            participant_pb2.CommitPreparedTransactionRequest(
-                sink="kafka", id=common_pb2.TransactionId(job="job", batch=0)
-            ),
-            timeout=30,
-        )
+        with participant.client() as client:
+            client.commit_prepared_transaction("kafka", TransactionId("job", 0), [], timeout_s=30)
         _prepare(
             participant,
             "kafka",
             "job",
             1,
-            [staged_file_to_proto(f) for f in stage("job", 1, [row("b", 2), row("c", 3)])],
+            stage("job", 1, [row("b", 2), row("c", 3)]),
         )
         participant.kill()
 

@@ -13,9 +13,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from onceflow.core.contract import SinkBinding, SinkMode
+from onceflow.core.contract.clients import ParticipantClient
 from onceflow.core.contract.proto import binding_to_proto
 from onceflow.core.contract.proto import file_to_proto as staged_file_to_proto
-from onceflow.core.grpc import open_channel
 from onceflow.core.settings import GrpcServerSettings, MetricsSettings
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
 from onceflow.sinks.server import SERVICE_NAME, ParticipantServer, ParticipantSettings, SqliteOptions, SqliteSink
@@ -41,14 +41,20 @@ def server(tmp_path: Path) -> Iterator[ParticipantServer]:
 
 
 @pytest.fixture
-def channel(server: ParticipantServer) -> Iterator[grpc.Channel]:
-    with open_channel(f"127.0.0.1:{server.port}") as chan:
-        yield chan
+def client(server: ParticipantServer) -> Iterator[ParticipantClient]:
+    with ParticipantClient(f"127.0.0.1:{server.port}") as participant:
+        yield participant
 
 
 @pytest.fixture
-def stub(channel: grpc.Channel) -> participant_pb2_grpc.ParticipantStub:
-    return participant_pb2_grpc.ParticipantStub(channel)  # type: ignore[no-untyped-call]
+def channel(client: ParticipantClient) -> grpc.Channel:
+    return client.channel
+
+
+@pytest.fixture
+def stub(client: ParticipantClient) -> participant_pb2_grpc.ParticipantStub:
+    """The raw stub: these tests send the malformed requests the typed client would not build."""
+    return client.stub
 
 
 def _id(job: str, batch: int) -> common_pb2.TransactionId:

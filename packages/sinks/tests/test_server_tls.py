@@ -9,9 +9,8 @@ import grpc
 import pytest
 import trustme
 
-from onceflow.core.grpc import open_channel
+from onceflow.core.contract.clients import ParticipantClient
 from onceflow.core.settings import GrpcServerSettings, TlsSettings
-from onceflow.proto.v1 import participant_pb2, participant_pb2_grpc
 from onceflow.sinks.server import ParticipantServer, ParticipantSettings, SqliteOptions, SqliteSink
 from onceflow.sinks.server.settings import StagingSettings
 
@@ -53,10 +52,8 @@ def _serve(tmp_path: Path, tls: TlsSettings) -> ParticipantServer:
 
 
 def _list(target: str, tls: TlsSettings | None) -> int:
-    with open_channel(target, tls) as channel:
-        stub = participant_pb2_grpc.ParticipantStub(channel)  # type: ignore[no-untyped-call]
-        answer = stub.ListPreparedTransactions(participant_pb2.ListPreparedTransactionsRequest(), timeout=10)
-        return len(answer.transactions)
+    with ParticipantClient(target, tls, timeout_s=10) as client:
+        return len(client.list_prepared_transactions())
 
 
 @pytest.fixture

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.core.grpc import open_channel
-from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
+from onceflow.core.contract import TransactionId
+from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.proto.v1 import common_pb2
 from onceflow.spark.sink import CRASH_ENV
 from onceflow.testing.sinks.postgres import PostgresServer
 
@@ -65,10 +66,8 @@ def _last_committed(checkpoint: Path) -> int:
 
 
 def _coordinator_state(system: SinkSystem, batch: int) -> int:
-    with open_channel(system.coordinator.target) as channel:
-        stub = coordinator_pb2_grpc.TransactionCoordinatorStub(channel)  # type: ignore[no-untyped-call]
-        response = stub.GetTransaction(coordinator_pb2.GetTransactionRequest(job=JOB, batch=batch), timeout=30)
-        return int(response.transaction.state)
+    with CoordinatorClient(system.coordinator.target, timeout_s=30) as client:
+        return int(client.get_transaction(TransactionId(JOB, batch)).state)
 
 
 def test_killed_drivers_restart_from_the_checkpoint_and_the_sinks_stay_exact(
