@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from onceflow.core.contract import TransactionState
 from onceflow.core.end_of_input import END_OF_INPUT_TIME_MS
 from onceflow.demo.dashboard import MetricsCollector, RateMeter, Snapshot, progress_line, render
 from onceflow.demo.observe import InputProgress, SparkProgress, TopIps, TransactionTally
@@ -64,7 +65,8 @@ def test_rate_meter_measures_over_its_window() -> None:
 def test_collector_keeps_the_last_known_values_while_services_are_down(tmp_path: Path) -> None:
     source = FakeSource()
     source.produced_value = 500
-    for batch, state in ((0, "COMMITTED"), (1, "ABORTED"), (1, "COMMITTED"), (2, "ABORTED")):
+    committed, aborted = TransactionState.COMMITTED, TransactionState.ABORTED
+    for batch, state in ((0, committed), (1, aborted), (1, committed), (2, aborted)):
         source.tally.add(batch, state)
     collector = MetricsCollector(source, supervisor_with(tmp_path), target_events=1000)
     collector.refresh()

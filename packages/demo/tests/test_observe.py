@@ -1,11 +1,26 @@
-"""Reading progress: the source connector's committed positions, result tables."""
+"""Reading progress: the source connector's committed positions, result tables, the coordinator's transactions."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
-from onceflow.demo.observe import InputProgress, input_from_offsets, produced_from_offsets, sqlite_totals
+from onceflow.coordinator.log import MemoryTransactionLog
+from onceflow.coordinator.service import CoordinatorServer
+from onceflow.coordinator.settings import CoordinatorSettings
+from onceflow.core.contract import TransactionId
+from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.demo.components import JOB, Context
+from onceflow.demo.observe import (
+    InputProgress,
+    Observer,
+    input_from_offsets,
+    produced_from_offsets,
+    sqlite_totals,
+)
+from onceflow.demo.options import DemoOptions
+from onceflow.demo.run_dir import RunDir
+from onceflow.testing.coordinator import FakeParticipants, staged_files
 
 
 def test_produced_counts_every_task_of_the_generator() -> None:
@@ -44,3 +59,29 @@ def test_the_input_ends_when_every_source_partition_ended() -> None:
     position = {"offset": 10, "lines": 1000.0, "events": 990, "dead_letters": 10}
     assert input_from_offsets([(file, position)]) == InputProgress(1000, 990, 10, False)
     assert input_from_offsets([(file, {**position, "end_of_input": True})]).ended
+
+
+def test_transactions_are_tallied_from_the_coordinator_and_kept_while_it_is_down(tmp_path: Path) -> None:
+    fakes = FakeParticipants(["sqlite"])
+    settings = CoordinatorSettings.model_validate(
+        {"server": {"port": 0}, "transaction_log": {"backend": "memory"}, "prepare_timeout_ms": 1000}
+    )
+    server = CoordinatorServer(settings, log=MemoryTransactionLog(), connector=fakes).start()
+    run = RunDir(tmp_path / "run")
+    state = run.create(DemoOptions().new_state("run"))
+    state.ports["coordinator"] = server.port
+    observer = Observer(Context(run, state))
+    try:
+        with CoordinatorClient(f"127.0.0.1:{server.port}") as client:
+            epoch = client.register_writer(JOB, "driver").epoch
+            client.register_participants(JOB, epoch, fakes.refs)
+            client.commit_transaction(TransactionId(JOB, 0), epoch, staged_files(JOB, 0))
+            fakes["sqlite"].vote_no = "bad file"
+            client.commit_transaction(TransactionId(JOB, 1), epoch, staged_files(JOB, 1))
+        tally = observer.transactions()
+        assert tally is not None
+        assert (tally.committed_batches, tally.aborted_batches, tally.in_doubt) == ({0}, {1}, 0)
+    finally:
+        server.stop(grace=0)
+    assert observer.transactions() is None  # down: the caller keeps its last tally
+    assert observer.tally.committed == 1

@@ -28,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from onceflow.core.contract import TransactionState
 from onceflow.core.contract.clients import CoordinatorClient
-from onceflow.core.contract.proto import state_name
+from onceflow.core.contract.proto import state_from_proto
 from onceflow.demo.components import JOB, Context, connector_name
 from onceflow.proto.v1 import connect_pb2 as connect_pb
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
@@ -37,8 +37,6 @@ from onceflow.runtime.api.source import END_OF_INPUT_KEY
 from onceflow.sinks.readback import SqliteReader
 
 RPC_TIMEOUT_S = 2.0
-#: Coordinator states of a transaction that is not final yet.
-IN_DOUBT_STATES = tuple(state.value for state in TransactionState if not state.is_final)
 
 
 @dataclass
@@ -59,10 +57,10 @@ class TransactionTally:
     def aborted(self) -> int:
         return len(self.aborted_batches)
 
-    def add(self, batch: int, state: str) -> None:
-        if state == "COMMITTED":
+    def add(self, batch: int, state: TransactionState | None) -> None:
+        if state is TransactionState.COMMITTED:
             self.committed_batches.add(batch)
-        elif state == "ABORTED":
+        elif state is TransactionState.ABORTED:
             self.aborted_batches.add(batch)
 
 
@@ -178,9 +176,9 @@ class Observer:
             return None
         in_doubt = 0
         for txn in transactions:
-            state = state_name(txn.state)
+            state = state_from_proto(txn.state)
             self.tally.add(int(txn.id.batch), state)
-            in_doubt += state in IN_DOUBT_STATES
+            in_doubt += state is not None and not state.is_final
         self.tally.in_doubt = in_doubt
         return self.tally
 

@@ -15,11 +15,11 @@ from typing import TypeVar
 
 import grpc
 
-from onceflow.core.contract import ParticipantRef, TransactionId, clients
+from onceflow.core.contract import ParticipantRef, TransactionId, TransactionState, clients
+from onceflow.core.contract.proto import state_to_proto
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagedFile
-from onceflow.proto.v1 import common_pb2
 from onceflow.spark.exceptions import CoordinatorUnavailable, JobDefinitionError, WriterFencedError
 
 T = TypeVar("T")
@@ -27,7 +27,7 @@ _log = get_logger(__name__)
 
 #: Answers of CommitTransaction that mean "the batch is committed". COMMITTING is the logged decision
 #: with commit acks still being delivered: final, so the writer treats it as committed.
-COMMITTED_STATES = frozenset({common_pb2.TRANSACTION_STATE_COMMITTED, common_pb2.TRANSACTION_STATE_COMMITTING})
+COMMITTED_STATES = frozenset(state_to_proto(state) for state in TransactionState if state.is_commit)
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 #: RegisterParticipants answers these when a binding does not fit a sink (a table's column, a type).
 _REFUSED = {grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT}
