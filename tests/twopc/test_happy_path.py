@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 from onceflow.core.avro import IpCount
-from onceflow.proto.v1 import coordinator_pb2
 from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster
 
 from .driver import COMMITTED, JOB, NOTHING_PREPARED, batch_rows, expected_rows
@@ -43,10 +42,10 @@ def test_200_batches_land_exactly_once_in_kafka_sqlite_and_postgres(cluster: Two
     assert cluster.committed_batches(JOB) == {"sqlite": list(range(BATCHES)), "postgres": list(range(BATCHES))}
     assert cluster.prepared() == NOTHING_PREPARED
     # Step 4
-    listed = cluster.stub.ListTransactions(coordinator_pb2.ListTransactionsRequest(job=JOB, limit=1000), timeout=10)
-    assert sorted(t.id.batch for t in listed.transactions) == list(range(BATCHES))
-    assert {t.state for t in listed.transactions} == {COMMITTED}
-    assert all(p.prepared and p.acknowledged for t in listed.transactions for p in t.participants)
+    listed = cluster.client.list_transactions(JOB, limit=1000, timeout_s=10)
+    assert sorted(t.id.batch for t in listed) == list(range(BATCHES))
+    assert {t.state for t in listed} == {COMMITTED}
+    assert all(p.prepared and p.acknowledged for t in listed for p in t.participants)
     deadline = time.monotonic() + 10
     while any((cluster.staging_root / JOB).iterdir()) and time.monotonic() < deadline:
         time.sleep(0.05)
