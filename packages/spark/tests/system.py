@@ -28,13 +28,16 @@ import psycopg
 from confluent_kafka import Producer
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.core.avro import ACCESS_EVENT_SERDE, IP_COUNT_SERDE
+from onceflow.core.avro import ACCESS_EVENT_SERDE
+from onceflow.core.contract.ip_count import ip_count_table_binding, ip_count_topic_binding
+from onceflow.core.settings import KafkaSettings
 from onceflow.core.toml_writer import to_toml
-from onceflow.core.topics import SINK_TOPIC, SOURCE_TOPIC
+from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC, SOURCE_TOPIC
 from onceflow.core.traffic.model import TrafficModel, event
 from onceflow.core.traffic.truth import expected_counts
 from onceflow.runtime.worker.end_of_input import write_end_of_input
-from onceflow.testing.broker.clients import create_topic, read_topic
+from onceflow.sinks.readback import KafkaReader, PostgresReader, SqliteReader
+from onceflow.testing.broker.clients import create_topic
 from onceflow.testing.coordinator import CoordinatorProcess
 
 Key = tuple[int, str]
@@ -218,31 +221,26 @@ class SinkSystem:
     # --- reading the sinks back -------------------------------------------------------------
 
     def sqlite_results(self) -> dict[Key, int]:
-        if not self.sqlite_path.exists():
+        try:
+            rows = SqliteReader("sqlite", self.sqlite_path).rows(ip_count_table_binding("sqlite"))
+        except (FileNotFoundError, sqlite3.OperationalError):  # not created yet
             return {}
-        with sqlite3.connect(self.sqlite_path, timeout=30) as db:
-            try:
-                rows = db.execute("SELECT window_start, ip, count FROM ip_counts").fetchall()
-            except sqlite3.OperationalError:
-                return {}
-        return {(int(w), str(ip)): int(c) for w, ip, c in rows}
+        return {(int(r["window_start"]), str(r["ip"])): int(r["count"]) for r in rows}
 
     def postgres_results(self) -> dict[Key, int]:
-        with psycopg.connect(self.postgres_dsn) as conn:
-            rows = conn.execute("SELECT window_start, ip, count FROM ip_counts").fetchall()
-        return {(int(w), str(ip)): int(c) for w, ip, c in rows}
+        rows = PostgresReader("postgres", self.postgres_dsn).rows(ip_count_table_binding("postgres"))
+        return {(int(r["window_start"]), str(r["ip"])): int(r["count"]) for r in rows}
 
     def kafka_results(self, *, latest_wins: bool = False) -> dict[Key, int]:
         """ip_count_sink read with read_committed. In append mode every key must appear once."""
-        records = read_topic(self.broker.bootstrap_servers, SINK_TOPIC, idle_timeout=1.0)
+        kafka = KafkaSettings(bootstrap_servers=self.broker.bootstrap_servers)
+        rows = KafkaReader("kafka", kafka, SINK_TOPIC, SINK_COMMITS_TOPIC).rows(ip_count_topic_binding("kafka"))
         seen: Counter[Key] = Counter()
         results: dict[Key, int] = {}
-        for record in records:
-            assert record.value is not None
-            row = IP_COUNT_SERDE.decode(record.value)
-            key = (row["window_start"], row["ip"])
+        for row in rows:
+            key = (int(row["window_start"]), str(row["ip"]))
             seen[key] += 1
-            results[key] = row["count"]
+            results[key] = int(row["count"])
         if not latest_wins:
             duplicates = {k: n for k, n in seen.items() if n > 1}
             assert not duplicates, f"ip_count_sink has duplicate results: {list(duplicates.items())[:5]}"

@@ -28,14 +28,16 @@ from typing import Any, Final
 import grpc
 
 from onceflow.coordinator.model import ParticipantRef
-from onceflow.core.avro import IP_COUNT_SERDE, IpCount
+from onceflow.core.avro import IpCount
 from onceflow.core.contract import TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.core.contract.ip_count import ip_count_table_binding, ip_count_topic_binding
 from onceflow.core.contract.proto import state_name
+from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile, StagingWriter
-from onceflow.core.topics import SINK_TOPIC
+from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
 from onceflow.proto.v1 import coordinator_pb2, coordinator_pb2_grpc
-from onceflow.testing.broker.clients import read_topic
+from onceflow.sinks.readback import KafkaReader, PostgresReader, SqliteReader
 from onceflow.testing.coordinator.process import CoordinatorProcess
 from onceflow.testing.sinks.process import ParticipantProcess
 
@@ -58,6 +60,11 @@ FAST_COORDINATOR_SETTINGS: Final[Mapping[str, Any]] = {
 
 def row_of(row: IpCount) -> Row:
     return (row["window_start"], row["window_end"], row["ip"], row["count"])
+
+
+def _row(row: Mapping[str, Any]) -> Row:
+    """A sink's row as read back (:mod:`onceflow.sinks.readback`), as a comparable tuple."""
+    return (int(row["window_start"]), int(row["window_end"]), str(row["ip"]), int(row["count"]))
 
 
 def wait_for_log(
@@ -235,19 +242,18 @@ class TwoPhaseCommitCluster:
 
     def kafka_rows(self) -> list[Row]:
         """Every row of ``ip_count_sink`` visible to a read_committed consumer, sorted (duplicates kept)."""
-        records = read_topic(self.bootstrap_servers, SINK_TOPIC, idle_timeout=0.3)
-        return sorted(row_of(IP_COUNT_SERDE.decode(record.value or b"")) for record in records)
+        reader = KafkaReader("kafka", KafkaSettings(bootstrap_servers=self.bootstrap_servers), SINK_TOPIC,
+                             SINK_COMMITS_TOPIC, timeout_s=60)  # fmt: skip
+        return sorted(_row(row) for row in reader.rows(ip_count_topic_binding("kafka")))
 
     def sqlite_rows(self) -> list[Row]:
-        with sqlite3.connect(self.sqlite_path) as db:
-            return sorted(db.execute("SELECT window_start, window_end, ip, count FROM ip_counts"))
+        return sorted(
+            _row(row) for row in SqliteReader("sqlite", self.sqlite_path).rows(ip_count_table_binding("sqlite"))
+        )
 
     def postgres_rows(self) -> list[Row]:
-        import psycopg
-
-        with psycopg.connect(self.postgres_dsn) as conn:
-            found = conn.execute("SELECT window_start, window_end, ip, count FROM ip_counts").fetchall()
-        return sorted((int(a), int(b), str(c), int(d)) for a, b, c, d in found)
+        reader = PostgresReader("postgres", self.postgres_dsn)
+        return sorted(_row(row) for row in reader.rows(ip_count_table_binding("postgres")))
 
     def sink_rows(self) -> dict[str, list[Row]]:
         """Each sink's rows, read directly from the sink (Kafka topic, SQLite file, PostgreSQL table)."""
