@@ -107,7 +107,7 @@ typecheck: setup-env ## mypy --strict, one package at a time (tests share module
 	$(VENV)/mypy tests conftest.py proto/generate.py $(wildcard bench/*.py)
 
 pytest: setup ## the test suite (slow end-to-end and chaos tests included)
-	$(VENV)/pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS)
+	$(VENV)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 $(PYTEST_ARGS)
 
 test: lint typecheck pytest ## setup, then lint, types and every test
 

@@ -1,4 +1,5 @@
-"""Suite-wide test ordering for ``make test`` (pytest-xdist with ``--dist loadfile``).
+"""Suite-wide test ordering for ``make test`` (pytest-xdist with ``--dist loadfile --no-loadscope-reorder``;
+without the last flag xdist sorts files by their number of tests, and the one-test chaos files ran last).
 
 A file is one unit of work: its tests run in order on one worker, so a module-scoped fixture (a Spark
 pipeline, a cluster) is set up once. The files that hold slow end-to-end and chaos tests go first and
