@@ -147,8 +147,12 @@ def run(args: argparse.Namespace) -> int:
 
     options = options_from(args)
     demo = DemoRun(options)
-    # SIGTERM stops the demo like Ctrl-C: its services are stopped, never left behind.
-    signal.signal(signal.SIGTERM, _interrupt)
+    # SIGTERM stops the demo like Ctrl-C: its services are stopped, never left behind. SIGINT is set
+    # too: a process started in the background of a non-interactive shell inherits SIGINT ignored, and
+    # Python then installs no KeyboardInterrupt handler, so a Ctrl-C sent with kill was lost (the
+    # interrupted-run test saw the demo run to completion under a backgrounded `make test`).
+    for stop_signal in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(stop_signal, _interrupt)
     # The demo's own log goes to the run dir; the terminal shows the dashboard.
     log_path = demo.run_dir.root / "logs" / "demo.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
