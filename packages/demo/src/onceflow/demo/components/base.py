@@ -7,7 +7,6 @@ and how to tell that it serves (its ready file, or an RPC).
 
 from __future__ import annotations
 
-import json
 import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -77,15 +76,6 @@ def onceflow_command(*args: str) -> list[str]:
     if script.is_file():
         return [str(script), *args]
     return [sys.executable, "-c", "import sys; from onceflow.cli.app import main; sys.exit(main())", *args]
-
-
-def read_ready_file(path: Path, pid: int | None) -> dict[str, Any] | None:
-    """The JSON a service wrote once it served, if it was written by process ``pid``."""
-    try:
-        info: dict[str, Any] = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return info if pid is not None and info.get("pid") == pid else None
 
 
 class Component(ABC):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from onceflow.core.process import read_ready_file
 from onceflow.core.topics import SINK_TOPIC
-from onceflow.demo.components.base import HOST, Component, onceflow_command, read_ready_file
+from onceflow.demo.components.base import HOST, Component, onceflow_command
 from onceflow.demo.supervisor import ChildProcess
 
 CONSUMER_GROUP = "onceflow-demo-results"

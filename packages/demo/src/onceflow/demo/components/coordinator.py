@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from onceflow.demo.components.base import HOST, Component, onceflow_command, read_ready_file
+from onceflow.core.process import read_ready_file
+from onceflow.demo.components.base import HOST, Component, onceflow_command
 from onceflow.demo.supervisor import ChildProcess
 
 

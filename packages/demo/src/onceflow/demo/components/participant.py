@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from onceflow.core.process import read_ready_file
 from onceflow.core.topics import SINK_TOPIC
-from onceflow.demo.components.base import HOST, Component, onceflow_command, read_ready_file
+from onceflow.demo.components.base import HOST, Component, onceflow_command
 from onceflow.demo.supervisor import ChildProcess
 
 #: Sink names, as the job registers them with the coordinator and the audit reports them.

@@ -235,7 +235,7 @@ class Supervisor:
 
     def _spawn(self, service: SupervisedService) -> None:
         service.before_start()
-        pid = service.child.start()
+        pid = service.child.spawn()
         service.state = ServiceState.STARTING
         self.journal.record(service.name, EventKind.STARTED, pid=pid)
         _log.info("supervisor.started", service=service.name, pid=pid)

@@ -2,9 +2,10 @@
 
 It runs from the jars ``make setup`` (``make kafka``) copies from Maven Central into
 ``.cache/kafka/<version>/libs`` (see ``tools/kafka/pom.xml`` and docs/testing-on-apache-kafka.md).
-:class:`ApacheKafka` is a :class:`~onceflow.broker.embedded.BrokerProcess`, so it starts, stops,
-``kill -9``s and restarts exactly like :class:`~onceflow.broker.embedded.EmbeddedBroker`: the same
-data dir, the same broker and controller ports across restarts.
+:class:`ApacheKafka` is a :class:`~onceflow.broker.embedded.BrokerProcess` (a
+:class:`~onceflow.core.process.ServiceProcess`), so it starts, stops, ``kill -9``s and restarts exactly
+like :class:`~onceflow.broker.embedded.EmbeddedBroker`: the same data dir, the same broker and
+controller ports across restarts.
 
 ``start()`` steps:
     1. On the first start: pick free ports for the broker and controller listeners, write
@@ -33,6 +34,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 from onceflow.broker.admin.connection import KafkaConnection
 from onceflow.broker.embedded import BrokerProcess
 from onceflow.broker.protocol.shapes import build_entity
+from onceflow.core.process import Readiness
 
 __all__ = [
     "DEFAULT_SETTINGS",
@@ -203,7 +205,7 @@ class ApacheKafka(BrokerProcess):
             *args,
         ]
 
-    def _command(self) -> Sequence[str]:
+    def command(self) -> Sequence[str]:
         # Step 1
         if not self.properties_path.is_file():
             self._format()
@@ -253,7 +255,7 @@ class ApacheKafka(BrokerProcess):
         self._port = int(found["PLAINTEXT"])
         self.controller_port = int(found["CONTROLLER"])
 
-    def _serving_port(self, pid: int) -> int | None:
+    def probe_ready(self, pid: int) -> Readiness | None:
         # Step 3
         request = build_entity(MetadataRequest, {"topics": [], "allow_auto_topic_creation": False})
         try:
@@ -261,7 +263,7 @@ class ApacheKafka(BrokerProcess):
                 answer = connection.request(request)
         except (OSError, ConnectionError):
             return None
-        return self._port if any(int(b.node_id) == NODE_ID for b in answer.brokers) else None
+        return Readiness(port=self._port) if any(int(b.node_id) == NODE_ID for b in answer.brokers) else None
 
 
 def _property(value: object) -> str:
