@@ -126,14 +126,18 @@ class ConnectWorkerService(Service):
         return self
 
     def stop(self, grace: float = 2.0) -> None:
-        """Graceful shutdown: NOT_SERVING, stop serving, stop the tasks (they commit), leave the group."""
+        """Graceful shutdown: NOT_SERVING, stop serving, stop the tasks (they commit), leave the group.
+
+        Idempotent. The stopped herder stays readable (``herder.connector_offsets`` answers what the
+        tasks committed, as a caller checking a graceful stop needs)."""
+        if self._stopped.is_set():
+            return
         self.health.enter_graceful_shutdown()
         if self.server is not None:
             self.server.stop(grace).wait()
             self.server = None
         if self.herder is not None:
             self.herder.stop()
-            self.herder = None
         if self._metrics_endpoint is not None:
             self._metrics_endpoint.stop()
             self._metrics_endpoint = None
