@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from onceflow.consumer.tables.columns import parse_columns
 from onceflow.core import defaults
+from onceflow.core.contract.reserved import CONSUMER_BOOKKEEPING_TABLES
 from onceflow.core.settings import (
     GrpcServerSettings,
     KafkaSettings,
@@ -158,8 +159,9 @@ class AuditSettings(Section):
         return sinks
 
 
-#: Tables of the store itself; a ``[[tables]]`` entry cannot use these names.
-RESERVED_TABLES: Final = ("results", "consumer_offsets", "consumer_tables")
+#: Tables of the store itself; a ``[[tables]]`` entry cannot use these names (nor may a sink binding
+#: write the bookkeeping ones: :mod:`onceflow.core.contract.reserved`).
+RESERVED_TABLES: Final = ("results", *CONSUMER_BOOKKEEPING_TABLES)
 
 
 class ConsumerSettings(Settings):
