@@ -109,7 +109,8 @@ class ApiSettings(Section):
     allowed_lateness_ms: int = Field(default=defaults.ALLOWED_LATENESS_MS, ge=0)
     #: Batches buffered per WatchResults stream; a slower watcher is ended with RESOURCE_EXHAUSTED.
     watch_queue_batches: int = Field(default=1_000, ge=1)
-    max_workers: int = Field(default=16, ge=1)
+    #: Threads of the gRPC server: half for streams at most (server.limits), audits and the other calls.
+    max_workers: int = Field(default=16, ge=4)
 
 
 class AuditSinkSettings(Section):
@@ -145,6 +146,9 @@ class AuditSettings(Section):
     #: how long one audit may run (the call's own deadline applies too).
     max_generator_events: int = Field(default=10_000_000, ge=1)
     max_duration_s: float = Field(default=600.0, gt=0)
+    #: Audits that may run at once (each holds a child process and its memory); more are refused
+    #: with RESOURCE_EXHAUSTED.
+    max_concurrent: int = Field(default=2, ge=1)
     #: Also audit the consumer's own store, as sink ``consumer``.
     include_store: bool = True
     sinks: list[AuditSinkSettings] = Field(default_factory=list)

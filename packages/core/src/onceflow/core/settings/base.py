@@ -71,13 +71,25 @@ class GrpcAuthSettings(Section):
         return bool(self.token_file or self.allowed_identities)
 
 
+class GrpcLimitsSettings(Section):
+    """Bounds on the calls that hold a server thread while they last (:mod:`onceflow.core.grpc.limits`)."""
+
+    #: Open streaming calls (WatchResults, WatchRows, ...) of one client address.
+    max_streams_per_client: int = Field(default=4, ge=1)
+    #: Open streaming calls in total; 0 = half of the server's worker threads. The other threads stay
+    #: for the unary calls, so reads cannot starve writes.
+    max_streams: int = Field(default=0, ge=0)
+
+
 class GrpcServerSettings(Section):
-    """Where a gRPC service listens, over which transport, and who may change state through it."""
+    """Where a gRPC service listens, over which transport, who may change state through it, and the
+    bounds of its long-lived calls."""
 
     host: str = "127.0.0.1"
     port: int = Field(default=0, ge=0, le=65535)
     tls: TlsSettings = TlsSettings()
     auth: GrpcAuthSettings = GrpcAuthSettings()
+    limits: GrpcLimitsSettings = GrpcLimitsSettings()
 
 
 class KafkaSettings(Section):
