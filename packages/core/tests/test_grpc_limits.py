@@ -35,7 +35,7 @@ def test_a_client_and_the_server_each_have_their_bound() -> None:
 def test_the_budget_keeps_threads_for_the_other_calls() -> None:
     assert stream_budget(GrpcLimitsSettings(), 16) == 8
     assert stream_budget(GrpcLimitsSettings(max_streams=14), 16) == 14
-    with pytest.raises(InvalidConfig, match="server.limits.max_streams"):
+    with pytest.raises(InvalidConfig, match=r"server\.limits\.max_streams"):
         stream_budget(GrpcLimitsSettings(max_streams=15), 16)
 
 

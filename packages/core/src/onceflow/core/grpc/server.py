@@ -10,6 +10,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from onceflow.core.errors import InvalidConfig
+from onceflow.core.exposure import refuse_unauthenticated
 from onceflow.core.grpc.auth import AuthorizationInterceptor, read_token
 from onceflow.core.grpc.limits import StreamLimits, StreamLimitsInterceptor, stream_budget
 from onceflow.core.grpc.tls import server_credentials
@@ -32,6 +33,8 @@ def build_server(
     """Create a server bound to ``settings.host:port`` and return it (not started) with its bound port.
 
     Steps:
+        0. Off loopback, refuse to serve without authentication (:mod:`onceflow.core.exposure`;
+           ``ONCEFLOW_INSECURE=1`` allows it).
         1. Create the server on a thread pool of ``max_workers``, taking requests of at most
            :data:`MAX_REQUEST_BYTES`; with ``settings.auth``, the mutating RPCs need a token or an
            allowed client identity (:mod:`onceflow.core.grpc.auth`); streaming calls are bounded per
@@ -45,6 +48,8 @@ def build_server(
 
     The caller adds its servicers, then calls ``server.start()``.
     """
+    # Step 0
+    refuse_unauthenticated(settings.listeners("server"))
     # Step 1
     interceptors: list[grpc.ServerInterceptor] = []
     if settings.auth.enabled:

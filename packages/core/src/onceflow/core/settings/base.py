@@ -12,6 +12,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from onceflow.core import defaults
+from onceflow.core.exposure import Listener
 
 
 class Section(BaseModel):
@@ -90,6 +91,19 @@ class GrpcServerSettings(Section):
     tls: TlsSettings = TlsSettings()
     auth: GrpcAuthSettings = GrpcAuthSettings()
     limits: GrpcLimitsSettings = GrpcLimitsSettings()
+
+    def listeners(self, prefix: str) -> list[Listener]:
+        """The server's address; its clients authenticate with a token or a client certificate
+        (:mod:`onceflow.core.exposure`: off loopback, one of them is required)."""
+        return [
+            Listener(
+                f"{prefix}.host",
+                self.host,
+                authenticated=self.auth.enabled or self.tls.require_client_auth,
+                remedy=f"set {prefix}.auth.token_file (a bearer token for the mutating RPCs) or "
+                f"{prefix}.tls.require_client_auth with {prefix}.tls.cert, key and ca (mTLS)",
+            )
+        ]
 
 
 class KafkaSettings(Section):
