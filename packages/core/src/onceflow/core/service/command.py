@@ -67,7 +67,7 @@ def run_service(
         return EXIT_CONFIG
     # Step 2
     log: LoggingSettings = getattr(settings, "log", LoggingSettings())
-    configure_logging(level=log.level, fmt=log.format, stream=sys.stderr)
+    configure_logging(level=log.level, fmt=log.format)
     # Step 3
     try:
         status = serve_until_signalled(build(settings), ready_file)
