@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.core.exposure import INSECURE_ENV, listeners_of, refuse_unauthenticated
 from onceflow.core.settings import Settings
 from onceflow.runtime.config.files import load_connector_file
 
@@ -399,3 +400,16 @@ def test_chart_services_mount_the_grpc_token_their_config_names(values: dict[str
         tokens.append(settings.participant_tls.token_file)
     assert tokens and set(tokens) == {TOKEN_SECRET}
     assert values["grpcAuth"]["existingSecret"] and values["grpcAuth"]["secretKey"]
+
+
+@pytest.mark.parametrize("kind", ["compose", "chart"])
+def test_every_deployed_server_authenticates_without_onceflow_insecure(
+    kind: str, compose_deploy: Deploy, chart_deploy: Deploy, compose: dict[str, Any]
+) -> None:
+    """Issue 22: a service off loopback refuses to start without authentication (onceflow.core.exposure)
+    unless ONCEFLOW_INSECURE=1; the deploys pass the check without it, and never set it."""
+    deploy = compose_deploy if kind == "compose" else chart_deploy
+    for settings in (deploy.coordinator, deploy.participant, deploy.connect, deploy.spark, deploy.consumer):
+        refuse_unauthenticated(listeners_of(settings), env={})
+    files = [COMPOSE_FILE, *(CHART / "templates").iterdir(), CHART / "values.yaml", COMPOSE_DIR / ".env.example"]
+    assert not [f.name for f in files if INSECURE_ENV in f.read_text()]

@@ -3,15 +3,18 @@ at its deadline or when its client goes away, and a shutdown (SIGTERM) stops it.
 
 Before these bounds, ``RunAudit`` with a generator count of 10^12 grew memory without end, ignored its
 deadline and kept a SIGTERMed consumer alive.
+
+Every audit here is held at its start by :class:`~onceflow.testing.faults.HoldAt` (the audits' injection
+point) until the test releases it, so "still running" never depends on the machine's speed: the first
+version of these tests used an audit of 5 million events, which one CI run finished in 19 s, before
+its 20 s bound.
 """
 
 from __future__ import annotations
 
-import json
+import multiprocessing
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,17 +23,15 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.consumer.audit.bounded import AUDIT_STARTED
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.core.grpc import open_channel
-from onceflow.core.toml_writer import to_toml
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
+from onceflow.testing.consumer import HeldAuditsConsumerProcess
+from onceflow.testing.faults import HoldAt
 
-from .conftest import wait_until
-
-ONCEFLOW = str(Path(sys.executable).parent / "onceflow")
-#: Large enough that the generator truth takes minutes, under the limit so it starts.
-SLOW_COUNT = 5_000_000
+Stub = results_pb2_grpc.ResultsStub
 
 
 def settings(broker: EmbeddedBroker, topic: str, tmp_path: Path, **audit: object) -> dict[str, object]:
@@ -45,91 +46,110 @@ def settings(broker: EmbeddedBroker, topic: str, tmp_path: Path, **audit: object
 
 
 @pytest.fixture
-def stub(
-    broker: EmbeddedBroker, make_topic: Callable[..., str], tmp_path: Path
-) -> Iterator[results_pb2_grpc.ResultsStub]:
-    model = ConsumerSettings.model_validate(settings(broker, make_topic(), tmp_path, max_duration_s=20))
-    service = ConsumerService(model).start()
-    with open_channel(f"127.0.0.1:{service.port}") as channel:
-        yield results_pb2_grpc.ResultsStub(channel)  # type: ignore[no-untyped-call]
-    service.stop()
+def held() -> Iterator[HoldAt]:
+    hold = HoldAt(AUDIT_STARTED)
+    yield hold
+    hold.release()
 
 
-def assert_no_audit_still_runs() -> None:
-    """This process (which hosts the service) is idle: no server thread goes on computing a truth."""
-    time.sleep(1)
-    cpu = time.process_time()
-    time.sleep(3)
-    assert time.process_time() - cpu < 1.0, "an abandoned audit is still running in the server"
+@pytest.fixture
+def start(
+    broker: EmbeddedBroker, make_topic: Callable[..., str], tmp_path: Path, held: HoldAt
+) -> Iterator[Callable[..., Stub]]:
+    """Start a consumer whose audits ``held`` holds (audit settings as keywords); its Results stub."""
+    services: list[ConsumerService] = []
+    channels: list[grpc.Channel] = []
+
+    def start_service(**audit: object) -> Stub:
+        model = ConsumerSettings.model_validate(settings(broker, make_topic(), tmp_path, **audit))
+        services.append(ConsumerService(model, faults=held).start())
+        channels.append(open_channel(f"127.0.0.1:{services[-1].port}"))
+        return Stub(channels[-1])  # type: ignore[no-untyped-call]
+
+    yield start_service
+    for channel in channels:
+        channel.close()
+    for service in services:
+        service.stop()
+
+
+def audit_processes_gone(hold: HoldAt, timeout: float = 30) -> None:
+    """Every audit process is gone: those of this process's services (started or not yet at the hold)
+    and every one that reached the hold (also those of a consumer child process)."""
+    deadline = time.monotonic() + timeout
+    while alive := [p.pid for p in multiprocessing.active_children()] + [p for p in hold.pids() if _alive(p)]:
+        assert time.monotonic() < deadline, f"audit processes {alive} still run"
+        time.sleep(0.1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def generator(count: int) -> results_pb2.RunAuditRequest:
     return results_pb2.RunAuditRequest(generator=results_pb2.GeneratorTruth(seed=1, count=count))
 
 
-def test_a_huge_generator_truth_is_refused_with_the_limit(stub: results_pb2_grpc.ResultsStub) -> None:
+def test_a_huge_generator_truth_is_refused_with_the_limit(start: Callable[..., Stub], held: HoldAt) -> None:
+    stub = start()
     with pytest.raises(grpc.RpcError) as raised:
         stub.RunAudit(generator(10**12), timeout=10)
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "1000000000000 events is more than the limit of 10000000" in (raised.value.details() or "")
+    assert held.held() == 0, "an audit process was started"
 
 
-def test_the_call_deadline_stops_the_audit(stub: results_pb2_grpc.ResultsStub) -> None:
-    started = time.monotonic()
+def test_the_call_deadline_stops_the_audit(start: Callable[..., Stub], held: HoldAt) -> None:
+    stub = start()
     with pytest.raises(grpc.RpcError) as raised:
-        stub.RunAudit(generator(SLOW_COUNT), timeout=4)
+        stub.RunAudit(generator(10), timeout=4)
     assert raised.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-    assert time.monotonic() - started < 10
-    assert_no_audit_still_runs()
-    # the server is free again at once: a small audit answers
+    audit_processes_gone(held)
+    # the server is free again at once: an audit answers
+    held.release()
     assert stub.RunAudit(generator(10), timeout=30).sinks
 
 
-def test_a_client_that_goes_away_stops_the_audit(stub: results_pb2_grpc.ResultsStub) -> None:
-    future = stub.RunAudit.future(generator(SLOW_COUNT), timeout=120)
-    time.sleep(3)
+def test_a_client_that_goes_away_stops_the_audit(start: Callable[..., Stub], held: HoldAt) -> None:
+    stub = start()
+    future = stub.RunAudit.future(generator(10), timeout=120)
+    held.wait_held(1, timeout=60)
     future.cancel()
-    assert_no_audit_still_runs()
-    # the audit child was killed: a later audit is not queued behind it
-    started = time.monotonic()
+    audit_processes_gone(held)
+    # the audit process was killed: a later audit is not queued behind it
+    held.release()
     assert stub.RunAudit(generator(10), timeout=30).sinks
-    assert time.monotonic() - started < 20
 
 
-def test_max_duration_bounds_an_audit_without_a_deadline(stub: results_pb2_grpc.ResultsStub) -> None:
-    started = time.monotonic()
+def test_max_duration_bounds_an_audit_without_a_deadline(start: Callable[..., Stub], held: HoldAt) -> None:
+    stub = start(max_duration_s=2)
     with pytest.raises(grpc.RpcError) as raised:
-        stub.RunAudit(generator(SLOW_COUNT))
+        stub.RunAudit(generator(10))
     assert raised.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-    assert "max_duration_s=20" in (raised.value.details() or "")
-    assert time.monotonic() - started < 40
+    assert "max_duration_s=2" in (raised.value.details() or "")
+    audit_processes_gone(held)
 
 
 @pytest.mark.slow
 def test_sigterm_stops_a_consumer_in_the_middle_of_an_audit(
-    broker: EmbeddedBroker, make_topic: Callable[..., str], tmp_path: Path
+    broker: EmbeddedBroker, make_topic: Callable[..., str], tmp_path: Path, held: HoldAt
 ) -> None:
-    config = tmp_path / "consumer.toml"
-    config.write_text(to_toml(settings(broker, make_topic(), tmp_path)))
-    ready = tmp_path / "ready.json"
-    process = subprocess.Popen(
-        [ONCEFLOW, "consumer", "--config", str(config), "--ready-file", str(ready)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    process = HeldAuditsConsumerProcess(tmp_path / "consumer", settings(broker, make_topic(), tmp_path), held).start()
     try:
-        wait_until(ready.exists, 60, "the consumer to serve")
-        port = json.loads(ready.read_text())["port"]
-        with open_channel(f"127.0.0.1:{port}") as channel:
-            stub = results_pb2_grpc.ResultsStub(channel)  # type: ignore[no-untyped-call]
-            future = stub.RunAudit.future(generator(SLOW_COUNT), timeout=300)
-            time.sleep(3)
+        with open_channel(process.target) as channel:
+            stub = Stub(channel)  # type: ignore[no-untyped-call]
+            future = stub.RunAudit.future(generator(10), timeout=300)
+            held.wait_held(1, timeout=60)
+            assert process.pid is not None
             os.kill(process.pid, signal.SIGTERM)
-            code = process.wait(30)
-            assert code == 0, process.stderr.read() if process.stderr else ""
+            assert process.wait(30) == 0, process.log_tail()
             with pytest.raises(grpc.RpcError) as raised:
                 future.result(10)
             assert raised.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
+        audit_processes_gone(held)
     finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+        process.stop()

@@ -267,3 +267,19 @@ def test_old_final_transactions_are_tombstoned(engine_factory: EngineFactory, fa
     assert [t.id.batch for t in engine.list_transactions(JOB)] == [7, 6, 5, 4]
     restarted = engine_factory()
     assert [t.id.batch for t in restarted.list_transactions(JOB)] == [7, 6, 5, 4]
+
+
+def test_close_stops_the_deliveries_before_it_returns(
+    engine: TwoPhaseCommitEngine, fakes: FakeParticipants, epoch: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 24: a delivery thread that outlived its engine logged into a closed test stream
+    ("I/O operation on closed file"), and a Commit sent to the closed fanout was a delivery_failed error."""
+    fakes["postgres"].fail_commits = 10**6
+    assert engine.commit_transaction(JOB, epoch, 0, staged_files(JOB, 0)).state is TransactionState.COMMITTING
+    engine.close()
+    closed = len(caplog.records)
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("commit-")], "a delivery outlived close"
+    time.sleep(0.5)  # longer than the backoff: a delivery still running would have retried and logged
+    late = [r.getMessage() for r in caplog.records[closed:] if r.name.startswith("onceflow.coordinator")]
+    assert late == []
+    assert not [r for r in caplog.records if r.getMessage() == "txn.delivery_failed"]

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import logging
+import sys
 import urllib.request
+
+import pytest
 
 from onceflow.core.logging import configure_logging, get_logger
 from onceflow.core.metrics import ServiceMetrics, serve_metrics
@@ -35,6 +39,20 @@ def test_configure_logging_is_idempotent() -> None:
     configure_logging("INFO", "kv", stream=out)
     get_logger("onceflow.test").info("hello.world")
     assert out.getvalue().count("hello.world") == 1
+
+
+def test_the_default_stream_is_stderr_as_it_is_when_each_record_is_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24: a handler bound to a test's captured stderr failed every later record ("I/O operation
+    on closed file", from threads such as the coordinator's deliveries) once the capture closed."""
+    first, second = io.StringIO(), io.StringIO()
+    monkeypatch.setattr(sys, "stderr", first)
+    configure_logging("INFO", "kv")
+    get_logger("onceflow.test").info("first.stream")
+    first.close()
+    monkeypatch.setattr(sys, "stderr", second)
+    monkeypatch.setattr(logging, "raiseExceptions", True)
+    get_logger("onceflow.test").info("second.stream")
+    assert "second.stream" in second.getvalue() and "Logging error" not in second.getvalue()
 
 
 def test_metrics_endpoint_serves_service_metrics() -> None:

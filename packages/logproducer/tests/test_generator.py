@@ -5,15 +5,12 @@ from __future__ import annotations
 import csv
 import io
 import json
-import sys
 from collections import Counter
-from collections.abc import Iterator
 
 import pytest
 
 from onceflow.cli.app import main as onceflow
 from onceflow.core.avro import ACCESS_EVENT_SERDE
-from onceflow.core.logging import configure_logging
 from onceflow.logproducer.generator import AccessLogGeneratorTask, TrafficModel, event, expected_counts
 from onceflow.runtime.api.source import SourceTaskContext
 
@@ -86,13 +83,6 @@ def test_truth_counts_every_event_once_per_window() -> None:
     assert any(r.window_start == start and r.window_end == start + 5000 and r.ip == e["ip"] for r in rows)
 
 
-@pytest.fixture
-def restore_logging() -> Iterator[None]:
-    yield
-    configure_logging(stream=sys.__stderr__)  # the CLI logged to capsys's stream, which closes after the test
-
-
-@pytest.mark.usefixtures("restore_logging")
 def test_truth_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert onceflow(["logproducer", "truth", "--seed", "5", "--count", "3000"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))

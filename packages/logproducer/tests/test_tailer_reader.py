@@ -6,6 +6,9 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
+from onceflow.core.confinement import PathNotAllowed
 from onceflow.logproducer.tailer import FilePosition, RotatingFileReader
 
 
@@ -25,7 +28,7 @@ def test_complete_lines_only_until_the_newline_arrives(tmp_path: Path) -> None:
     log = tmp_path / "access.log"
     _append(log, "a", "b")
     _append(log, "partial", newline=False)
-    reader = RotatingFileReader(log)
+    reader = RotatingFileReader(log, allowed=[tmp_path])
     reader.open(None)
     assert _read_all(reader) == ["a", "b"]
     _append(log, "-done")
@@ -35,7 +38,7 @@ def test_complete_lines_only_until_the_newline_arrives(tmp_path: Path) -> None:
 def test_rename_rotation_finishes_the_old_file_first(tmp_path: Path) -> None:
     log = tmp_path / "access.log"
     _append(log, "1", "2")
-    reader = RotatingFileReader(log)
+    reader = RotatingFileReader(log, allowed=[tmp_path])
     reader.open(None)
     assert _read_all(reader) == ["1", "2"]
     _append(log, "3")
@@ -48,7 +51,7 @@ def test_rename_rotation_finishes_the_old_file_first(tmp_path: Path) -> None:
 def test_copy_truncate_reads_the_rest_from_the_copy(tmp_path: Path) -> None:
     log = tmp_path / "access.log"
     _append(log, "1", "2")
-    reader = RotatingFileReader(log)
+    reader = RotatingFileReader(log, allowed=[tmp_path])
     reader.open(None)
     assert _read_all(reader) == ["1", "2"]
     _append(log, "3", "4")
@@ -61,14 +64,14 @@ def test_copy_truncate_reads_the_rest_from_the_copy(tmp_path: Path) -> None:
 def test_resume_finds_a_rotated_file_by_inode_and_fingerprint(tmp_path: Path) -> None:
     log = tmp_path / "access.log"
     _append(log, "first", "second")
-    reader = RotatingFileReader(log)
+    reader = RotatingFileReader(log, allowed=[tmp_path])
     reader.open(None)
     first = reader.read(1)
     position = FilePosition.from_dict(first[0].position.to_dict())
     reader.close()
     os.rename(log, tmp_path / "access.log.1")
     _append(log, "third")
-    again = RotatingFileReader(log)
+    again = RotatingFileReader(log, allowed=[tmp_path])
     again.open(position)
     assert _read_all(again) == ["second", "third"]
     assert again.lost_positions == 0
@@ -77,14 +80,14 @@ def test_resume_finds_a_rotated_file_by_inode_and_fingerprint(tmp_path: Path) ->
 def test_resume_after_copy_truncate_uses_the_copy(tmp_path: Path) -> None:
     log = tmp_path / "access.log"
     _append(log, "first", "second")
-    reader = RotatingFileReader(log)
+    reader = RotatingFileReader(log, allowed=[tmp_path])
     reader.open(None)
     position = reader.read(1)[0].position
     reader.close()
     shutil.copyfile(log, tmp_path / "access.log.1")
     os.truncate(log, 0)
     _append(log, "third")
-    again = RotatingFileReader(log)
+    again = RotatingFileReader(log, allowed=[tmp_path])
     again.open(position)
     assert _read_all(again) == ["second", "third"]
 
@@ -92,13 +95,42 @@ def test_resume_after_copy_truncate_uses_the_copy(tmp_path: Path) -> None:
 def test_inode_reuse_is_caught_by_the_fingerprint(tmp_path: Path) -> None:
     log = tmp_path / "access.log"
     _append(log, "old-1", "old-2")
-    reader = RotatingFileReader(log)
+    reader = RotatingFileReader(log, allowed=[tmp_path])
     reader.open(None)
     position = reader.read(1)[0].position
     reader.close()
     log.unlink()
     _append(log, "new-1", "new-2")  # may well get the same inode back
-    again = RotatingFileReader(log)
+    again = RotatingFileReader(log, allowed=[tmp_path])
     again.open(position)
     assert _read_all(again) == ["new-1", "new-2"]
     assert again.lost_positions == 1
+
+
+def test_a_path_swapped_outside_at_rotation_is_refused_after_the_rotated_file(tmp_path: Path) -> None:
+    logs, outside = tmp_path / "logs", tmp_path / "outside"
+    logs.mkdir()
+    outside.mkdir()
+    _append(outside / "secret", "secret")
+    log = logs / "access.log"
+    _append(log, "1", "2")
+    reader = RotatingFileReader(log, allowed=[logs])
+    reader.open(None)
+    position = reader.read(1)[0].position
+    assert reader.read(1)[0].data == b"2"
+    _append(log, "3")
+    os.rename(log, logs / "access.log.1")
+    log.symlink_to(outside / "secret")
+    assert [line.data for line in reader.read(10)] == [b"3"]  # the rest of the rotated file first
+    assert reader.refused is not None
+    with pytest.raises(PathNotAllowed, match=r"access\.log' is not allowed: it resolves outside"):
+        reader.read(10)
+
+    # resuming finishes the rotated file too, then refuses the path
+    again = RotatingFileReader(log, allowed=[logs])
+    again.open(position)
+    assert [line.data for line in again.read(10)] == [b"2", b"3"]
+    with pytest.raises(PathNotAllowed):
+        again.read(10)
+    with pytest.raises(PathNotAllowed):
+        RotatingFileReader(log, allowed=[logs]).open(None)

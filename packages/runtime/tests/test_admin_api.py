@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,6 @@ import pytest
 from google.protobuf import struct_pb2
 
 from onceflow.cli.app import main as onceflow
-from onceflow.core.logging import configure_logging
 from onceflow.proto.v1 import connect_pb2 as pb
 from onceflow.runtime.admin import ConnectClient
 from onceflow.runtime.service import ConnectWorkerService
@@ -98,7 +96,6 @@ def test_invalid_config_is_invalid_argument_naming_the_setting(service_factory: 
 
 def _cli(port: int, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, Any, str]:
     code = onceflow(["connect", "--server", f"127.0.0.1:{port}", *args])
-    configure_logging(stream=sys.__stderr__)  # the CLI logged to capsys's stream, which closes after the test
     out, err = capsys.readouterr()
     return code, (json.loads(out) if out.strip() else None), err
 

@@ -13,6 +13,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from onceflow.core.exposure import Listener
 from onceflow.core.settings import LoggingSettings, Settings
 
 DAY_MS = 24 * 60 * 60 * 1000
@@ -119,6 +120,19 @@ class BrokerConfig(Settings):
     def uses_tls(self) -> bool:
         """Whether the listener speaks TLS."""
         return self.security_protocol in ("SSL", "SASL_SSL")
+
+    def listeners(self, prefix: str) -> list[Listener]:
+        """The listener; its clients authenticate with SASL, or with TLS client certificates (``ssl_cafile``).
+        Off loopback one of them is required (:mod:`onceflow.core.exposure`)."""
+        return [
+            Listener(
+                f"{prefix}.listen" if prefix else "listen",
+                self.listen_host,
+                authenticated=self.uses_sasl or (self.uses_tls and self.ssl_cafile is not None),
+                remedy="set security_protocol = SASL_SSL or SASL_PLAINTEXT (users: onceflow broker users add), "
+                "or SSL with ssl_cafile (client certificates)",
+            )
+        ]
 
     @property
     def listen_host(self) -> str:

@@ -1,6 +1,8 @@
 """The broker as a service of the one serve loop (:mod:`onceflow.core.service`): lock the data dir, serve.
 
 ``BrokerService.start`` steps:
+    0. Off loopback, refuse to listen without authentication (SASL, or TLS with client certificates;
+       :mod:`onceflow.core.exposure`, ``ONCEFLOW_INSECURE=1`` allows it): InvalidConfig, exit 2.
     1. Create the data dir, prove it writable and lock it (``flock`` on ``data_dir/.lock``); a second
        broker on the same dir fails fast (exit 1). The OS drops the lock when the process dies, even
        by ``kill -9``. A data dir that cannot be created or written is one line naming it
@@ -26,6 +28,7 @@ from typing import Self
 from onceflow.broker.broker import Broker
 from onceflow.broker.config import BrokerConfig
 from onceflow.broker.readiness import READY_FILE, clear_ready
+from onceflow.core.exposure import refuse_unauthenticated
 from onceflow.core.logging import get_logger
 from onceflow.core.service import EXIT_CONFIG, EXIT_START_FAILED, Service, ServiceStartFailed
 
@@ -50,6 +53,8 @@ class BrokerService(Service):
 
     def start(self) -> Self:
         """Lock the data dir, start the loop thread, open the broker and listen (see the module's Steps)."""
+        # Step 0
+        refuse_unauthenticated(self.config.listeners(""))
         data_dir = self.config.data_dir
         # Step 1
         try:

@@ -16,6 +16,7 @@ from onceflow.consumer.loop import ConsumerMetrics, ResultsConsumer
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.consumer.store import ResultsStore, open_store
 from onceflow.consumer.tables import StoredTables
+from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import MetricsEndpoint, serve_metrics
@@ -35,13 +36,14 @@ class ConsumerService(Service):
     The loop and the API use separate store connections, so queries never wait behind a batch's
     transaction longer than the database makes them. As a :class:`~onceflow.core.service.Service`
     it finishes on its own when the consumer loop fails (exit 4, fail-stop: a restart resumes from
-    the stored offsets).
+    the stored offsets). ``faults`` reaches the audits' injection point (tests hold audits there).
     """
 
     name = "consumer"
 
-    def __init__(self, settings: ConsumerSettings) -> None:
+    def __init__(self, settings: ConsumerSettings, *, faults: FaultInjector = NO_FAULTS) -> None:
         self.settings = settings
+        self._faults = faults
         self.tables = StoredTables.from_settings(settings)
         self.metrics = ConsumerMetrics()
         self.feed = ResultsFeed(settings.api.watch_queue_batches)
@@ -91,6 +93,8 @@ class ConsumerService(Service):
             Auditor(settings.kafka, settings.audit, settings.store),
             max_generator_events=settings.audit.max_generator_events,
             max_duration_s=settings.audit.max_duration_s,
+            max_concurrent=settings.audit.max_concurrent,
+            faults=self._faults,
         )
         results_pb2_grpc.add_ResultsServicer_to_server(  # type: ignore[no-untyped-call]
             ResultsServicer(query, TableQuery(self.tables, self._api_store), self.feed, self.audits), server

@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from onceflow.consumer.tables.columns import parse_columns
 from onceflow.core import defaults
+from onceflow.core.contract.reserved import CONSUMER_BOOKKEEPING_TABLES
 from onceflow.core.settings import (
     GrpcServerSettings,
     KafkaSettings,
@@ -108,7 +109,8 @@ class ApiSettings(Section):
     allowed_lateness_ms: int = Field(default=defaults.ALLOWED_LATENESS_MS, ge=0)
     #: Batches buffered per WatchResults stream; a slower watcher is ended with RESOURCE_EXHAUSTED.
     watch_queue_batches: int = Field(default=1_000, ge=1)
-    max_workers: int = Field(default=16, ge=1)
+    #: Threads of the gRPC server: half for streams at most (server.limits), audits and the other calls.
+    max_workers: int = Field(default=16, ge=4)
 
 
 class AuditSinkSettings(Section):
@@ -144,6 +146,9 @@ class AuditSettings(Section):
     #: how long one audit may run (the call's own deadline applies too).
     max_generator_events: int = Field(default=10_000_000, ge=1)
     max_duration_s: float = Field(default=600.0, gt=0)
+    #: Audits that may run at once (each holds a child process and its memory); more are refused
+    #: with RESOURCE_EXHAUSTED.
+    max_concurrent: int = Field(default=2, ge=1)
     #: Also audit the consumer's own store, as sink ``consumer``.
     include_store: bool = True
     sinks: list[AuditSinkSettings] = Field(default_factory=list)
@@ -158,8 +163,9 @@ class AuditSettings(Section):
         return sinks
 
 
-#: Tables of the store itself; a ``[[tables]]`` entry cannot use these names.
-RESERVED_TABLES: Final = ("results", "consumer_offsets", "consumer_tables")
+#: Tables of the store itself; a ``[[tables]]`` entry cannot use these names (nor may a sink binding
+#: write the bookkeeping ones: :mod:`onceflow.core.contract.reserved`).
+RESERVED_TABLES: Final = ("results", *CONSUMER_BOOKKEEPING_TABLES)
 
 
 class ConsumerSettings(Settings):

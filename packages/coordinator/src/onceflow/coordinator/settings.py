@@ -78,7 +78,7 @@ class CoordinatorSettings(Settings):
     abort_timeout_ms: int = Field(default=5_000, gt=0)
     commit_retry: CommitRetrySettings = CommitRetrySettings()
     #: gRPC server threads (concurrent RPCs).
-    max_workers: int = Field(default=32, ge=2)
+    max_workers: int = Field(default=32, ge=4)
     metrics: MetricsSettings = MetricsSettings()
     log: LoggingSettings = LoggingSettings()
 

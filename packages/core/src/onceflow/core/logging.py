@@ -101,9 +101,27 @@ def get_logger(name: str) -> StructuredLogger:
     return StructuredLogger(logging.getLogger(name))
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes each record to ``sys.stderr`` as it is *then*: a stream captured and closed in between
+    (a test's capture, a CLI run in-process) never makes a later record, from any thread, fail with
+    "I/O operation on closed file" (as :data:`logging.lastResort` does)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
 def configure_logging(level: str = "INFO", fmt: Literal["kv", "json"] = "kv", stream: Any = None) -> None:
-    """Route all logging to ``stream`` (stderr by default) in the chosen format. Idempotent."""
-    handler = logging.StreamHandler(stream or sys.stderr)
+    """Route all logging to ``stream`` (by default the current ``sys.stderr`` of each record) in the
+    chosen format. Idempotent."""
+    handler = logging.StreamHandler(stream) if stream is not None else _StderrHandler()
     handler.setFormatter(JsonFormatter() if fmt == "json" else KeyValueFormatter())
     root = logging.getLogger()
     for old in list(root.handlers):

@@ -70,8 +70,19 @@ class ConnectWorkerService(Service):
         configs: ConfigBackingStore
         statuses: StatusBackingStore
         if s.mode == "distributed":
-            configs = KafkaConfigBackingStore(client_config, s.topics.configs)
-            statuses = KafkaStatusBackingStore(client_config, s.topics.status, partitions=s.topics.status_partitions)
+            skipped = self.metrics.counter(
+                "internal_records_skipped_total", "records of an internal topic that could not be decoded", ("topic",)
+            )
+            for topic in (s.topics.configs, s.topics.status):
+                skipped.labels(topic)
+
+            def on_skipped(topic: str, key: str, reason: str) -> None:
+                skipped.labels(topic).inc()
+
+            configs = KafkaConfigBackingStore(client_config, s.topics.configs, on_skipped=on_skipped)
+            statuses = KafkaStatusBackingStore(
+                client_config, s.topics.status, partitions=s.topics.status_partitions, on_skipped=on_skipped
+            )
         else:
             configs, statuses = MemoryConfigBackingStore(), MemoryStatusBackingStore()
         # Step 2

@@ -18,7 +18,7 @@ from onceflow.consumer.api.convert import (
 )
 from onceflow.consumer.api.query import ResultsQuery
 from onceflow.consumer.api.tables import TableQuery
-from onceflow.consumer.audit.bounded import AuditStopped, BoundedAuditRunner
+from onceflow.consumer.audit.bounded import AuditsBusy, AuditStopped, BoundedAuditRunner
 from onceflow.consumer.exceptions import FeatureUnavailable, InvalidQuery, UnknownTable
 from onceflow.consumer.feed import ResultsFeed, ResultsUpdate, Subscription
 from onceflow.consumer.store import as_result_row
@@ -33,6 +33,7 @@ STATUS_CODES: Final = {
     InvalidQuery: grpc.StatusCode.INVALID_ARGUMENT,
     UnknownTable: grpc.StatusCode.NOT_FOUND,
     FeatureUnavailable: grpc.StatusCode.FAILED_PRECONDITION,
+    AuditsBusy: grpc.StatusCode.RESOURCE_EXHAUSTED,
 }
 #: The status of a RunAudit the server stopped, by why it stopped.
 AUDIT_STOPPED_CODES: Final = {

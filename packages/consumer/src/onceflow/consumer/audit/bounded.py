@@ -4,12 +4,16 @@
 can always stop, whatever the audit is doing:
 
     1. Refuse a generator truth larger than ``max_generator_events`` before anything runs (its memory
-       and time grow with the count).
-    2. Start the child; it runs :meth:`Auditor.run` and sends back the report (or the error).
+       and time grow with the count), and an audit past ``max_concurrent`` running ones
+       (:class:`AuditsBusy`, RESOURCE_EXHAUSTED: each one holds a child process and its memory).
+    2. Start the child; it calls ``faults.at("audit.started")`` (the injection point: tests hold the
+       audit there, so a bound is tested whatever the machine's speed; nothing happens by default),
+       runs :meth:`Auditor.run` and sends back the report (or the error).
     3. Wait, checking every tick: the client went away (``is_active`` false), the call's deadline or
        ``max_duration_s`` passed, or the server is shutting down (SIGTERM) -> kill the child and fail
        the call with CANCELLED / DEADLINE_EXCEEDED / UNAVAILABLE.
     4. Otherwise return the child's report, or raise its error (InvalidQuery stays INVALID_ARGUMENT).
+    5. Give the audit's slot back (step 1), however it ended.
 """
 
 from __future__ import annotations
@@ -23,12 +27,21 @@ from multiprocessing.connection import Connection
 from onceflow.consumer.audit.model import AuditReport
 from onceflow.consumer.audit.runner import Auditor, GeneratorSource, TruthSource
 from onceflow.consumer.exceptions import ConsumerError, InvalidQuery
+from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
 
 _log = get_logger(__name__)
 
 #: How often the waiting server checks its client, the deadline and shutdown.
 TICK_S = 0.1
+
+
+class AuditsBusy(ConsumerError):  # noqa: N818 - reads as the server's state
+    """As many audits as ``audit.max_concurrent`` allows are running; retry when one has ended."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"{limit} audits are running, the most audit.max_concurrent = {limit} allows; retry later")
 
 
 class AuditStopped(ConsumerError):  # noqa: N818 - reads as an outcome
@@ -39,8 +52,13 @@ class AuditStopped(ConsumerError):  # noqa: N818 - reads as an outcome
         super().__init__(detail)
 
 
-def _child(auditor: Auditor, source: TruthSource, sinks: list[str], out: Connection) -> None:
+#: The injection point the audit child reaches before it starts (step 2).
+AUDIT_STARTED = "audit.started"
+
+
+def _child(auditor: Auditor, source: TruthSource, sinks: list[str], out: Connection, faults: FaultInjector) -> None:
     try:
+        faults.at(AUDIT_STARTED)
         out.send(("report", auditor.run(source, sinks)))
     except InvalidQuery as exc:
         out.send(("invalid", (exc.argument, exc.reason)))
@@ -53,11 +71,22 @@ def _child(auditor: Auditor, source: TruthSource, sinks: list[str], out: Connect
 class BoundedAuditRunner:
     """Runs audits in a child process it can stop (steps in the module docstring)."""
 
-    def __init__(self, auditor: Auditor, *, max_generator_events: int, max_duration_s: float) -> None:
+    def __init__(
+        self,
+        auditor: Auditor,
+        *,
+        max_generator_events: int,
+        max_duration_s: float,
+        max_concurrent: int,
+        faults: FaultInjector = NO_FAULTS,
+    ) -> None:
         self.auditor = auditor
         self.max_generator_events = max_generator_events
         self.max_duration_s = max_duration_s
+        self.max_concurrent = max_concurrent
         self.shutdown = threading.Event()
+        self._faults = faults
+        self._slots = threading.BoundedSemaphore(max_concurrent)
         self._context = multiprocessing.get_context("spawn")
 
     def run(
@@ -73,9 +102,24 @@ class BoundedAuditRunner:
             raise InvalidQuery(
                 "generator.count", f"{source.count} events is more than the limit of {self.max_generator_events}"
             )
+        if not self._slots.acquire(blocking=False):
+            raise AuditsBusy(self.max_concurrent)
+        try:
+            return self._run(source, sinks, is_active, time_remaining)
+        finally:
+            self._slots.release()  # Step 5
+
+    def _run(
+        self,
+        source: TruthSource,
+        sinks: Sequence[str],
+        is_active: Callable[[], bool],
+        time_remaining: Callable[[], float | None],
+    ) -> AuditReport:
         # Step 2
         receive, send = self._context.Pipe(duplex=False)
-        child = self._context.Process(target=_child, args=(self.auditor, source, list(sinks), send), daemon=True)
+        args = (self.auditor, source, list(sinks), send, self._faults)
+        child = self._context.Process(target=_child, args=args, daemon=True)
         child.start()
         send.close()
         started = time.monotonic()

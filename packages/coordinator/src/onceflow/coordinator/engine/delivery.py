@@ -61,6 +61,11 @@ class CommitDelivery:
         self._stopped.set()
         self._wake.set()
 
+    def join(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the delivery's thread to end (after :meth:`stop`)."""
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
     def _run(self) -> None:
         """Deliver, then hand the acked transaction to ``on_delivered``.
 
@@ -91,6 +96,8 @@ class CommitDelivery:
                     self._on_delivered(txn)
                     return
                 # Step 4
+                if self._stopped.is_set():
+                    return  # the coordinator closes: the next instance resumes from the log
                 delay = next(delays)
                 for result in results:
                     if not result.ok:
@@ -109,6 +116,8 @@ class CommitDelivery:
                 self._wake.wait(delay)
                 self._wake.clear()
         except Exception as exc:  # the log failed (the state manager stopped too) or a bug: never die silently
+            if self._stopped.is_set():
+                return  # a call cut short by close (the fanout shut down): not a failure
             _log.exception("txn.delivery_failed", txn=txn.id, job=txn.id.job, batch=txn.id.batch, error=exc)
 
 
@@ -163,9 +172,13 @@ class CommitDeliveries:
             self._running.pop(txn_id, None)
             return self._decided_at.pop(txn_id, None)
 
-    def stop_all(self) -> None:
-        """Stop every delivery (the coordinator closes; the next instance resumes them)."""
+    def stop_all(self, timeout: float) -> None:
+        """Stop every delivery (the coordinator closes; the next instance resumes them) and wait up to
+        ``timeout`` seconds in all for their threads, so none acts or logs after the coordinator closed."""
         with self._lock:
             running = list(self._running.values())
         for delivery in running:
             delivery.stop()
+        deadline = time.monotonic() + timeout
+        for delivery in running:
+            delivery.join(max(0.0, deadline - time.monotonic()))

@@ -97,7 +97,8 @@ class TwoPhaseCommitEngine:
     def close(self) -> None:
         """Stop serving. COMMITTING transactions stay in the log; the next instance delivers them."""
         self.state.close()
-        self._deliveries.stop_all()
+        # a delivery waits at most one Commit call (commit_call_timeout) before it sees the stop
+        self._deliveries.stop_all(timeout=self.config.commit_call_timeout + 1.0)
         self.fanout.close()
 
     # -- writers and participants ---------------------------------------------------------------

@@ -21,6 +21,7 @@ from onceflow.core.contract.ip_count import (
     ip_count_topic_binding,
 )
 from onceflow.core.contract.participant_ref import ParticipantRef
+from onceflow.core.contract.reserved import refuse_internal
 from onceflow.core.contract.schema import (
     UnsupportedColumnType,
     check_supported,
@@ -48,6 +49,7 @@ __all__ = [
     "check_supported",
     "ip_count_table_binding",
     "ip_count_topic_binding",
+    "refuse_internal",
     "schema_from_bytes",
     "schema_to_bytes",
 ]

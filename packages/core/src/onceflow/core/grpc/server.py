@@ -10,7 +10,9 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from onceflow.core.errors import InvalidConfig
+from onceflow.core.exposure import refuse_unauthenticated
 from onceflow.core.grpc.auth import AuthorizationInterceptor, read_token
+from onceflow.core.grpc.limits import StreamLimits, StreamLimitsInterceptor, stream_budget
 from onceflow.core.grpc.tls import server_credentials
 from onceflow.core.settings import GrpcServerSettings
 
@@ -31,9 +33,13 @@ def build_server(
     """Create a server bound to ``settings.host:port`` and return it (not started) with its bound port.
 
     Steps:
+        0. Off loopback, refuse to serve without authentication (:mod:`onceflow.core.exposure`;
+           ``ONCEFLOW_INSECURE=1`` allows it).
         1. Create the server on a thread pool of ``max_workers``, taking requests of at most
            :data:`MAX_REQUEST_BYTES`; with ``settings.auth``, the mutating RPCs need a token or an
-           allowed client identity (:mod:`onceflow.core.grpc.auth`).
+           allowed client identity (:mod:`onceflow.core.grpc.auth`); streaming calls are bounded per
+           client and in total by ``settings.limits``, below ``max_workers`` so that threads stay
+           for the other calls (:mod:`onceflow.core.grpc.limits`).
         2. Register gRPC health, SERVING for every name in ``service_names`` and for ``""`` (the
            whole server). Pass ``health_servicer`` to flip statuses later (e.g. NOT_SERVING on stop).
         3. Register reflection for ``service_names``, health and reflection itself.
@@ -42,11 +48,15 @@ def build_server(
 
     The caller adds its servicers, then calls ``server.start()``.
     """
+    # Step 0
+    refuse_unauthenticated(settings.listeners("server"))
     # Step 1
-    interceptors = []
+    interceptors: list[grpc.ServerInterceptor] = []
     if settings.auth.enabled:
         token = read_token(settings.auth.token_file, "server.auth.token_file") if settings.auth.token_file else None
         interceptors.append(AuthorizationInterceptor(token, settings.auth.allowed_identities))
+    streams = StreamLimits(settings.limits.max_streams_per_client, stream_budget(settings.limits, max_workers))
+    interceptors.append(StreamLimitsInterceptor(streams))
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="grpc"),
         options=[("grpc.max_receive_message_length", MAX_REQUEST_BYTES)],

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from onceflow.core.errors import OnceflowError
+from onceflow.core.exposure import listeners_of, refuse_unauthenticated
 from onceflow.core.logging import configure_logging
 from onceflow.core.service.base import EXIT_CONFIG, Service, ServiceStartFailed
 from onceflow.core.service.loop import serve_until_signalled
@@ -45,8 +46,11 @@ def run_service(
     """Run a service in the foreground; returns the process exit code.
 
     Steps:
-        1. Load the settings (``load``: file, environment, flags); an :class:`OnceflowError` or a
-           ``ValueError`` (a bad flag value) prints ``onceflow <command>: <error>`` and returns 2.
+        1. Load the settings (``load``: file, environment, flags) and check that every listener
+           they declare off loopback authenticates its clients (:mod:`onceflow.core.exposure`;
+           ``ONCEFLOW_INSECURE=1`` allows it); an :class:`OnceflowError` or a ``ValueError`` (a bad
+           flag value) prints ``onceflow <command>: <error>`` and returns 2, before the service
+           starts anything.
         2. Configure logging to stderr as the settings' ``log`` section says.
         3. Build the service and serve it until signalled
            (:func:`~onceflow.core.service.serve_until_signalled`). A :class:`ServiceStartFailed`
@@ -57,12 +61,13 @@ def run_service(
     # Step 1
     try:
         settings = load()
+        refuse_unauthenticated(listeners_of(settings))
     except (OnceflowError, ValueError) as exc:
         print(f"onceflow {command}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     # Step 2
     log: LoggingSettings = getattr(settings, "log", LoggingSettings())
-    configure_logging(level=log.level, fmt=log.format, stream=sys.stderr)
+    configure_logging(level=log.level, fmt=log.format)
     # Step 3
     try:
         status = serve_until_signalled(build(settings), ready_file)

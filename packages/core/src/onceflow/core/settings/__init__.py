@@ -2,6 +2,7 @@
 
 from onceflow.core.settings.base import (
     GrpcAuthSettings,
+    GrpcLimitsSettings,
     GrpcServerSettings,
     KafkaSettings,
     LoggingSettings,
@@ -15,6 +16,7 @@ from onceflow.core.settings.pairs import parse_pairs
 
 __all__ = [
     "GrpcAuthSettings",
+    "GrpcLimitsSettings",
     "GrpcServerSettings",
     "KafkaSettings",
     "LoggingSettings",

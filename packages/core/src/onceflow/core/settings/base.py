@@ -12,6 +12,7 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from onceflow.core import defaults
+from onceflow.core.exposure import Listener
 
 
 class Section(BaseModel):
@@ -71,13 +72,38 @@ class GrpcAuthSettings(Section):
         return bool(self.token_file or self.allowed_identities)
 
 
+class GrpcLimitsSettings(Section):
+    """Bounds on the calls that hold a server thread while they last (:mod:`onceflow.core.grpc.limits`)."""
+
+    #: Open streaming calls (WatchResults, WatchRows, ...) of one client address.
+    max_streams_per_client: int = Field(default=4, ge=1)
+    #: Open streaming calls in total; 0 = half of the server's worker threads. The other threads stay
+    #: for the unary calls, so reads cannot starve writes.
+    max_streams: int = Field(default=0, ge=0)
+
+
 class GrpcServerSettings(Section):
-    """Where a gRPC service listens, over which transport, and who may change state through it."""
+    """Where a gRPC service listens, over which transport, who may change state through it, and the
+    bounds of its long-lived calls."""
 
     host: str = "127.0.0.1"
     port: int = Field(default=0, ge=0, le=65535)
     tls: TlsSettings = TlsSettings()
     auth: GrpcAuthSettings = GrpcAuthSettings()
+    limits: GrpcLimitsSettings = GrpcLimitsSettings()
+
+    def listeners(self, prefix: str) -> list[Listener]:
+        """The server's address; its clients authenticate with a token or a client certificate
+        (:mod:`onceflow.core.exposure`: off loopback, one of them is required)."""
+        return [
+            Listener(
+                f"{prefix}.host",
+                self.host,
+                authenticated=self.auth.enabled or self.tls.require_client_auth,
+                remedy=f"set {prefix}.auth.token_file (a bearer token for the mutating RPCs) or "
+                f"{prefix}.tls.require_client_auth with {prefix}.tls.cert, key and ca (mTLS)",
+            )
+        ]
 
 
 class KafkaSettings(Section):

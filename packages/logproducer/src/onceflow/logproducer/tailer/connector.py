@@ -83,13 +83,12 @@ LINES_KEY, EVENTS_KEY, DEAD_LETTERS_KEY = "lines", "events", "dead_letters"
 
 class AccessLogFileTask(SourceTask):
     def start(self, config: Mapping[str, str]) -> None:
-        from onceflow.core.confinement import confine_path  # the worker's allowed_paths (issue 14)
-
         parsed = file_config_def().parse(config)
-        # Only files under the worker's allowed_paths (symlinks and .. resolved); none when it is empty.
-        confine_path(parsed.get_str("file"), self.context.allowed_paths)
+        # Only files under the worker's allowed_paths (none when it is empty), checked on every open:
+        # the first one below and each one after a rotation (PathNotAllowed fails the task).
         self.reader = RotatingFileReader(
             parsed.get_str("file"),
+            allowed=self.context.allowed_paths,
             fingerprint_bytes=parsed.get_int("fingerprint.bytes"),
             max_line_bytes=parsed.get_int("max.line.bytes"),
         )
@@ -118,6 +117,8 @@ class AccessLogFileTask(SourceTask):
         self._at_end = self.finished
         self._end_reported = False
         self._stopped = False
+        #: Records returned by poll whose offsets are not committed yet.
+        self._uncommitted = False
 
     def _offset(self, position: FilePosition, *, ended: bool = False) -> dict[str, Any]:
         offset = position.to_dict()
@@ -153,12 +154,17 @@ class AccessLogFileTask(SourceTask):
         if self._stopped or self.finished:
             time.sleep(self.idle_s)
             return []
+        if self.reader.refused is not None and self._uncommitted:
+            # The lines read before a refused re-open commit first; the next poll fails the task.
+            time.sleep(self.idle_s)
+            return []
         lines = self._read()
         if not lines:
             if not self._at_end:
                 time.sleep(self.idle_s)
             return []
         records = []
+        self._uncommitted = True
         for line in lines:
             self.lines += 1
             file_id = (line.position.device, line.position.inode)
@@ -196,6 +202,9 @@ class AccessLogFileTask(SourceTask):
                 )  # no record timestamp: the event time is in the value (see SourceRecord.timestamp)
             )
         return records
+
+    def commit(self) -> None:
+        self._uncommitted = False
 
     def stop(self) -> None:
         self._stopped = True

@@ -9,19 +9,28 @@ Rotation styles it follows:
   notices the file is shorter than its offset, or starts with other bytes; it reads the rest of
   what it had not read from the copy (same first bytes), then the truncated file from its start.
 
+Every open, the first and each one after a rotation, goes through
+:func:`~onceflow.core.confined_open.open_confined`: only a regular file inside ``allowed`` is read,
+checked on what was opened. A path that now leads outside (a symlink swapped in at a rotation)
+raises :class:`~onceflow.core.confinement.PathNotAllowed`; a rotated sibling that does is skipped.
+
 Resuming (:meth:`RotatingFileReader.open`), steps:
     1. Look for the position's file: the path itself, then the rotated siblings (names starting with
        the file's name, in its directory), by device + inode + fingerprint.
     2. Failing that, a sibling with the same first bytes and at least ``offset`` bytes (a copy).
-    3. Failing that, the file is gone: start the current file at 0 and report the loss.
+    3. Failing that, the file is gone: start the current file at 0 and report the loss (or raise
+       :class:`PathNotAllowed` when the path now leads outside ``allowed``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from onceflow.core.confined_open import open_confined
+from onceflow.core.confinement import PathNotAllowed
 from onceflow.core.logging import get_logger
 from onceflow.logproducer.tailer.position import FilePosition
 
@@ -38,15 +47,19 @@ class Line:
 
 
 class RotatingFileReader:
+    """Complete lines of ``path`` and of its rotated siblings, all read only inside ``allowed`` (directories)."""
+
     def __init__(
         self,
         path: str | Path,
         *,
+        allowed: Iterable[str | os.PathLike[str]],
         fingerprint_bytes: int = 256,
         max_line_bytes: int = 1 << 20,
         chunk_bytes: int = 1 << 20,
     ) -> None:
         self.path = Path(path).absolute()
+        self.allowed = tuple(allowed)
         self.fingerprint_bytes = fingerprint_bytes
         self.max_line_bytes = max_line_bytes
         self.chunk_bytes = max(chunk_bytes, max_line_bytes + 1)
@@ -54,14 +67,24 @@ class RotatingFileReader:
         self._pos: FilePosition | None = None
         #: The open file is a rotated one: finish it, then move to the path.
         self._draining = False
+        #: A re-open refused after lines were read: raised by the next read.
+        self._refused: PathNotAllowed | None = None
         self.lost_positions = 0
 
     # -- opening ----------------------------------------------------------------------------------------
 
     def _open(self, path: Path) -> int | None:
+        """A descriptor of ``path``; None when it is missing or unreadable. Outside ``allowed``, the
+        path itself raises :class:`PathNotAllowed` and a rotated sibling is skipped (None)."""
         try:
-            return os.open(path, os.O_RDONLY)
-        except (FileNotFoundError, PermissionError, IsADirectoryError):
+            return open_confined(path, self.allowed)
+        except (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError):
+            return None
+        except PathNotAllowed as exc:
+            if path == self.path:
+                _log.error("tailer.refused", file=str(path), reason=exc.reason)
+                raise
+            _log.warning("tailer.sibling_refused", file=str(self.path), sibling=str(path), reason=exc.reason)
             return None
 
     def _siblings(self) -> list[Path]:
@@ -83,10 +106,15 @@ class RotatingFileReader:
             self._open_path()
             return
         candidates = [self.path, *self._siblings()]
+        refused: PathNotAllowed | None = None  # the path leads outside: still finish a rotated file
         # Step 1 and Step 2
         for check in (resume.same_file, resume.same_content):
             for candidate in candidates:
-                fd = self._open(candidate)
+                try:
+                    fd = self._open(candidate)
+                except PathNotAllowed as exc:
+                    refused = exc
+                    continue
                 if fd is None:
                     continue
                 if check(fd) and os.fstat(fd).st_size >= resume.offset:
@@ -96,6 +124,8 @@ class RotatingFileReader:
                     return
                 os.close(fd)
         # Step 3
+        if refused is not None:
+            raise refused
         self.lost_positions += 1
         _log.warning("tailer.position_lost", file=str(self.path), inode=resume.inode, offset=resume.offset)
         self._open_path()
@@ -117,11 +147,31 @@ class RotatingFileReader:
     def position(self) -> FilePosition | None:
         return self._pos
 
+    @property
+    def refused(self) -> PathNotAllowed | None:
+        """A refused re-open the next :meth:`read` raises (the lines before it were returned)."""
+        return self._refused
+
     # -- reading ----------------------------------------------------------------------------------------
 
     def read(self, max_lines: int) -> list[Line]:
-        """Up to ``max_lines`` complete lines; fewer (maybe none) at the end of the data."""
+        """Up to ``max_lines`` complete lines; fewer (maybe none) at the end of the data.
+
+        A refused re-open (:class:`PathNotAllowed`) after some lines were read returns those lines
+        first (the rest of a rotated file is not lost) and raises on the next call.
+        """
+        if self._refused is not None:
+            raise self._refused
         lines: list[Line] = []
+        try:
+            self._read_into(lines, max_lines)
+        except PathNotAllowed as exc:
+            if not lines:
+                raise
+            self._refused = exc
+        return lines
+
+    def _read_into(self, lines: list[Line], max_lines: int) -> None:
         while len(lines) < max_lines:
             if self._fd is None and not self._open_path():
                 break
@@ -134,7 +184,6 @@ class RotatingFileReader:
             lines.extend(got)
             if not got and not self._follow_rotation(lines):
                 break
-        return lines
 
     def read_rest(self) -> Line | None:
         """At the end of a finished file: its last line when it has no newline (None otherwise).

@@ -75,7 +75,8 @@ class SourceTaskContext:
     task: int
     offset_reader: OffsetReader
     #: The worker's ``allowed_paths``: a task that reads files reads only under these directories
-    #: (check with :func:`onceflow.core.confinement.confine_path`); empty allows no file.
+    #: (open each file with :func:`onceflow.core.confined_open.open_confined`, which checks what it
+    #: opened, on every open); empty allows no file.
     allowed_paths: tuple[str, ...] = ()
 
 

@@ -7,6 +7,12 @@ Records (keys are UTF-8, values JSON; a null value deletes):
 - ``target-state-<name>``: ``{"state": "STARTED" | "PAUSED" | "STOPPED"}``;
 - ``restart-<name>``: a :class:`RestartRequest`. Restarts are delivered only once the initial read
   is done, so a worker that starts later does not replay old restarts.
+
+A record that cannot be decoded into one of these (not UTF-8, not JSON, fields missing or of the
+wrong type, an unknown target state) is skipped and reported (:func:`skip_record`: a
+``storage.record_skipped`` line naming the key and the reason, and ``on_skipped``, which the worker
+counts in ``onceflow_connect_internal_records_skipped_total``). It never stops the config reader, so
+one bad record can neither keep a worker from starting nor stop it from following the topic.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Any
 from onceflow.core.logging import get_logger
 from onceflow.runtime.status import TargetState
 from onceflow.runtime.storage.configs import ClusterConfig, ConfigBackingStore, ConnectorEntry
-from onceflow.runtime.storage.kafka_log import KafkaBasedLog
+from onceflow.runtime.storage.kafka_log import KafkaBasedLog, SkippedRecordListener, skip_record
 from onceflow.runtime.storage.restarts import RestartRequest
 
 _log = get_logger(__name__)
@@ -29,9 +35,72 @@ TARGET_STATE_PREFIX = "target-state-"
 RESTART_PREFIX = "restart-"
 
 
+class UndecodableRecord(ValueError):  # noqa: N818 - reads as what the record is
+    """A configs-topic record that is not one of the documented ones; the message says why."""
+
+
+def _string_map(value: Any, what: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise UndecodableRecord(f"{what} must be an object of strings")
+    return value
+
+
+def _decode(key: bytes, value: bytes | None) -> tuple[str, Any]:
+    """The record's name and its checked document (None for a tombstone); :class:`UndecodableRecord` otherwise."""
+    try:
+        name = key.decode()
+        doc: Any = None if value is None else json.loads(value)
+    except ValueError as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        raise UndecodableRecord(f"{type(exc).__name__}: {exc}") from None
+    if doc is None:
+        return name, None
+    if not isinstance(doc, dict):
+        raise UndecodableRecord(f"the value must be a JSON object, got {type(doc).__name__}")
+    if name.startswith(CONNECTOR_PREFIX):
+        tasks = doc.get("tasks")
+        if not isinstance(tasks, list):
+            raise UndecodableRecord("a connector record needs 'tasks', a list of task configs")
+        return name, (_string_map(doc.get("config"), "'config'"), [_string_map(t, "a task config") for t in tasks])
+    if name.startswith(TARGET_STATE_PREFIX):
+        try:
+            return name, TargetState(doc.get("state"))
+        except ValueError:
+            raise UndecodableRecord(f"unknown target state {doc.get('state')!r}") from None
+    if name.startswith(RESTART_PREFIX):
+        return name, _restart_request(doc)
+    return name, doc
+
+
+#: The JSON types of a restart request's fields (``task`` may also be null).
+_RESTART_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "connector": str, "include_tasks": bool, "only_failed": bool, "task": (int, type(None)), "id": str,
+}  # fmt: skip
+
+
+def _restart_request(doc: dict[str, Any]) -> RestartRequest:
+    unknown = sorted(set(doc) - set(_RESTART_FIELDS))
+    wrong = sorted(
+        name for name, kind in _RESTART_FIELDS.items()
+        if name in doc and (not isinstance(doc[name], kind) or (name == "task" and isinstance(doc[name], bool)))
+    )  # fmt: skip
+    problems = [f"unknown fields {unknown}"] if unknown else []
+    problems += [f"fields of the wrong type {wrong}"] if wrong else []
+    problems += [] if "connector" in doc else ["no connector"]
+    if problems:
+        raise UndecodableRecord(f"not a restart request: {'; '.join(problems)}")
+    return RestartRequest(**doc)
+
+
 class KafkaConfigBackingStore(ConfigBackingStore):
-    def __init__(self, client_config: Mapping[str, Any], topic: str) -> None:
+    """Configs in the configs topic (module docstring); ``on_skipped`` hears of every record that
+    could not be decoded."""
+
+    def __init__(
+        self, client_config: Mapping[str, Any], topic: str, *, on_skipped: SkippedRecordListener | None = None
+    ) -> None:
         super().__init__()
+        self.topic = topic
+        self._on_skipped = on_skipped
         self._lock = threading.Lock()
         self._configs: dict[str, tuple[dict[str, str], list[dict[str, str]]]] = {}
         self._states: dict[str, TargetState] = {}
@@ -51,26 +120,29 @@ class KafkaConfigBackingStore(ConfigBackingStore):
     def _handle(self, key: bytes | None, value: bytes | None) -> None:
         if key is None:
             return
-        name = key.decode()
-        doc: Any = json.loads(value) if value is not None else None
+        try:
+            name, doc = _decode(key, value)
+        except UndecodableRecord as exc:
+            skip_record(self.topic, key, str(exc), self._on_skipped)
+            return
         with self._lock:
             if name.startswith(CONNECTOR_PREFIX):
                 connector = name[len(CONNECTOR_PREFIX) :]
                 if doc is None:
                     self._configs.pop(connector, None)
                 else:
-                    self._configs[connector] = (doc["config"], doc["tasks"])
+                    self._configs[connector] = doc
             elif name.startswith(TARGET_STATE_PREFIX):
                 connector = name[len(TARGET_STATE_PREFIX) :]
                 if doc is None:
                     self._states.pop(connector, None)
                 else:
-                    self._states[connector] = TargetState(doc["state"])
+                    self._states[connector] = doc
             elif not name.startswith(RESTART_PREFIX):
                 _log.warning("configs.unknown_record", key=name)
         if name.startswith(RESTART_PREFIX):
             if doc is not None and self._started:
-                self._on_restart(RestartRequest(**doc))
+                self._on_restart(doc)
             return
         self._on_change()
 

@@ -21,7 +21,18 @@ from onceflow.core.kafka import ensure_topics
 from onceflow.core.logging import get_logger
 
 RecordHandler = Callable[[bytes | None, bytes | None], None]
+#: Hears of a record of an internal topic that could not be decoded and was skipped: (topic, key, reason).
+SkippedRecordListener = Callable[[str, str, str], None]
 _log = get_logger(__name__)
+
+
+def skip_record(topic: str, key: bytes, reason: str, listener: SkippedRecordListener | None) -> None:
+    """Report a record a store cannot decode: a ``storage.record_skipped`` line naming the topic, the
+    key (escaped, cut to 200 bytes) and the reason, then ``listener``. The store goes on without it."""
+    shown = key[:200].decode("utf-8", "backslashreplace")
+    _log.warning("storage.record_skipped", topic=topic, key=shown, reason=reason)
+    if listener is not None:
+        listener(topic, shown, reason)
 
 
 def ensure_topic(

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from onceflow.runtime.status import TaskId, TaskStatus
-from onceflow.runtime.storage.kafka_log import KafkaBasedLog
+from onceflow.runtime.storage.kafka_log import KafkaBasedLog, SkippedRecordListener, skip_record
 from onceflow.runtime.storage.status import StatusBackingStore
 
 TASK_PREFIX = "status-task-"
@@ -19,7 +19,19 @@ def _key(task: TaskId) -> bytes:
 
 
 class KafkaStatusBackingStore(StatusBackingStore):
-    def __init__(self, client_config: Mapping[str, Any], topic: str, *, partitions: int = 5) -> None:
+    """Statuses in the status topic; a record that is not a task status is skipped and reported
+    (:func:`skip_record`, ``on_skipped``), never stopping the reader."""
+
+    def __init__(
+        self,
+        client_config: Mapping[str, Any],
+        topic: str,
+        *,
+        partitions: int = 5,
+        on_skipped: SkippedRecordListener | None = None,
+    ) -> None:
+        self.topic = topic
+        self._on_skipped = on_skipped
         self._lock = threading.Lock()
         self._statuses: dict[bytes, TaskStatus] = {}
         self._log = KafkaBasedLog(client_config, topic, self._handle, partitions=partitions)
@@ -33,11 +45,16 @@ class KafkaStatusBackingStore(StatusBackingStore):
     def _handle(self, key: bytes | None, value: bytes | None) -> None:
         if key is None or not key.startswith(TASK_PREFIX.encode()):
             return
+        try:
+            status = None if value is None else TaskStatus.from_json(json.loads(value))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            skip_record(self.topic, key, f"not a task status: {type(exc).__name__}: {exc}", self._on_skipped)
+            return
         with self._lock:
-            if value is None:
+            if status is None:
                 self._statuses.pop(key, None)
             else:
-                self._statuses[key] = TaskStatus.from_json(json.loads(value))
+                self._statuses[key] = status
 
     def put(self, status: TaskStatus) -> None:
         with self._lock:

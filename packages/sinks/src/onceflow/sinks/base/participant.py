@@ -47,6 +47,11 @@ class SinkParticipant(abc.ABC):
             raise ValueError(f"sink name {name!r} must be non-empty and free of ':'")
         self.name = name
 
+    def own_topics(self) -> frozenset[str]:
+        """Topics this sink keeps for itself besides the internal ``_onceflow_*`` ones (a Kafka sink's
+        configured commits topic): no binding may write them (:mod:`onceflow.core.contract.reserved`)."""
+        return frozenset()
+
     def bindings_or_default(self, bindings: Sequence[SinkBinding]) -> list[SinkBinding]:
         """``bindings`` of this sink, or :meth:`default_bindings` when the job declared none."""
         return list(bindings) if bindings else self.default_bindings()

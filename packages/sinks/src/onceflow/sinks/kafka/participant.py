@@ -101,6 +101,9 @@ class KafkaParticipant(SinkParticipant):
     def default_bindings(self) -> list[SinkBinding]:
         return [ip_count_topic_binding(self.name, self.topic)]
 
+    def own_topics(self) -> frozenset[str]:
+        return frozenset({self.commits_topic})
+
     def prepare_bindings(self, job: str, bindings: Sequence[SinkBinding]) -> None:
         """Create each binding's topic, check its columns, and publish its Avro writer schema.
 

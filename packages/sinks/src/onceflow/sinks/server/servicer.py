@@ -12,7 +12,7 @@ import psycopg
 from confluent_kafka import KafkaException
 
 from onceflow.core.confinement import PathNotAllowed, StagingConfinement
-from onceflow.core.contract import SinkBinding, TransactionId
+from onceflow.core.contract import SinkBinding, TransactionId, refuse_internal
 from onceflow.core.contract.proto import binding_from_proto, files_from_proto, txn_id_from_proto, txn_id_to_proto
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
 from onceflow.core.logging import get_logger
@@ -49,6 +49,9 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
 
     - A missing or malformed argument is INVALID_ARGUMENT, an unknown sink NOT_FOUND; the message
       names the argument. So is one over a size limit (:mod:`onceflow.core.request_limits`).
+    - A binding of onceflow's own bookkeeping (a table ``onceflow_*``, the consumer's tables, an
+      internal topic or the sink's own commits topic) is INVALID_ARGUMENT naming it, on every RPC
+      that carries bindings (:mod:`onceflow.core.contract.reserved`).
     - Every staged-file URI is checked against ``confinement`` (the staging roots and schemes)
       before any file is opened: Prepare votes no and Commit is INVALID_ARGUMENT, naming the file
       and the roots, never its contents or checksum.
@@ -112,8 +115,11 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         return files_from_proto(messages)
 
     @staticmethod
-    def _bindings(messages: Sequence[common_pb2.SinkBinding], sink: str, *, schema_required: bool) -> list[SinkBinding]:
-        """The request's bindings, each checked; :class:`InvalidRequest` names the binding and the field."""
+    def _bindings(
+        messages: Sequence[common_pb2.SinkBinding], sink: SinkParticipant, *, schema_required: bool
+    ) -> list[SinkBinding]:
+        """The request's bindings, each checked (a binding of onceflow's own bookkeeping tables or topics
+        included); :class:`InvalidRequest` names the binding and the field."""
         if len(messages) > MAX_BINDINGS:
             raise InvalidRequest(f"bindings lists {len(messages)} bindings, more than the limit of {MAX_BINDINGS}")
         bindings = []
@@ -123,10 +129,13 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
                     raise InvalidRequest(f"bindings[{i}].{name} {problem}")
             try:
                 binding = binding_from_proto(message)
+                refuse_internal(binding, own_topics=sink.own_topics())
             except ValueError as exc:
                 raise InvalidRequest(f"bindings[{i}]: {exc}") from None
-            if binding.sink != sink:
-                raise InvalidRequest(f"bindings[{i}].sink is {binding.sink!r}, but the request is for sink {sink!r}")
+            if binding.sink != sink.name:
+                raise InvalidRequest(
+                    f"bindings[{i}].sink is {binding.sink!r}, but the request is for sink {sink.name!r}"
+                )
             if schema_required and binding.schema is None:
                 raise InvalidRequest(f"bindings[{i}] ({binding.describe()}) has no arrow_schema")
             bindings.append(binding)
@@ -148,7 +157,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         try:
             txn = self._txn(request)
             files = self._files(request.files, required=True)
-            bindings = self._bindings(request.bindings, sink.name, schema_required=False)
+            bindings = self._bindings(request.bindings, sink, schema_required=False)
         except InvalidRequest as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         try:
@@ -173,7 +182,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         try:
             txn = self._txn(request)
             files = self._files(request.files, required=False)
-            bindings = self._bindings(request.bindings, sink.name, schema_required=False)
+            bindings = self._bindings(request.bindings, sink, schema_required=False)
             self._confine(files)
         except (InvalidRequest, PathNotAllowed) as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
@@ -192,7 +201,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
                 raise InvalidRequest("job must not be empty")
             if (problem := oversize(request.job, MAX_ID_BYTES)) is not None:
                 raise InvalidRequest(f"job {problem}")
-            bindings = self._bindings(request.bindings, sink.name, schema_required=True)
+            bindings = self._bindings(request.bindings, sink, schema_required=True)
         except InvalidRequest as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         sink.prepare_bindings(request.job, bindings)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from onceflow.core.contract import DEFAULT_OUTPUT, SinkBinding, SinkMode, ValueFormat
+from onceflow.core.contract import DEFAULT_OUTPUT, SinkBinding, SinkMode, ValueFormat, refuse_internal
 from onceflow.core.contract.bindings import NAME, InvalidBinding
 from onceflow.core.errors import InvalidConfig
 from onceflow.spark.job.settings import SparkJobSettings
@@ -94,8 +94,9 @@ def outputs_of(result: object, side_outputs: Mapping[str, pa.Schema]) -> JobOutp
 def bindings_of(settings: SparkJobSettings, schemas: Mapping[str, pa.Schema]) -> dict[str, list[SinkBinding]]:
     """The bindings ``[[outputs.<name>]]`` declares, per participant sink, with each output's schema.
 
-    Every output must be bound when any is (nothing a batch stages may be dropped), and every bound
-    output must be one the job produces; InvalidConfig names the output otherwise.
+    Every output must be bound when any is (nothing a batch stages may be dropped), every bound
+    output must be one the job produces, and no binding may write onceflow's own bookkeeping tables
+    or topics (:mod:`onceflow.core.contract.reserved`); InvalidConfig names the output otherwise.
     """
     unbound = [name for name in schemas if name not in settings.outputs]
     if unbound:
@@ -111,22 +112,22 @@ def bindings_of(settings: SparkJobSettings, schemas: Mapping[str, pa.Schema]) ->
     for output, sinks in settings.outputs.items():
         for i, sink in enumerate(sinks):
             try:
-                bindings[sink.sink].append(
-                    SinkBinding(
-                        sink=sink.sink,
-                        output=output,
-                        table=sink.table,
-                        topic=sink.topic,
-                        mode=SinkMode(sink.mode),
-                        keys=tuple(sink.keys),
-                        value_format=ValueFormat(sink.value_format),
-                        headers=tuple(sink.headers),
-                        record_name=sink.record_name or f"onceflow.{settings.job.replace('-', '_')}.{output}",
-                        schema=schemas[output],
-                    )
+                binding = SinkBinding(
+                    sink=sink.sink,
+                    output=output,
+                    table=sink.table,
+                    topic=sink.topic,
+                    mode=SinkMode(sink.mode),
+                    keys=tuple(sink.keys),
+                    value_format=ValueFormat(sink.value_format),
+                    headers=tuple(sink.headers),
+                    record_name=sink.record_name or f"onceflow.{settings.job.replace('-', '_')}.{output}",
+                    schema=schemas[output],
                 )
+                refuse_internal(binding)
             except InvalidBinding as exc:
                 raise InvalidConfig(f"outputs.{output}[{i}]", str(exc)) from None
+            bindings[sink.sink].append(binding)
     return bindings
 
 

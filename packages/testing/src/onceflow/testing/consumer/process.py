@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from onceflow.core.process import ServerProcess
+from onceflow.testing.faults import HoldAt
 
 LOG_FILE = "consumer.log"
 CONFIG_FILE = "consumer.toml"
@@ -40,4 +41,25 @@ class ConsumerProcess(ServerProcess):
         startup_timeout: float = 60.0,
         stop_timeout: float = 20.0,
     ) -> None:
+        super().__init__(work_dir, settings, env=env, startup_timeout=startup_timeout, stop_timeout=stop_timeout)
+
+
+class HeldAuditsConsumerProcess(ConsumerProcess):
+    """A consumer process whose audits are held at their start until ``hold.release()``."""
+
+    MODULE = "onceflow.testing.consumer.held_audits"
+
+    def __init__(
+        self,
+        work_dir: Path,
+        settings: Mapping[str, Any],
+        hold: HoldAt,
+        *,
+        env: Mapping[str, str] | None = None,
+        startup_timeout: float = 60.0,
+        stop_timeout: float = 20.0,
+    ) -> None:
+        from onceflow.testing.consumer.held_audits import HOLD_DIR_ENV
+
+        env = {**(env or {}), HOLD_DIR_ENV: hold.directory}
         super().__init__(work_dir, settings, env=env, startup_timeout=startup_timeout, stop_timeout=stop_timeout)

@@ -1,0 +1,161 @@
+"""The consumer's Results API cannot be starved or blown up by its clients (issue 22, item 4).
+
+Attacks, on a consumer with the deployed rule (a token for the mutating RPCs; reads open):
+
+- twenty unauthenticated ``WatchResults``/``WatchRows`` streams used to take every thread of the
+  server, so that authenticated calls timed out. Expected: a client gets at most
+  ``server.limits.max_streams_per_client`` streams, the rest RESOURCE_EXHAUSTED at once, and
+  ``RunAudit`` and ``GetIpCounts`` still answer (onceflow.core.grpc bounds streams for every server);
+- six ``RunAudit`` at once used 780 MB. Expected: ``audit.max_concurrent`` run, the others are
+  RESOURCE_EXHAUSTED naming the limit. The audits are held at their start by an injected hook
+  (:class:`onceflow.testing.faults.HoldAt`), so the outcome does not depend on the machine's speed.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.consumer.service import ConsumerService
+from onceflow.consumer.settings import ConsumerSettings
+from onceflow.core.grpc import open_channel
+from onceflow.core.settings import TlsSettings
+from onceflow.proto.v1 import results_pb2, results_pb2_grpc
+from onceflow.testing.broker.clients import create_topic
+from onceflow.testing.faults import HoldAt
+
+TOKEN = "results-token"
+
+
+def consumer(broker: EmbeddedBroker, tmp_path: Path, **extra: Any) -> ConsumerService:
+    token = tmp_path / "token"
+    token.write_text(TOKEN)
+    topic = "attacks-results"
+    create_topic(broker.bootstrap_servers, topic, 1)
+    settings = ConsumerSettings.model_validate(
+        {
+            "kafka": {"bootstrap_servers": broker.bootstrap_servers},
+            "consumer": {"topic": topic, "group_id": "attacks"},
+            "store": {"path": str(tmp_path / "results.db")},
+            "server": {"host": "127.0.0.1", "port": 0, "auth": {"token_file": str(token)}},
+            "audit": {"sinks": [{"name": "kafka", "kind": "kafka", "topic": topic}]},
+        }
+    )
+    return ConsumerService(settings, **extra).start()
+
+
+@pytest.fixture
+def stubs(tmp_path: Path) -> Iterator[Callable[[ConsumerService], tuple[Any, Any]]]:
+    """(anonymous stub, stub sending the token) of a started consumer; channels closed at teardown."""
+    channels: list[grpc.Channel] = []
+
+    def make(service: ConsumerService) -> tuple[Any, Any]:
+        target = f"127.0.0.1:{service.port}"
+        (tmp_path / "client-token").write_text(TOKEN)
+        anonymous = open_channel(target)
+        authenticated = open_channel(target, TlsSettings(token_file=str(tmp_path / "client-token")))
+        channels.extend([anonymous, authenticated])
+        return results_pb2_grpc.ResultsStub(anonymous), results_pb2_grpc.ResultsStub(authenticated)  # type: ignore[no-untyped-call]
+
+    yield make
+    for channel in channels:
+        channel.close()
+
+
+def first_message(call: Any) -> grpc.StatusCode:
+    """OK once the stream's first message arrived (it is open), or the code that ended it."""
+    try:
+        next(call)
+    except grpc.RpcError as exc:
+        code: grpc.StatusCode = exc.code()
+        return code
+    return grpc.StatusCode.OK
+
+
+def test_twenty_open_streams_leave_the_other_rpcs_answering(broker: EmbeddedBroker, tmp_path: Path, stubs: Any) -> None:
+    service = consumer(broker, tmp_path)
+    try:
+        anonymous, authenticated = stubs(service)
+        calls = [
+            anonymous.WatchResults(results_pb2.WatchResultsRequest()) if i % 2 else
+            anonymous.WatchRows(results_pb2.WatchRowsRequest(table="results"))
+            for i in range(20)
+        ]  # fmt: skip
+        with concurrent.futures.ThreadPoolExecutor(20) as pool:
+            codes = list(pool.map(first_message, calls, timeout=60))
+        limit = service.settings.server.limits.max_streams_per_client
+        assert codes.count(grpc.StatusCode.OK) == limit, codes
+        assert codes.count(grpc.StatusCode.RESOURCE_EXHAUSTED) == 20 - limit, codes
+
+        # the open streams hold threads, and the other calls still answer promptly
+        assert authenticated.GetIpCounts(results_pb2.GetIpCountsRequest(ip="10.0.0.1"), timeout=10).counts == []
+        report = authenticated.RunAudit(
+            results_pb2.RunAuditRequest(generator=results_pb2.GeneratorTruth(seed=1, count=10)), timeout=60
+        )
+        assert report.sinks
+        with pytest.raises(grpc.RpcError) as refused:
+            next(anonymous.WatchResults(results_pb2.WatchResultsRequest(), timeout=10))
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "max_streams_per_client" in (refused.value.details() or "")
+
+        # a closed stream gives its slot back
+        calls[codes.index(grpc.StatusCode.OK)].cancel()
+        fresh = anonymous.WatchResults(results_pb2.WatchResultsRequest())
+        assert _eventually_open(anonymous, fresh) == grpc.StatusCode.OK
+        fresh.cancel()
+    finally:
+        for call in calls:
+            call.cancel()
+        service.stop()
+
+
+def _eventually_open(stub: Any, call: Any) -> grpc.StatusCode:
+    """The slot of a cancelled stream is released when the server sees the cancellation: retry briefly."""
+    for _ in range(50):
+        code = first_message(call)
+        if code != grpc.StatusCode.RESOURCE_EXHAUSTED:
+            return code
+        call = stub.WatchResults(results_pb2.WatchResultsRequest())
+    return first_message(call)
+
+
+def test_concurrent_audits_are_bounded(broker: EmbeddedBroker, tmp_path: Path, stubs: Any) -> None:
+    held = HoldAt("audit.started")
+    service = consumer(broker, tmp_path, faults=held)
+    try:
+        _, authenticated = stubs(service)
+        request = results_pb2.RunAuditRequest(generator=results_pb2.GeneratorTruth(seed=1, count=10))
+        futures = [authenticated.RunAudit.future(request, timeout=120) for _ in range(6)]
+        limit = service.settings.audit.max_concurrent
+        held.wait_held(limit, timeout=60)  # the admitted audits run, held at their start
+        deadline = time.monotonic() + 30
+        while sum(f.done() for f in futures) < 6 - limit and time.monotonic() < deadline:
+            time.sleep(0.05)
+        refused = [f for f in futures if f.done()]
+        assert len(refused) == 6 - limit, "an audit finished while held, or one past the limit ran"
+        for future in refused:
+            assert future.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            assert f"audit.max_concurrent = {limit}" in (future.details() or "")
+        assert held.held() == limit
+        # cancelled, the held audits are stopped and give their slots back (once the server saw it)
+        for future in futures:
+            future.cancel()
+        held.release()
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                assert authenticated.RunAudit(request, timeout=120).sinks
+                break
+            except grpc.RpcError as exc:
+                assert exc.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and time.monotonic() < deadline, exc
+                time.sleep(0.1)
+    finally:
+        held.release()
+        service.stop()
