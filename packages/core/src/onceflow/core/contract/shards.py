@@ -21,6 +21,7 @@ retried Prepare, a re-sent Commit and a recovered transaction give each shard th
 
 from __future__ import annotations
 
+import array
 import json
 import zlib
 from collections.abc import Iterable, Sequence
@@ -146,9 +147,16 @@ def key_shard(key: Sequence[object], count: int) -> int:
 
 
 def rows_of_shard(table: pa.Table, keys: Sequence[str], shard: Shard) -> pa.Table:
-    """The rows of ``table`` whose key (``keys`` columns) ``shard`` owns (:func:`key_shard`), in order."""
+    """The rows of ``table`` whose key (``keys`` columns) ``shard`` owns (:func:`key_shard`), in order.
+
+    The row numbers go to Arrow as a buffer, not as Python objects: pyarrow's conversion of Python
+    objects imports pandas on first use, which would cost a participant's first prepare seconds.
+    """
     if not shard.is_sharded or not table.num_rows:
         return table
     columns = [table.column(name).to_pylist() for name in keys]
-    mask = [key_shard(key, shard.count) == shard.index for key in zip(*columns, strict=True)]
-    return table.filter(pa.array(mask, type=pa.bool_()))
+    owned = array.array(
+        "q",
+        (row for row, key in enumerate(zip(*columns, strict=True)) if key_shard(key, shard.count) == shard.index),
+    )
+    return table.take(pa.Array.from_buffers(pa.int64(), len(owned), [None, pa.py_buffer(owned)]))

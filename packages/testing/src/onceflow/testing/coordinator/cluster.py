@@ -140,7 +140,7 @@ class TwoPhaseCommitCluster:
         self.coordinator.start()
         for sink in self.sinks:
             for index, name in enumerate(self.names_of(sink)):
-                settings = self._participant_settings(sink, index)
+                settings = self.participant_settings(sink, index)
                 process = ParticipantProcess(self._participant_dir(name), settings)
                 self.participants[name] = process.start(wait=False)
         for process in self.participants.values():
@@ -153,7 +153,8 @@ class TwoPhaseCommitCluster:
     def _participant_dir(self, name: str) -> Path:
         return self.work_dir / f"participant-{name.replace('#', '-')}"
 
-    def _participant_settings(self, sink: str, index: int = 0) -> dict[str, Any]:
+    def participant_settings(self, sink: str, index: int = 0) -> dict[str, Any]:
+        """The settings (nested dicts) of the participant process of ``sink`` (of its shard ``index``)."""
         options: dict[str, Any]
         name = self.shard_of(sink, index).record_name(sink)
         if sink == "kafka":
@@ -296,6 +297,12 @@ class TwoPhaseCommitCluster:
 
     def postgres_rows(self) -> list[Row]:
         return sorted(_row(row) for row in self.reader("postgres").rows(ip_count_table_binding("postgres")))
+
+    def rows_of(self, binding: SinkBinding) -> list[Row]:
+        """The IP-count rows ``binding`` holds in its sink (a table or topic of the IP-count schema), sorted,
+        duplicates kept."""
+        with self.reader(binding.sink) as reader:
+            return sorted(_row(row) for row in reader.rows(binding))
 
     def sink_rows(self) -> dict[str, list[Row]]:
         """Each sink's rows, read directly from the sink (Kafka topic, SQLite file, PostgreSQL table)."""
