@@ -74,18 +74,19 @@ class SinkParticipant(abc.ABC):
         or default bindings that are not keyed (every shard gets every file of those)."""
         if not self.shard.is_sharded:
             return
+        effective = self.bindings_or_default(bindings)
         try:
-            check_shardable(self.name, bindings or self.default_bindings())
+            check_shardable(self.name, effective)
         except InvalidBinding as exc:
             raise BindingRejected(self.name, "bindings", str(exc)) from None
-        for binding in () if bindings else self.default_bindings():
-            if not is_keyed(binding):
-                raise BindingRejected(
-                    self.name,
-                    binding.describe(),
-                    f"the sink is sharded and its default binding is {binding.mode} without keys: every shard "
-                    "would write every row; declare the job's bindings",
-                )
+        unkeyed = [binding for binding in effective if not is_keyed(binding)] if not bindings else []
+        if unkeyed:
+            raise BindingRejected(
+                self.name,
+                unkeyed[0].describe(),
+                f"the sink is sharded and its default binding is {unkeyed[0].mode} without keys: every shard "
+                "would write every row; declare the job's bindings",
+            )
 
     def own_topics(self) -> frozenset[str]:
         """Topics this sink keeps for itself besides the internal ``_onceflow_*`` ones (a Kafka sink's
