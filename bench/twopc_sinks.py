@@ -43,22 +43,17 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
-
-from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA, IP_COUNT_RECORD_NAME, SinkBinding, SinkMode
+from onceflow.core.contract import SinkBinding, SinkMode, ip_count_topic_binding
 from onceflow.core.kafka import read_committed
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile
 from onceflow.core.topics import SINK_TOPIC
 from onceflow.proto.v1 import common_pb2
-from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster
+from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster, running_cluster
 from onceflow.testing.sinks.postgres import PostgresServer, running_postgres
 
 JOB = "bench"
@@ -115,8 +110,6 @@ def measure(
     cluster: TwoPhaseCommitCluster,
     args: argparse.Namespace,
     bindings: dict[str, list[SinkBinding]] | None = None,
-    *,
-    broker_pid: int | None = None,
 ) -> RunResult:
     """Register, stage every batch, commit the warm-up batches, then time the measured ones (and
     count each process's CPU time over them)."""
@@ -125,7 +118,7 @@ def measure(
     staged = [stage(cluster, batch, args.rows, args.files) for batch in range(total)]
     for batch in range(args.warmup):
         cluster.commit(JOB, epoch, batch, staged[batch])
-    pids = {"broker": broker_pid, "coordinator": cluster.coordinator.pid}
+    pids = {"broker": cluster.broker.pid if cluster.broker else None, "coordinator": cluster.coordinator.pid}
     pids.update({name: process.pid for name, process in cluster.participants.items()})
     cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     driver_before = time.process_time()
@@ -146,33 +139,23 @@ def measure(
 def shard_run(args: argparse.Namespace, shards: int) -> RunResult:
     """The Kafka sink alone, served by ``shards`` participant processes."""
     topic = SINK_TOPIC if args.mode == "upsert" else "bench_shards"
-    bindings = None
-    if args.mode == "append":
-        binding = SinkBinding(
-            "kafka",
-            topic=topic,
-            mode=SinkMode.APPEND,
-            keys=("ip",),
-            record_name=IP_COUNT_RECORD_NAME,
-            schema=IP_COUNT_ARROW_SCHEMA,
-        )
-        bindings = {"kafka": [binding]}
-    with tempfile.TemporaryDirectory(prefix="bench-shards-") as tmp, EmbeddedBroker(Path(tmp) / "broker") as broker:
-        cluster = TwoPhaseCommitCluster(
-            Path(tmp) / "cluster",
-            bootstrap_servers=broker.bootstrap_servers,
-            postgres_dsn="",
+    bindings = {"kafka": [ip_count_topic_binding("kafka", topic, SinkMode.APPEND)]} if args.mode == "append" else None
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-shards-") as tmp,
+        running_cluster(
+            Path(tmp),
+            None,
             sinks=("kafka",),
             shards={"kafka": shards},
             coordinator_settings={"commit_wait_ms": 30_000, "log": {"level": args.log_level}},
             participant_log_level=args.log_level,
-        )
-        with cluster:
-            result = measure(cluster, args, bindings, broker_pid=broker.pid)
-            held = sum(1 for _ in read_committed(KafkaSettings(bootstrap_servers=broker.bootstrap_servers), topic))
-            expected = (args.warmup + args.batches) * args.rows
-            if held != expected:
-                raise RuntimeError(f"{shards} shards: {topic} holds {held} committed records, expected {expected}")
+        ) as cluster,
+    ):
+        result = measure(cluster, args, bindings)
+        held = sum(1 for _ in read_committed(KafkaSettings(bootstrap_servers=cluster.bootstrap_servers), topic))
+        expected = (args.warmup + args.batches) * args.rows
+        if held != expected:
+            raise RuntimeError(f"{shards} shards: {topic} holds {held} committed records, expected {expected}")
     return result
 
 
@@ -183,11 +166,11 @@ def compare_shards(args: argparse.Namespace) -> int:
         for shards in counts:
             result = shard_run(args, shards)
             results[shards].append(result)
-            cpu = "  ".join(f"{name} {ms:.0f}" for name, ms in result.cpu_ms.items())
+            cpu_line = "  ".join(f"{name} {ms:.0f}" for name, ms in result.cpu_ms.items())
             print(
                 f"run {run}, {shards} shard(s): p50 {result.p50:.1f} ms  p99 {result.p99:.1f} ms  "
                 f"{result.commits_per_s:.2f} commits/s  {result.commits_per_s * args.rows:,.0f} rows/s  "
-                f"(CPU ms per batch: {cpu})  load {os.getloadavg()[0]:.1f}",
+                f"(CPU ms per batch: {cpu_line})  load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
     print(
@@ -199,7 +182,7 @@ def compare_shards(args: argparse.Namespace) -> int:
     for shards, runs in results.items():
         rate = statistics.median(r.commits_per_s for r in runs)
 
-        def cpu(name: str, runs: list[RunResult] = runs) -> float:
+        def cpu_of(name: str, runs: list[RunResult] = runs) -> float:
             return statistics.median(r.cpu_ms[name] for r in runs)
 
         per_shard = statistics.median(
@@ -208,29 +191,26 @@ def compare_shards(args: argparse.Namespace) -> int:
         print(
             f"| {shards} | {statistics.median(r.p50 for r in runs):.1f} ms | "
             f"{statistics.median(r.p99 for r in runs):.1f} ms | {rate:.2f} | {rate * args.rows:,.0f} | "
-            f"{cpu('broker'):.0f} | {cpu('coordinator'):.0f} | {per_shard:.0f} | {cpu('driver'):.0f} |"
+            f"{cpu_of('broker'):.0f} | {cpu_of('coordinator'):.0f} | {per_shard:.0f} | {cpu_of('driver'):.0f} |"
         )
     return 0
 
 
 def one_run(postgres: PostgresServer, args: argparse.Namespace, run: int) -> RunResult:
-    dbname = f"bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres.dsn(), autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
-    with tempfile.TemporaryDirectory(prefix="bench-twopc-") as tmp, EmbeddedBroker(Path(tmp) / "broker") as broker:
-        cluster = TwoPhaseCommitCluster(
-            Path(tmp) / "cluster",
-            bootstrap_servers=broker.bootstrap_servers,
-            postgres_dsn=postgres.dsn(dbname),
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-twopc-") as tmp,
+        running_cluster(
+            Path(tmp),
+            postgres,
             coordinator_settings={"commit_wait_ms": 30_000, "log": {"level": args.log_level}},
             participant_log_level=args.log_level,
-        )
-        with cluster:
-            result = measure(cluster, args)
-            total = args.warmup + args.batches
-            rows = {sink: len(found) for sink, found in cluster.sink_rows().items()}
-            if set(rows.values()) != {total * args.rows}:
-                raise RuntimeError(f"run {run}: sinks hold {rows}, expected {total * args.rows} rows each")
+        ) as cluster,
+    ):
+        result = measure(cluster, args)
+        total = args.warmup + args.batches
+        rows = {sink: len(found) for sink, found in cluster.sink_rows().items()}
+        if set(rows.values()) != {total * args.rows}:
+            raise RuntimeError(f"run {run}: sinks hold {rows}, expected {total * args.rows} rows each")
     return result
 
 

@@ -7,7 +7,8 @@ its own writing tables and topics of its own, so each checks its sinks exactly:
 - a batch split over the two shards of every kind, by key (the default IP-count bindings, and the
   SQLite binding: upsert) and by file (the Kafka and PostgreSQL bindings: append);
 - a ``kill -9`` of one shard of every sink at each step of the protocol, each ending with every
-  sink exact (crash points of :mod:`onceflow.sinks.server.crash`);
+  sink exact (crash points of :mod:`onceflow.sinks.server.crash`; the variants beyond one before and
+  one after the vote are marked slow);
 - a participant started with the wrong shard count, refused when the job registers.
 """
 
@@ -22,14 +23,12 @@ from pathlib import Path
 import grpc
 import pytest
 
-from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA, IP_COUNT_RECORD_NAME, SinkBinding, SinkMode
-from onceflow.core.contract.ip_count import ip_count_table_binding
+from onceflow.core.contract import SinkBinding, SinkMode, ip_count_table_binding, ip_count_topic_binding
 from onceflow.core.staging import StagedFile
 from onceflow.sinks.server.crash import CRASH_ENV, CRASH_EXIT_CODE
-from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster
-from onceflow.testing.sinks.postgres import PostgresServer, fresh_database
+from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster, running_cluster
+from onceflow.testing.sinks.postgres import PostgresServer
 from onceflow.testing.sinks.process import ParticipantProcess
 
 from .driver import ABORTED, COMMITTED, COMMITTING, batch_rows, expected_rows
@@ -45,23 +44,13 @@ FILES = 4
 def sharded(
     tmp_path_factory: pytest.TempPathFactory, postgres_server: PostgresServer
 ) -> Iterator[TwoPhaseCommitCluster]:
-    work = tmp_path_factory.mktemp("shards")
-    broker = EmbeddedBroker(work / "broker", 0).start()
-    try:
-        with fresh_database(postgres_server) as dsn:
-            cluster = TwoPhaseCommitCluster(
-                work / "cluster",
-                bootstrap_servers=broker.bootstrap_servers,
-                postgres_dsn=dsn,
-                shards=SHARDS,
-                coordinator_settings={"commit_wait_ms": 1_000, "prepare_timeout_ms": 30_000},
-            )
-            try:
-                yield cluster.start()
-            finally:
-                cluster.stop()
-    finally:
-        broker.stop()
+    with running_cluster(
+        tmp_path_factory.mktemp("shards"),
+        postgres_server,
+        shards=SHARDS,
+        coordinator_settings={"commit_wait_ms": 1_000, "prepare_timeout_ms": 30_000},
+    ) as cluster:
+        yield cluster
 
 
 @pytest.fixture(autouse=True)
@@ -77,18 +66,9 @@ def bindings(tag: str) -> dict[str, list[SinkBinding]]:
     upsert on (window_start, ip) (split by key)."""
     name = f"shards_{tag}"
     return {
-        "kafka": [
-            SinkBinding(
-                "kafka",
-                topic=name,
-                mode=SinkMode.APPEND,
-                keys=("ip",),
-                record_name=IP_COUNT_RECORD_NAME,
-                schema=IP_COUNT_ARROW_SCHEMA,
-            )
-        ],
+        "kafka": [ip_count_topic_binding("kafka", name, SinkMode.APPEND)],
         "sqlite": [ip_count_table_binding("sqlite", name)],
-        "postgres": [SinkBinding("postgres", table=name, mode=SinkMode.APPEND, schema=IP_COUNT_ARROW_SCHEMA)],
+        "postgres": [ip_count_table_binding("postgres", name, SinkMode.APPEND)],
     }
 
 
@@ -195,7 +175,7 @@ def _commit_until_decided(cluster: TwoPhaseCommitCluster, job: str, epoch: int, 
     raise AssertionError(f"{job}:0 still aborted after 50 attempts\n{cluster.logs()}")
 
 
-@pytest.mark.parametrize("point", ["prepare-received", "prepare-durable"])
+@pytest.mark.parametrize("point", ["prepare-received", pytest.param("prepare-durable", marks=pytest.mark.slow)])
 def test_a_shard_killed_before_its_vote_aborts_the_batch_in_every_shard(
     sharded: TwoPhaseCommitCluster, point: str
 ) -> None:
@@ -230,7 +210,14 @@ def test_a_shard_killed_before_its_vote_aborts_the_batch_in_every_shard(
     assert_exact(sharded, job, tag, rows)
 
 
-@pytest.mark.parametrize("point", ["commit-received", "commit-midway", "commit-applied"])
+@pytest.mark.parametrize(
+    "point",
+    [
+        "commit-received",
+        pytest.param("commit-midway", marks=pytest.mark.slow),
+        pytest.param("commit-applied", marks=pytest.mark.slow),
+    ],
+)
 def test_a_shard_killed_after_voting_yes_commits_its_share_when_it_recovers(
     sharded: TwoPhaseCommitCluster, point: str
 ) -> None:

@@ -17,15 +17,14 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.topics import SOURCE_TOPIC
 from onceflow.sinks.server.settings import ParticipantSettings
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.replay import audit_job, render
 from onceflow.spark.runner import start_query
 from onceflow.testing.broker.clients import create_topic
-from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster
-from onceflow.testing.sinks.postgres import PostgresServer, fresh_database
+from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster, running_cluster
+from onceflow.testing.sinks.postgres import PostgresServer
 
 from .conftest import job_settings
 from .system import Key, encoded_events, end_input, produce_events, recent_model, truth
@@ -39,22 +38,13 @@ SHARDS = 2
 @pytest.fixture
 def cluster(tmp_path: Path, postgres_server: PostgresServer) -> Iterator[TwoPhaseCommitCluster]:
     """A broker, and a coordinator with two participant processes per sink."""
-    broker = EmbeddedBroker(tmp_path / "broker", 0).start()
-    try:
-        with fresh_database(postgres_server) as dsn:
-            sharded = TwoPhaseCommitCluster(
-                tmp_path / "cluster",
-                bootstrap_servers=broker.bootstrap_servers,
-                postgres_dsn=dsn,
-                shards=dict.fromkeys(SINKS, SHARDS),
-                coordinator_settings={"prepare_timeout_ms": 30_000, "commit_wait_ms": 30_000},
-            )
-            try:
-                yield sharded.start()
-            finally:
-                sharded.stop()
-    finally:
-        broker.stop()
+    with running_cluster(
+        tmp_path,
+        postgres_server,
+        shards=dict.fromkeys(SINKS, SHARDS),
+        coordinator_settings={"prepare_timeout_ms": 30_000, "commit_wait_ms": 30_000},
+    ) as sharded:
+        yield sharded
 
 
 def _results(cluster: TwoPhaseCommitCluster) -> dict[str, Counter[tuple[Key, int]]]:

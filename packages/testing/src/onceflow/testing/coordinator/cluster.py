@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Final
 
 import grpc
 
+from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.coordinator.model import ParticipantRef
 from onceflow.core.avro import IpCount
 from onceflow.core.contract import Shard, SinkBinding, TransactionId
@@ -42,6 +44,7 @@ from onceflow.proto.v1 import coordinator_pb2, coordinator_pb2_grpc
 from onceflow.sinks.postgres.schema import gid_prefix
 from onceflow.sinks.readback import BindingReader, KafkaReader, PostgresReader, SqliteReader
 from onceflow.testing.coordinator.process import CoordinatorProcess
+from onceflow.testing.sinks.postgres import PostgresServer, fresh_database
 from onceflow.testing.sinks.process import ParticipantProcess
 
 #: The three real sinks, in the order they are registered with the coordinator.
@@ -91,6 +94,22 @@ def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, An
     return merged
 
 
+@contextmanager
+def running_cluster(work_dir: Path, postgres: PostgresServer | None, **options: Any) -> Iterator[TwoPhaseCommitCluster]:
+    """A started :class:`TwoPhaseCommitCluster` (``options`` as its constructor's) on a broker of its own
+    and a fresh database of ``postgres`` (None: no ``postgres`` sink), for module fixtures and
+    benchmarks; everything is stopped (and the database dropped) on exit."""
+    with ExitStack() as stack:
+        broker = stack.enter_context(EmbeddedBroker(work_dir / "broker"))
+        dsn = stack.enter_context(fresh_database(postgres)) if postgres is not None else ""
+        cluster = TwoPhaseCommitCluster(
+            work_dir / "cluster", bootstrap_servers=broker.bootstrap_servers, postgres_dsn=dsn, **options
+        )
+        cluster.broker = broker
+        stack.callback(cluster.stop)
+        yield cluster.start()
+
+
 class TwoPhaseCommitCluster:
     """Coordinator and participant processes for ``sinks`` on the broker at ``bootstrap_servers``.
 
@@ -130,6 +149,8 @@ class TwoPhaseCommitCluster:
         self.coordinator = CoordinatorProcess(self.work_dir / "coordinator", settings, env=coordinator_env)
         self._participant_log_level = participant_log_level
         self.participants: dict[str, ParticipantProcess] = {}
+        #: The broker process, when :func:`running_cluster` started it for this cluster.
+        self.broker: EmbeddedBroker | None = None
         self._client: CoordinatorClient | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
