@@ -1,9 +1,9 @@
-"""The IP-count job (local[2]) writing through sinks that are each served by two participant processes.
+"""The IP-count job (local[2]) writing through sinks served by two participant processes each.
 
-The job names each sink's shards by their targets (``targets = [...]``); every shard of the Kafka,
-SQLite and PostgreSQL sinks votes in every batch's transaction and writes the keys it owns (the
-default IP-count bindings are upserts by key). The sinks end EXACT, and the replay audit, given one
-shard's participant config, reads each sink whole.
+The job names the Kafka and PostgreSQL sinks' shards by their targets (``targets = [...]``), next to
+a SQLite sink served by one process; every shard votes in every batch's transaction and writes the
+keys it owns (the default IP-count bindings are upserts by key). The sinks end EXACT, and the replay
+audit, given shard 0's participant config, reads each sink whole.
 """
 
 from __future__ import annotations
@@ -31,17 +31,18 @@ from .system import Key, encoded_events, end_input, produce_events, recent_model
 
 pytestmark = pytest.mark.slow
 
-EVENTS = 6_000
-SHARDS = 2
+EVENTS = 4_000
+#: Participant processes per sink.
+SHARDS = {"kafka": 2, "postgres": 2, "sqlite": 1}
 
 
 @pytest.fixture
 def cluster(tmp_path: Path, postgres_server: PostgresServer) -> Iterator[TwoPhaseCommitCluster]:
-    """A broker, and a coordinator with two participant processes per sink."""
+    """A broker, a coordinator and the participant processes of :data:`SHARDS`."""
     with running_cluster(
         tmp_path,
         postgres_server,
-        shards=dict.fromkeys(SINKS, SHARDS),
+        shards=SHARDS,
         coordinator_settings={"prepare_timeout_ms": 30_000, "commit_wait_ms": 30_000},
     ) as sharded:
         yield sharded
@@ -72,9 +73,9 @@ def test_a_spark_job_writes_through_two_shards_of_every_sink_exactly(
     spark: SparkSession, cluster: TwoPhaseCommitCluster, tmp_path: Path
 ) -> None:
     """Steps:
-    1. 6,000 generated events in the source topic, then the end of input (every window closes).
-    2. The job runs with each sink's two shards as its participants (``targets``) until every sink
-       holds every window: each equals the ground truth, no row twice.
+    1. 4,000 generated events in the source topic, then the end of input (every window closes).
+    2. The job runs with the sinks' shards as its participants (``targets``) until every sink holds
+       every window: each equals the ground truth, no row twice.
     3. Every shard voted yes with rows of its own, and the sinks are committed through the last batch
        (each shard's commit records, read whole).
     4. The replay audit with shard 0's participant config: EXACT for every sink.
