@@ -29,23 +29,20 @@ TXN = TransactionId("job", 0)
 
 
 @pytest.fixture
-def server(tmp_path: Path, staging_root: Path) -> Iterator[ParticipantServer]:
+def client(tmp_path: Path, staging_root: Path) -> Iterator[ParticipantClient]:
+    """A client of a participant server (in-process) serving shard 1 of 2 of the SQLite sink ``main``."""
     options = SqliteOptions(path=str(tmp_path / "main.db"))
     settings = ParticipantSettings(
         staging=StagingSettings(roots=[str(staging_root)]),
         sinks=[SqliteSink(name="main", kind="sqlite", options=options, shard=1, shards=2)],
         server=GrpcServerSettings(port=0),
     )
-    instance = ParticipantServer(settings)
-    instance.start()
-    yield instance
-    instance.stop(grace=0)
-
-
-@pytest.fixture
-def client(server: ParticipantServer) -> Iterator[ParticipantClient]:
-    with ParticipantClient(f"127.0.0.1:{server.port}") as participant:
-        yield participant
+    server = ParticipantServer(settings).start()
+    try:
+        with ParticipantClient(f"127.0.0.1:{server.port}") as participant:
+            yield participant
+    finally:
+        server.stop(grace=0)
 
 
 def test_a_request_for_another_shard_is_refused_naming_both(client: ParticipantClient, stage: Stage) -> None:
@@ -66,7 +63,7 @@ def test_a_request_for_another_shard_is_refused_naming_both(client: ParticipantC
 
 
 def test_a_shard_keeps_its_keys_and_records_its_own_commits(
-    client: ParticipantClient, server: ParticipantServer, stage: Stage, tmp_path: Path
+    client: ParticipantClient, stage: Stage, tmp_path: Path
 ) -> None:
     """Steps:
     1. Shard 1 of 2 prepares a batch of the keyed default binding (every shard gets every file): it
