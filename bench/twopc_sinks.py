@@ -1,4 +1,5 @@
-"""Two-phase-commit latency and throughput across the three real sinks: one micro-batch of 1,000 rows per commit.
+"""Two-phase-commit latency and throughput across the three real sinks: one micro-batch of 1,000 rows per commit;
+and, with ``--kafka-shards 1,2,4``, the Kafka sink alone served by 1, 2 and 4 participant shards side by side.
 
 What it measures: ``CommitTransaction`` as the Spark driver calls it, from the call to the answer
 COMMITTED (every participant has committed), for a batch of ``--rows`` rows staged as ``--files``
@@ -21,29 +22,38 @@ Assumptions:
 - each run starts everything afresh; the result is the median of the runs' p50, p99 and
   throughput.
 
+Shards (``--kafka-shards 1,2,4``): only the Kafka sink, served by each number of participant
+processes in turn (``kafka#0``, ``kafka#1``, ...), the runs of each count interleaved so that a
+change of the machine's load hits every count alike. The batch's output is bound in append mode
+(``--mode append``: each shard produces the rows of its share of the files) or as the IP-count
+results (``--mode upsert``: every shard reads every file and produces the keys it owns). The sink
+is checked by counting the topic's committed records.
+
 Usage:
     .venv/bin/python bench/twopc_sinks.py [--runs 3] [--batches 300] [--warmup 20] [--rows 1000] [--files 4]
+    .venv/bin/python bench/twopc_sinks.py --kafka-shards 1,2,4 [--mode append] [--runs 3] [--batches 60]
+        [--rows 10000] [--files 8]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
 import time
-import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
-
-from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.avro import IpCount
+from onceflow.core.contract import SinkBinding, SinkMode, ip_count_topic_binding
+from onceflow.core.kafka import read_committed
+from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile
+from onceflow.core.topics import SINK_TOPIC
 from onceflow.proto.v1 import common_pb2
-from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster
+from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster, running_cluster
 from onceflow.testing.sinks.postgres import PostgresServer, running_postgres
 
 JOB = "bench"
@@ -56,6 +66,8 @@ W0 = (int(time.time() * 1000) - 3_600_000) // 5_000 * 5_000
 class RunResult:
     latencies_ms: list[float]
     commits_per_s: float
+    #: CPU milliseconds per measured batch, by process (broker, coordinator, each participant, driver).
+    cpu_ms: dict[str, float] = field(default_factory=dict)
 
     @property
     def p50(self) -> float:
@@ -86,37 +98,120 @@ def stage(cluster: TwoPhaseCommitCluster, batch: int, rows: int, files: int) -> 
     return cluster.stage(JOB, batch, *(data[i : i + per_file] for i in range(0, rows, per_file)))
 
 
-def one_run(postgres: PostgresServer, args: argparse.Namespace, run: int) -> RunResult:
-    dbname = f"bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(postgres.dsn(), autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
-    with tempfile.TemporaryDirectory(prefix="bench-twopc-") as tmp, EmbeddedBroker(Path(tmp) / "broker") as broker:
-        cluster = TwoPhaseCommitCluster(
-            Path(tmp) / "cluster",
-            bootstrap_servers=broker.bootstrap_servers,
-            postgres_dsn=postgres.dsn(dbname),
+def cpu_seconds(pid: int | None) -> float:
+    """User + system CPU time of process ``pid`` so far (Linux ``/proc/<pid>/stat``)."""
+    if pid is None:
+        return 0.0
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(
+    cluster: TwoPhaseCommitCluster,
+    args: argparse.Namespace,
+    bindings: dict[str, list[SinkBinding]] | None = None,
+) -> RunResult:
+    """Register, stage every batch, commit the warm-up batches, then time the measured ones (and
+    count each process's CPU time over them)."""
+    epoch = cluster.register(JOB, bindings=bindings)
+    total = args.warmup + args.batches
+    staged = [stage(cluster, batch, args.rows, args.files) for batch in range(total)]
+    for batch in range(args.warmup):
+        cluster.commit(JOB, epoch, batch, staged[batch])
+    pids = {"broker": cluster.broker.pid if cluster.broker else None, "coordinator": cluster.coordinator.pid}
+    pids.update({name: process.pid for name, process in cluster.participants.items()})
+    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    driver_before = time.process_time()
+    latencies: list[float] = []
+    started = time.perf_counter()
+    for batch in range(args.warmup, total):
+        t0 = time.perf_counter()
+        response = cluster.commit(JOB, epoch, batch, staged[batch])
+        latencies.append((time.perf_counter() - t0) * 1000)
+        if response.state != common_pb2.TRANSACTION_STATE_COMMITTED:
+            raise RuntimeError(f"batch {batch}: {response}")
+    rate = args.batches / (time.perf_counter() - started)
+    cpu = {name: (cpu_seconds(pid) - cpu_before[name]) * 1000 / args.batches for name, pid in pids.items()}
+    cpu["driver"] = (time.process_time() - driver_before) * 1000 / args.batches
+    return RunResult(latencies, rate, cpu)
+
+
+def shard_run(args: argparse.Namespace, shards: int) -> RunResult:
+    """The Kafka sink alone, served by ``shards`` participant processes."""
+    topic = SINK_TOPIC if args.mode == "upsert" else "bench_shards"
+    bindings = {"kafka": [ip_count_topic_binding("kafka", topic, SinkMode.APPEND)]} if args.mode == "append" else None
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-shards-") as tmp,
+        running_cluster(
+            Path(tmp),
+            None,
+            sinks=("kafka",),
+            shards={"kafka": shards},
             coordinator_settings={"commit_wait_ms": 30_000, "log": {"level": args.log_level}},
             participant_log_level=args.log_level,
+        ) as cluster,
+    ):
+        result = measure(cluster, args, bindings)
+        held = sum(1 for _ in read_committed(KafkaSettings(bootstrap_servers=cluster.bootstrap_servers), topic))
+        expected = (args.warmup + args.batches) * args.rows
+        if held != expected:
+            raise RuntimeError(f"{shards} shards: {topic} holds {held} committed records, expected {expected}")
+    return result
+
+
+def compare_shards(args: argparse.Namespace) -> int:
+    counts = [int(n) for n in args.kafka_shards.split(",")]
+    results: dict[int, list[RunResult]] = {n: [] for n in counts}
+    for run in range(1, args.runs + 1):
+        for shards in counts:
+            result = shard_run(args, shards)
+            results[shards].append(result)
+            cpu_line = "  ".join(f"{name} {ms:.0f}" for name, ms in result.cpu_ms.items())
+            print(
+                f"run {run}, {shards} shard(s): p50 {result.p50:.1f} ms  p99 {result.p99:.1f} ms  "
+                f"{result.commits_per_s:.2f} commits/s  {result.commits_per_s * args.rows:,.0f} rows/s  "
+                f"(CPU ms per batch: {cpu_line})  load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+    print(
+        f"Kafka sink, {args.mode}: {args.batches} batches x {args.rows} rows ({args.files} files), "
+        f"median of {args.runs} runs"
+    )
+    print("| shards | p50 | p99 | commits/s | rows/s | CPU ms per batch: broker | coordinator | each shard | driver |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for shards, runs in results.items():
+        rate = statistics.median(r.commits_per_s for r in runs)
+
+        def cpu_of(name: str, runs: list[RunResult] = runs) -> float:
+            return statistics.median(r.cpu_ms[name] for r in runs)
+
+        per_shard = statistics.median(
+            statistics.fmean(ms for name, ms in r.cpu_ms.items() if name.startswith("kafka")) for r in runs
         )
-        with cluster:
-            epoch = cluster.register(JOB)
-            total = args.warmup + args.batches
-            staged = [stage(cluster, batch, args.rows, args.files) for batch in range(total)]
-            for batch in range(args.warmup):
-                cluster.commit(JOB, epoch, batch, staged[batch])
-            latencies: list[float] = []
-            started = time.perf_counter()
-            for batch in range(args.warmup, total):
-                t0 = time.perf_counter()
-                response = cluster.commit(JOB, epoch, batch, staged[batch])
-                latencies.append((time.perf_counter() - t0) * 1000)
-                if response.state != common_pb2.TRANSACTION_STATE_COMMITTED:
-                    raise RuntimeError(f"batch {batch}: {response}")
-            elapsed = time.perf_counter() - started
-            rows = {sink: len(found) for sink, found in cluster.sink_rows().items()}
-            if set(rows.values()) != {total * args.rows}:
-                raise RuntimeError(f"run {run}: sinks hold {rows}, expected {total * args.rows} rows each")
-    return RunResult(latencies, args.batches / elapsed)
+        print(
+            f"| {shards} | {statistics.median(r.p50 for r in runs):.1f} ms | "
+            f"{statistics.median(r.p99 for r in runs):.1f} ms | {rate:.2f} | {rate * args.rows:,.0f} | "
+            f"{cpu_of('broker'):.0f} | {cpu_of('coordinator'):.0f} | {per_shard:.0f} | {cpu_of('driver'):.0f} |"
+        )
+    return 0
+
+
+def one_run(postgres: PostgresServer, args: argparse.Namespace, run: int) -> RunResult:
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-twopc-") as tmp,
+        running_cluster(
+            Path(tmp),
+            postgres,
+            coordinator_settings={"commit_wait_ms": 30_000, "log": {"level": args.log_level}},
+            participant_log_level=args.log_level,
+        ) as cluster,
+    ):
+        result = measure(cluster, args)
+        total = args.warmup + args.batches
+        rows = {sink: len(found) for sink, found in cluster.sink_rows().items()}
+        if set(rows.values()) != {total * args.rows}:
+            raise RuntimeError(f"run {run}: sinks hold {rows}, expected {total * args.rows} rows each")
+    return result
 
 
 def main() -> int:
@@ -127,7 +222,11 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=1000, help="rows per batch")
     parser.add_argument("--files", type=int, default=4, help="staged files per batch (Spark tasks)")
     parser.add_argument("--log-level", default="WARNING", help="log level of the coordinator and participants")
+    parser.add_argument("--kafka-shards", default="", help="compare the Kafka sink alone at these shard counts: 1,2,4")
+    parser.add_argument("--mode", choices=("append", "upsert"), default="append", help="the shards' binding mode")
     args = parser.parse_args()
+    if args.kafka_shards:
+        return compare_shards(args)
 
     results: list[RunResult] = []
     with running_postgres() as postgres:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,26 @@ def test_onceflow_spark_run_is_registered_and_rejects_a_bad_config(
     bad.write_text("trigger_interval_ms = -1\n")
     assert main(["spark", "run", "--config", str(bad)]) == 2
     assert "trigger_interval_ms" in capsys.readouterr().err
+
+
+def test_a_sink_served_by_shards_names_their_targets_in_order(tmp_path: Path) -> None:
+    config = tmp_path / "job.toml"
+    config.write_text(
+        '[[participants]]\nsink = "kafka"\ntargets = ["127.0.0.1:7101", "127.0.0.1:7102"]\n'
+        '[[participants]]\nsink = "sqlite"\ntarget = "127.0.0.1:7103"\n'
+    )
+    settings = load_settings(SparkJobSettings, config, env={})
+    refs = [ref for p in settings.participants for ref in p.refs()]
+    assert [(r.name, r.target, r.shard.count) for r in refs] == [
+        ("kafka#0", "127.0.0.1:7101", 2),
+        ("kafka#1", "127.0.0.1:7102", 2),
+        ("sqlite", "127.0.0.1:7103", 1),
+    ]
+    for body, problem in [
+        ('target = "a:1"\ntargets = ["b:1", "c:1"]', "set target (one participant) or targets (its shards), not both"),
+        ("", "set target (one participant) or targets (its shards), not both"),
+        ('targets = ["b:1", "b:1"]', "each shard needs a target of its own; repeated: b:1"),
+    ]:
+        config.write_text(f'[[participants]]\nsink = "kafka"\n{body}\n')
+        with pytest.raises(InvalidConfig, match=re.escape(problem)):
+            load_settings(SparkJobSettings, config, env={})

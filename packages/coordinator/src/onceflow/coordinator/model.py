@@ -37,7 +37,10 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class ParticipantVote:
-    """What one participant said in this attempt: its vote, whether it acked the decision, its last error."""
+    """What one participant said in this attempt: its vote, whether it acked the decision, its last error.
+
+    ``sink`` names the participant (:attr:`ParticipantRef.name`): the sink, or ``<sink>#<index>`` for
+    a shard of a sharded sink."""
 
     sink: str
     prepared: bool = False
@@ -61,15 +64,16 @@ class Transaction:
     #: 1 for the first attempt; a batch retried after an abort gets a new attempt.
     attempt: int = 1
 
-    def vote_of(self, sink: str) -> ParticipantVote:
+    def vote_of(self, name: str) -> ParticipantVote:
+        """The vote of the participant named ``name`` (:attr:`ParticipantRef.name`: a sink or a shard of one)."""
         for vote in self.votes:
-            if vote.sink == sink:
+            if vote.sink == name:
                 return vote
-        return ParticipantVote(sink)
+        return ParticipantVote(name)
 
     def unacknowledged(self) -> tuple[ParticipantRef, ...]:
         """Participants that have not acked the decision yet."""
-        return tuple(ref for ref in self.participants if not self.vote_of(ref.sink).acknowledged)
+        return tuple(ref for ref in self.participants if not self.vote_of(ref.name).acknowledged)
 
 
 @dataclass(frozen=True, slots=True)

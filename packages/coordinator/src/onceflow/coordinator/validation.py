@@ -15,6 +15,8 @@ from collections.abc import Sequence
 
 from onceflow.coordinator.exceptions import InvalidRequest
 from onceflow.coordinator.model import JOB_NAME, RESERVED_JOB_NAMES, ParticipantRef, StagedFile
+from onceflow.core.contract import InvalidBinding
+from onceflow.core.contract.shards import SHARD_SEPARATOR, check_shardable
 from onceflow.core.request_limits import (
     MAX_ID_BYTES,
     MAX_PARTICIPANTS,
@@ -117,17 +119,22 @@ def check_participants(participants: Sequence[ParticipantRef]) -> tuple[Particip
         raise InvalidRequest(
             "participants", f"{len(participants)} participants, more than the limit of {MAX_PARTICIPANTS}"
         )
-    sinks: set[str] = set()
+    names: set[str] = set()
     for index, ref in enumerate(participants):
         if not ref.sink:
             raise InvalidRequest(f"participants[{index}].sink", "must not be empty")
         _check_size(f"participants[{index}].sink", ref.sink, MAX_ID_BYTES)
+        if SHARD_SEPARATOR in ref.sink:
+            raise InvalidRequest(
+                f"participants[{index}].sink", f"{ref.sink!r} contains {SHARD_SEPARATOR!r}, which names shards"
+            )
         _check_size(f"participants[{index}].target", ref.target, MAX_ID_BYTES)
         if not ref.target:
             raise InvalidRequest(f"participants[{index}].target", f"must not be empty (sink {ref.sink!r})")
-        if ref.sink in sinks:
-            raise InvalidRequest(f"participants[{index}].sink", f"sink {ref.sink!r} is listed twice")
-        sinks.add(ref.sink)
+        if ref.name in names:
+            what = f"{ref.shard} of sink {ref.sink!r}" if ref.shard.is_sharded else f"sink {ref.sink!r}"
+            raise InvalidRequest(f"participants[{index}].sink", f"{what} is listed twice")
+        names.add(ref.name)
         if len(ref.bindings) > MAX_BINDINGS:
             raise InvalidRequest(
                 f"participants[{index}].bindings",
@@ -139,4 +146,44 @@ def check_participants(participants: Sequence[ParticipantRef]) -> tuple[Particip
                     f"participants[{index}].bindings[{j}].sink",
                     f"is {binding.sink!r}, but the participant's sink is {ref.sink!r}",
                 )
+    check_shards(participants)
     return tuple(participants)
+
+
+def check_shards(participants: Sequence[ParticipantRef]) -> None:
+    """The shards of each sharded sink: every index of its count exactly once, each at a target of its
+    own, all with the same bindings, which a sharded sink can split
+    (:func:`~onceflow.core.contract.shards.check_shardable`)."""
+    by_sink: dict[str, list[ParticipantRef]] = {}
+    for ref in participants:
+        by_sink.setdefault(ref.sink, []).append(ref)
+    for sink, refs in by_sink.items():
+        field = f"participants[sink={sink}]"
+        counts = sorted({ref.shard.count for ref in refs})
+        if len(counts) > 1:
+            listed = " and ".join(map(str, counts))
+            raise InvalidRequest(f"{field}.shard", f"sink {sink!r} is listed with {listed} shards")
+        count = counts[0]
+        if count == 1:
+            continue
+        missing = sorted(set(range(count)) - {ref.shard.index for ref in refs})
+        if missing:
+            absent = ", ".join(map(str, missing))
+            raise InvalidRequest(f"{field}.shard", f"sink {sink!r} has {count} shards, but shard(s) {absent} missing")
+        targets = [ref.target for ref in refs]
+        shared = sorted({t for t in targets if targets.count(t) > 1})
+        if shared:
+            raise InvalidRequest(
+                f"{field}.target",
+                f"shards of sink {sink!r} share target {shared[0]}: each shard is a participant process of its own",
+            )
+        first = refs[0]
+        for ref in refs[1:]:
+            if ref.bindings != first.bindings:
+                raise InvalidRequest(
+                    f"{field}.bindings", f"{ref.shard} of sink {sink!r} has other bindings than {first.shard}"
+                )
+        try:
+            check_shardable(sink, first.bindings)
+        except InvalidBinding as exc:
+            raise InvalidRequest(f"{field}.bindings", str(exc)) from None

@@ -35,10 +35,11 @@ def main(args: argparse.Namespace) -> int:
     """Load the settings and serve; returns the process exit code."""
     from onceflow.core.settings import load_settings
     from onceflow.sinks.server import ParticipantServer, ParticipantSettings
+    from onceflow.sinks.server.crash import participant_faults
 
     return run_service(
         "participant",
         lambda: load_settings(ParticipantSettings, args.config),
-        ParticipantServer,
+        lambda settings: ParticipantServer(settings, faults=participant_faults()),
         ready_file=args.ready_file,
     )

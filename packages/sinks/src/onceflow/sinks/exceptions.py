@@ -51,3 +51,16 @@ class BindingRejected(SinkError):  # noqa: N818 - the job's binding does not fit
         self.sink = sink
         self.where = where
         super().__init__(f"sink {sink!r}, {where}: {message}")
+
+
+class ShardMismatch(SinkError):  # noqa: N818 - a request for a share of the sink this process does not serve
+    """The coordinator addressed this participant as another shard of its sink (another index or count)
+    than its configuration says: one of the two is misconfigured, and nothing is written."""
+
+    def __init__(self, sink: str, serves: object, asked: object) -> None:
+        self.sink = sink
+        super().__init__(
+            f"sink {sink!r}: this participant serves {serves} (its [[sinks]] shard and shards settings), but the "
+            f"coordinator addressed {asked}: start every shard of a sink with the same shards count and its own "
+            "index, and register one participant target per shard, in index order"
+        )

@@ -37,7 +37,7 @@ class AbortPhase:
             dataclasses.replace(vote, acknowledged=acks[vote.sink].ok, error=acks[vote.sink].error or vote.error)
             if vote.sink in acks
             else vote
-            for vote in (txn.vote_of(ref.sink) for ref in txn.participants)
+            for vote in (txn.vote_of(ref.name) for ref in txn.participants)
         )
         final = dataclasses.replace(txn, state=TransactionState.ABORTED, votes=votes, updated_at=time.time())
         refused = self._state.complete_abort(final)

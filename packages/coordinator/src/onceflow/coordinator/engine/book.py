@@ -111,6 +111,6 @@ def with_vote(txn: Transaction, vote: ParticipantVote) -> Transaction:
     """``txn`` with ``vote`` replacing the vote of the same sink."""
     votes = [v for v in txn.votes if v.sink != vote.sink]
     votes.append(vote)
-    order = {ref.sink: i for i, ref in enumerate(txn.participants)}
+    order = {ref.name: i for i, ref in enumerate(txn.participants)}
     votes.sort(key=lambda v: order.get(v.sink, len(order)))
     return dataclasses.replace(txn, votes=tuple(votes))

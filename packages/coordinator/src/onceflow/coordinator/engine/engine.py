@@ -122,7 +122,8 @@ class TwoPhaseCommitEngine:
 
         Steps:
             1. Check the request and that ``epoch`` is the job's writer.
-            2. Have every participant with bindings check (and create) its tables and topics: a refusal
+            2. Have every participant with bindings check (and create) its tables and topics, and every
+               shard of a sharded sink check that it serves that shard: a refusal
                (:class:`BindingsRefused`) fails the registration, so the job fails before any batch.
             3. Log the job's new participants (if ``epoch`` is still the job's writer).
         """
@@ -132,11 +133,11 @@ class TwoPhaseCommitEngine:
         self.state.check_writer(job, epoch)
         # Step 2
         for ref in refs:
-            if ref.bindings:
+            if ref.bindings or ref.shard.is_sharded:
                 self.fanout.connector.connect(ref).prepare_bindings(job, self.config.prepare_timeout)
         # Step 3
         registered = self.state.set_participants(job, epoch, refs)
-        _log.info("participants.registered", job=job, epoch=epoch, sinks=",".join(r.sink for r in refs))
+        _log.info("participants.registered", job=job, epoch=epoch, sinks=",".join(r.name for r in refs))
         return registered
 
     # -- two-phase commit ------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Parallel calls to every participant of a transaction, each bounded by a deadline."""
+"""Parallel calls to every participant of a transaction, each bounded by a deadline; each shard of a
+sharded sink gets its share of the transaction's staged files (:func:`files_of`)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,25 @@ from concurrent import futures
 from dataclasses import dataclass
 from typing import TypeVar
 
-from onceflow.coordinator.model import ParticipantRef, Transaction
+from onceflow.coordinator.model import ParticipantRef, StagedFile, Transaction
 from onceflow.coordinator.participants.base import ParticipantClient, ParticipantConnector, PrepareVote
+from onceflow.core.contract.shards import shard_files
 from onceflow.core.errors import OnceflowError
 
 T = TypeVar("T")
 
 
+def files_of(ref: ParticipantRef, txn: Transaction) -> tuple[StagedFile, ...]:
+    """The staged files of ``txn`` that ``ref``'s participant prepares and commits: all of them, or the
+    share of a shard of a sharded sink (:func:`~onceflow.core.contract.shards.shard_files`). A pure
+    function of the logged transaction, so a re-sent Commit or a recovered one carries the same share."""
+    return shard_files(txn.files, ref.bindings, ref.shard)
+
+
 @dataclass(frozen=True, slots=True)
 class CallResult:
-    """One participant's answer: ``error`` is empty on success."""
+    """One participant's answer: ``error`` is empty on success; ``sink`` is the participant's name
+    (:attr:`ParticipantRef.name`: the sink, or ``<sink>#<index>`` for a shard)."""
 
     sink: str
     vote: PrepareVote | None = None
@@ -51,7 +61,7 @@ class ParticipantFanout:
             except Exception as exc:  # a participant client bug must not hang the protocol
                 answer = (None, f"{type(exc).__name__}: {exc}")
             if on_done is not None:
-                on_done(client.sink, *answer)
+                on_done(client.name, *answer)
             return answer
 
         pending = {self._executor.submit(run, self.connector.connect(ref)): ref for ref in refs}
@@ -59,9 +69,9 @@ class ParticipantFanout:
         results: dict[str, tuple[T | None, str]] = {}
         for future, ref in pending.items():
             if future in done:
-                results[ref.sink] = future.result()
+                results[ref.name] = future.result()
             else:
-                results[ref.sink] = (None, f"no answer to {what} within {timeout:g}s")
+                results[ref.name] = (None, f"no answer to {what} within {timeout:g}s")
         return results
 
     def prepare_all(
@@ -78,13 +88,19 @@ class ParticipantFanout:
                 on_result(CallResult(sink, vote, error))
 
         answers = self._call_all(
-            txn.participants, lambda client: client.prepare(txn.id, txn.files, timeout), timeout, "Prepare", report
+            txn.participants,
+            lambda client: client.prepare(txn.id, files_of(client.ref, txn), timeout),
+            timeout,
+            "Prepare",
+            report,
         )
         return [CallResult(sink, vote, error) for sink, (vote, error) in answers.items()]
 
     def commit_all(self, txn: Transaction, refs: Sequence[ParticipantRef], timeout: float) -> list[CallResult]:
         """Commit on ``refs`` (the participants still missing an ack)."""
-        answers = self._call_all(refs, lambda client: client.commit(txn.id, txn.files, timeout), timeout, "Commit")
+        answers = self._call_all(
+            refs, lambda client: client.commit(txn.id, files_of(client.ref, txn), timeout), timeout, "Commit"
+        )
         return [CallResult(sink, None, error) for sink, (_, error) in answers.items()]
 
     def abort_all(self, txn: Transaction, timeout: float) -> list[CallResult]:

@@ -275,7 +275,7 @@ class TransactionStateManager:
                     writer_epoch=epoch,
                     files=files,
                     participants=job.participants,
-                    votes=tuple(ParticipantVote(ref.sink) for ref in job.participants),
+                    votes=tuple(ParticipantVote(ref.name) for ref in job.participants),
                     started_at=now,
                     updated_at=now,
                     attempt=current.attempt + 1 if current is not None else 1,
@@ -439,7 +439,7 @@ class TransactionStateManager:
                 return current
             if current.state is not TransactionState.PREPARING:
                 raise TransactionDecided(str(txn_id), current.state.value, "commit")
-            missing = [ref.sink for ref in current.participants if not current.vote_of(ref.sink).prepared]
+            missing = [ref.name for ref in current.participants if not current.vote_of(ref.name).prepared]
             if missing:
                 raise ResolutionRefused(
                     str(txn_id), f"is undecided and {', '.join(missing)} has not voted yes; only ABORT can end it"

@@ -36,4 +36,4 @@ def no_vote_reason(result: CallResult) -> str:
 
 def ordered(votes: tuple[ParticipantVote, ...], txn: Transaction) -> tuple[ParticipantVote, ...]:
     by_sink = {vote.sink: vote for vote in votes}
-    return tuple(by_sink.get(ref.sink, ParticipantVote(ref.sink)) for ref in txn.participants)
+    return tuple(by_sink.get(ref.name, ParticipantVote(ref.name)) for ref in txn.participants)

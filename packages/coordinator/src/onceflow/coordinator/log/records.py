@@ -21,7 +21,7 @@ from onceflow.coordinator.model import (
     TransactionId,
     TransactionState,
 )
-from onceflow.core.contract import DEFAULT_OUTPUT, SinkBinding
+from onceflow.core.contract import DEFAULT_OUTPUT, Shard, SinkBinding
 
 #: Version of the JSON value format. Readers reject versions they do not know.
 FORMAT_VERSION: Final = 1
@@ -86,13 +86,17 @@ def _ref_doc(ref: ParticipantRef) -> dict[str, Any]:
     doc: dict[str, Any] = {"sink": ref.sink, "target": ref.target}
     if ref.bindings:
         doc["bindings"] = [b.to_dict() for b in ref.bindings]
+    if ref.shard.is_sharded:
+        doc["shard"] = [ref.shard.index, ref.shard.count]
     return doc
 
 
 def _ref(doc: dict[str, Any]) -> ParticipantRef:
-    """A participant ref; records written before bindings existed have none (the default binding)."""
+    """A participant ref; records written before bindings (or shards) existed have none (the default
+    binding, the whole sink)."""
     bindings = tuple(SinkBinding.from_dict(b) for b in doc.get("bindings", ()))
-    return ParticipantRef(doc["sink"], doc["target"], bindings)
+    index, count = doc.get("shard", (0, 1))
+    return ParticipantRef(doc["sink"], doc["target"], bindings, Shard(int(index), int(count)))
 
 
 def decode(key: bytes, value: bytes | None) -> LogRecord:

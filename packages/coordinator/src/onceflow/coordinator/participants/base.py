@@ -56,6 +56,9 @@ class ParticipantClient(ABC):
     - :meth:`commit` and :meth:`abort` are idempotent; aborting an unknown transaction succeeds.
     - Each call honours ``timeout`` (seconds); errors are :class:`ParticipantUnavailable` or
       :class:`ParticipantFailed`. A no vote is not an error: it is a :class:`PrepareVote`.
+    - A shard of a sharded sink (``ref.shard``) gets only its share of the files; every call tells
+      the participant which shard it is believed to be, and a participant that serves another
+      share refuses it.
     """
 
     def __init__(self, ref: ParticipantRef) -> None:
@@ -64,6 +67,11 @@ class ParticipantClient(ABC):
     @property
     def sink(self) -> str:
         return self.ref.sink
+
+    @property
+    def name(self) -> str:
+        """The participant's name in votes and logs: the sink, or ``<sink>#<index>`` for a shard."""
+        return self.ref.name
 
     @abstractmethod
     def prepare(self, txn: TransactionId, files: Sequence[StagedFile], timeout: float) -> PrepareVote:
@@ -79,7 +87,8 @@ class ParticipantClient(ABC):
 
     @abstractmethod
     def prepare_bindings(self, job: str, timeout: float) -> None:
-        """Have the sink check (and create) the tables and topics of ``self.ref.bindings`` for ``job``.
+        """Have the sink check (and create) the tables and topics of ``self.ref.bindings`` for ``job``
+        (and, for a shard, that the participant serves that shard of the sink).
 
         Raises :class:`BindingsRefused` when they do not fit (the reason names table, column and
         mismatch), :class:`ParticipantUnavailable` when the participant cannot answer now.

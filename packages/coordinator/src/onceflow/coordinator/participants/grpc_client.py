@@ -39,12 +39,14 @@ class GrpcParticipantClient(ParticipantClient):
         details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
         reason = f"{call}: {code.name if code else 'error'}: {details}"
         if code in _UNAVAILABLE_CODES:
-            return ParticipantUnavailable(self.sink, reason)
-        return ParticipantFailed(self.sink, reason)
+            return ParticipantUnavailable(self.name, reason)
+        return ParticipantFailed(self.name, reason)
 
     def prepare(self, txn: TransactionId, files: Sequence[StagedFile], timeout: float) -> PrepareVote:
         try:
-            response = self._rpc.prepare_transaction(self.sink, txn, files, self.ref.bindings, timeout_s=timeout)
+            response = self._rpc.prepare_transaction(
+                self.sink, txn, files, self.ref.bindings, shard=self.ref.shard, timeout_s=timeout
+            )
         except grpc.RpcError as exc:
             # Older participants voted no with FAILED_PRECONDITION; the contract now is vote_commit=false.
             if isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
@@ -54,22 +56,24 @@ class GrpcParticipantClient(ParticipantClient):
 
     def commit(self, txn: TransactionId, files: Sequence[StagedFile], timeout: float) -> None:
         try:
-            self._rpc.commit_prepared_transaction(self.sink, txn, files, self.ref.bindings, timeout_s=timeout)
+            self._rpc.commit_prepared_transaction(
+                self.sink, txn, files, self.ref.bindings, shard=self.ref.shard, timeout_s=timeout
+            )
         except grpc.RpcError as exc:
             raise self._error(exc, "CommitPreparedTransaction") from None
 
     def prepare_bindings(self, job: str, timeout: float) -> None:
         try:
-            self._rpc.prepare_bindings(self.sink, job, self.ref.bindings, timeout_s=timeout)
+            self._rpc.prepare_bindings(self.sink, job, self.ref.bindings, shard=self.ref.shard, timeout_s=timeout)
         except grpc.RpcError as exc:
             code = exc.code() if isinstance(exc, grpc.Call) else None
             if code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
-                raise BindingsRefused(self.sink, self.ref.target, str(exc.details())) from None
+                raise BindingsRefused(self.name, self.ref.target, str(exc.details())) from None
             raise self._error(exc, "PrepareBindings") from None
 
     def abort(self, txn: TransactionId, timeout: float) -> None:
         try:
-            self._rpc.abort_prepared_transaction(self.sink, txn, timeout_s=timeout)
+            self._rpc.abort_prepared_transaction(self.sink, txn, shard=self.ref.shard, timeout_s=timeout)
         except grpc.RpcError as exc:
             raise self._error(exc, "AbortPreparedTransaction") from None
 

@@ -14,7 +14,13 @@ from onceflow.coordinator.model import (
     TransactionState,
 )
 from onceflow.core.contract import proto as contract_proto
-from onceflow.core.contract.proto import binding_from_proto, files_to_proto, state_to_proto, txn_id_to_proto
+from onceflow.core.contract.proto import (
+    binding_from_proto,
+    files_to_proto,
+    shard_from_proto,
+    state_to_proto,
+    txn_id_to_proto,
+)
 from onceflow.proto.v1 import coordinator_pb2
 
 
@@ -37,7 +43,8 @@ def resolution_from_proto(value: int) -> Resolution:
 
 
 def participants_from_proto(refs: Iterable[coordinator_pb2.ParticipantRef]) -> list[ParticipantRef]:
-    """Participant refs with their bindings; a bad binding is :class:`InvalidRequest` naming it."""
+    """Participant refs with their bindings and shards; a bad binding or shard is :class:`InvalidRequest`
+    naming it."""
     converted = []
     for i, ref in enumerate(refs):
         bindings = []
@@ -46,7 +53,11 @@ def participants_from_proto(refs: Iterable[coordinator_pb2.ParticipantRef]) -> l
                 bindings.append(binding_from_proto(message))
             except ValueError as exc:
                 raise InvalidRequest(f"participants[{i}].bindings[{j}]", str(exc)) from None
-        converted.append(ParticipantRef(sink=ref.sink, target=ref.target, bindings=tuple(bindings)))
+        try:
+            shard = shard_from_proto(ref.shard if ref.HasField("shard") else None)
+        except ValueError as exc:
+            raise InvalidRequest(f"participants[{i}].shard", f"{exc} (sink {ref.sink!r})") from None
+        converted.append(ParticipantRef(sink=ref.sink, target=ref.target, bindings=tuple(bindings), shard=shard))
     return converted
 
 
@@ -67,7 +78,7 @@ def transaction_to_proto(txn: Transaction) -> coordinator_pb2.Transaction:
             coordinator_pb2.ParticipantVote(
                 sink=vote.sink, prepared=vote.prepared, acknowledged=vote.acknowledged, error=vote.error
             )
-            for vote in (txn.vote_of(ref.sink) for ref in txn.participants)
+            for vote in (txn.vote_of(ref.name) for ref in txn.participants)
         ],
         started_at=_timestamp(txn.started_at),
         updated_at=_timestamp(txn.updated_at),

@@ -1,6 +1,7 @@
 """The cross-process contract: what the Spark driver, the coordinator, the sink participants, the
 consumer and the demo agree on. Transaction ids and states, participant refs, sink bindings (which
-output goes to which table or topic, how) and the output schemas they carry live here, and
+output goes to which table or topic, how), the output schemas they carry and how a sink served by
+several participant processes splits a batch (:mod:`onceflow.core.contract.shards`) live here, and
 :mod:`onceflow.core.contract.clients` holds the typed clients of the coordinator and the participants;
 staged-file descriptors live in :mod:`onceflow.core.staging`.
 """
@@ -28,6 +29,7 @@ from onceflow.core.contract.schema import (
     schema_from_bytes,
     schema_to_bytes,
 )
+from onceflow.core.contract.shards import MAX_SHARDS, WHOLE_SINK, Shard
 from onceflow.core.contract.state import Resolution, TransactionState
 from onceflow.core.contract.txn import TransactionId
 
@@ -37,9 +39,12 @@ __all__ = [
     "IP_COUNT_ARROW_SCHEMA",
     "IP_COUNT_RECORD_NAME",
     "IP_COUNT_TABLE",
+    "MAX_SHARDS",
+    "WHOLE_SINK",
     "InvalidBinding",
     "ParticipantRef",
     "Resolution",
+    "Shard",
     "SinkBinding",
     "SinkMode",
     "TransactionId",

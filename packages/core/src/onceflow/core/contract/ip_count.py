@@ -25,25 +25,27 @@ IP_COUNT_TABLE: Final = "ip_counts"
 IP_COUNT_RECORD_NAME: Final = "io.onceflow.v1.IpCount"
 
 
-def ip_count_table_binding(sink: str, table: str = IP_COUNT_TABLE) -> SinkBinding:
-    """Results upserted by (window_start, ip) into ``table`` of a SQLite or PostgreSQL connection."""
+def ip_count_table_binding(sink: str, table: str = IP_COUNT_TABLE, mode: SinkMode = SinkMode.UPSERT) -> SinkBinding:
+    """Results upserted by (window_start, ip) into ``table`` of a SQLite or PostgreSQL connection (or,
+    with ``mode`` append, every row added)."""
     return SinkBinding(
         sink=sink,
         output=DEFAULT_OUTPUT,
         table=table,
-        mode=SinkMode.UPSERT,
-        keys=("window_start", "ip"),
+        mode=mode,
+        keys=("window_start", "ip") if mode is SinkMode.UPSERT else (),
         schema=IP_COUNT_ARROW_SCHEMA,
     )
 
 
-def ip_count_topic_binding(sink: str, topic: str = SINK_TOPIC) -> SinkBinding:
-    """Results as IpCount single-object Avro records keyed by ip, in ``topic`` of a Kafka connection."""
+def ip_count_topic_binding(sink: str, topic: str = SINK_TOPIC, mode: SinkMode = SinkMode.UPSERT) -> SinkBinding:
+    """Results as IpCount single-object Avro records keyed by ip, in ``topic`` of a Kafka connection
+    (``mode`` append: split by file, not by key, over the shards of a sharded sink)."""
     return SinkBinding(
         sink=sink,
         output=DEFAULT_OUTPUT,
         topic=topic,
-        mode=SinkMode.UPSERT,
+        mode=mode,
         keys=("ip",),
         value_format=ValueFormat.AVRO,
         record_name=IP_COUNT_RECORD_NAME,

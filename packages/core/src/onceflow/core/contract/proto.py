@@ -1,5 +1,5 @@
 """The contract's values to and from their ``onceflow.v1`` messages: one conversion for every service
-(bindings, staged files, transaction ids, transaction states, resolutions)."""
+(bindings, staged files, transaction ids, transaction states, resolutions, shards)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Final
 
 from onceflow.core.contract.bindings import DEFAULT_OUTPUT, SinkBinding, SinkMode, ValueFormat
 from onceflow.core.contract.schema import schema_from_bytes, schema_to_bytes
+from onceflow.core.contract.shards import Shard
 from onceflow.core.contract.state import Resolution, TransactionState
 from onceflow.core.contract.txn import TransactionId
 from onceflow.core.staging.files import StagedFile
@@ -81,6 +82,21 @@ def files_to_proto(files: Iterable[StagedFile]) -> list[common_pb2.StagedFile]:
 
 def files_from_proto(messages: Iterable[common_pb2.StagedFile]) -> list[StagedFile]:
     return [file_from_proto(m) for m in messages]
+
+
+def shard_to_proto(shard: Shard) -> common_pb2.Shard | None:
+    """The ``shard`` field of a request or participant ref: None (left unset) for an unsharded sink."""
+    return common_pb2.Shard(index=shard.index, count=shard.count) if shard.is_sharded else None
+
+
+def shard_from_proto(message: common_pb2.Shard | None) -> Shard:
+    """The shard a request or ref names (unset, or a count of 0: the whole sink); ValueError for an
+    index or count out of range."""
+    if message is None or message.count == 0:
+        if message is not None and message.index:
+            raise ValueError(f"shard index {message.index} without a shard count")
+        return Shard()
+    return Shard(message.index, message.count)
 
 
 def txn_id_to_proto(txn: TransactionId) -> common_pb2.TransactionId:

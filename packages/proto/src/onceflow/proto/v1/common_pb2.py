@@ -25,19 +25,21 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18onceflow/v1/common.proto\x12\x0bonceflow.v1\"H\n\nStagedFile\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x03\x12\x0e\n\x06sha256\x18\x03 \x01(\t\x12\x0e\n\x06output\x18\x04 \x01(\t\"\xb7\x01\n\x0bSinkBinding\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12\x0e\n\x06output\x18\x02 \x01(\t\x12\r\n\x05table\x18\x03 \x01(\t\x12\r\n\x05topic\x18\x04 \x01(\t\x12\x0c\n\x04mode\x18\x05 \x01(\t\x12\x0c\n\x04keys\x18\x06 \x03(\t\x12\x14\n\x0cvalue_format\x18\x07 \x01(\t\x12\x0f\n\x07headers\x18\x08 \x03(\t\x12\x13\n\x0brecord_name\x18\t \x01(\t\x12\x14\n\x0c\x61rrow_schema\x18\n \x01(\x0c\"+\n\rTransactionId\x12\x0b\n\x03job\x18\x01 \x01(\t\x12\r\n\x05\x62\x61tch\x18\x02 \x01(\x03*\xd8\x01\n\x10TransactionState\x12!\n\x1dTRANSACTION_STATE_UNSPECIFIED\x10\x00\x12\x1f\n\x1bTRANSACTION_STATE_PREPARING\x10\x01\x12 \n\x1cTRANSACTION_STATE_COMMITTING\x10\x02\x12\x1f\n\x1bTRANSACTION_STATE_COMMITTED\x10\x03\x12\x1e\n\x1aTRANSACTION_STATE_ABORTING\x10\x04\x12\x1d\n\x19TRANSACTION_STATE_ABORTED\x10\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x18onceflow/v1/common.proto\x12\x0bonceflow.v1\"H\n\nStagedFile\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x03\x12\x0e\n\x06sha256\x18\x03 \x01(\t\x12\x0e\n\x06output\x18\x04 \x01(\t\"%\n\x05Shard\x12\r\n\x05index\x18\x01 \x01(\x05\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\"\xb7\x01\n\x0bSinkBinding\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12\x0e\n\x06output\x18\x02 \x01(\t\x12\r\n\x05table\x18\x03 \x01(\t\x12\r\n\x05topic\x18\x04 \x01(\t\x12\x0c\n\x04mode\x18\x05 \x01(\t\x12\x0c\n\x04keys\x18\x06 \x03(\t\x12\x14\n\x0cvalue_format\x18\x07 \x01(\t\x12\x0f\n\x07headers\x18\x08 \x03(\t\x12\x13\n\x0brecord_name\x18\t \x01(\t\x12\x14\n\x0c\x61rrow_schema\x18\n \x01(\x0c\"+\n\rTransactionId\x12\x0b\n\x03job\x18\x01 \x01(\t\x12\r\n\x05\x62\x61tch\x18\x02 \x01(\x03*\xd8\x01\n\x10TransactionState\x12!\n\x1dTRANSACTION_STATE_UNSPECIFIED\x10\x00\x12\x1f\n\x1bTRANSACTION_STATE_PREPARING\x10\x01\x12 \n\x1cTRANSACTION_STATE_COMMITTING\x10\x02\x12\x1f\n\x1bTRANSACTION_STATE_COMMITTED\x10\x03\x12\x1e\n\x1aTRANSACTION_STATE_ABORTING\x10\x04\x12\x1d\n\x19TRANSACTION_STATE_ABORTED\x10\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'onceflow.v1.common_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_TRANSACTIONSTATE']._serialized_start=347
-  _globals['_TRANSACTIONSTATE']._serialized_end=563
+  _globals['_TRANSACTIONSTATE']._serialized_start=386
+  _globals['_TRANSACTIONSTATE']._serialized_end=602
   _globals['_STAGEDFILE']._serialized_start=41
   _globals['_STAGEDFILE']._serialized_end=113
-  _globals['_SINKBINDING']._serialized_start=116
-  _globals['_SINKBINDING']._serialized_end=299
-  _globals['_TRANSACTIONID']._serialized_start=301
-  _globals['_TRANSACTIONID']._serialized_end=344
+  _globals['_SHARD']._serialized_start=115
+  _globals['_SHARD']._serialized_end=152
+  _globals['_SINKBINDING']._serialized_start=155
+  _globals['_SINKBINDING']._serialized_end=338
+  _globals['_TRANSACTIONID']._serialized_start=340
+  _globals['_TRANSACTIONID']._serialized_end=383
 # @@protoc_insertion_point(module_scope)

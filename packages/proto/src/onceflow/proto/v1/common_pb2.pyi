@@ -35,6 +35,14 @@ class StagedFile(_message.Message):
     output: str
     def __init__(self, uri: _Optional[str] = ..., count: _Optional[int] = ..., sha256: _Optional[str] = ..., output: _Optional[str] = ...) -> None: ...
 
+class Shard(_message.Message):
+    __slots__ = ("index", "count")
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    index: int
+    count: int
+    def __init__(self, index: _Optional[int] = ..., count: _Optional[int] = ...) -> None: ...
+
 class SinkBinding(_message.Message):
     __slots__ = ("sink", "output", "table", "topic", "mode", "keys", "value_format", "headers", "record_name", "arrow_schema")
     SINK_FIELD_NUMBER: _ClassVar[int]

@@ -27,49 +27,49 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from onceflow.proto.v1 import common_pb2 as onceflow_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1donceflow/v1/coordinator.proto\x12\x0bonceflow.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18onceflow/v1/common.proto\"7\n\x15RegisterWriterRequest\x12\x0b\n\x03job\x18\x01 \x01(\t\x12\x11\n\twriter_id\x18\x02 \x01(\t\"E\n\x16RegisterWriterResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x03\x12\x1c\n\x14last_committed_batch\x18\x02 \x01(\x03\"Z\n\x0eParticipantRef\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12*\n\x08\x62indings\x18\x03 \x03(\x0b\x32\x18.onceflow.v1.SinkBinding\"s\n\x1bRegisterParticipantsRequest\x12\x0b\n\x03job\x18\x01 \x01(\t\x12\x14\n\x0cwriter_epoch\x18\x02 \x01(\x03\x12\x31\n\x0cparticipants\x18\x03 \x03(\x0b\x32\x1b.onceflow.v1.ParticipantRef\"\x1e\n\x1cRegisterParticipantsResponse\"t\n\x18\x43ommitTransactionRequest\x12\x0b\n\x03job\x18\x01 \x01(\t\x12\x14\n\x0cwriter_epoch\x18\x02 \x01(\x03\x12\r\n\x05\x62\x61tch\x18\x03 \x01(\x03\x12&\n\x05\x66iles\x18\x04 \x03(\x0b\x32\x17.onceflow.v1.StagedFile\"Y\n\x19\x43ommitTransactionResponse\x12,\n\x05state\x18\x01 \x01(\x0e\x32\x1d.onceflow.v1.TransactionState\x12\x0e\n\x06reason\x18\x02 \x01(\t\"[\n\x17\x41\x62ortTransactionRequest\x12\x0b\n\x03job\x18\x01 \x01(\t\x12\x14\n\x0cwriter_epoch\x18\x02 \x01(\x03\x12\r\n\x05\x62\x61tch\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\"H\n\x18\x41\x62ortTransactionResponse\x12,\n\x05state\x18\x01 \x01(\x0e\x32\x1d.onceflow.v1.TransactionState\"3\n\x15GetTransactionRequest\x12\x0b\n\x03job\x18\x01 \x01(\t\x12\r\n\x05\x62\x61tch\x18\x02 \x01(\x03\"V\n\x0fParticipantVote\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12\x10\n\x08prepared\x18\x02 \x01(\x08\x12\x14\n\x0c\x61\x63knowledged\x18\x03 \x01(\x08\x12\r\n\x05\x65rror\x18\x04 \x01(\t\"\xc5\x02\n\x0bTransaction\x12&\n\x02id\x18\x01 \x01(\x0b\x32\x1a.onceflow.v1.TransactionId\x12,\n\x05state\x18\x02 \x01(\x0e\x32\x1d.onceflow.v1.TransactionState\x12\x14\n\x0cwriter_epoch\x18\x03 \x01(\x03\x12&\n\x05\x66iles\x18\x04 \x03(\x0b\x32\x17.onceflow.v1.StagedFile\x12\x32\n\x0cparticipants\x18\x05 \x03(\x0b\x32\x1c.onceflow.v1.ParticipantVote\x12.\n\nstarted_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06reason\x18\x08 \x01(\t\"G\n\x16GetTransactionResponse\x12-\n\x0btransaction\x18\x01 \x01(\x0b\x32\x18.onceflow.v1.Transaction\"d\n\x17ListTransactionsRequest\x12\x0b\n\x03job\x18\x01 \x01(\t\x12-\n\x06states\x18\x02 \x03(\x0e\x32\x1d.onceflow.v1.TransactionState\x12\r\n\x05limit\x18\x03 \x01(\x05\"J\n\x18ListTransactionsResponse\x12.\n\x0ctransactions\x18\x01 \x03(\x0b\x32\x18.onceflow.v1.Transaction\"t\n\x19ResolveTransactionRequest\x12\x0b\n\x03job\x18\x01 \x01(\t\x12\r\n\x05\x62\x61tch\x18\x02 \x01(\x03\x12+\n\nresolution\x18\x03 \x01(\x0e\x32\x17.onceflow.v1.Resolution\x12\x0e\n\x06reason\x18\x04 \x01(\t\"J\n\x1aResolveTransactionResponse\x12,\n\x05state\x18\x01 \x01(\x0e\x32\x1d.onceflow.v1.TransactionState*U\n\nResolution\x12\x1a\n\x16RESOLUTION_UNSPECIFIED\x10\x00\x12\x15\n\x11RESOLUTION_COMMIT\x10\x01\x12\x14\n\x10RESOLUTION_ABORT\x10\x02\x32\xc8\x05\n\x16TransactionCoordinator\x12Y\n\x0eRegisterWriter\x12\".onceflow.v1.RegisterWriterRequest\x1a#.onceflow.v1.RegisterWriterResponse\x12k\n\x14RegisterParticipants\x12(.onceflow.v1.RegisterParticipantsRequest\x1a).onceflow.v1.RegisterParticipantsResponse\x12\x62\n\x11\x43ommitTransaction\x12%.onceflow.v1.CommitTransactionRequest\x1a&.onceflow.v1.CommitTransactionResponse\x12_\n\x10\x41\x62ortTransaction\x12$.onceflow.v1.AbortTransactionRequest\x1a%.onceflow.v1.AbortTransactionResponse\x12Y\n\x0eGetTransaction\x12\".onceflow.v1.GetTransactionRequest\x1a#.onceflow.v1.GetTransactionResponse\x12_\n\x10ListTransactions\x12$.onceflow.v1.ListTransactionsRequest\x1a%.onceflow.v1.ListTransactionsResponse\x12\x65\n\x12ResolveTransaction\x12&.onceflow.v1.ResolveTransactionRequest\x1a\'.onceflow.v1.ResolveTransactionResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1donceflow/v1/coordinator.proto\x12\x0bonceflow.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x18onceflow/v1/common.proto\"7\n\x15RegisterWriterRequest\x12\x0b\n\x03job\x18\x01 \x01(\t\x12\x11\n\twriter_id\x18\x02 \x01(\t\"E\n\x16RegisterWriterResponse\x12\r\n\x05\x65poch\x18\x01 \x01(\x03\x12\x1c\n\x14last_committed_batch\x18\x02 \x01(\x03\"}\n\x0eParticipantRef\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\x12*\n\x08\x62indings\x18\x03 \x03(\x0b\x32\x18.onceflow.v1.SinkBinding\x12!\n\x05shard\x18\x04 \x01(\x0b\x32\x12.onceflow.v1.Shard\"s\n\x1bRegisterParticipantsRequest\x12\x0b\n\x03job\x18\x01 \x01(\t\x12\x14\n\x0cwriter_epoch\x18\x02 \x01(\x03\x12\x31\n\x0cparticipants\x18\x03 \x03(\x0b\x32\x1b.onceflow.v1.ParticipantRef\"\x1e\n\x1cRegisterParticipantsResponse\"t\n\x18\x43ommitTransactionRequest\x12\x0b\n\x03job\x18\x01 \x01(\t\x12\x14\n\x0cwriter_epoch\x18\x02 \x01(\x03\x12\r\n\x05\x62\x61tch\x18\x03 \x01(\x03\x12&\n\x05\x66iles\x18\x04 \x03(\x0b\x32\x17.onceflow.v1.StagedFile\"Y\n\x19\x43ommitTransactionResponse\x12,\n\x05state\x18\x01 \x01(\x0e\x32\x1d.onceflow.v1.TransactionState\x12\x0e\n\x06reason\x18\x02 \x01(\t\"[\n\x17\x41\x62ortTransactionRequest\x12\x0b\n\x03job\x18\x01 \x01(\t\x12\x14\n\x0cwriter_epoch\x18\x02 \x01(\x03\x12\r\n\x05\x62\x61tch\x18\x03 \x01(\x03\x12\x0e\n\x06reason\x18\x04 \x01(\t\"H\n\x18\x41\x62ortTransactionResponse\x12,\n\x05state\x18\x01 \x01(\x0e\x32\x1d.onceflow.v1.TransactionState\"3\n\x15GetTransactionRequest\x12\x0b\n\x03job\x18\x01 \x01(\t\x12\r\n\x05\x62\x61tch\x18\x02 \x01(\x03\"V\n\x0fParticipantVote\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12\x10\n\x08prepared\x18\x02 \x01(\x08\x12\x14\n\x0c\x61\x63knowledged\x18\x03 \x01(\x08\x12\r\n\x05\x65rror\x18\x04 \x01(\t\"\xc5\x02\n\x0bTransaction\x12&\n\x02id\x18\x01 \x01(\x0b\x32\x1a.onceflow.v1.TransactionId\x12,\n\x05state\x18\x02 \x01(\x0e\x32\x1d.onceflow.v1.TransactionState\x12\x14\n\x0cwriter_epoch\x18\x03 \x01(\x03\x12&\n\x05\x66iles\x18\x04 \x03(\x0b\x32\x17.onceflow.v1.StagedFile\x12\x32\n\x0cparticipants\x18\x05 \x03(\x0b\x32\x1c.onceflow.v1.ParticipantVote\x12.\n\nstarted_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12.\n\nupdated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06reason\x18\x08 \x01(\t\"G\n\x16GetTransactionResponse\x12-\n\x0btransaction\x18\x01 \x01(\x0b\x32\x18.onceflow.v1.Transaction\"d\n\x17ListTransactionsRequest\x12\x0b\n\x03job\x18\x01 \x01(\t\x12-\n\x06states\x18\x02 \x03(\x0e\x32\x1d.onceflow.v1.TransactionState\x12\r\n\x05limit\x18\x03 \x01(\x05\"J\n\x18ListTransactionsResponse\x12.\n\x0ctransactions\x18\x01 \x03(\x0b\x32\x18.onceflow.v1.Transaction\"t\n\x19ResolveTransactionRequest\x12\x0b\n\x03job\x18\x01 \x01(\t\x12\r\n\x05\x62\x61tch\x18\x02 \x01(\x03\x12+\n\nresolution\x18\x03 \x01(\x0e\x32\x17.onceflow.v1.Resolution\x12\x0e\n\x06reason\x18\x04 \x01(\t\"J\n\x1aResolveTransactionResponse\x12,\n\x05state\x18\x01 \x01(\x0e\x32\x1d.onceflow.v1.TransactionState*U\n\nResolution\x12\x1a\n\x16RESOLUTION_UNSPECIFIED\x10\x00\x12\x15\n\x11RESOLUTION_COMMIT\x10\x01\x12\x14\n\x10RESOLUTION_ABORT\x10\x02\x32\xc8\x05\n\x16TransactionCoordinator\x12Y\n\x0eRegisterWriter\x12\".onceflow.v1.RegisterWriterRequest\x1a#.onceflow.v1.RegisterWriterResponse\x12k\n\x14RegisterParticipants\x12(.onceflow.v1.RegisterParticipantsRequest\x1a).onceflow.v1.RegisterParticipantsResponse\x12\x62\n\x11\x43ommitTransaction\x12%.onceflow.v1.CommitTransactionRequest\x1a&.onceflow.v1.CommitTransactionResponse\x12_\n\x10\x41\x62ortTransaction\x12$.onceflow.v1.AbortTransactionRequest\x1a%.onceflow.v1.AbortTransactionResponse\x12Y\n\x0eGetTransaction\x12\".onceflow.v1.GetTransactionRequest\x1a#.onceflow.v1.GetTransactionResponse\x12_\n\x10ListTransactions\x12$.onceflow.v1.ListTransactionsRequest\x1a%.onceflow.v1.ListTransactionsResponse\x12\x65\n\x12ResolveTransaction\x12&.onceflow.v1.ResolveTransactionRequest\x1a\'.onceflow.v1.ResolveTransactionResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'onceflow.v1.coordinator_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_RESOLUTION']._serialized_start=1764
-  _globals['_RESOLUTION']._serialized_end=1849
+  _globals['_RESOLUTION']._serialized_start=1799
+  _globals['_RESOLUTION']._serialized_end=1884
   _globals['_REGISTERWRITERREQUEST']._serialized_start=105
   _globals['_REGISTERWRITERREQUEST']._serialized_end=160
   _globals['_REGISTERWRITERRESPONSE']._serialized_start=162
   _globals['_REGISTERWRITERRESPONSE']._serialized_end=231
   _globals['_PARTICIPANTREF']._serialized_start=233
-  _globals['_PARTICIPANTREF']._serialized_end=323
-  _globals['_REGISTERPARTICIPANTSREQUEST']._serialized_start=325
-  _globals['_REGISTERPARTICIPANTSREQUEST']._serialized_end=440
-  _globals['_REGISTERPARTICIPANTSRESPONSE']._serialized_start=442
-  _globals['_REGISTERPARTICIPANTSRESPONSE']._serialized_end=472
-  _globals['_COMMITTRANSACTIONREQUEST']._serialized_start=474
-  _globals['_COMMITTRANSACTIONREQUEST']._serialized_end=590
-  _globals['_COMMITTRANSACTIONRESPONSE']._serialized_start=592
-  _globals['_COMMITTRANSACTIONRESPONSE']._serialized_end=681
-  _globals['_ABORTTRANSACTIONREQUEST']._serialized_start=683
-  _globals['_ABORTTRANSACTIONREQUEST']._serialized_end=774
-  _globals['_ABORTTRANSACTIONRESPONSE']._serialized_start=776
-  _globals['_ABORTTRANSACTIONRESPONSE']._serialized_end=848
-  _globals['_GETTRANSACTIONREQUEST']._serialized_start=850
-  _globals['_GETTRANSACTIONREQUEST']._serialized_end=901
-  _globals['_PARTICIPANTVOTE']._serialized_start=903
-  _globals['_PARTICIPANTVOTE']._serialized_end=989
-  _globals['_TRANSACTION']._serialized_start=992
-  _globals['_TRANSACTION']._serialized_end=1317
-  _globals['_GETTRANSACTIONRESPONSE']._serialized_start=1319
-  _globals['_GETTRANSACTIONRESPONSE']._serialized_end=1390
-  _globals['_LISTTRANSACTIONSREQUEST']._serialized_start=1392
-  _globals['_LISTTRANSACTIONSREQUEST']._serialized_end=1492
-  _globals['_LISTTRANSACTIONSRESPONSE']._serialized_start=1494
-  _globals['_LISTTRANSACTIONSRESPONSE']._serialized_end=1568
-  _globals['_RESOLVETRANSACTIONREQUEST']._serialized_start=1570
-  _globals['_RESOLVETRANSACTIONREQUEST']._serialized_end=1686
-  _globals['_RESOLVETRANSACTIONRESPONSE']._serialized_start=1688
-  _globals['_RESOLVETRANSACTIONRESPONSE']._serialized_end=1762
-  _globals['_TRANSACTIONCOORDINATOR']._serialized_start=1852
-  _globals['_TRANSACTIONCOORDINATOR']._serialized_end=2564
+  _globals['_PARTICIPANTREF']._serialized_end=358
+  _globals['_REGISTERPARTICIPANTSREQUEST']._serialized_start=360
+  _globals['_REGISTERPARTICIPANTSREQUEST']._serialized_end=475
+  _globals['_REGISTERPARTICIPANTSRESPONSE']._serialized_start=477
+  _globals['_REGISTERPARTICIPANTSRESPONSE']._serialized_end=507
+  _globals['_COMMITTRANSACTIONREQUEST']._serialized_start=509
+  _globals['_COMMITTRANSACTIONREQUEST']._serialized_end=625
+  _globals['_COMMITTRANSACTIONRESPONSE']._serialized_start=627
+  _globals['_COMMITTRANSACTIONRESPONSE']._serialized_end=716
+  _globals['_ABORTTRANSACTIONREQUEST']._serialized_start=718
+  _globals['_ABORTTRANSACTIONREQUEST']._serialized_end=809
+  _globals['_ABORTTRANSACTIONRESPONSE']._serialized_start=811
+  _globals['_ABORTTRANSACTIONRESPONSE']._serialized_end=883
+  _globals['_GETTRANSACTIONREQUEST']._serialized_start=885
+  _globals['_GETTRANSACTIONREQUEST']._serialized_end=936
+  _globals['_PARTICIPANTVOTE']._serialized_start=938
+  _globals['_PARTICIPANTVOTE']._serialized_end=1024
+  _globals['_TRANSACTION']._serialized_start=1027
+  _globals['_TRANSACTION']._serialized_end=1352
+  _globals['_GETTRANSACTIONRESPONSE']._serialized_start=1354
+  _globals['_GETTRANSACTIONRESPONSE']._serialized_end=1425
+  _globals['_LISTTRANSACTIONSREQUEST']._serialized_start=1427
+  _globals['_LISTTRANSACTIONSREQUEST']._serialized_end=1527
+  _globals['_LISTTRANSACTIONSRESPONSE']._serialized_start=1529
+  _globals['_LISTTRANSACTIONSRESPONSE']._serialized_end=1603
+  _globals['_RESOLVETRANSACTIONREQUEST']._serialized_start=1605
+  _globals['_RESOLVETRANSACTIONREQUEST']._serialized_end=1721
+  _globals['_RESOLVETRANSACTIONRESPONSE']._serialized_start=1723
+  _globals['_RESOLVETRANSACTIONRESPONSE']._serialized_end=1797
+  _globals['_TRANSACTIONCOORDINATOR']._serialized_start=1887
+  _globals['_TRANSACTIONCOORDINATOR']._serialized_end=2599
 # @@protoc_insertion_point(module_scope)

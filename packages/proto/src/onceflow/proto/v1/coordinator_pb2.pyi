@@ -38,14 +38,16 @@ class RegisterWriterResponse(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., last_committed_batch: _Optional[int] = ...) -> None: ...
 
 class ParticipantRef(_message.Message):
-    __slots__ = ("sink", "target", "bindings")
+    __slots__ = ("sink", "target", "bindings", "shard")
     SINK_FIELD_NUMBER: _ClassVar[int]
     TARGET_FIELD_NUMBER: _ClassVar[int]
     BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    SHARD_FIELD_NUMBER: _ClassVar[int]
     sink: str
     target: str
     bindings: _containers.RepeatedCompositeFieldContainer[_common_pb2.SinkBinding]
-    def __init__(self, sink: _Optional[str] = ..., target: _Optional[str] = ..., bindings: _Optional[_Iterable[_Union[_common_pb2.SinkBinding, _Mapping]]] = ...) -> None: ...
+    shard: _common_pb2.Shard
+    def __init__(self, sink: _Optional[str] = ..., target: _Optional[str] = ..., bindings: _Optional[_Iterable[_Union[_common_pb2.SinkBinding, _Mapping]]] = ..., shard: _Optional[_Union[_common_pb2.Shard, _Mapping]] = ...) -> None: ...
 
 class RegisterParticipantsRequest(_message.Message):
     __slots__ = ("job", "writer_epoch", "participants")

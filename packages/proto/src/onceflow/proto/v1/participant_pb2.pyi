@@ -9,30 +9,34 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class PrepareBindingsRequest(_message.Message):
-    __slots__ = ("sink", "job", "bindings")
+    __slots__ = ("sink", "job", "bindings", "shard")
     SINK_FIELD_NUMBER: _ClassVar[int]
     JOB_FIELD_NUMBER: _ClassVar[int]
     BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    SHARD_FIELD_NUMBER: _ClassVar[int]
     sink: str
     job: str
     bindings: _containers.RepeatedCompositeFieldContainer[_common_pb2.SinkBinding]
-    def __init__(self, sink: _Optional[str] = ..., job: _Optional[str] = ..., bindings: _Optional[_Iterable[_Union[_common_pb2.SinkBinding, _Mapping]]] = ...) -> None: ...
+    shard: _common_pb2.Shard
+    def __init__(self, sink: _Optional[str] = ..., job: _Optional[str] = ..., bindings: _Optional[_Iterable[_Union[_common_pb2.SinkBinding, _Mapping]]] = ..., shard: _Optional[_Union[_common_pb2.Shard, _Mapping]] = ...) -> None: ...
 
 class PrepareBindingsResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class PrepareTransactionRequest(_message.Message):
-    __slots__ = ("sink", "id", "files", "bindings")
+    __slots__ = ("sink", "id", "files", "bindings", "shard")
     SINK_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
     BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    SHARD_FIELD_NUMBER: _ClassVar[int]
     sink: str
     id: _common_pb2.TransactionId
     files: _containers.RepeatedCompositeFieldContainer[_common_pb2.StagedFile]
     bindings: _containers.RepeatedCompositeFieldContainer[_common_pb2.SinkBinding]
-    def __init__(self, sink: _Optional[str] = ..., id: _Optional[_Union[_common_pb2.TransactionId, _Mapping]] = ..., files: _Optional[_Iterable[_Union[_common_pb2.StagedFile, _Mapping]]] = ..., bindings: _Optional[_Iterable[_Union[_common_pb2.SinkBinding, _Mapping]]] = ...) -> None: ...
+    shard: _common_pb2.Shard
+    def __init__(self, sink: _Optional[str] = ..., id: _Optional[_Union[_common_pb2.TransactionId, _Mapping]] = ..., files: _Optional[_Iterable[_Union[_common_pb2.StagedFile, _Mapping]]] = ..., bindings: _Optional[_Iterable[_Union[_common_pb2.SinkBinding, _Mapping]]] = ..., shard: _Optional[_Union[_common_pb2.Shard, _Mapping]] = ...) -> None: ...
 
 class PrepareTransactionResponse(_message.Message):
     __slots__ = ("vote_commit", "reason", "rows")
@@ -45,28 +49,32 @@ class PrepareTransactionResponse(_message.Message):
     def __init__(self, vote_commit: _Optional[bool] = ..., reason: _Optional[str] = ..., rows: _Optional[int] = ...) -> None: ...
 
 class CommitPreparedTransactionRequest(_message.Message):
-    __slots__ = ("sink", "id", "files", "bindings")
+    __slots__ = ("sink", "id", "files", "bindings", "shard")
     SINK_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     FILES_FIELD_NUMBER: _ClassVar[int]
     BINDINGS_FIELD_NUMBER: _ClassVar[int]
+    SHARD_FIELD_NUMBER: _ClassVar[int]
     sink: str
     id: _common_pb2.TransactionId
     files: _containers.RepeatedCompositeFieldContainer[_common_pb2.StagedFile]
     bindings: _containers.RepeatedCompositeFieldContainer[_common_pb2.SinkBinding]
-    def __init__(self, sink: _Optional[str] = ..., id: _Optional[_Union[_common_pb2.TransactionId, _Mapping]] = ..., files: _Optional[_Iterable[_Union[_common_pb2.StagedFile, _Mapping]]] = ..., bindings: _Optional[_Iterable[_Union[_common_pb2.SinkBinding, _Mapping]]] = ...) -> None: ...
+    shard: _common_pb2.Shard
+    def __init__(self, sink: _Optional[str] = ..., id: _Optional[_Union[_common_pb2.TransactionId, _Mapping]] = ..., files: _Optional[_Iterable[_Union[_common_pb2.StagedFile, _Mapping]]] = ..., bindings: _Optional[_Iterable[_Union[_common_pb2.SinkBinding, _Mapping]]] = ..., shard: _Optional[_Union[_common_pb2.Shard, _Mapping]] = ...) -> None: ...
 
 class CommitPreparedTransactionResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class AbortPreparedTransactionRequest(_message.Message):
-    __slots__ = ("sink", "id")
+    __slots__ = ("sink", "id", "shard")
     SINK_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    SHARD_FIELD_NUMBER: _ClassVar[int]
     sink: str
     id: _common_pb2.TransactionId
-    def __init__(self, sink: _Optional[str] = ..., id: _Optional[_Union[_common_pb2.TransactionId, _Mapping]] = ...) -> None: ...
+    shard: _common_pb2.Shard
+    def __init__(self, sink: _Optional[str] = ..., id: _Optional[_Union[_common_pb2.TransactionId, _Mapping]] = ..., shard: _Optional[_Union[_common_pb2.Shard, _Mapping]] = ...) -> None: ...
 
 class AbortPreparedTransactionResponse(_message.Message):
     __slots__ = ()

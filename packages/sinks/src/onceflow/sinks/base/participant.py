@@ -5,12 +5,14 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Sequence
 
-from onceflow.core.contract import SinkBinding, TransactionId
+from onceflow.core.contract import InvalidBinding, SinkBinding, TransactionId
+from onceflow.core.contract.shards import WHOLE_SINK, Shard, check_shardable, is_keyed, rows_of_shard
+from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile, StagingError
 from onceflow.sinks.base.rows import BoundRows, load_outputs
 from onceflow.sinks.base.txn import Outcome, PrepareResult
-from onceflow.sinks.exceptions import PrepareRejected
+from onceflow.sinks.exceptions import BindingRejected, PrepareRejected, ShardMismatch
 
 _log = get_logger(__name__)
 
@@ -36,16 +38,55 @@ class SinkParticipant(abc.ABC):
       No bindings means :meth:`default_bindings` (the IP-count results).
     - :meth:`prepare_bindings` runs when a job starts: it creates missing tables, adds nullable
       columns, and refuses a table that does not fit (:class:`BindingRejected`).
+    - A participant may serve one ``shard`` of a sink that several processes serve
+      (:mod:`onceflow.core.contract.shards`): it gets its share of each batch's files, keeps only
+      the rows of the keys it owns for keyed (upsert) bindings (:meth:`load`), and writes its commit
+      records under :attr:`record_name` (``<sink>#<index>``), so replay detection is exact per
+      shard. A request for another shard of the sink is refused (:meth:`check_serves`).
 
     Subclasses implement :meth:`prepare_rows`, :meth:`commit`, :meth:`abort`, :meth:`list_prepared`,
     :meth:`prepare_bindings`, :meth:`default_bindings` and :meth:`close`. Every method is safe to
     call from several threads.
     """
 
-    def __init__(self, name: str) -> None:
-        if not name or ":" in name:
-            raise ValueError(f"sink name {name!r} must be non-empty and free of ':'")
+    def __init__(self, name: str, *, shard: Shard = WHOLE_SINK) -> None:
+        if not name or ":" in name or "#" in name:
+            raise ValueError(f"sink name {name!r} must be non-empty and free of ':' and '#'")
         self.name = name
+        self.shard = shard
+        #: Crash points for tests (``commit-midway``); the server sets them, production has none.
+        self.faults: FaultInjector = NO_FAULTS
+
+    @property
+    def record_name(self) -> str:
+        """The name this participant's commit records, prepared transactions and transactional ids
+        carry: the sink's name, or ``<sink>#<index>`` for a shard of a sharded sink."""
+        return self.shard.record_name(self.name)
+
+    def check_serves(self, shard: Shard) -> None:
+        """Raise :class:`ShardMismatch` unless this participant serves ``shard`` of its sink."""
+        if shard != self.shard:
+            raise ShardMismatch(self.name, self.shard, shard)
+
+    def check_shardable(self, bindings: Sequence[SinkBinding]) -> None:
+        """Raise :class:`BindingRejected` when this participant is a shard and ``bindings`` (or, with none,
+        the sink's defaults) cannot be split over shards: an output bound by key and by file at once,
+        or default bindings that are not keyed (every shard gets every file of those)."""
+        if not self.shard.is_sharded:
+            return
+        effective = self.bindings_or_default(bindings)
+        try:
+            check_shardable(self.name, effective)
+        except InvalidBinding as exc:
+            raise BindingRejected(self.name, "bindings", str(exc)) from None
+        unkeyed = [binding for binding in effective if not is_keyed(binding)] if not bindings else []
+        if unkeyed:
+            raise BindingRejected(
+                self.name,
+                unkeyed[0].describe(),
+                f"the sink is sharded and its default binding is {unkeyed[0].mode} without keys: every shard "
+                "would write every row; declare the job's bindings",
+            )
 
     def own_topics(self) -> frozenset[str]:
         """Topics this sink keeps for itself besides the internal ``_onceflow_*`` ones (a Kafka sink's
@@ -57,8 +98,17 @@ class SinkParticipant(abc.ABC):
         return list(bindings) if bindings else self.default_bindings()
 
     def load(self, files: Sequence[StagedFile], bindings: Sequence[SinkBinding]) -> list[BoundRows]:
-        """The rows each binding writes, read and verified from ``files`` (raises ``StagingError``)."""
-        return load_outputs(files, self.bindings_or_default(bindings))
+        """The rows each binding writes, read and verified from ``files`` (raises ``StagingError``);
+        for a shard, a keyed binding keeps only the rows of the keys this shard owns."""
+        outputs = load_outputs(files, self.bindings_or_default(bindings))
+        if not self.shard.is_sharded:
+            return outputs
+        return [
+            BoundRows(bound.binding, rows_of_shard(bound.rows, bound.binding.keys, self.shard))
+            if is_keyed(bound.binding)
+            else bound
+            for bound in outputs
+        ]
 
     def prepare(
         self, txn: TransactionId, files: Sequence[StagedFile], bindings: Sequence[SinkBinding] = ()
@@ -66,27 +116,38 @@ class SinkParticipant(abc.ABC):
         """Make ``txn`` durable and vote.
 
         Steps:
-            1. Read and verify every staged file, and group the rows by binding. A missing,
-               truncated or checksum-mismatched file is a no vote whose reason names the file.
+            1. Read and verify every staged file, and group the rows by binding (a shard keeps the
+               keys it owns). A missing, truncated or checksum-mismatched file, or bindings a shard
+               cannot split, is a no vote whose reason names the file or binding.
             2. Make the rows durable in the sink's prepared form (:meth:`prepare_rows`). A sink
                that refuses (:class:`PrepareRejected`) votes no with its reason.
             3. Vote yes with the number of rows.
         """
         # Step 1
         try:
+            self.check_shardable(bindings)
             outputs = self.load(files, bindings)
-        except StagingError as exc:
-            _log.warning("prepare.vote_no", sink=self.name, txn=txn, reason=str(exc))
+        except (StagingError, BindingRejected) as exc:
+            _log.warning("prepare.vote_no", sink=self.name, shard=self.shard.index, txn=txn, reason=str(exc))
             return PrepareResult.no(str(exc))
         # Step 2
         try:
             self.prepare_rows(txn, outputs, files)
         except PrepareRejected as exc:
-            _log.warning("prepare.vote_no", sink=self.name, txn=txn, reason=str(exc))
+            _log.warning("prepare.vote_no", sink=self.name, shard=self.shard.index, txn=txn, reason=str(exc))
             return PrepareResult.no(str(exc))
         # Step 3
         rows = sum(bound.rows.num_rows for bound in outputs)
-        _log.info("prepare.vote_yes", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=rows)
+        _log.info(
+            "prepare.vote_yes",
+            sink=self.name,
+            shard=self.shard.index,
+            job=txn.job,
+            batch=txn.batch,
+            txn=txn,
+            files=len(files),
+            rows=rows,
+        )
         return PrepareResult.yes(rows)
 
     @abc.abstractmethod

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Final
 
 from confluent_kafka.admin import NewTopic
@@ -14,7 +15,7 @@ NO_BATCH: Final = -1
 
 
 def marker_key(sink: str, job: str) -> bytes:
-    """The marker record's key: ``<sink>:<job>``."""
+    """The marker record's key: ``<sink>:<job>`` (``sink`` is a record name: ``<sink>#<index>`` for a shard)."""
     return f"{sink}:{job}".encode()
 
 
@@ -39,11 +40,18 @@ def read_last_committed(kafka: KafkaSettings, commits_topic: str, key: bytes, ti
     only after ``init_transactions`` of the producer that writes ``key``: that aborts any
     transaction a predecessor left open, which would otherwise hold the last stable offset back.
     """
-    last = NO_BATCH
+    return read_last_committed_keys(kafka, commits_topic, (key,), timeout)[key]
+
+
+def read_last_committed_keys(
+    kafka: KafkaSettings, commits_topic: str, keys: Collection[bytes], timeout: float = 60.0
+) -> dict[bytes, int]:
+    """:func:`read_last_committed` of several keys (the shards of a sink) in one read of the topic."""
+    last = dict.fromkeys(keys, NO_BATCH)
     try:
         for record in read_committed(kafka, commits_topic, timeout=timeout):
-            if record.key == key and record.value is not None:
-                last = max(last, int(record.value.decode()))
+            if record.key in last and record.value is not None:
+                last[record.key] = max(last[record.key], int(record.value.decode()))
     except TopicNotFound:
-        return NO_BATCH
+        pass
     return last

@@ -16,6 +16,8 @@ from onceflow.core.avro import SingleObjectSerde
 from onceflow.core.avro.arrow import avro_schema, json_value, record_name
 from onceflow.core.avro.schemas_topic import SchemasTopic
 from onceflow.core.contract import (
+    WHOLE_SINK,
+    Shard,
     SinkBinding,
     TransactionId,
     UnsupportedColumnType,
@@ -57,7 +59,8 @@ class _JobProducer:
 class KafkaParticipant(SinkParticipant):
     """Writes each binding's rows to its Kafka topic in Kafka transactions, with commit markers.
 
-    Each job gets a transactional producer (``transactional.id = onceflow-sink-<sink>-<job>``),
+    Each job gets a transactional producer (``transactional.id = onceflow-sink-<sink>-<job>``; a shard
+    of a sharded sink uses ``<sink>#<index>`` for ``<sink>`` here, in its markers and its journal),
     whose ``init_transactions`` runs once per participant life and aborts whatever a predecessor
     left open. One transaction is open at a time per sink and job: a job's batches are sequential,
     so a prepare for another batch while one is open votes no.
@@ -84,14 +87,15 @@ class KafkaParticipant(SinkParticipant):
         commits_topic: str = SINK_COMMITS_TOPIC,
         transaction_timeout_ms: int = 60_000,
         timeout_s: float = 60.0,
+        shard: Shard = WHOLE_SINK,
     ) -> None:
-        super().__init__(name)
+        super().__init__(name, shard=shard)
         self.kafka = kafka
         self.topic = topic
         self.commits_topic = commits_topic
         self._transaction_timeout_ms = transaction_timeout_ms
         self._timeout_s = timeout_s
-        self._journal = PreparedJournal(state_dir, name)
+        self._journal = PreparedJournal(state_dir, self.record_name)
         self._producers: dict[str, _JobProducer] = {}
         self._producers_lock = threading.Lock()
         self._encoders: dict[tuple[str, SinkBinding], Any] = {}
@@ -147,7 +151,7 @@ class KafkaParticipant(SinkParticipant):
         return encoder
 
     def transactional_id(self, job: str) -> str:
-        return f"onceflow-sink-{self.name}-{job}"
+        return f"onceflow-sink-{self.record_name}-{job}"
 
     def _job(self, job: str) -> _JobProducer:
         """The job's producer, created (``init_transactions``) on first use in this participant's life."""
@@ -171,7 +175,7 @@ class KafkaParticipant(SinkParticipant):
             )
         )
         producer.init_transactions(self._timeout_s)
-        last = read_last_committed(self.kafka, self.commits_topic, marker_key(self.name, job), self._timeout_s)
+        last = read_last_committed(self.kafka, self.commits_topic, marker_key(self.record_name, job), self._timeout_s)
         _log.info("kafka.producer_ready", sink=self.name, job=job, transactional_id=transactional_id, last_batch=last)
         return _JobProducer(producer, transactional_id, last)
 
@@ -197,7 +201,7 @@ class KafkaParticipant(SinkParticipant):
         self._produce(
             producer,
             self.commits_topic,
-            marker_key(self.name, txn.job),
+            marker_key(self.record_name, txn.job),
             marker_value(txn.batch),
             on_delivery=on_delivery,
         )
@@ -258,7 +262,8 @@ class KafkaParticipant(SinkParticipant):
             1. ``init_transactions`` once per participant life (on the job's first use).
             2. Record the staged files and bindings in the journal (the durable prepared state).
             3. ``begin_transaction``, produce every binding's rows to its topic.
-            4. In the same transaction, produce the marker (key ``<sink>:<job>``, value = batch).
+            4. In the same transaction, produce the marker (key ``<sink>:<job>``, or ``<sink>#<index>:<job>``
+               for a shard; value = batch).
             5. Flush; the caller then votes yes.
         """
         # Step 1
@@ -294,7 +299,8 @@ class KafkaParticipant(SinkParticipant):
                aborted it meanwhile (transaction timeout, fencing).
             3. Otherwise redo: read the staged files and bindings (given, else the journal's),
                produce the rows and the marker in a new transaction, and commit it.
-            4. Remember the new last committed batch and drop the journal entry.
+            4. Remember the new last committed batch and drop the journal entry (a crash before that
+               leaves an entry whose batch the commits topic shows committed: Step 1 on restart).
         """
         state = self._job(txn.job)
         with state.lock:
@@ -321,6 +327,7 @@ class KafkaParticipant(SinkParticipant):
                 state.producer.commit_transaction(self._timeout_s)
                 state.open_txn = None
             # Step 4
+            self.faults.at("commit-midway", sink=self.record_name, txn=txn)
             state.last_committed = txn.batch
             self._journal.remove(txn)
         _log.info("commit.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import errors, sql
 
-from onceflow.core.contract import SinkBinding, TransactionId, ip_count_table_binding
+from onceflow.core.contract import WHOLE_SINK, Shard, SinkBinding, TransactionId, ip_count_table_binding
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
 from onceflow.sinks.base import BoundRows, SinkParticipant
@@ -18,7 +18,7 @@ from onceflow.sinks.exceptions import (
     TransactionAlreadyCommitted,
     TransactionNotPrepared,
 )
-from onceflow.sinks.postgres.schema import RECORD_COMMIT, SCHEMA, gid_of, gid_prefix, txn_of
+from onceflow.sinks.postgres.schema import DDL_LOCK, RECORD_COMMIT, SCHEMA, gid_of, gid_prefix, txn_of
 from onceflow.sinks.tables.access import POSTGRES_TABLES
 
 Connection = psycopg.Connection[tuple[object, ...]]
@@ -35,13 +35,25 @@ class PostgresParticipant(SinkParticipant):
     keeps it across crashes and restarts of both the participant and PostgreSQL. The commits row
     tells a committed transaction from one that never prepared once the gid is gone.
 
+    A shard of a sharded sink names its prepared transactions ``onceflow:<sink>#<index>:<job>:<batch>``
+    and its commits rows ``<sink>#<index>``; the shards' DDL (``onceflow_commits``, a binding's table)
+    is serialized by an advisory lock, so shards starting together do not race on ``CREATE TABLE``.
+
     Each operation opens its own connection, so operations on different transactions run in
     parallel. A prepared transaction holds its row locks until it is resolved; a prepare that
     waits on them longer than ``lock_timeout_ms`` votes no instead of hanging.
     """
 
-    def __init__(self, name: str, dsn: str, *, lock_timeout_ms: int = 10_000, connect_timeout_s: int = 10) -> None:
-        super().__init__(name)
+    def __init__(
+        self,
+        name: str,
+        dsn: str,
+        *,
+        lock_timeout_ms: int = 10_000,
+        connect_timeout_s: int = 10,
+        shard: Shard = WHOLE_SINK,
+    ) -> None:
+        super().__init__(name, shard=shard)
         self.dsn = dsn
         self._lock_timeout_ms = lock_timeout_ms
         self._connect_timeout_s = connect_timeout_s
@@ -51,7 +63,9 @@ class PostgresParticipant(SinkParticipant):
             value = int(str(setting[0])) if setting else 0
             if value <= 0:
                 raise PreparedTransactionsDisabled(name, value)
-            conn.execute(SCHEMA)
+            with conn.transaction():
+                conn.execute(DDL_LOCK)
+                conn.execute(SCHEMA)
         self._ready: set[tuple[str, str]] = set()
         self._ready_lock = threading.Lock()
         # the default binding's table (the IP-count results) exists from the start, as readers expect
@@ -73,6 +87,7 @@ class PostgresParticipant(SinkParticipant):
         if binding.schema is None or (key in self._ready and not force):
             return
         with self._ready_lock, conn.transaction():
+            conn.execute(DDL_LOCK)
             plan = POSTGRES_TABLES.ensure(conn, self.name, binding)
             self._ready.add(key)
         if plan.created or plan.added:
@@ -98,7 +113,7 @@ class PostgresParticipant(SinkParticipant):
     def _is_committed(self, conn: Connection, txn: TransactionId) -> bool:
         found = conn.execute(
             "SELECT 1 FROM onceflow_commits WHERE sink = %s AND job = %s AND batch = %s",
-            (self.name, txn.job, txn.batch),
+            (self.record_name, txn.job, txn.batch),
         ).fetchone()
         return found is not None
 
@@ -112,7 +127,7 @@ class PostgresParticipant(SinkParticipant):
                into ``onceflow_commits``.
             3. ``PREPARE TRANSACTION '<gid>'``: from here the server keeps the transaction durably.
         """
-        gid = gid_of(self.name, txn)
+        gid = gid_of(self.record_name, txn)
         with self._connect() as conn:
             # Step 1
             if self._is_prepared(conn, gid) or self._is_committed(conn, txn):
@@ -126,7 +141,7 @@ class PostgresParticipant(SinkParticipant):
                 conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{self._lock_timeout_ms}ms")))
                 for bound in outputs:
                     self._write(conn, bound)
-                conn.execute(RECORD_COMMIT, (self.name, txn.job, txn.batch))
+                conn.execute(RECORD_COMMIT, (self.record_name, txn.job, txn.batch))
                 # Step 3
                 conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
             except (
@@ -158,9 +173,10 @@ class PostgresParticipant(SinkParticipant):
                ordinary transaction when they are given (with ``bindings``), else raise
                :class:`TransactionNotPrepared`.
         """
-        gid = gid_of(self.name, txn)
+        gid = gid_of(self.record_name, txn)
         with self._connect() as conn:
-            # Step 1
+            # Step 1 (COMMIT PREPARED is atomic: a crash "midway" is one just before it)
+            self.faults.at("commit-midway", sink=self.record_name, txn=txn)
             try:
                 conn.execute(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(gid)))
                 _log.info("commit.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, gid=gid)
@@ -182,11 +198,11 @@ class PostgresParticipant(SinkParticipant):
             with conn.transaction():
                 for bound in outputs:
                     self._write(conn, bound)
-                conn.execute(RECORD_COMMIT, (self.name, txn.job, txn.batch))
+                conn.execute(RECORD_COMMIT, (self.record_name, txn.job, txn.batch))
 
     def abort(self, txn: TransactionId) -> None:
         """``ROLLBACK PREPARED '<gid>'``; an unknown transaction is a no-op, a committed one an error."""
-        gid = gid_of(self.name, txn)
+        gid = gid_of(self.record_name, txn)
         with self._connect() as conn:
             try:
                 conn.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(gid)))
@@ -204,9 +220,9 @@ class PostgresParticipant(SinkParticipant):
             found = conn.execute(
                 "SELECT gid FROM pg_prepared_xacts WHERE starts_with(gid, %s) AND database = current_database() "
                 "ORDER BY prepared, gid",
-                (gid_prefix(self.name),),
+                (gid_prefix(self.record_name),),
             ).fetchall()
-        return [txn_of(self.name, str(gid)) for (gid,) in found]
+        return [txn_of(self.record_name, str(gid)) for (gid,) in found]
 
     def close(self) -> None:
         """Nothing to release: every operation closes its own connection."""

@@ -16,6 +16,10 @@ CREATE TABLE IF NOT EXISTS onceflow_commits (
 )
 """
 
+#: Serializes the sink's DDL (its commits table, a binding's table) across the processes of a sharded
+#: sink: PostgreSQL's ``CREATE TABLE IF NOT EXISTS`` fails when two sessions create the same table.
+DDL_LOCK: Final = "SELECT pg_advisory_xact_lock(hashtext('onceflow.sinks.ddl'))"
+
 RECORD_COMMIT: Final = "INSERT INTO onceflow_commits (sink, job, batch) VALUES (%s, %s, %s)"
 
 #: PostgreSQL's limit on a prepared transaction's identifier (GIDSIZE - 1).
@@ -23,7 +27,8 @@ MAX_GID_LENGTH: Final = 199
 
 
 def gid_prefix(sink: str) -> str:
-    """Every prepared transaction of ``sink`` has a gid starting with this."""
+    """Every prepared transaction of ``sink`` (a record name: ``<sink>#<index>`` for a shard) has a gid
+    starting with this; no other sink's or shard's does, as the ``:`` ends the name."""
     return f"onceflow:{sink}:"
 
 

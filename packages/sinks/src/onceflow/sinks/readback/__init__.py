@@ -12,13 +12,18 @@ from onceflow.sinks.server.settings import KafkaSink, PostgresSink, SinkSettings
 
 
 def reader_for(sink: SinkSettings) -> BindingReader:
-    """The reader of one ``[[sinks]]`` entry of a participant's config."""
+    """The reader of one ``[[sinks]]`` entry of a participant's config (of one shard's: the reader sees the
+    whole sink, every shard of its ``shards``)."""
     if isinstance(sink, SqliteSink):
-        return SqliteReader(sink.name, sink.options.path)
+        return SqliteReader(sink.name, sink.options.path, shards=sink.shards)
     if isinstance(sink, PostgresSink):
-        return PostgresReader(sink.name, sink.options.dsn, connect_timeout_s=sink.options.connect_timeout_s)
+        return PostgresReader(
+            sink.name, sink.options.dsn, connect_timeout_s=sink.options.connect_timeout_s, shards=sink.shards
+        )
     if isinstance(sink, KafkaSink):
-        return KafkaReader(sink.name, sink.options.kafka, sink.options.topic, sink.options.commits_topic)
+        return KafkaReader(
+            sink.name, sink.options.kafka, sink.options.topic, sink.options.commits_topic, shards=sink.shards
+        )
     raise TypeError(f"no reader for sink kind {type(sink).__name__}")
 
 

@@ -33,6 +33,11 @@ def _typed(dialect: Dialect, binding: SinkBinding, names: list[str], rows: list[
     ]
 
 
+def _marks(reader: BindingReader, mark: str) -> str:
+    """One placeholder per record name of ``reader``'s sink."""
+    return ", ".join(mark for _ in reader.record_names)
+
+
 def _totals(dialect: Dialect, table: str, column: str) -> str:
     return f"SELECT COUNT(*), COALESCE(SUM({dialect.quote(column)}), 0) FROM {dialect.quote(table)}"
 
@@ -40,8 +45,8 @@ def _totals(dialect: Dialect, table: str, column: str) -> str:
 class SqliteReader(BindingReader):
     """The tables of one SQLite database file (opened read-only)."""
 
-    def __init__(self, name: str, path: str | Path) -> None:
-        super().__init__(name)
+    def __init__(self, name: str, path: str | Path, *, shards: int = 1) -> None:
+        super().__init__(name, shards=shards)
         self.path = Path(path)
 
     def _connect(self) -> sqlite3.Connection:
@@ -66,19 +71,21 @@ class SqliteReader(BindingReader):
     def last_committed(self, job: str) -> int:
         with self._connect() as db:
             try:
-                (last,) = db.execute(
-                    "SELECT max(batch) FROM onceflow_commits WHERE sink = ? AND job = ?", (self.name, job)
-                ).fetchone()
+                found = db.execute(
+                    f"SELECT sink, max(batch) FROM onceflow_commits WHERE job = ? AND sink IN ({_marks(self, '?')}) "
+                    "GROUP BY sink",
+                    (job, *self.record_names),
+                ).fetchall()
             except sqlite3.OperationalError:  # no onceflow_commits table: nothing was ever committed
                 return NO_BATCH
-        return NO_BATCH if last is None else int(last)
+        return self.whole({str(sink): int(last) for sink, last in found})
 
 
 class PostgresReader(BindingReader):
     """The tables of one PostgreSQL database."""
 
-    def __init__(self, name: str, dsn: str, *, connect_timeout_s: int = 10) -> None:
-        super().__init__(name)
+    def __init__(self, name: str, dsn: str, *, connect_timeout_s: int = 10, shards: int = 1) -> None:
+        super().__init__(name, shards=shards)
         self.dsn = dsn
         self._connect_timeout_s = connect_timeout_s
 
@@ -104,7 +111,8 @@ class PostgresReader(BindingReader):
         with self._connect() as conn:
             if conn.execute("SELECT to_regclass('onceflow_commits')").fetchone() == (None,):
                 return NO_BATCH
-            row = conn.execute(
-                "SELECT max(batch) FROM onceflow_commits WHERE sink = %s AND job = %s", (self.name, job)
-            ).fetchone()
-        return NO_BATCH if row is None or row[0] is None else int(row[0])
+            found = conn.execute(
+                "SELECT sink, max(batch) FROM onceflow_commits WHERE job = %s AND sink = ANY(%s) GROUP BY sink",
+                (job, self.record_names),
+            ).fetchall()
+        return self.whole({str(sink): int(str(last)) for sink, last in found})

@@ -12,7 +12,7 @@ from onceflow.core.contract.ip_count import ip_count_topic_binding
 from onceflow.core.errors import SerializationError
 from onceflow.core.kafka import TopicRecord, read_committed
 from onceflow.core.settings import KafkaSettings
-from onceflow.sinks.kafka.markers import marker_key, read_last_committed
+from onceflow.sinks.kafka.markers import marker_key, read_last_committed_keys
 from onceflow.sinks.readback.base import BindingReader, Row
 
 
@@ -20,9 +20,16 @@ class KafkaReader(BindingReader):
     """The topics of one Kafka cluster, read with read_committed; commit markers from ``commits_topic``."""
 
     def __init__(
-        self, name: str, kafka: KafkaSettings, topic: str, commits_topic: str, *, timeout_s: float = 120.0
+        self,
+        name: str,
+        kafka: KafkaSettings,
+        topic: str,
+        commits_topic: str,
+        *,
+        timeout_s: float = 120.0,
+        shards: int = 1,
     ) -> None:
-        super().__init__(name)
+        super().__init__(name, shards=shards)
         self.kafka = kafka
         self.topic = topic
         self.commits_topic = commits_topic
@@ -65,4 +72,6 @@ class KafkaReader(BindingReader):
         return ip_count_topic_binding(self.name, self.topic)
 
     def last_committed(self, job: str) -> int:
-        return read_last_committed(self.kafka, self.commits_topic, marker_key(self.name, job), self._timeout_s)
+        keys = {marker_key(name, job): name for name in self.record_names}
+        last = read_last_committed_keys(self.kafka, self.commits_topic, keys, self._timeout_s)
+        return self.whole({keys[key]: batch for key, batch in last.items()})

@@ -13,6 +13,7 @@ from onceflow.core.confinement import StagingConfinement
 from onceflow.core.contract import TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.errors import InvalidConfig
+from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import MetricsEndpoint, serve_metrics
@@ -40,9 +41,16 @@ class ParticipantServer(Service):
     name = "participant"
     stop_grace_s = 5.0
 
-    def __init__(self, settings: ParticipantSettings, *, metrics: ParticipantMetrics | None = None) -> None:
+    def __init__(
+        self,
+        settings: ParticipantSettings,
+        *,
+        metrics: ParticipantMetrics | None = None,
+        faults: FaultInjector = NO_FAULTS,
+    ) -> None:
         self.settings = settings
         self.metrics = metrics or ParticipantMetrics()
+        self._faults = faults
         self.sinks: dict[str, SinkParticipant] = {}
         self.port = 0
         self._stop = threading.Event()
@@ -68,7 +76,8 @@ class ParticipantServer(Service):
         staging = self.settings.staging
         confinement = StagingConfinement(staging.roots, staging.allowed_schemes)
         for sink_settings in self.settings.sinks:
-            self.sinks[sink_settings.name] = open_sink(sink_settings)
+            sink = self.sinks[sink_settings.name] = open_sink(sink_settings)
+            sink.faults = self._faults
         # Step 2
         self._recover()
         # Step 3
@@ -76,7 +85,7 @@ class ParticipantServer(Service):
         add_servicer: Callable[[ParticipantServicer, grpc.Server], None] = (
             participant_pb2_grpc.add_ParticipantServicer_to_server
         )
-        add_servicer(ParticipantServicer(self.sinks, confinement, self.metrics), server)
+        add_servicer(ParticipantServicer(self.sinks, confinement, self.metrics, self._faults), server)
         server.start()
         self._server, self.port = server, port
         # Step 4
@@ -84,7 +93,12 @@ class ParticipantServer(Service):
             self._metrics_endpoint = serve_metrics(
                 self.metrics.service, self.settings.metrics.host, self.settings.metrics.port
             )
-        _log.info("participant.serving", port=port, sinks=",".join(self.sinks), tls=bool(self.settings.server.tls.cert))
+        _log.info(
+            "participant.serving",
+            port=port,
+            sinks=",".join(sink.record_name for sink in self.sinks.values()),
+            tls=bool(self.settings.server.tls.cert),
+        )
         return self
 
     def _recover(self) -> None:

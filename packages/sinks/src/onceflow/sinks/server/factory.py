@@ -7,11 +7,14 @@ from onceflow.sinks.server.settings import KafkaSink, PostgresSink, SinkSettings
 
 
 def open_sink(settings: SinkSettings) -> SinkParticipant:
-    """The participant of one configured sink, ready to recover and serve."""
+    """The participant of one configured sink (or of its configured shard), ready to recover and serve."""
+    shard = settings.shard_spec
     if isinstance(settings, SqliteSink):
         from onceflow.sinks.sqlite import SqliteParticipant
 
-        return SqliteParticipant(settings.name, settings.options.path, busy_timeout_ms=settings.options.busy_timeout_ms)
+        return SqliteParticipant(
+            settings.name, settings.options.path, busy_timeout_ms=settings.options.busy_timeout_ms, shard=shard
+        )
     if isinstance(settings, PostgresSink):
         from onceflow.sinks.postgres import PostgresParticipant
 
@@ -20,6 +23,7 @@ def open_sink(settings: SinkSettings) -> SinkParticipant:
             settings.options.dsn,
             lock_timeout_ms=settings.options.lock_timeout_ms,
             connect_timeout_s=settings.options.connect_timeout_s,
+            shard=shard,
         )
     if isinstance(settings, KafkaSink):
         from onceflow.sinks.kafka import KafkaParticipant
@@ -32,5 +36,6 @@ def open_sink(settings: SinkSettings) -> SinkParticipant:
             topic=options.topic,
             commits_topic=options.commits_topic,
             transaction_timeout_ms=options.transaction_timeout_ms,
+            shard=shard,
         )
     raise TypeError(f"unknown sink settings {type(settings).__name__}")

@@ -12,15 +12,22 @@ import psycopg
 from confluent_kafka import KafkaException
 
 from onceflow.core.confinement import PathNotAllowed, StagingConfinement
-from onceflow.core.contract import SinkBinding, TransactionId, refuse_internal
-from onceflow.core.contract.proto import binding_from_proto, files_from_proto, txn_id_from_proto, txn_id_to_proto
+from onceflow.core.contract import Shard, SinkBinding, TransactionId, refuse_internal
+from onceflow.core.contract.proto import (
+    binding_from_proto,
+    files_from_proto,
+    shard_from_proto,
+    txn_id_from_proto,
+    txn_id_to_proto,
+)
+from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
 from onceflow.core.logging import get_logger
 from onceflow.core.request_limits import MAX_ID_BYTES, MAX_STAGED_FILES, MAX_URI_BYTES, oversize
 from onceflow.core.staging import StagedFile, StagingError
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
 from onceflow.sinks.base import SinkParticipant
-from onceflow.sinks.exceptions import SinkError
+from onceflow.sinks.exceptions import ShardMismatch, SinkError
 from onceflow.sinks.server.metrics import ParticipantMetrics
 
 SERVICE_NAME: Final = participant_pb2.DESCRIPTOR.services_by_name["Participant"].full_name
@@ -59,6 +66,10 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
       reason naming the file or cause.
     - Sink errors (commit of an unknown transaction, abort of a committed one) are
       FAILED_PRECONDITION; an unreachable database or broker is UNAVAILABLE (the coordinator retries).
+    - Every request names the shard of its sink it is meant for (unset: the whole sink). A sink that
+      serves another shard (:class:`ShardMismatch`) votes no on Prepare and refuses everything else
+      with FAILED_PRECONDITION, naming both; a shard's Prepare may list no files (its share of a
+      small batch can be empty: it still records the batch as committed).
     """
 
     def __init__(
@@ -66,10 +77,12 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         sinks: Mapping[str, SinkParticipant],
         confinement: StagingConfinement,
         metrics: ParticipantMetrics | None = None,
+        faults: FaultInjector = NO_FAULTS,
     ) -> None:
         self._sinks = dict(sinks)
         self._confinement = confinement
         self._metrics = metrics or ParticipantMetrics()
+        self._faults = faults
 
     def _sink(self, name: str, context: grpc.ServicerContext) -> SinkParticipant:
         if not name:
@@ -96,6 +109,18 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         if request.id.batch < 0:
             raise InvalidRequest(f"id.batch must be >= 0, got {request.id.batch}")
         return txn_id_from_proto(request.id)
+
+    @staticmethod
+    def _shard(
+        request: participant_pb2.PrepareTransactionRequest
+        | participant_pb2.CommitPreparedTransactionRequest
+        | participant_pb2.AbortPreparedTransactionRequest
+        | participant_pb2.PrepareBindingsRequest,
+    ) -> Shard:
+        try:
+            return shard_from_proto(request.shard if request.HasField("shard") else None)
+        except ValueError as exc:
+            raise InvalidRequest(f"shard: {exc}") from None
 
     @staticmethod
     def _files(messages: Sequence[common_pb2.StagedFile], *, required: bool) -> list[StagedFile]:
@@ -156,18 +181,26 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         sink = self._sink(request.sink, context)
         try:
             txn = self._txn(request)
-            files = self._files(request.files, required=True)
+            shard = self._shard(request)
+            files = self._files(request.files, required=not shard.is_sharded)
             bindings = self._bindings(request.bindings, sink, schema_required=False)
         except InvalidRequest as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         try:
+            sink.check_serves(shard)
             self._confine(files)
-        except PathNotAllowed as exc:
-            _log.warning("prepare.file_refused", sink=sink.name, job=txn.job, batch=txn.batch, txn=txn, reason=str(exc))
+        except (PathNotAllowed, ShardMismatch) as exc:
+            file = isinstance(exc, PathNotAllowed)
+            refused = "staged file refused" if file else "wrong shard"
+            event = "prepare.file_refused" if file else "prepare.wrong_shard"
+            _log.warning(event, sink=sink.name, job=txn.job, batch=txn.batch, txn=txn, reason=str(exc))
             self._metrics.prepares.labels(sink.name, "no").inc()
-            return participant_pb2.PrepareTransactionResponse(vote_commit=False, reason=f"staged file refused: {exc}")
+            return participant_pb2.PrepareTransactionResponse(vote_commit=False, reason=f"{refused}: {exc}")
+        self._faults.at("prepare-received", sink=sink.record_name, txn=txn)
         started = time.perf_counter()
         result = sink.prepare(txn, files, bindings)
+        if result.vote_commit:
+            self._faults.at("prepare-durable", sink=sink.record_name, txn=txn)
         self._metrics.prepare_seconds.labels(sink.name).observe(time.perf_counter() - started)
         self._metrics.prepares.labels(sink.name, "yes" if result.vote_commit else "no").inc()
         return participant_pb2.PrepareTransactionResponse(
@@ -181,12 +214,16 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         sink = self._sink(request.sink, context)
         try:
             txn = self._txn(request)
+            shard = self._shard(request)
             files = self._files(request.files, required=False)
             bindings = self._bindings(request.bindings, sink, schema_required=False)
             self._confine(files)
         except (InvalidRequest, PathNotAllowed) as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        sink.check_serves(shard)
+        self._faults.at("commit-received", sink=sink.record_name, txn=txn)
         sink.commit(txn, files, bindings)
+        self._faults.at("commit-applied", sink=sink.record_name, txn=txn)
         self._metrics.commits.labels(sink.name).inc()
         return participant_pb2.CommitPreparedTransactionResponse()
 
@@ -201,9 +238,12 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
                 raise InvalidRequest("job must not be empty")
             if (problem := oversize(request.job, MAX_ID_BYTES)) is not None:
                 raise InvalidRequest(f"job {problem}")
+            shard = self._shard(request)
             bindings = self._bindings(request.bindings, sink, schema_required=True)
         except InvalidRequest as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        sink.check_serves(shard)
+        sink.check_shardable(bindings)
         sink.prepare_bindings(request.job, bindings)
         _log.info("bindings.ready", sink=sink.name, job=request.job, bindings=";".join(b.describe() for b in bindings))
         return participant_pb2.PrepareBindingsResponse()
@@ -215,8 +255,10 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         sink = self._sink(request.sink, context)
         try:
             txn = self._txn(request)
+            shard = self._shard(request)
         except InvalidRequest as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        sink.check_serves(shard)
         sink.abort(txn)
         self._metrics.aborts.labels(sink.name).inc()
         return participant_pb2.AbortPreparedTransactionResponse()

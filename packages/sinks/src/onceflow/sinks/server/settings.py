@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from onceflow.core import defaults
+from onceflow.core.contract.shards import MAX_SHARDS, Shard
 from onceflow.core.settings import (
     GrpcServerSettings,
     KafkaSettings,
@@ -61,20 +62,37 @@ class KafkaOptions(Section):
     transaction_timeout_ms: int = Field(default=defaults.KAFKA_TRANSACTION_TIMEOUT_MS, gt=0)
 
 
-class SqliteSink(Section):
+class SinkSection(Section):
+    """What every ``[[sinks]]`` entry has: its ``name`` and, for a sink served by several participant
+    processes, which shard of it this process serves (``shard`` of ``shards``; the default 0 of 1 is
+    the whole sink). Every shard of a sink runs with the same ``shards`` and its own ``shard``."""
+
     name: SinkName
+    shard: int = Field(default=0, ge=0)
+    shards: int = Field(default=1, ge=1, le=MAX_SHARDS)
+
+    @model_validator(mode="after")
+    def _shard_in_range(self) -> SinkSection:
+        if self.shard >= self.shards:
+            raise ValueError(f"shard {self.shard} is not below shards = {self.shards} (sink {self.name!r})")
+        return self
+
+    @property
+    def shard_spec(self) -> Shard:
+        return Shard(self.shard, self.shards)
+
+
+class SqliteSink(SinkSection):
     kind: Literal["sqlite"]
     options: SqliteOptions
 
 
-class PostgresSink(Section):
-    name: SinkName
+class PostgresSink(SinkSection):
     kind: Literal["postgres"]
     options: PostgresOptions
 
 
-class KafkaSink(Section):
-    name: SinkName
+class KafkaSink(SinkSection):
     kind: Literal["kafka"]
     options: KafkaOptions
 

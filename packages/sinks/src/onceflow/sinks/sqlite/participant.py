@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from onceflow.core.contract import SinkBinding, TransactionId, ip_count_table_binding
+from onceflow.core.contract import WHOLE_SINK, Shard, SinkBinding, TransactionId, ip_count_table_binding
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
 from onceflow.sinks.base import BoundRows, SinkParticipant
@@ -39,10 +39,16 @@ class SqliteParticipant(SinkParticipant):
     ``(sink, job, batch)`` in ``onceflow_commits`` in ONE SQLite transaction, so a replayed batch is
     recognised by its id, never by a key. WAL mode with ``synchronous=FULL``: every committed SQLite
     transaction (and so every yes vote) survives a crash of the process or the machine.
+
+    The shards of a sharded sink share the file (SQLite serializes their write transactions; the
+    busy timeout waits for the lock): each records its prepared and committed batches as
+    ``<sink>#<index>``. That scales reading and checking the staged files, not SQLite's one writer.
     """
 
-    def __init__(self, name: str, path: str | Path, *, busy_timeout_ms: int = 10_000) -> None:
-        super().__init__(name)
+    def __init__(
+        self, name: str, path: str | Path, *, busy_timeout_ms: int = 10_000, shard: Shard = WHOLE_SINK
+    ) -> None:
+        super().__init__(name, shard=shard)
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
@@ -100,7 +106,7 @@ class SqliteParticipant(SinkParticipant):
     # --- the protocol ---------------------------------------------------------------------------
 
     def _state(self, db: sqlite3.Connection, txn: TransactionId) -> _State:
-        key = (self.name, txn.job, txn.batch)
+        key = (self.record_name, txn.job, txn.batch)
         if db.execute("SELECT 1 FROM onceflow_commits WHERE sink = ? AND job = ? AND batch = ?", key).fetchone():
             return _State.COMMITTED
         if db.execute("SELECT 1 FROM onceflow_pending WHERE sink = ? AND job = ? AND batch = ?", key).fetchone():
@@ -133,7 +139,7 @@ class SqliteParticipant(SinkParticipant):
             db.execute(
                 "INSERT INTO onceflow_pending VALUES (?, ?, ?, ?, ?, ?)",
                 (
-                    self.name,
+                    self.record_name,
                     txn.job,
                     txn.batch,
                     json.dumps([b.binding.to_dict() for b in outputs]),
@@ -146,7 +152,7 @@ class SqliteParticipant(SinkParticipant):
         with self._lock:
             found = self._db.execute(
                 "SELECT files, bindings FROM onceflow_pending WHERE sink = ? AND job = ? AND batch = ?",
-                (self.name, txn.job, txn.batch),
+                (self.record_name, txn.job, txn.batch),
             ).fetchone()
         if found is None:
             return None
@@ -182,13 +188,14 @@ class SqliteParticipant(SinkParticipant):
         else:
             raise TransactionNotPrepared(self.name, txn)
         # Step 3
-        key = (self.name, txn.job, txn.batch)
+        key = (self.record_name, txn.job, txn.batch)
         with self._transaction() as db:
             if self._state(db, txn) is _State.COMMITTED:
                 return
             for bound in outputs:
                 self._ensure_table(db, bound.binding)
                 self._write(db, bound)
+            self.faults.at("commit-midway", sink=self.record_name, txn=txn)
             db.execute("INSERT INTO onceflow_commits VALUES (?, ?, ?, ?)", (*key, time.time()))
             db.execute("DELETE FROM onceflow_pending WHERE sink = ? AND job = ? AND batch = ?", key)
         rows = sum(b.rows.num_rows for b in outputs)
@@ -201,14 +208,16 @@ class SqliteParticipant(SinkParticipant):
             if state is _State.COMMITTED:
                 raise TransactionAlreadyCommitted(self.name, txn)
             db.execute(
-                "DELETE FROM onceflow_pending WHERE sink = ? AND job = ? AND batch = ?", (self.name, txn.job, txn.batch)
+                "DELETE FROM onceflow_pending WHERE sink = ? AND job = ? AND batch = ?",
+                (self.record_name, txn.job, txn.batch),
             )
         _log.info("abort.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, state=state.value)
 
     def list_prepared(self) -> list[TransactionId]:
         with self._lock:
             found = self._db.execute(
-                "SELECT job, batch FROM onceflow_pending WHERE sink = ? ORDER BY prepared_at, job, batch", (self.name,)
+                "SELECT job, batch FROM onceflow_pending WHERE sink = ? ORDER BY prepared_at, job, batch",
+                (self.record_name,),
             ).fetchall()
         return [TransactionId(job, batch) for job, batch in found]
 

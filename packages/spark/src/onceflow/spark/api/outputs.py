@@ -134,9 +134,9 @@ def bindings_of(settings: SparkJobSettings, schemas: Mapping[str, pa.Schema]) ->
 def participants_with_bindings(settings: SparkJobSettings, outputs: JobOutputs) -> list[Participant]:
     """The job's participants, each with the bindings of the outputs ``[[outputs.<name>]]`` puts there
     (:func:`bindings_of`); with no ``[outputs]`` at all the participants keep their default bindings
-    (the IP-count results).
+    (the IP-count results). A sink with ``targets`` is one participant per shard.
     """
     if not settings.outputs:
-        return [Participant(p.sink, p.target) for p in settings.participants]
+        return [ref for p in settings.participants for ref in p.refs()]
     bindings = bindings_of(settings, outputs.schemas)
-    return [Participant(p.sink, p.target, tuple(bindings[p.sink])) for p in settings.participants if bindings[p.sink]]
+    return [ref for p in settings.participants if bindings[p.sink] for ref in p.refs(tuple(bindings[p.sink]))]

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from onceflow.core import defaults
+from onceflow.core.contract import MAX_SHARDS, ParticipantRef, SinkBinding
 from onceflow.core.settings import KafkaSettings, LoggingSettings, MetricsSettings, Section, Settings, TlsSettings
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SINK_TOPIC, SOURCE_TOPIC
 
@@ -31,10 +32,28 @@ class SourceSettings(Section):
 
 
 class ParticipantSettings(Section):
-    """One sink participant of the job (an ``onceflow participant`` server hosting the sink)."""
+    """One sink of the job and the ``onceflow participant`` server(s) hosting it: ``target``, or
+    ``targets`` for a sink served by several participant processes (shards): shard ``i`` is the
+    server at ``targets[i]``, each started with ``shard = i`` and ``shards = len(targets)``."""
 
-    sink: str = Field(min_length=1)
-    target: str = Field(min_length=1)
+    sink: str = Field(min_length=1, pattern=r"^[^#:]+$")
+    target: str = ""
+    targets: list[str] = Field(default_factory=list, max_length=MAX_SHARDS)
+
+    @model_validator(mode="after")
+    def _one_way_to_name_targets(self) -> ParticipantSettings:
+        if bool(self.target) == bool(self.targets):
+            raise ValueError(f"sink {self.sink!r}: set target (one participant) or targets (its shards), not both")
+        if any(not target for target in self.targets):
+            raise ValueError(f"sink {self.sink!r}: targets must not be empty strings")
+        repeated = sorted({t for t in self.targets if self.targets.count(t) > 1})
+        if repeated:
+            raise ValueError(f"sink {self.sink!r}: each shard needs a target of its own; repeated: {repeated[0]}")
+        return self
+
+    def refs(self, bindings: tuple[SinkBinding, ...] = ()) -> tuple[ParticipantRef, ...]:
+        """The participant refs the coordinator registers for this sink: one, or one per shard."""
+        return ParticipantRef.shards_of(self.sink, self.targets or [self.target], bindings)
 
 
 class BindingSettings(Section):

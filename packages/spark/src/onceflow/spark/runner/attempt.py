@@ -52,7 +52,7 @@ def register_driver(settings: SparkJobSettings, participants: list[Participant] 
         )
         # Step 2
         if participants is None:
-            participants = [Participant(p.sink, p.target) for p in settings.participants]
+            participants = [ref for p in settings.participants for ref in p.refs()]
         client.register_participants(
             settings.job, registration.epoch, participants, deadline_s=coordinator.register_timeout_ms / 1000
         )
@@ -62,7 +62,7 @@ def register_driver(settings: SparkJobSettings, participants: list[Participant] 
         epoch=registration.epoch,
         last_committed_batch=registration.last_committed_batch,
         writer=writer_id,
-        sinks=",".join(p.sink for p in participants),
+        sinks=",".join(p.name for p in participants),
     )
     return registration
 

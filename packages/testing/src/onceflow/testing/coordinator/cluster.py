@@ -6,7 +6,9 @@
   transaction log on a broker the caller runs (the embedded broker in tests);
 - one participant process (``python -m onceflow.sinks``) per sink: ``kafka`` (``ip_count_sink``),
   ``sqlite`` (a file under the work dir) and ``postgres`` (a database the caller provides), so a
-  ``kill -9`` of one of them is the crash of one sink's participant;
+  ``kill -9`` of one of them is the crash of one sink's participant; or, for a sink given ``shards``,
+  one process per shard (``participants["kafka#0"]``, ``participants["kafka#1"]``, ...), all
+  registered as the shards of that one sink;
 - a staging root shared by the driver (the test), the participants and the coordinator's GC.
 
 Every process listens on 127.0.0.1 on a free port that stays the same across restarts, so the
@@ -21,15 +23,17 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any, Final
 
 import grpc
 
+from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.coordinator.model import ParticipantRef
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import TransactionId
+from onceflow.core.contract import Shard, SinkBinding, TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.contract.ip_count import ip_count_table_binding, ip_count_topic_binding
 from onceflow.core.contract.proto import state_name
@@ -37,8 +41,10 @@ from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile, StagingWriter
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
 from onceflow.proto.v1 import coordinator_pb2, coordinator_pb2_grpc
-from onceflow.sinks.readback import KafkaReader, PostgresReader, SqliteReader
+from onceflow.sinks.postgres.schema import gid_prefix
+from onceflow.sinks.readback import BindingReader, KafkaReader, PostgresReader, SqliteReader
 from onceflow.testing.coordinator.process import CoordinatorProcess
+from onceflow.testing.sinks.postgres import PostgresServer, fresh_database
 from onceflow.testing.sinks.process import ParticipantProcess
 
 #: The three real sinks, in the order they are registered with the coordinator.
@@ -88,9 +94,27 @@ def _merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, An
     return merged
 
 
+@contextmanager
+def running_cluster(work_dir: Path, postgres: PostgresServer | None, **options: Any) -> Iterator[TwoPhaseCommitCluster]:
+    """A started :class:`TwoPhaseCommitCluster` (``options`` as its constructor's) on a broker of its own
+    and a fresh database of ``postgres`` (None: no ``postgres`` sink), for module fixtures and
+    benchmarks; everything is stopped (and the database dropped) on exit."""
+    with ExitStack() as stack:
+        broker = stack.enter_context(EmbeddedBroker(work_dir / "broker"))
+        dsn = stack.enter_context(fresh_database(postgres)) if postgres is not None else ""
+        cluster = TwoPhaseCommitCluster(
+            work_dir / "cluster", bootstrap_servers=broker.bootstrap_servers, postgres_dsn=dsn, **options
+        )
+        cluster.broker = broker
+        stack.callback(cluster.stop)
+        yield cluster.start()
+
+
 class TwoPhaseCommitCluster:
     """Coordinator and participant processes for ``sinks`` on the broker at ``bootstrap_servers``.
 
+    ``shards`` gives a sink several participant processes (``{"kafka": 2}``); the others have one.
+    :attr:`participants` is keyed by participant name: the sink, or ``<sink>#<index>`` for a shard.
     ``coordinator_settings`` override :data:`FAST_COORDINATOR_SETTINGS` (nested keys merge);
     ``coordinator_env`` is the coordinator's extra environment (e.g. the crash hook, see
     :mod:`onceflow.coordinator.crash`); change ``cluster.coordinator.env`` between restarts.
@@ -103,6 +127,7 @@ class TwoPhaseCommitCluster:
         bootstrap_servers: str,
         postgres_dsn: str,
         sinks: Sequence[str] = SINKS,
+        shards: Mapping[str, int] | None = None,
         coordinator_settings: Mapping[str, Any] | None = None,
         coordinator_env: Mapping[str, str] | None = None,
         participant_log_level: str = "INFO",
@@ -114,6 +139,7 @@ class TwoPhaseCommitCluster:
         self.bootstrap_servers = bootstrap_servers
         self.postgres_dsn = postgres_dsn
         self.sinks = tuple(sinks)
+        self.shards = {sink: int((shards or {}).get(sink, 1)) for sink in self.sinks}
         self.staging_root = self.work_dir / "staging"
         self.sqlite_path = self.work_dir / "sqlite" / "results.db"
         settings = _merge(FAST_COORDINATOR_SETTINGS, coordinator_settings or {})
@@ -123,6 +149,8 @@ class TwoPhaseCommitCluster:
         self.coordinator = CoordinatorProcess(self.work_dir / "coordinator", settings, env=coordinator_env)
         self._participant_log_level = participant_log_level
         self.participants: dict[str, ParticipantProcess] = {}
+        #: The broker process, when :func:`running_cluster` started it for this cluster.
+        self.broker: EmbeddedBroker | None = None
         self._client: CoordinatorClient | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -132,17 +160,27 @@ class TwoPhaseCommitCluster:
         self.staging_root.mkdir(parents=True, exist_ok=True)
         self.coordinator.start()
         for sink in self.sinks:
-            process = ParticipantProcess(self.work_dir / f"participant-{sink}", self._participant_settings(sink))
-            self.participants[sink] = process.start(wait=False)
+            for index, name in enumerate(self.names_of(sink)):
+                settings = self.participant_settings(sink, index)
+                process = ParticipantProcess(self._participant_dir(name), settings)
+                self.participants[name] = process.start(wait=False)
         for process in self.participants.values():
             process.wait_ready()
         return self
 
-    def _participant_settings(self, sink: str) -> dict[str, Any]:
+    def shard_of(self, sink: str, index: int) -> Shard:
+        return Shard(index, self.shards[sink])
+
+    def _participant_dir(self, name: str) -> Path:
+        return self.work_dir / f"participant-{name.replace('#', '-')}"
+
+    def participant_settings(self, sink: str, index: int = 0) -> dict[str, Any]:
+        """The settings (nested dicts) of the participant process of ``sink`` (of its shard ``index``)."""
         options: dict[str, Any]
+        name = self.shard_of(sink, index).record_name(sink)
         if sink == "kafka":
             options = {
-                "state_dir": str(self.work_dir / "participant-kafka" / "state"),
+                "state_dir": str(self._participant_dir(name) / "state"),
                 "topic": SINK_TOPIC,
                 "kafka": {"bootstrap_servers": self.bootstrap_servers},
             }
@@ -158,7 +196,7 @@ class TwoPhaseCommitCluster:
                 "initial_backoff_s": 0.05,
                 "max_backoff_s": 0.5,
             },
-            "sinks": [{"name": sink, "kind": sink, "options": options}],
+            "sinks": [{"name": sink, "kind": sink, "options": options, "shard": index, "shards": self.shards[sink]}],
             "staging": {"roots": [str(self.staging_root)]},
             "log": {"level": self._participant_log_level},
         }
@@ -180,8 +218,22 @@ class TwoPhaseCommitCluster:
 
     @property
     def refs(self) -> list[ParticipantRef]:
-        """Every sink and the target of the participant process hosting it."""
-        return [ParticipantRef(sink, self.participants[sink].target) for sink in self.sinks]
+        """Every sink and the target of the participant process hosting it (one per shard)."""
+        return self.refs_with()
+
+    def refs_with(self, bindings: Mapping[str, Sequence[SinkBinding]] | None = None) -> list[ParticipantRef]:
+        """:attr:`refs`, each sink with its ``bindings`` (none: the sink's defaults, the IP-count results)."""
+        return [
+            ref
+            for sink in self.sinks
+            for ref in ParticipantRef.shards_of(
+                sink, [p.target for p in self.processes_of(sink)], tuple((bindings or {}).get(sink, ()))
+            )
+        ]
+
+    def processes_of(self, sink: str) -> list[ParticipantProcess]:
+        """The participant processes of ``sink``, by shard index."""
+        return [self.participants[name] for name in self.names_of(sink)]
 
     def logs(self, lines: int = 40) -> str:
         """The tail of every process's log, for assertion messages."""
@@ -203,10 +255,18 @@ class TwoPhaseCommitCluster:
         """The raw stub of :attr:`client`, for requests the client would not build (bad input)."""
         return self.client.stub
 
-    def register(self, job: str, writer_id: str = "driver", *, timeout: float = 30.0) -> int:
-        """RegisterWriter, then RegisterParticipants with every sink; returns the new writer epoch."""
+    def register(
+        self,
+        job: str,
+        writer_id: str = "driver",
+        *,
+        bindings: Mapping[str, Sequence[SinkBinding]] | None = None,
+        timeout: float = 30.0,
+    ) -> int:
+        """RegisterWriter, then RegisterParticipants with every sink (and ``bindings`` per sink); returns the
+        new writer epoch."""
         epoch = int(self.client.register_writer(job, writer_id, timeout_s=timeout).epoch)
-        self.client.register_participants(job, epoch, self.refs, timeout_s=timeout)
+        self.client.register_participants(job, epoch, self.refs_with(bindings), timeout_s=timeout)
         return epoch
 
     def stage(self, job: str, batch: int, *files: Sequence[IpCount], attempt: int = 0) -> list[StagedFile]:
@@ -240,56 +300,91 @@ class TwoPhaseCommitCluster:
 
     # -- reading the sinks back ------------------------------------------------------------------
 
+    def reader(self, sink: str) -> BindingReader:
+        """The read-back view of ``sink``, whole (every shard of it)."""
+        if sink == "kafka":
+            kafka = KafkaSettings(bootstrap_servers=self.bootstrap_servers)
+            return KafkaReader(sink, kafka, SINK_TOPIC, SINK_COMMITS_TOPIC, timeout_s=60, shards=self.shards[sink])
+        if sink == "sqlite":
+            return SqliteReader(sink, self.sqlite_path, shards=self.shards[sink])
+        return PostgresReader(sink, self.postgres_dsn, shards=self.shards[sink])
+
     def kafka_rows(self) -> list[Row]:
         """Every row of ``ip_count_sink`` visible to a read_committed consumer, sorted (duplicates kept)."""
-        reader = KafkaReader("kafka", KafkaSettings(bootstrap_servers=self.bootstrap_servers), SINK_TOPIC,
-                             SINK_COMMITS_TOPIC, timeout_s=60)  # fmt: skip
-        return sorted(_row(row) for row in reader.rows(ip_count_topic_binding("kafka")))
+        return sorted(_row(row) for row in self.reader("kafka").rows(ip_count_topic_binding("kafka")))
 
     def sqlite_rows(self) -> list[Row]:
-        return sorted(
-            _row(row) for row in SqliteReader("sqlite", self.sqlite_path).rows(ip_count_table_binding("sqlite"))
-        )
+        return sorted(_row(row) for row in self.reader("sqlite").rows(ip_count_table_binding("sqlite")))
 
     def postgres_rows(self) -> list[Row]:
-        reader = PostgresReader("postgres", self.postgres_dsn)
-        return sorted(_row(row) for row in reader.rows(ip_count_table_binding("postgres")))
+        return sorted(_row(row) for row in self.reader("postgres").rows(ip_count_table_binding("postgres")))
+
+    def rows_of(self, binding: SinkBinding) -> list[Row]:
+        """The IP-count rows ``binding`` holds in its sink (a table or topic of the IP-count schema), sorted,
+        duplicates kept."""
+        with self.reader(binding.sink) as reader:
+            return sorted(_row(row) for row in reader.rows(binding))
 
     def sink_rows(self) -> dict[str, list[Row]]:
         """Each sink's rows, read directly from the sink (Kafka topic, SQLite file, PostgreSQL table)."""
         readers = {"kafka": self.kafka_rows, "sqlite": self.sqlite_rows, "postgres": self.postgres_rows}
         return {sink: readers[sink]() for sink in self.sinks}
 
+    def last_committed(self, job: str) -> dict[str, int]:
+        """Each sink's last batch of ``job`` committed by every shard of it (the readers' view)."""
+        found: dict[str, int] = {}
+        for sink in self.sinks:
+            with self.reader(sink) as reader:
+                found[sink] = reader.last_committed(job)
+        return found
+
     def committed_batches(self, job: str) -> dict[str, list[int]]:
-        """The batches of ``job`` each database sink recorded as committed (its commits table)."""
+        """The batches of ``job`` each database sink's participant (each shard) recorded as committed
+        (its commits table), by participant name."""
         import psycopg
 
         found: dict[str, list[int]] = {}
         if "sqlite" in self.sinks:
             with sqlite3.connect(self.sqlite_path) as db:
-                rows = db.execute("SELECT batch FROM onceflow_commits WHERE job = ? ORDER BY batch", (job,))
-                found["sqlite"] = [int(batch) for (batch,) in rows]
+                for name in self.names_of("sqlite"):
+                    rows = db.execute(
+                        "SELECT batch FROM onceflow_commits WHERE sink = ? AND job = ? ORDER BY batch", (name, job)
+                    )
+                    found[name] = [int(batch) for (batch,) in rows]
         if "postgres" in self.sinks:
             with psycopg.connect(self.postgres_dsn) as conn:
-                rows_pg = conn.execute("SELECT batch FROM onceflow_commits WHERE job = %s ORDER BY batch", (job,))
-                found["postgres"] = [int(str(batch)) for (batch,) in rows_pg.fetchall()]
+                for name in self.names_of("postgres"):
+                    rows_pg = conn.execute(
+                        "SELECT batch FROM onceflow_commits WHERE sink = %s AND job = %s ORDER BY batch", (name, job)
+                    )
+                    found[name] = [int(str(batch)) for (batch,) in rows_pg.fetchall()]
         return found
 
     def prepared(self) -> dict[str, list[str]]:
-        """What each sink still holds prepared: SQLite's prepared table, PostgreSQL's prepared
-        transactions, the Kafka sink's journal of prepared batches."""
+        """What each participant (each shard) still holds prepared: SQLite's prepared table, PostgreSQL's
+        prepared transactions, the Kafka sink's journal of prepared batches."""
         import psycopg
 
         found: dict[str, list[str]] = {}
         if "sqlite" in self.sinks:
             with sqlite3.connect(self.sqlite_path) as db:
-                rows = db.execute("SELECT job, batch FROM onceflow_pending ORDER BY job, batch")
-                found["sqlite"] = [f"{job}:{batch}" for job, batch in rows]
+                for name in self.names_of("sqlite"):
+                    rows = db.execute(
+                        "SELECT job, batch FROM onceflow_pending WHERE sink = ? ORDER BY job, batch", (name,)
+                    )
+                    found[name] = [f"{job}:{batch}" for job, batch in rows]
         if "postgres" in self.sinks:
             with psycopg.connect(self.postgres_dsn) as conn:
                 gids = conn.execute("SELECT gid FROM pg_prepared_xacts WHERE database = current_database()")
-                found["postgres"] = sorted(str(gid) for (gid,) in gids.fetchall())
+                held = sorted(str(gid) for (gid,) in gids.fetchall())
+                for name in self.names_of("postgres"):
+                    found[name] = [gid for gid in held if gid.startswith(gid_prefix(name))]
         if "kafka" in self.sinks:
-            journal = self.work_dir / "participant-kafka" / "state" / "kafka" / "prepared"
-            found["kafka"] = sorted(f"{p.parent.name}:{p.stem}" for p in journal.glob("*/*.json"))
+            for name in self.names_of("kafka"):
+                journal = self._participant_dir(name) / "state" / name / "prepared"
+                found[name] = sorted(f"{p.parent.name}:{p.stem}" for p in journal.glob("*/*.json"))
         return found
+
+    def names_of(self, sink: str) -> list[str]:
+        """The participant names of ``sink``: the sink, or one ``<sink>#<index>`` per shard."""
+        return [self.shard_of(sink, i).record_name(sink) for i in range(self.shards[sink])]

@@ -55,6 +55,8 @@ class FakeSink:
         self.bindings_seen: list[tuple[str, object, tuple[SinkBinding, ...]]] = []
         #: The files each prepare carried.
         self.files_seen: dict[TransactionId, tuple[StagedFile, ...]] = {}
+        #: The files the last commit of each transaction carried.
+        self.commit_files: dict[TransactionId, tuple[StagedFile, ...]] = {}
 
     def prepare_bindings(self, job: str, bindings: Sequence[SinkBinding]) -> None:
         with self._changed:
@@ -88,6 +90,7 @@ class FakeSink:
                 self.fail_commits -= 1
                 raise ParticipantUnavailable(self.name, "commit: fake sink failed this commit")
             self.prepared.pop(txn, None)
+            self.commit_files[txn] = tuple(files)
             self.committed[txn] = self.committed.get(txn, 0) + 1
             self._changed.notify_all()
 
@@ -141,19 +144,30 @@ class FakeParticipantClient(ParticipantClient):
 
 
 class FakeParticipants(ParticipantConnector):
-    """In-process participants: ``add("sqlite")`` returns the ref to register with the coordinator."""
+    """In-process participants: ``add("sqlite")`` returns the ref to register with the coordinator;
+    ``add_shards("kafka", 2)`` adds one fake per shard (``kafka#0``, ``kafka#1``) and returns their refs."""
 
     def __init__(self, names: Iterable[str] = ()) -> None:
         self.sinks: dict[str, FakeSink] = {}
+        self._refs: dict[str, ParticipantRef] = {}
         for name in names:
             self.add(name)
 
     def add(self, name: str) -> ParticipantRef:
         self.sinks[name] = FakeSink(name)
+        self._refs[name] = ParticipantRef(sink=name, target=f"fake:{name}")
         return self.ref(name)
 
+    def add_shards(self, sink: str, count: int) -> tuple[ParticipantRef, ...]:
+        refs = ParticipantRef.shards_of(sink, [f"fake:{sink}-{index}" for index in range(count)])
+        for ref in refs:
+            self.sinks[ref.name] = FakeSink(ref.name)
+            self._refs[ref.name] = ref
+        return refs
+
     def ref(self, name: str) -> ParticipantRef:
-        return ParticipantRef(sink=name, target=f"fake:{name}")
+        """The ref of the fake named ``name`` (a sink, or ``<sink>#<index>``)."""
+        return self._refs[name]
 
     @property
     def refs(self) -> list[ParticipantRef]:
@@ -163,7 +177,7 @@ class FakeParticipants(ParticipantConnector):
         return self.sinks[name]
 
     def connect(self, ref: ParticipantRef) -> ParticipantClient:
-        return FakeParticipantClient(ref, self.sinks[ref.sink])
+        return FakeParticipantClient(ref, self.sinks[ref.name])
 
 
 def _txn(

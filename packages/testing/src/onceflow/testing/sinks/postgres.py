@@ -126,18 +126,25 @@ def postgres_server() -> Iterator[PostgresServer]:
         yield server
 
 
-@pytest.fixture
-def postgres_dsn(postgres_server: PostgresServer) -> Iterator[str]:
-    """A fresh, empty database for one test; dropped afterwards (its prepared transactions first)."""
+@contextmanager
+def fresh_database(server: PostgresServer) -> Iterator[str]:
+    """A new, empty database on ``server`` (its DSN); dropped on exit (its prepared transactions first)."""
     import psycopg
     from psycopg import sql
 
     dbname = f"test_{uuid.uuid4().hex[:16]}"
-    with psycopg.connect(postgres_server.dsn(), autocommit=True) as admin:
+    with psycopg.connect(server.dsn(), autocommit=True) as admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(dbname)))
-    yield postgres_server.dsn(dbname)
-    with psycopg.connect(postgres_server.dsn(dbname), autocommit=True) as conn:
+    yield server.dsn(dbname)
+    with psycopg.connect(server.dsn(dbname), autocommit=True) as conn:
         for (gid,) in conn.execute("SELECT gid FROM pg_prepared_xacts WHERE database = current_database()").fetchall():
             conn.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(gid)))
-    with psycopg.connect(postgres_server.dsn(), autocommit=True) as admin:
+    with psycopg.connect(server.dsn(), autocommit=True) as admin:
         admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(dbname)))
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: PostgresServer) -> Iterator[str]:
+    """A fresh, empty database for one test; dropped afterwards (its prepared transactions first)."""
+    with fresh_database(postgres_server) as dsn:
+        yield dsn

@@ -6,7 +6,13 @@ from collections.abc import Iterable, Sequence
 
 from onceflow.core.contract.clients.base import ServiceClient, check_txn
 from onceflow.core.contract.participant_ref import ParticipantRef
-from onceflow.core.contract.proto import bindings_to_proto, files_to_proto, resolution_to_proto, state_to_proto
+from onceflow.core.contract.proto import (
+    bindings_to_proto,
+    files_to_proto,
+    resolution_to_proto,
+    shard_to_proto,
+    state_to_proto,
+)
 from onceflow.core.contract.state import Resolution, TransactionState
 from onceflow.core.contract.txn import TransactionId
 from onceflow.core.settings import TlsSettings
@@ -47,9 +53,12 @@ class CoordinatorClient(ServiceClient):
     def register_participants(
         self, job: str, epoch: int, participants: Iterable[ParticipantRef], *, timeout_s: float | None = None
     ) -> None:
-        """Declare the job's sink participants and their bindings (replacing the previous list)."""
+        """Declare the job's sink participants and their bindings (replacing the previous list); the shards
+        of a sharded sink are one ref each (:meth:`ParticipantRef.shards_of`)."""
         refs = [
-            coordinator_pb2.ParticipantRef(sink=p.sink, target=p.target, bindings=bindings_to_proto(p.bindings))
+            coordinator_pb2.ParticipantRef(
+                sink=p.sink, target=p.target, bindings=bindings_to_proto(p.bindings), shard=shard_to_proto(p.shard)
+            )
             for p in participants
         ]
         request = coordinator_pb2.RegisterParticipantsRequest(job=job, writer_epoch=epoch, participants=refs)

@@ -6,7 +6,14 @@ from collections.abc import Iterable, Sequence
 
 from onceflow.core.contract.bindings import SinkBinding
 from onceflow.core.contract.clients.base import ServiceClient, check_txn
-from onceflow.core.contract.proto import bindings_to_proto, files_to_proto, txn_id_from_proto, txn_id_to_proto
+from onceflow.core.contract.proto import (
+    bindings_to_proto,
+    files_to_proto,
+    shard_to_proto,
+    txn_id_from_proto,
+    txn_id_to_proto,
+)
+from onceflow.core.contract.shards import WHOLE_SINK, Shard
 from onceflow.core.contract.txn import TransactionId
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagedFile
@@ -18,8 +25,10 @@ class ParticipantClient(ServiceClient):
     each with a deadline (``timeout_s`` per call, or the client's).
 
     Arguments are the contract's values (:class:`TransactionId`, :class:`StagedFile`,
-    :class:`SinkBinding`); a failed call raises the :class:`grpc.RpcError` as it came. A transaction id
-    that is not a :class:`TransactionId` is a TypeError before anything is sent.
+    :class:`SinkBinding`, :class:`Shard`: which share of a sharded sink the server is believed to
+    serve; it refuses a request whose shard is not its own); a failed call raises the
+    :class:`grpc.RpcError` as it came. A transaction id that is not a :class:`TransactionId` is a
+    TypeError before anything is sent.
     """
 
     def __init__(self, target: str, tls: TlsSettings | None = None, *, timeout_s: float = 30.0) -> None:
@@ -32,11 +41,19 @@ class ParticipantClient(ServiceClient):
         return self._stub
 
     def prepare_bindings(
-        self, sink: str, job: str, bindings: Iterable[SinkBinding], *, timeout_s: float | None = None
+        self,
+        sink: str,
+        job: str,
+        bindings: Iterable[SinkBinding],
+        *,
+        shard: Shard = WHOLE_SINK,
+        timeout_s: float | None = None,
     ) -> None:
-        """Check (and create or widen) the tables and topics of ``job``'s bindings on ``sink``;
-        FAILED_PRECONDITION or INVALID_ARGUMENT name what does not fit."""
-        request = participant_pb2.PrepareBindingsRequest(sink=sink, job=job, bindings=bindings_to_proto(bindings))
+        """Check (and create or widen) the tables and topics of ``job``'s bindings on ``sink`` (and that the
+        server serves ``shard`` of it); FAILED_PRECONDITION or INVALID_ARGUMENT name what does not fit."""
+        request = participant_pb2.PrepareBindingsRequest(
+            sink=sink, job=job, bindings=bindings_to_proto(bindings), shard=shard_to_proto(shard)
+        )
         self._stub.PrepareBindings(request, timeout=self._timeout(timeout_s))
 
     def prepare_transaction(
@@ -46,12 +63,17 @@ class ParticipantClient(ServiceClient):
         files: Sequence[StagedFile],
         bindings: Iterable[SinkBinding] = (),
         *,
+        shard: Shard = WHOLE_SINK,
         timeout_s: float | None = None,
     ) -> participant_pb2.PrepareTransactionResponse:
         """Phase one: the answer is the vote (``vote_commit``, a no vote's ``reason``, ``rows``)."""
         check_txn(txn)
         request = participant_pb2.PrepareTransactionRequest(
-            sink=sink, id=txn_id_to_proto(txn), files=files_to_proto(files), bindings=bindings_to_proto(bindings)
+            sink=sink,
+            id=txn_id_to_proto(txn),
+            files=files_to_proto(files),
+            bindings=bindings_to_proto(bindings),
+            shard=shard_to_proto(shard),
         )
         response: participant_pb2.PrepareTransactionResponse = self._stub.PrepareTransaction(
             request, timeout=self._timeout(timeout_s)
@@ -65,19 +87,28 @@ class ParticipantClient(ServiceClient):
         files: Sequence[StagedFile],
         bindings: Iterable[SinkBinding] = (),
         *,
+        shard: Shard = WHOLE_SINK,
         timeout_s: float | None = None,
     ) -> None:
         """Phase two, commit: idempotent; the files and bindings let a sink redo a lost prepare."""
         check_txn(txn)
         request = participant_pb2.CommitPreparedTransactionRequest(
-            sink=sink, id=txn_id_to_proto(txn), files=files_to_proto(files), bindings=bindings_to_proto(bindings)
+            sink=sink,
+            id=txn_id_to_proto(txn),
+            files=files_to_proto(files),
+            bindings=bindings_to_proto(bindings),
+            shard=shard_to_proto(shard),
         )
         self._stub.CommitPreparedTransaction(request, timeout=self._timeout(timeout_s))
 
-    def abort_prepared_transaction(self, sink: str, txn: TransactionId, *, timeout_s: float | None = None) -> None:
+    def abort_prepared_transaction(
+        self, sink: str, txn: TransactionId, *, shard: Shard = WHOLE_SINK, timeout_s: float | None = None
+    ) -> None:
         """Phase two, abort: idempotent (aborting an unknown transaction is not an error)."""
         check_txn(txn)
-        request = participant_pb2.AbortPreparedTransactionRequest(sink=sink, id=txn_id_to_proto(txn))
+        request = participant_pb2.AbortPreparedTransactionRequest(
+            sink=sink, id=txn_id_to_proto(txn), shard=shard_to_proto(shard)
+        )
         self._stub.AbortPreparedTransaction(request, timeout=self._timeout(timeout_s))
 
     def list_prepared_transactions(

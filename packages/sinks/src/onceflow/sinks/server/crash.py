@@ -1,0 +1,31 @@
+"""The participant's crash points, for tests: ``ONCEFLOW_PARTICIPANT_TEST_CRASH_AT=<point>``.
+
+The servicer and the sinks reach these points through the :class:`~onceflow.core.faults.FaultInjector`
+they are given (none by default); ``onceflow participant`` builds one from the environment
+(:func:`participant_faults`). Each is a step of the protocol as one participant (or one shard of a
+sharded sink) sees it:
+
+- ``prepare-received``: a Prepare arrived and was checked; nothing is durable, no vote was sent;
+- ``prepare-durable``: the batch is prepared durably and the yes vote is about to be sent;
+- ``commit-received``: the participant voted yes and the Commit arrived; nothing is committed yet;
+- ``commit-midway``: inside the sink's commit. Kafka: the Kafka transaction is committed, the
+  journal entry not yet removed; SQLite: the rows are written in the open SQLite transaction, which
+  is not committed; PostgreSQL: just before ``COMMIT PREPARED``, which is atomic;
+- ``commit-applied``: the commit is done and the acknowledgement is about to be sent.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from onceflow.core.faults import CRASH_EXIT_CODE, FaultInjector, faults_from_env
+
+CRASH_ENV: Final = "ONCEFLOW_PARTICIPANT_TEST_CRASH_AT"
+CRASH_POINTS: Final = ("prepare-received", "prepare-durable", "commit-received", "commit-midway", "commit-applied")
+
+__all__ = ["CRASH_ENV", "CRASH_EXIT_CODE", "CRASH_POINTS", "participant_faults"]
+
+
+def participant_faults() -> FaultInjector:
+    """The faults this process's environment asks for (none in production)."""
+    return faults_from_env(CRASH_ENV)
