@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from onceflow.coordinator.engine import TwoPhaseCommitEngine
+from onceflow.coordinator.engine.consistency import LogBehindParticipants
 from onceflow.coordinator.exceptions import CoordinatorFenced, CoordinatorStopped
 from onceflow.coordinator.log import MemoryLogStorage, MemoryTransactionLog
 from onceflow.coordinator.model import JobState, Transaction, TransactionId, TransactionState
@@ -109,3 +110,25 @@ def test_a_second_instance_fences_the_first(engine_factory: EngineFactory, fakes
         zombie.get_transaction(JOB, 0)
     # the successor replayed the job and serves it
     assert successor.commit_transaction(JOB, epoch, 0, staged_files(JOB, 0)).state is TransactionState.COMMITTED
+
+
+def test_a_log_behind_the_sinks_commit_records_is_refused(
+    engine_factory: EngineFactory, storage: MemoryLogStorage, fakes: FakeParticipants
+) -> None:
+    """A log that lost its tail (decisions the sinks already applied) is refused at take-over, before
+    anything is presumed aborted; a participant that cannot tell is skipped, not waited for."""
+    first = engine_factory()
+    epoch = first.register_writer(JOB, "driver").epoch
+    first.register_participants(JOB, epoch, fakes.refs)
+    for batch in range(3):
+        assert first.commit_transaction(JOB, epoch, batch, staged_files(JOB, batch)).state is TransactionState.COMMITTED
+    first.close()
+
+    fakes["kafka"].available = False  # cannot tell: skipped
+    second = engine_factory()  # the whole log: consistent with every sink
+    second.close()
+
+    behind = MemoryLogStorage()
+    behind.entries = storage.entries[:-4]  # batch 2 (PREPARING, COMMITTING + job state, COMMITTED) is gone
+    with pytest.raises(LogBehindParticipants, match=r"sink 'sqlite' committed batch 2 of job 'ipcount'.*is 1"):
+        TwoPhaseCommitEngine(MemoryTransactionLog(behind), fakes).start()

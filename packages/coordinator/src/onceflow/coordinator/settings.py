@@ -51,6 +51,9 @@ class TransactionLogSettings(Section):
     #: Fixed on purpose: a new coordinator instance with the same id fences the previous one.
     transactional_id: str = DEFAULT_TRANSACTIONAL_ID
     replication_factor: int = Field(default=1, ge=1)
+    #: Create (or initialise an empty) log topic at start. Only for disposable setups (tests, the
+    #: demo): a lost log would then start over silently. Otherwise run ``onceflow txn init-log`` once.
+    init_if_missing: bool = False
     #: Bound of one log operation (topic creation, init, one append, the replay).
     timeout_ms: int = Field(default=30_000, gt=0)
     #: Log PREPARING before sending Prepare (one more write per batch; makes attempts visible).

@@ -161,10 +161,23 @@ class TransactionStateManager:
 
     def lookup(self, txn_id: TransactionId) -> Transaction:
         """The transaction; an unknown one is COMMITTED if it is its job's last committed batch (its
-        record was collected), otherwise ABORTED (presumed abort)."""
+        record was collected), otherwise ABORTED (presumed abort).
+
+        An answer that tells a participant to abort (ABORTING, ABORTED, unknown) is given only after
+        :meth:`TransactionLog.confirm_owner` proved that no newer coordinator had taken over the log
+        meanwhile: a zombie instance's memory may lack a newer attempt's COMMIT. (A commit answer
+        needs no proof: a decided commit is final.) A fenced instance stops, as on any log failure.
+        """
         with self._lock:
             self.check_alive()
-            return self._lookup(txn_id)
+            txn = self._lookup(txn_id)
+            if txn.state in (TransactionState.ABORTING, TransactionState.ABORTED):
+                try:
+                    self._log.confirm_owner()
+                except TransactionLogError as exc:
+                    self._fail(exc)
+                    raise
+            return txn
 
     def _lookup(self, txn_id: TransactionId) -> Transaction:
         txn = self._book.txn(txn_id)

@@ -44,6 +44,7 @@ def transaction_log_for(settings: CoordinatorSettings) -> TransactionLog:
         transactional_id=log_settings.transactional_id,
         replication_factor=log_settings.replication_factor,
         timeout=log_settings.timeout_ms / 1000,
+        init_if_missing=log_settings.init_if_missing,
     )
 
 

@@ -17,6 +17,7 @@ from onceflow.core.contract.proto import (
     binding_from_proto,
     files_from_proto,
     shard_from_proto,
+    shard_to_proto,
     txn_id_from_proto,
     txn_id_to_proto,
 )
@@ -26,7 +27,7 @@ from onceflow.core.logging import get_logger
 from onceflow.core.request_limits import MAX_ID_BYTES, MAX_STAGED_FILES, MAX_URI_BYTES, oversize
 from onceflow.core.staging import StagedFile, StagingError
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
-from onceflow.sinks.base import SinkParticipant
+from onceflow.sinks.base import MAX_LISTED_BATCHES, SinkParticipant
 from onceflow.sinks.exceptions import ShardMismatch, SinkError
 from onceflow.sinks.server.metrics import ParticipantMetrics
 
@@ -39,11 +40,14 @@ STATUS_CODES: Final[Mapping[type[BaseException], grpc.StatusCode]] = {
     StagingError: grpc.StatusCode.FAILED_PRECONDITION,
     psycopg.OperationalError: grpc.StatusCode.UNAVAILABLE,
     KafkaException: grpc.StatusCode.UNAVAILABLE,
+    NotImplementedError: grpc.StatusCode.UNIMPLEMENTED,
 }
 
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 #: Bindings one request may carry (a job's outputs times its tables and topics on one connection).
 MAX_BINDINGS: Final = 64
+#: Batches per job ListCommittedBatches lists when the request does not say.
+DEFAULT_LISTED_BATCHES: Final = 1000
 _log = get_logger(__name__)
 
 
@@ -274,4 +278,33 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
                 for sink in sinks
                 for txn in sink.list_prepared()
             ]
+        )
+
+    @translate_errors(STATUS_CODES)
+    def ListCommittedBatches(  # noqa: N802
+        self, request: participant_pb2.ListCommittedBatchesRequest, context: grpc.ServicerContext
+    ) -> participant_pb2.ListCommittedBatchesResponse:
+        """Each sink's commit records per job; a sink kind that keeps none is UNIMPLEMENTED naming it."""
+        try:
+            if (problem := oversize(request.job, MAX_ID_BYTES)) is not None:
+                raise InvalidRequest(f"job {problem}")
+            if not 0 <= request.max_batches <= MAX_LISTED_BATCHES:
+                raise InvalidRequest(f"max_batches must be 0 to {MAX_LISTED_BATCHES}, got {request.max_batches}")
+        except InvalidRequest as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        sinks = [self._sink(request.sink, context)] if request.sink else [self._sinks[n] for n in sorted(self._sinks)]
+        limit = request.max_batches or DEFAULT_LISTED_BATCHES
+        return participant_pb2.ListCommittedBatchesResponse(
+            jobs=[
+                participant_pb2.CommittedBatches(
+                    sink=sink.name,
+                    job=found.job,
+                    last_batch=found.last_batch,
+                    batches=found.batches,
+                    cumulative=found.cumulative,
+                )
+                for sink in sinks
+                for found in sink.committed_batches(request.job or None, limit)
+            ],
+            sinks=[participant_pb2.HostedSink(sink=sink.name, shard=shard_to_proto(sink.shard)) for sink in sinks],
         )
