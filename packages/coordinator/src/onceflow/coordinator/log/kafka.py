@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final, Literal
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -44,6 +45,18 @@ _log = get_logger(__name__)
 def _kafka_error(exc: KafkaException) -> KafkaError | None:
     error = exc.args[0] if exc.args else None
     return error if isinstance(error, KafkaError) else None
+
+
+@dataclass(frozen=True, slots=True)
+class LogContents:
+    """What a log topic holds, as :meth:`KafkaTransactionLog.inspect` read it."""
+
+    exists: bool
+    #: Committed records, the log's own markers included.
+    records: int = 0
+    #: The first record is the genesis marker.
+    initialised: bool = False
+    start_offset: int = 0
 
 
 class KafkaTransactionLog(TransactionLog):
@@ -134,6 +147,15 @@ class KafkaTransactionLog(TransactionLog):
             records=len(records),
         )
         return records
+
+    def inspect(self) -> LogContents:
+        """What the topic holds, read with ``read_committed`` and without the producer: no instance
+        is fenced (``onceflow txn init-log`` and ``rebuild`` look before they write)."""
+        if not self._topic.exists():
+            return LogContents(exists=False)
+        wire = self._replay()
+        initialised = bool(wire) and isinstance(wire[0], LogMarker) and wire[0].kind == "genesis"
+        return LogContents(True, len(wire), initialised, self._topic.start_offset())
 
     def _check_head(self, wire: list[WireRecord]) -> None:
         """Step 4 of :meth:`open`: refuse a log whose head is gone, or an empty one unless asked to initialise it."""

@@ -134,6 +134,9 @@ class LogTopic:
         except KafkaException as exc:
             raise TransactionLogError(f"cannot read the start offset of log topic {self.name}: {exc}") from None
 
+    def exists(self) -> bool:
+        return self._describe_id() is not None
+
     def _describe_id(self) -> str | None:
         """The topic's id, or None when it does not exist."""
         future = self._admin.describe_topics(TopicCollection([self.name]), request_timeout=self._timeout)[self.name]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Final
@@ -74,6 +75,10 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
       serves another shard (:class:`ShardMismatch`) votes no on Prepare and refuses everything else
       with FAILED_PRECONDITION, naming both; a shard's Prepare may list no files (its share of a
       small batch can be empty: it still records the batch as committed).
+    - Built with ``recovering=True``, it answers only the read-only RPCs (ListPreparedTransactions,
+      ListCommittedBatches) until :meth:`recovered`; the others are UNAVAILABLE meanwhile. So a
+      participant waiting for a coordinator's decisions can still tell ``onceflow txn rebuild``
+      what it holds.
     """
 
     def __init__(
@@ -82,11 +87,27 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         confinement: StagingConfinement,
         metrics: ParticipantMetrics | None = None,
         faults: FaultInjector = NO_FAULTS,
+        *,
+        recovering: bool = False,
     ) -> None:
         self._sinks = dict(sinks)
         self._confinement = confinement
         self._metrics = metrics or ParticipantMetrics()
         self._faults = faults
+        self._recovered = threading.Event()
+        if not recovering:
+            self._recovered.set()
+
+    def recovered(self) -> None:
+        """Every prepared transaction is resolved: take new work."""
+        self._recovered.set()
+
+    def _check_recovered(self, context: grpc.ServicerContext) -> None:
+        if not self._recovered.is_set():
+            context.abort(
+                grpc.StatusCode.UNAVAILABLE,
+                "the participant is still resolving its prepared transactions with the coordinator",
+            )
 
     def _sink(self, name: str, context: grpc.ServicerContext) -> SinkParticipant:
         if not name:
@@ -182,6 +203,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
     def PrepareTransaction(  # noqa: N802 - gRPC method name
         self, request: participant_pb2.PrepareTransactionRequest, context: grpc.ServicerContext
     ) -> participant_pb2.PrepareTransactionResponse:
+        self._check_recovered(context)
         sink = self._sink(request.sink, context)
         try:
             txn = self._txn(request)
@@ -215,6 +237,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
     def CommitPreparedTransaction(  # noqa: N802
         self, request: participant_pb2.CommitPreparedTransactionRequest, context: grpc.ServicerContext
     ) -> participant_pb2.CommitPreparedTransactionResponse:
+        self._check_recovered(context)
         sink = self._sink(request.sink, context)
         try:
             txn = self._txn(request)
@@ -236,6 +259,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         self, request: participant_pb2.PrepareBindingsRequest, context: grpc.ServicerContext
     ) -> participant_pb2.PrepareBindingsResponse:
         """Check (and create) a job's tables and topics; a refusal is FAILED_PRECONDITION naming the mismatch."""
+        self._check_recovered(context)
         sink = self._sink(request.sink, context)
         try:
             if not request.job:
@@ -256,6 +280,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
     def AbortPreparedTransaction(  # noqa: N802
         self, request: participant_pb2.AbortPreparedTransactionRequest, context: grpc.ServicerContext
     ) -> participant_pb2.AbortPreparedTransactionResponse:
+        self._check_recovered(context)
         sink = self._sink(request.sink, context)
         try:
             txn = self._txn(request)
