@@ -74,8 +74,9 @@ def test_recovery_of_each_state(
         (TransactionState.PREPARING, TransactionState.ABORTED),
     ]:
         storage.entries.clear()
-        for sink in fakes.sinks.values():
+        for sink in fakes.sinks.values():  # a new world: a sink's commits past the log would refuse it
             sink.calls.clear()
+            sink.committed.clear()
         _log_as_crashed_coordinator(storage, fakes, state)
         engine = engine_factory()
         _wait_state(engine, 0, final)
@@ -132,3 +133,19 @@ def test_a_log_behind_the_sinks_commit_records_is_refused(
     behind.entries = storage.entries[:-4]  # batch 2 (PREPARING, COMMITTING + job state, COMMITTED) is gone
     with pytest.raises(LogBehindParticipants, match=r"sink 'sqlite' committed batch 2 of job 'ipcount'.*is 1"):
         TwoPhaseCommitEngine(MemoryTransactionLog(behind), fakes).start()
+
+
+def test_a_zombie_does_not_presume_abort_from_its_stale_memory(
+    engine_factory: EngineFactory, fakes: FakeParticipants
+) -> None:
+    """An instance that a newer one fenced must not answer ABORTED for a batch it never saw (the
+    newer one may have committed it): it proves it still owns the log first, and stops."""
+    zombie = engine_factory()
+    epoch = zombie.register_writer(JOB, "driver").epoch
+    zombie.register_participants(JOB, epoch, fakes.refs)
+    successor = engine_factory()
+    assert successor.commit_transaction(JOB, epoch, 0, staged_files(JOB, 0)).state is TransactionState.COMMITTED
+    with pytest.raises(CoordinatorFenced):
+        zombie.get_transaction(JOB, 0)
+    assert zombie.stopped.is_set()
+    assert successor.get_transaction(JOB, 1).state is TransactionState.ABORTED  # the owner may presume abort

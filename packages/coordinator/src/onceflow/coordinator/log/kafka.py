@@ -148,6 +148,10 @@ class KafkaTransactionLog(TransactionLog):
         )
         return records
 
+    def check_topic(self) -> None:
+        """Step 1 of :meth:`open` alone, fencing nobody: what a standby checks when it starts."""
+        self._topic.ensure(create=self._init_if_missing)
+
     def inspect(self) -> LogContents:
         """What the topic holds, read with ``read_committed`` and without the producer: no instance
         is fenced (``onceflow txn init-log`` and ``rebuild`` look before they write)."""
