@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import grpc
 import pytest
-from confluent_kafka import TopicCollection, TopicPartition
+from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from onceflow.broker.embedded import BrokerProcess, EmbeddedBroker
@@ -32,7 +32,7 @@ from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.service import EXIT_CONFIG
 from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC
-from onceflow.testing.coordinator import CoordinatorProcess
+from onceflow.testing.coordinator import CoordinatorProcess, log_topic_exists
 
 pytestmark = pytest.mark.slow
 
@@ -67,16 +67,6 @@ def _run_coordinator(broker: EmbeddedBroker, tmp_path: Path) -> subprocess.Compl
         text=True,
         timeout=60,
     )
-
-
-def _log_topic_exists(broker: EmbeddedBroker | BrokerProcess) -> bool:
-    admin = _admin(broker)  # held: a client collected while its future waits fails it
-    future = admin.describe_topics(TopicCollection([COORDINATOR_LOG_TOPIC]))[COORDINATOR_LOG_TOPIC]
-    try:
-        future.result(20)
-    except Exception:
-        return False
-    return True
 
 
 def _refused(result: subprocess.CompletedProcess[str], *needles: str) -> None:
@@ -118,7 +108,7 @@ def test_a_missing_log_is_refused_never_created_and_init_log_creates_it(broker: 
         "onceflow txn init-log",
         "onceflow txn rebuild",
     )
-    assert not _log_topic_exists(broker)
+    assert not log_topic_exists(broker.bootstrap_servers)
     # Step 2
     config = _config(tmp_path / "admin.toml", _settings(broker))
     created = _onceflow("txn", "init-log", "--config", str(config))
@@ -203,6 +193,6 @@ def test_a_log_topic_lost_under_a_running_coordinator_stops_it(
         log = process.log_tail(200)
         assert "txnlog.topic_lost" in log and COORDINATOR_LOG_TOPIC in log, log
         assert ("re-created" if recreate else "was deleted") in log, log
-        assert _log_topic_exists(broker) is recreate  # the coordinator did not re-create it
+        assert log_topic_exists(broker.bootstrap_servers) is recreate  # the coordinator did not re-create it
     finally:
         process.stop()

@@ -13,7 +13,6 @@ from typing import Any, Final
 
 import grpc
 import pytest
-from confluent_kafka import TopicCollection
 from confluent_kafka.admin import AdminClient
 
 from onceflow.broker.embedded import BrokerProcess
@@ -21,6 +20,7 @@ from onceflow.coordinator.crash import CRASH_ENV, CRASH_EXIT_CODE
 from onceflow.core.service import EXIT_CONFIG
 from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC
+from onceflow.testing.coordinator import log_topic_exists
 from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster, wait_for_log
 
 from .driver import COMMITTED, COMMITTING, JOB, batch_rows, expected_rows
@@ -42,15 +42,6 @@ def _admin_config(path: Path, broker: BrokerProcess) -> Path:
     }
     path.write_text(to_toml(settings))
     return path
-
-
-def _log_topic_exists(admin: AdminClient) -> bool:
-    future = admin.describe_topics(TopicCollection([COORDINATOR_LOG_TOPIC]))[COORDINATOR_LOG_TOPIC]
-    try:
-        future.result(20)
-    except Exception:
-        return False
-    return True
 
 
 def test_a_deleted_log_is_rebuilt_from_the_commit_records_and_the_pipeline_goes_on(
@@ -113,7 +104,7 @@ def test_a_deleted_log_is_rebuilt_from_the_commit_records_and_the_pipeline_goes_
         coordinator.start(wait=False)
         assert coordinator.wait(60) == EXIT_CONFIG, coordinator.log_tail()
         assert f"decision log topic {COORDINATOR_LOG_TOPIC} does not exist" in coordinator.log_tail(40)
-        assert not _log_topic_exists(admin)
+        assert not log_topic_exists(kafka_broker.bootstrap_servers)
         # Step 6
         sqlite.start(wait=False)
         wait_for_log(sqlite, "recover.coordinator_unreachable", timeout=30)

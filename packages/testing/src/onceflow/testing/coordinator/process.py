@@ -18,11 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from confluent_kafka import KafkaException, TopicCollection
+from confluent_kafka.admin import AdminClient
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from onceflow.coordinator.service.servicer import SERVICE_NAME
 from onceflow.core.grpc import open_channel
 from onceflow.core.process import ServerProcess
+from onceflow.core.topics import COORDINATOR_LOG_TOPIC
 
 LOG_FILE = "coordinator.log"
 CONFIG_FILE = "coordinator.toml"
@@ -73,3 +76,14 @@ class CoordinatorProcess(ServerProcess):
                 raise AssertionError(f"coordinator not active after {timeout}s:\n{self.log_tail()}")
             time.sleep(0.05)
         return time.monotonic() - started
+
+
+def log_topic_exists(bootstrap_servers: str, topic: str = COORDINATOR_LOG_TOPIC) -> bool:
+    """Whether the decision log topic exists on the cluster (the tests that check nobody re-created it)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers})  # held: a collected client fails its futures
+    future = admin.describe_topics(TopicCollection([topic]))[topic]
+    try:
+        future.result(20)
+    except KafkaException:
+        return False
+    return True
