@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from onceflow.coordinator.log.rebuild import SinkCommits, SinkEvidence, plan_rebuild
 from onceflow.coordinator.model import JobState, ParticipantRef, TransactionId, TransactionState
+from onceflow.core.contract.shards import Shard
 
 JOB = "ipcount"
 
@@ -56,3 +57,24 @@ def test_nothing_committed_anywhere_rebuilds_an_empty_job() -> None:
     assert plan.jobs == (JobState(JOB, 5, "onceflow txn rebuild", -1, (ParticipantRef("kafka", "h:1"),)),)
     assert (plan.committed, plan.committing) == ((), ())
     assert plan.presumed_aborted == (("kafka", TransactionId(JOB, 0)),)
+
+
+def test_each_shard_of_a_sharded_sink_is_a_participant_of_its_own() -> None:
+    """Shard 0 of the Kafka sink committed batch 5, shard 1 still holds it prepared: COMMITTING, with
+    the Commit still owed to ``kafka#1`` (addressed with its shard)."""
+    evidence = [
+        SinkEvidence("kafka", "h:1", {JOB: SinkCommits(5, frozenset({5}), cumulative=True)}, (), Shard(0, 2)),
+        SinkEvidence(
+            "kafka",
+            "h:2",
+            {JOB: SinkCommits(4, frozenset({4}), cumulative=True)},
+            (TransactionId(JOB, 5),),
+            Shard(1, 2),
+        ),
+    ]
+    plan = plan_rebuild(evidence, epoch=7, retain_batches=0)
+    (job,) = plan.jobs
+    assert [ref.name for ref in job.participants] == ["kafka#0", "kafka#1"]
+    (committing,) = plan.committing
+    assert committing.id == TransactionId(JOB, 5)
+    assert [(ref.name, ref.shard) for ref in committing.unacknowledged()] == [("kafka#1", Shard(1, 2))]

@@ -88,10 +88,14 @@ def test_prepare_list_commit_abort_over_grpc(
     assert not stub.ListPreparedTransactions(participant_pb2.ListPreparedTransactionsRequest()).transactions
 
     committed = client.list_committed_batches()
-    assert [(c.sink, c.job, c.last_batch, list(c.batches), c.cumulative) for c in committed] == [
+    assert [(c.sink, c.job, c.last_batch, list(c.batches), c.cumulative) for c in committed.jobs] == [
         ("main", "job", 0, [0], False)
     ]
-    assert client.list_committed_batches("audit", "job") == []
+    assert [(hosted.sink, hosted.HasField("shard")) for hosted in committed.sinks] == [
+        ("audit", False),
+        ("main", False),
+    ]
+    assert not client.list_committed_batches("audit", "job").jobs
     with pytest.raises(grpc.RpcError) as too_many:
         client.list_committed_batches(max_batches=10_001)
     assert too_many.value.code() == grpc.StatusCode.INVALID_ARGUMENT

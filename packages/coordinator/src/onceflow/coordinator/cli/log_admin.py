@@ -29,8 +29,11 @@ from onceflow.coordinator.log.rebuild import RebuildPlan, SinkCommits, SinkEvide
 from onceflow.coordinator.model import TransactionId
 from onceflow.coordinator.settings import CoordinatorSettings
 from onceflow.core.contract.clients import ParticipantClient
+from onceflow.core.contract.proto import shard_from_proto
+from onceflow.core.contract.shards import WHOLE_SINK
 from onceflow.core.errors import OnceflowError
 from onceflow.core.settings import load_settings
+from onceflow.proto.v1 import participant_pb2
 
 #: Records per append when the rebuilt log is written (far below the log's largest append).
 CHUNK: Final = 200
@@ -162,7 +165,7 @@ def gather(target: str, settings: CoordinatorSettings, timeout: float, max_batch
                 print(
                     f"participant {target}: {exc.details()}: only its prepared transactions are used", file=sys.stderr
                 )
-                listed = []
+                listed = participant_pb2.ListCommittedBatchesResponse()
         except grpc.RpcError as exc:
             code = exc.code().name if isinstance(exc, grpc.Call) else "ERROR"
             details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
@@ -171,17 +174,23 @@ def gather(target: str, settings: CoordinatorSettings, timeout: float, max_batch
     commits: dict[str, dict[str, SinkCommits]] = {}
     for name, txn in prepared:
         held.setdefault(name, []).append(txn)
-    for entry in listed:
+    for entry in listed.jobs:
         batches = frozenset(int(batch) for batch in entry.batches)
         commits.setdefault(entry.sink, {})[entry.job] = SinkCommits(int(entry.last_batch), batches, entry.cumulative)
+    shards = {
+        hosted.sink: shard_from_proto(hosted.shard if hosted.HasField("shard") else None) for hosted in listed.sinks
+    }
     names = sorted(held.keys() | commits.keys())
-    return [SinkEvidence(name, target, commits.get(name, {}), tuple(held.get(name, ()))) for name in names]
+    return [
+        SinkEvidence(name, target, commits.get(name, {}), tuple(held.get(name, ())), shards.get(name, WHOLE_SINK))
+        for name in names
+    ]
 
 
 def _print_plan(plan: RebuildPlan, topic: str, epoch: int) -> None:
     print(f"rebuild of {topic} (writer epoch of every job: {epoch})")
     for job in plan.jobs:
-        sinks = ", ".join(f"{ref.sink}@{ref.target}" for ref in job.participants)
+        sinks = ", ".join(f"{ref.name}@{ref.target}" for ref in job.participants)
         print(f"  job {job.job}: last committed batch {job.last_committed_batch}; sinks {sinks}")
     _print_txns("committed", [f"{txn.id}" for txn in plan.committed])
     _print_txns("committing (Commit is re-sent)", [f"{txn.id}" for txn in plan.committing])

@@ -4,7 +4,8 @@ Every sink records which batches it committed (the ``onceflow_commits`` table, t
 markers), and a batch reaches those records only after its COMMIT decision was logged. So a batch
 that any sink committed was decided COMMIT, and the rebuilt log says so:
 
-- each job's last committed batch is the newest batch any sink committed;
+- each job's last committed batch is the newest batch any sink committed (a shard of a sharded sink
+  counts as a sink of its own: it keeps its own commit records and takes its own Commit);
 - a batch some sink committed and another still holds prepared is COMMITTING: the coordinator that
   replays the rebuilt log delivers Commit to the sinks that have not applied it (they redo it from
   their prepared state);
@@ -35,6 +36,7 @@ from onceflow.coordinator.model import (
     TransactionId,
     TransactionState,
 )
+from onceflow.core.contract.shards import WHOLE_SINK, Shard
 
 REBUILT_BY = "onceflow txn rebuild"
 COMMITTING, COMMITTED = TransactionState.COMMITTING, TransactionState.COMMITTED
@@ -55,13 +57,19 @@ class SinkCommits:
 
 @dataclass(frozen=True, slots=True)
 class SinkEvidence:
-    """What one sink of a participant server at ``target`` knows: its commit records per job and the
-    transactions it holds prepared."""
+    """What one sink (or ``shard`` of one) of a participant server at ``target`` knows: its commit
+    records per job and the transactions it holds prepared."""
 
     sink: str
     target: str
     commits: dict[str, SinkCommits] = field(default_factory=dict)
     prepared: tuple[TransactionId, ...] = ()
+    shard: Shard = WHOLE_SINK
+
+    @property
+    def ref(self) -> ParticipantRef:
+        """The participant it is in a transaction (its :attr:`ParticipantRef.name`: ``<sink>#<index>`` for a shard)."""
+        return ParticipantRef(self.sink, self.target, shard=self.shard)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +79,7 @@ class RebuildPlan:
     jobs: tuple[JobState, ...]
     committed: tuple[Transaction, ...]
     committing: tuple[Transaction, ...]
-    #: ``(sink, txn)`` prepared there and committed by no sink: presumed aborted.
+    #: ``(participant, txn)`` prepared there and committed by no sink: presumed aborted.
     presumed_aborted: tuple[tuple[str, TransactionId], ...]
 
     def records(self) -> list[LogRecord]:
@@ -98,7 +106,7 @@ def plan_rebuild(evidence: Sequence[SinkEvidence], *, epoch: int, retain_batches
     for job in sorted({job for sink in evidence for job in _jobs_of(sink)}):
         # Step 1
         sinks = [sink for sink in evidence if job in _jobs_of(sink)]
-        refs = tuple(ParticipantRef(sink.sink, sink.target) for sink in sinks)
+        refs = tuple(sink.ref for sink in sinks)
         last = max((sink.commits[job].last_batch for sink in sinks if job in sink.commits), default=-1)
         jobs.append(JobState(job, epoch=epoch, writer_id=REBUILT_BY, last_committed_batch=last, participants=refs))
         prepared = {txn.batch for sink in sinks for txn in sink.prepared if txn.job == job}
@@ -110,7 +118,7 @@ def plan_rebuild(evidence: Sequence[SinkEvidence], *, epoch: int, retain_batches
             appliers = [sink for sink in sinks if job in sink.commits and sink.commits[job].committed(batch)]
             if not appliers:
                 # Step 3
-                presumed.extend((sink.sink, txn_id) for sink in holders)
+                presumed.extend((sink.ref.name, txn_id) for sink in holders)
                 continue
             # Step 2
             if holders:
@@ -135,15 +143,15 @@ def _txn(
     acked: Sequence[SinkEvidence],
     now: float,
 ) -> Transaction:
-    unique = {sink.sink: sink for sink in sinks}
-    acked_names = {sink.sink for sink in acked}
+    refs = {sink.ref.name: sink.ref for sink in sinks}
+    acked_names = {sink.ref.name for sink in acked}
     return Transaction(
         id=txn_id,
         state=state,
         writer_epoch=epoch,
         files=(),
-        participants=tuple(ParticipantRef(sink.sink, sink.target) for sink in unique.values()),
-        votes=tuple(ParticipantVote(name, prepared=True, acknowledged=name in acked_names) for name in unique),
+        participants=tuple(refs.values()),
+        votes=tuple(ParticipantVote(name, prepared=True, acknowledged=name in acked_names) for name in refs),
         started_at=now,
         updated_at=now,
         reason=f"rebuilt from the participants' commit records by {REBUILT_BY}",
