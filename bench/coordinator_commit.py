@@ -92,7 +92,7 @@ def main() -> int:
 
             data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-coordinator-")))
             broker = stack.enter_context(EmbeddedBroker(data_dir, fsync="interval"))
-            log = KafkaTransactionLog(KafkaSettings(bootstrap_servers=broker.bootstrap_servers))
+            log = KafkaTransactionLog(KafkaSettings(bootstrap_servers=broker.bootstrap_servers), init_if_missing=True)
         connector: ParticipantConnector
         if args.participants == "grpc":
             server = FakeParticipantServer(names).start()

@@ -48,8 +48,9 @@ def test_the_page_has_the_steps() -> None:
     blocks = bash_blocks(DOC.read_text())
     assert len(blocks) == 7
     script = "\n".join(blocks)
-    commands = ("onceflow broker", "onceflow topics create", "onceflow coordinator", "onceflow participant",
-                "onceflow consumer", "onceflow spark run", "onceflow connect-worker", "onceflow audit")  # fmt: skip
+    commands = ("onceflow broker", "onceflow topics create", "onceflow txn init-log", "onceflow coordinator",
+                "onceflow participant", "onceflow consumer", "onceflow spark run", "onceflow connect-worker",
+                "onceflow audit")  # fmt: skip
     for command in commands:
         assert command in script
 

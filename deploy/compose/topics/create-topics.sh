@@ -26,8 +26,9 @@ create ip_count_source "${SOURCE_PARTITIONS:-3}" retention.ms=-1
 create ip_count_sink "${SINK_PARTITIONS:-1}" retention.ms=-1
 create ip_count_dlq 1 retention.ms=-1
 
-# The coordinator's decision log and the Kafka sink's commit markers (compacted, one partition).
-create _onceflow_coordinator_log 1 cleanup.policy=compact
+# The coordinator's decision log and the Kafka sink's commit markers (compacted, one partition). The
+# coordinator refuses a log whose retention is bounded (docs/cluster.md, "A lost decision log").
+create _onceflow_coordinator_log 1 cleanup.policy=compact retention.ms=-1 retention.bytes=-1
 create _onceflow_sink_commits 1 cleanup.policy=compact
 
 # Connect worker state: offsets (every mode), configs and statuses (distributed mode), compacted;

@@ -16,6 +16,7 @@ from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.contract.proto import state_from_proto
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagedFile
+from onceflow.proto.v1 import coordinator_pb2
 from onceflow.testing.coordinator import FakeParticipants, staged_files
 
 JOB = "ipcount"
@@ -123,3 +124,27 @@ def test_a_call_that_gets_no_answer_fails_within_its_deadline() -> None:
     with CoordinatorClient("127.0.0.1:1", timeout_s=0.2) as client, pytest.raises(grpc.RpcError) as failed:
         client.list_transactions(JOB)
     assert failed.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+
+
+def test_the_client_fails_over_to_the_coordinator_that_answers(fakes: FakeParticipants) -> None:
+    """Several targets: a refused connection and an instance that does not serve (UNAVAILABLE) send
+    the call on to the next target; the one that answered is asked first from then on."""
+    stopped = _server(fakes)
+    stopped.engine.close()  # it still listens, answering UNAVAILABLE
+    active = _server(fakes)
+    try:
+        targets = f"127.0.0.1:1, 127.0.0.1:{stopped.port},127.0.0.1:{active.port}"
+        with CoordinatorClient(targets, timeout_s=10) as client:
+            assert client.targets == ["127.0.0.1:1", f"127.0.0.1:{stopped.port}", f"127.0.0.1:{active.port}"]
+            assert client.register_writer(JOB, "driver").epoch == 1
+            assert client.register_writer(JOB, "driver").epoch == 2
+            assert client.stub.ListTransactions(coordinator_pb2.ListTransactionsRequest(), timeout=5) is not None
+        with CoordinatorClient(f"127.0.0.1:1,127.0.0.1:{stopped.port}") as nobody, pytest.raises(grpc.RpcError) as down:
+            nobody.list_transactions(JOB)
+        assert down.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert "the coordinator was closed" in (down.value.details() or "")
+    finally:
+        active.stop(grace=0)
+        stopped.stop(grace=0)
+    with pytest.raises(ValueError, match=r"must be HOST:PORT\[,HOST:PORT...\]"):
+        CoordinatorClient("127.0.0.1:1,,127.0.0.1:2")

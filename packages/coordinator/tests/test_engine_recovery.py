@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from onceflow.coordinator.engine import TwoPhaseCommitEngine
+from onceflow.coordinator.engine.consistency import LogBehindParticipants
 from onceflow.coordinator.exceptions import CoordinatorFenced, CoordinatorStopped
 from onceflow.coordinator.log import MemoryLogStorage, MemoryTransactionLog
 from onceflow.coordinator.model import JobState, Transaction, TransactionId, TransactionState
@@ -73,8 +74,9 @@ def test_recovery_of_each_state(
         (TransactionState.PREPARING, TransactionState.ABORTED),
     ]:
         storage.entries.clear()
-        for sink in fakes.sinks.values():
+        for sink in fakes.sinks.values():  # a new world: a sink's commits past the log would refuse it
             sink.calls.clear()
+            sink.committed.clear()
         _log_as_crashed_coordinator(storage, fakes, state)
         engine = engine_factory()
         _wait_state(engine, 0, final)
@@ -109,3 +111,41 @@ def test_a_second_instance_fences_the_first(engine_factory: EngineFactory, fakes
         zombie.get_transaction(JOB, 0)
     # the successor replayed the job and serves it
     assert successor.commit_transaction(JOB, epoch, 0, staged_files(JOB, 0)).state is TransactionState.COMMITTED
+
+
+def test_a_log_behind_the_sinks_commit_records_is_refused(
+    engine_factory: EngineFactory, storage: MemoryLogStorage, fakes: FakeParticipants
+) -> None:
+    """A log that lost its tail (decisions the sinks already applied) is refused at take-over, before
+    anything is presumed aborted; a participant that cannot tell is skipped, not waited for."""
+    first = engine_factory()
+    epoch = first.register_writer(JOB, "driver").epoch
+    first.register_participants(JOB, epoch, fakes.refs)
+    for batch in range(3):
+        assert first.commit_transaction(JOB, epoch, batch, staged_files(JOB, batch)).state is TransactionState.COMMITTED
+    first.close()
+
+    fakes["kafka"].available = False  # cannot tell: skipped
+    second = engine_factory()  # the whole log: consistent with every sink
+    second.close()
+
+    behind = MemoryLogStorage()
+    behind.entries = storage.entries[:-4]  # batch 2 (PREPARING, COMMITTING + job state, COMMITTED) is gone
+    with pytest.raises(LogBehindParticipants, match=r"sink 'sqlite' committed batch 2 of job 'ipcount'.*is 1"):
+        TwoPhaseCommitEngine(MemoryTransactionLog(behind), fakes).start()
+
+
+def test_a_zombie_does_not_presume_abort_from_its_stale_memory(
+    engine_factory: EngineFactory, fakes: FakeParticipants
+) -> None:
+    """An instance that a newer one fenced must not answer ABORTED for a batch it never saw (the
+    newer one may have committed it): it proves it still owns the log first, and stops."""
+    zombie = engine_factory()
+    epoch = zombie.register_writer(JOB, "driver").epoch
+    zombie.register_participants(JOB, epoch, fakes.refs)
+    successor = engine_factory()
+    assert successor.commit_transaction(JOB, epoch, 0, staged_files(JOB, 0)).state is TransactionState.COMMITTED
+    with pytest.raises(CoordinatorFenced):
+        zombie.get_transaction(JOB, 0)
+    assert zombie.stopped.is_set()
+    assert successor.get_transaction(JOB, 1).state is TransactionState.ABORTED  # the owner may presume abort

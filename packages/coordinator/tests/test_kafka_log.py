@@ -5,12 +5,14 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka.admin import AdminClient, ConfigResource
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.coordinator.exceptions import CoordinatorFenced, LogAppendRejected
 from onceflow.coordinator.log.kafka import KafkaTransactionLog
+from onceflow.coordinator.log.log_topic import LOG_TOPIC_CONFIG
 from onceflow.coordinator.log.records import LogRecord, Tombstone
+from onceflow.coordinator.log.refusals import LogNotInitialised
 from onceflow.coordinator.model import JobState, ParticipantRef, Transaction, TransactionId, TransactionState
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC
@@ -31,8 +33,9 @@ def _txn(batch: int, state: TransactionState) -> Transaction:
     )
 
 
-def _log(broker: EmbeddedBroker) -> KafkaTransactionLog:
-    return KafkaTransactionLog(KafkaSettings(bootstrap_servers=broker.bootstrap_servers), timeout=20)
+def _log(broker: EmbeddedBroker, *, init_if_missing: bool = True) -> KafkaTransactionLog:
+    settings = KafkaSettings(bootstrap_servers=broker.bootstrap_servers)
+    return KafkaTransactionLog(settings, timeout=20, init_if_missing=init_if_missing)
 
 
 def test_records_survive_a_restart_in_order(broker: EmbeddedBroker) -> None:
@@ -91,3 +94,32 @@ def test_a_too_large_append_fails_alone_and_the_log_keeps_working(broker: Embedd
     again = _log(broker)
     assert again.open() == [JobState(JOB, epoch=1, writer_id="w")]
     again.close()
+
+
+def test_an_empty_log_topic_is_refused_until_initialised_then_opens(broker: EmbeddedBroker) -> None:
+    """A log topic created empty (by an operator's tooling, or re-created after a loss) holds no
+    genesis record: the coordinator refuses it; once initialised it opens, empty."""
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    spec = NewTopic(COORDINATOR_LOG_TOPIC, 1, 1, config=dict(LOG_TOPIC_CONFIG))
+    admin.create_topics([spec])[COORDINATOR_LOG_TOPIC].result(20)
+
+    with pytest.raises(LogNotInitialised, match="onceflow txn init-log"):
+        _log(broker, init_if_missing=False).open()
+    initialising = _log(broker)
+    assert initialising.open() == []
+    initialising.close()
+    opened = _log(broker, init_if_missing=False)
+    assert opened.open() == []
+    opened.close()
+
+
+def test_confirm_owner_fails_once_a_newer_instance_took_the_log(broker: EmbeddedBroker) -> None:
+    zombie = _log(broker)
+    zombie.open()
+    zombie.confirm_owner()
+    successor = _log(broker)
+    successor.open()
+    with pytest.raises(CoordinatorFenced):
+        zombie.confirm_owner()
+    successor.confirm_owner()
+    successor.close()

@@ -10,7 +10,7 @@ import pytest
 
 from onceflow.core.contract import TransactionId
 from onceflow.core.staging import StagedFile
-from onceflow.sinks.base import Outcome, SinkParticipant
+from onceflow.sinks.base import CommittedBatches, Outcome, SinkParticipant
 from onceflow.sinks.exceptions import TransactionAlreadyCommitted, TransactionNotPrepared
 
 from .conftest import W0, W1, Stage, row
@@ -140,5 +140,28 @@ class ParticipantContract(abc.ABC):
             assert other.list_prepared() == []
             other.abort(TransactionId("job", 0))
             assert sink.list_prepared() == [TransactionId("job", 0)]
+        finally:
+            other.close()
+
+    def test_committed_batches_come_from_the_commit_records(self, sink: SinkParticipant, stage: Stage) -> None:
+        """What ``onceflow txn rebuild`` reads: every committed batch per job, newest first; a prepared
+        or aborted batch is not listed, nor another sink's."""
+        other = self.open("db2")
+        try:
+            for job, batch in (("job", 0), ("job", 1), ("job", 2), ("other", 5)):
+                txn = TransactionId(job, batch)
+                sink.prepare(txn, stage(job, batch, [row(f"10.0.0.{batch}", 1)]))
+                sink.commit(txn)
+            sink.prepare(TransactionId("job", 3), stage("job", 3, [row("a", 1)]))
+            sink.prepare(TransactionId("job", 4), stage("job", 4, [row("b", 1)]))
+            sink.abort(TransactionId("job", 4))
+            other.commit(TransactionId("job", 9), stage("job", 9, [row("c", 1)]))
+
+            assert sink.committed_batches(None, 1000) == [
+                CommittedBatches("job", 2, (2, 1, 0)),
+                CommittedBatches("other", 5, (5,)),
+            ]
+            assert sink.committed_batches("job", 2) == [CommittedBatches("job", 2, (2, 1))]
+            assert sink.committed_batches("nothing", 10) == []
         finally:
             other.close()

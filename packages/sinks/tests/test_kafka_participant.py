@@ -14,7 +14,7 @@ from onceflow.core.avro import IP_COUNT_SERDE
 from onceflow.core.contract import TransactionId
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
-from onceflow.sinks.base import Outcome
+from onceflow.sinks.base import CommittedBatches, Outcome
 from onceflow.sinks.exceptions import TransactionAlreadyCommitted
 from onceflow.sinks.kafka import KafkaParticipant
 from onceflow.testing.broker.clients import ConsumedRecord, read_topic
@@ -94,6 +94,9 @@ def test_prepare_commit_abort(open_sink: OpenSink, broker: EmbeddedBroker, stage
     assert [(m.key, m.value) for m in markers] == [(b"kafka:job", b"0")]
     assert sink.list_prepared() == []
     assert sink.last_committed("job") == 0
+    # the compacted markers keep the last batch only: every batch up to it counts as committed
+    assert sink.committed_batches(None, 1000) == [CommittedBatches("job", 0, (0,), cumulative=True)]
+    assert open_sink("other").committed_batches("job", 1000) == []
 
     aborted = TransactionId("job", 1)
     assert sink.prepare(aborted, stage("job", 1, [row("10.0.0.9", 9)])).vote_commit

@@ -62,7 +62,7 @@ def _id(job: str, batch: int) -> common_pb2.TransactionId:
 
 
 def test_prepare_list_commit_abort_over_grpc(
-    stub: participant_pb2_grpc.ParticipantStub, stage: Stage, tmp_path: Path
+    client: ParticipantClient, stub: participant_pb2_grpc.ParticipantStub, stage: Stage, tmp_path: Path
 ) -> None:
     files = [staged_file_to_proto(f) for f in stage("job", 0, [row("a", 1), row("b", 2)])]
     for sink in ("main", "audit"):
@@ -86,6 +86,20 @@ def test_prepare_list_commit_abort_over_grpc(
     with sqlite3.connect(tmp_path / "audit.db") as db:
         assert list(db.execute("SELECT * FROM ip_counts")) == []
     assert not stub.ListPreparedTransactions(participant_pb2.ListPreparedTransactionsRequest()).transactions
+
+    committed = client.list_committed_batches()
+    assert [(c.sink, c.job, c.last_batch, list(c.batches), c.cumulative) for c in committed.jobs] == [
+        ("main", "job", 0, [0], False)
+    ]
+    assert [(hosted.sink, hosted.HasField("shard")) for hosted in committed.sinks] == [
+        ("audit", False),
+        ("main", False),
+    ]
+    assert not client.list_committed_batches("audit", "job").jobs
+    with pytest.raises(grpc.RpcError) as too_many:
+        client.list_committed_batches(max_batches=10_001)
+    assert too_many.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "max_batches must be 0 to 10000" in (too_many.value.details() or "")
 
 
 def test_no_vote_is_a_response_naming_the_file(stub: participant_pb2_grpc.ParticipantStub, stage: Stage) -> None:

@@ -7,6 +7,7 @@ from onceflow.core.errors import OnceflowError, WriterFenced
 __all__ = [
     "CoordinatorError",
     "CoordinatorFenced",
+    "CoordinatorNotActive",
     "CoordinatorStopped",
     "InvalidRequest",
     "InvalidTransition",
@@ -104,3 +105,8 @@ class CoordinatorFenced(TransactionLogError):  # noqa: N818 - the name the desig
 
 class CoordinatorStopped(CoordinatorError):  # noqa: N818
     """The coordinator stopped serving (closed, or failed because its log failed)."""
+
+
+class CoordinatorNotActive(CoordinatorStopped):
+    """This instance has not taken over the log (yet): a standby, or one still recovering. Retry,
+    on the active coordinator the message names if it knows one."""

@@ -51,6 +51,9 @@ class TransactionLogSettings(Section):
     #: Fixed on purpose: a new coordinator instance with the same id fences the previous one.
     transactional_id: str = DEFAULT_TRANSACTIONAL_ID
     replication_factor: int = Field(default=1, ge=1)
+    #: Create (or initialise an empty) log topic at start. Only for disposable setups (tests, the
+    #: demo): a lost log would then start over silently. Otherwise run ``onceflow txn init-log`` once.
+    init_if_missing: bool = False
     #: Bound of one log operation (topic creation, init, one append, the replay).
     timeout_ms: int = Field(default=30_000, gt=0)
     #: Log PREPARING before sending Prepare (one more write per batch; makes attempts visible).
@@ -58,6 +61,24 @@ class TransactionLogSettings(Section):
     #: Final transactions more than this many batches older than a job's newest commit are
     #: tombstoned (0 keeps everything).
     retain_batches: int = Field(default=1000, ge=0)
+
+
+class StandbySettings(Section):
+    """Several coordinators, one active: they are members of the consumer group ``group_id`` on the
+    one-partition log topic, and the owner of its partition is the active one (Kafka Connect's
+    distributed herder elects its leader the same way). The others are hot standbys: a standby
+    takes over when the active one leaves the group or misses ``session_timeout_ms`` of heartbeats,
+    and its ``init_transactions`` on the log fences the old one. Run every instance with it enabled.
+    """
+
+    enabled: bool = False
+    group_id: str = Field(default="onceflow-coordinator", min_length=1, max_length=255)
+    #: How long an active coordinator may be silent before a standby takes over (Kafka's
+    #: ``session.timeout.ms``; the broker's group.min/max.session.timeout.ms bound it).
+    session_timeout_ms: int = Field(default=10_000, ge=1_000, le=300_000)
+    #: The address clients reach this instance at, named by the standbys' UNAVAILABLE answers.
+    #: Empty: ``server.host:<bound port>``.
+    advertised_target: str = Field(default="", max_length=255)
 
 
 class CoordinatorSettings(Settings):
@@ -70,6 +91,7 @@ class CoordinatorSettings(Settings):
     participant_tls: TlsSettings = TlsSettings()
     kafka: KafkaSettings = KafkaSettings()
     transaction_log: TransactionLogSettings = TransactionLogSettings()
+    standby: StandbySettings = StandbySettings()
     #: Root of the staged files (``<root>/<job>/<batch>/``), deleted after END. Empty: no GC.
     staging_root: str = ""
     prepare_timeout_ms: int = Field(default=10_000, gt=0)
@@ -81,6 +103,12 @@ class CoordinatorSettings(Settings):
     max_workers: int = Field(default=32, ge=4)
     metrics: MetricsSettings = MetricsSettings()
     log: LoggingSettings = LoggingSettings()
+
+    @model_validator(mode="after")
+    def _standby_needs_kafka(self) -> CoordinatorSettings:
+        if self.standby.enabled and self.transaction_log.backend != "kafka":
+            raise ValueError("standby.enabled needs transaction_log.backend = kafka: the log's transactional id fences")
+        return self
 
     def engine_config(self) -> EngineConfig:
         """The engine's timing and retention, in seconds."""

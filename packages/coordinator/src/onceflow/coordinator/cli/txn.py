@@ -1,14 +1,19 @@
-"""``onceflow txn``: list, show and resolve the coordinator's transactions (like ``kafka-transactions.sh``).
+"""``onceflow txn``: list, show and resolve the coordinator's transactions (like ``kafka-transactions.sh``),
+and create or rebuild its decision log.
 
 Examples::
 
     onceflow txn list --job ipcount --state COMMITTING
     onceflow txn show ipcount:42
     onceflow txn resolve ipcount:42 --abort --reason "sink postgres lost for good" --yes
+    onceflow txn init-log --config coordinator.toml
+    onceflow txn rebuild --config coordinator.toml --participant 10.0.0.5:7101 --dry-run
 
-Every command talks to a running coordinator over gRPC (``--coordinator HOST:PORT``, TLS with
-``--tls-ca`` and, for mTLS, ``--tls-cert``/``--tls-key``). Exit codes: 0 done, 1 the coordinator
-refused or could not be reached, 2 bad arguments.
+``list``, ``show`` and ``resolve`` talk to a running coordinator over gRPC (``--coordinator
+HOST:PORT[,HOST:PORT...]``: an active coordinator and its standbys, tried in turn; TLS with
+``--tls-ca`` and, for mTLS, ``--tls-cert``/``--tls-key``). ``init-log`` and ``rebuild`` talk to
+Kafka and the participants (:mod:`~onceflow.coordinator.cli.log_admin`). Exit codes: 0 done, 1 the
+coordinator refused or could not be reached, 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 
 import grpc
 
+from onceflow.coordinator.cli import log_admin
 from onceflow.coordinator.model import Resolution, TransactionId, TransactionState
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.contract.proto import state_name
@@ -39,7 +45,7 @@ def _common_arguments() -> argparse.ArgumentParser:
         "--coordinator",
         metavar="HOST:PORT",
         default=os.environ.get(DEFAULT_TARGET_ENV, DEFAULT_TARGET),
-        help=f"coordinator address (default: ${DEFAULT_TARGET_ENV} or {DEFAULT_TARGET})",
+        help=f"coordinator addresses, comma-separated (default: ${DEFAULT_TARGET_ENV} or {DEFAULT_TARGET})",
     )
     common.add_argument("--tls-ca", metavar="PEM", default="", help="CA of the coordinator's certificate (enables TLS)")
     common.add_argument("--tls-cert", metavar="PEM", default="", help="client certificate (mTLS)")
@@ -79,6 +85,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     resolve.add_argument("--reason", default="", help="why; kept in the transaction log")
     resolve.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     resolve.set_defaults(func=_resolve)
+
+    log_admin.add_commands(commands)
 
 
 def _client(args: argparse.Namespace) -> CoordinatorClient:

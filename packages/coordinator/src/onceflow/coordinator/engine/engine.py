@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from onceflow.coordinator import validation
 from onceflow.coordinator.engine.abort import AbortPhase
 from onceflow.coordinator.engine.config import EngineConfig
+from onceflow.coordinator.engine.consistency import check_against_participants
 from onceflow.coordinator.engine.delivery import CommitDeliveries
 from onceflow.coordinator.engine.fanout import ParticipantFanout
 from onceflow.coordinator.engine.recovery import RecoveryReport, recover
@@ -91,8 +92,14 @@ class TwoPhaseCommitEngine:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> RecoveryReport:
-        """Open the log (fencing earlier coordinator instances), replay it and recover."""
-        return recover(self.state, self._aborts, self._deliveries)
+        """Open the log (fencing earlier coordinator instances), replay it, check it against the
+        participants' commit records, and recover."""
+
+        def verify(jobs: Sequence[JobState]) -> int:
+            timeout = self.config.commit_call_timeout
+            return check_against_participants(self.state.log_description, jobs, self.fanout.connector, timeout)
+
+        return recover(self.state, self._aborts, self._deliveries, verify)
 
     def close(self) -> None:
         """Stop serving. COMMITTING transactions stay in the log; the next instance delivers them."""

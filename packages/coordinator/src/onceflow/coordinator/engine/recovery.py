@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from onceflow.coordinator.engine.abort import AbortPhase
 from onceflow.coordinator.engine.delivery import CommitDeliveries
 from onceflow.coordinator.engine.state import TransactionStateManager
-from onceflow.coordinator.model import Transaction, TransactionState
+from onceflow.coordinator.model import JobState, Transaction, TransactionState
 from onceflow.core.logging import get_logger
 
 _log = get_logger(__name__)
@@ -32,12 +33,20 @@ class RecoveryReport:
     presumed_aborted: int
 
 
-def recover(state: TransactionStateManager, aborts: AbortPhase, deliveries: CommitDeliveries) -> RecoveryReport:
+def recover(
+    state: TransactionStateManager,
+    aborts: AbortPhase,
+    deliveries: CommitDeliveries,
+    verify: Callable[[Sequence[JobState]], object] | None = None,
+) -> RecoveryReport:
     """Rebuild the state from the log and finish what the previous instance left undone.
 
     Steps:
-        1. Replay: open the log (fencing earlier instances) and apply every record in log order
-           (the last record of a key wins).
+        1. Replay: open the log (fencing earlier instances; a log that is missing, truncated or
+           unsafe is refused) and apply every record in log order (the last record of a key wins).
+           Then ``verify`` the jobs (the participants' commit records, see
+           :mod:`~onceflow.coordinator.engine.consistency`): a log behind them is refused before
+           anything is presumed aborted.
         2. PREPARING (no decision was logged): presumed abort. Log ABORTING for all of them in one
            append, with the reason, so the decision is explicit; Step 3 finishes them.
         3. ABORTING: on a background thread, send Abort to every participant (best effort: a
@@ -48,6 +57,8 @@ def recover(state: TransactionStateManager, aborts: AbortPhase, deliveries: Comm
     """
     # Step 1
     records = state.replay()
+    if verify is not None:
+        verify(state.jobs())
     unfinished = state.in_doubt()
     # Step 2
     presumed = state.abort_undecided(PRESUMED_ABORT_REASON)

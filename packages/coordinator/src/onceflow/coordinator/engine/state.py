@@ -25,6 +25,8 @@ from onceflow.coordinator.engine.transitions import (
 )
 from onceflow.coordinator.engine.votes import ordered
 from onceflow.coordinator.exceptions import (
+    CoordinatorFenced,
+    CoordinatorNotActive,
     CoordinatorStopped,
     NoParticipants,
     ResolutionRefused,
@@ -70,6 +72,10 @@ class TransactionStateManager:
 
     Votes and acks are the exception: they change memory only (Commit is idempotent, and recovery
     re-asks every participant), see :meth:`note` and :meth:`note_vote`.
+
+    A manager serves only once :meth:`replay` opened the log and rebuilt memory from it (its
+    activation): before that every call raises :class:`CoordinatorNotActive`, so nothing is ever
+    answered (presumed aborted, say) from a memory that does not hold the log yet.
     """
 
     def __init__(self, log: TransactionLog) -> None:
@@ -78,7 +84,7 @@ class TransactionStateManager:
         self._lock = threading.RLock()
         self._book = TransactionBook()
         self._stopped = threading.Event()
-        self._failure: BaseException | None = None
+        self._failure: BaseException | None = CoordinatorNotActive("the coordinator has not taken over its log yet")
 
     # -- lifecycle and failure -------------------------------------------------------------------
 
@@ -98,12 +104,25 @@ class TransactionStateManager:
 
     def replay(self) -> int:
         """Open the log, fencing every earlier coordinator instance, and rebuild memory from its
-        records (the last record of a key wins); returns how many records it read."""
+        records (the last record of a key wins), then serve; returns how many records it read."""
         records = self._log.open()
         with self._lock:
             for record in records:
                 self._book.apply(record)
+            if isinstance(self._failure, CoordinatorNotActive):
+                self._failure = None
         return len(records)
+
+    def not_active(self, reason: str) -> None:
+        """Say why this instance does not serve (yet), e.g. which instance is active: the message of
+        :class:`CoordinatorNotActive` until :meth:`replay`."""
+        with self._lock:
+            if isinstance(self._failure, CoordinatorNotActive):
+                self._failure = CoordinatorNotActive(reason)
+
+    def fence(self, reason: str) -> None:
+        """Stop serving for good: another instance leads now (:class:`CoordinatorFenced`)."""
+        self._fail(CoordinatorFenced(reason))
 
     def close(self) -> None:
         """Stop serving (a clean shutdown; later calls raise :class:`CoordinatorStopped`), close the log."""
@@ -123,7 +142,7 @@ class TransactionStateManager:
 
     def _fail(self, exc: BaseException) -> None:
         with self._lock:
-            if self._failure is None:
+            if self._failure is None or isinstance(self._failure, CoordinatorNotActive):
                 self._failure = exc
                 _log.error("coordinator.failed", error=exc)
             self._stopped.set()
@@ -161,10 +180,23 @@ class TransactionStateManager:
 
     def lookup(self, txn_id: TransactionId) -> Transaction:
         """The transaction; an unknown one is COMMITTED if it is its job's last committed batch (its
-        record was collected), otherwise ABORTED (presumed abort)."""
+        record was collected), otherwise ABORTED (presumed abort).
+
+        An answer that tells a participant to abort (ABORTING, ABORTED, unknown) is given only after
+        :meth:`TransactionLog.confirm_owner` proved that no newer coordinator had taken over the log
+        meanwhile: a zombie instance's memory may lack a newer attempt's COMMIT. (A commit answer
+        needs no proof: a decided commit is final.) A fenced instance stops, as on any log failure.
+        """
         with self._lock:
             self.check_alive()
-            return self._lookup(txn_id)
+            txn = self._lookup(txn_id)
+            if txn.state in (TransactionState.ABORTING, TransactionState.ABORTED):
+                try:
+                    self._log.confirm_owner()
+                except TransactionLogError as exc:
+                    self._fail(exc)
+                    raise
+            return txn
 
     def _lookup(self, txn_id: TransactionId) -> Transaction:
         txn = self._book.txn(txn_id)

@@ -21,6 +21,11 @@ class TransactionLog(ABC):
       newer instance owns the log and :class:`TransactionLogError` when the outcome is unknown;
       either way the caller must stop serving (a restart replays the truth).
     - Records are snapshots: replaying only the newest record of every key gives the same state.
+    - It fails closed: :meth:`open` raises a
+      :class:`~onceflow.coordinator.log.refusals.LogRefused` for a log that is missing, lost records
+      or is configured so that it could, and never starts such a log over on its own.
+    - :meth:`confirm_owner` returns only if no newer instance had fenced this one when it ran: what
+      this instance read from memory before the call was the whole truth at that moment.
     """
 
     @abstractmethod
@@ -30,6 +35,10 @@ class TransactionLog(ABC):
     @abstractmethod
     def append(self, records: Sequence[LogRecord]) -> None:
         """Make ``records`` durable, atomically."""
+
+    def confirm_owner(self) -> None:
+        """Raise :class:`CoordinatorFenced` if a newer instance owns the log (a write that reaches the fence)."""
+        self.append(())
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release resources. Appending after close is an error."""

@@ -5,6 +5,10 @@ instance calls ``init_transactions``, the broker bumps the producer epoch, abort
 previous instance had open, and fences it, so the zombie's next write fails with a fatal
 ``PRODUCER_FENCED`` error and it stops serving. Replay reads the topic with ``read_committed``, so
 writes the zombie never committed are invisible.
+
+The log fails closed (:mod:`~onceflow.coordinator.log.refusals`): its first record is a genesis
+marker, written once when the log is initialised; a topic that is missing, empty, or whose head is
+gone is refused, never re-created or started over silently.
 """
 
 from __future__ import annotations
@@ -12,14 +16,16 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Final
+from dataclasses import dataclass
+from typing import Final, Literal
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from onceflow.coordinator.exceptions import CoordinatorFenced, LogAppendRejected, TransactionLogError
 from onceflow.coordinator.log.base import TransactionLog
 from onceflow.coordinator.log.log_topic import LogTopic
-from onceflow.coordinator.log.records import LogRecord, decode, encode
+from onceflow.coordinator.log.records import LogMarker, LogRecord, WireRecord, decode, encode
+from onceflow.coordinator.log.refusals import LogNotInitialised, LogTruncated
 from onceflow.core.kafka import is_fenced
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
@@ -41,6 +47,18 @@ def _kafka_error(exc: KafkaException) -> KafkaError | None:
     return error if isinstance(error, KafkaError) else None
 
 
+@dataclass(frozen=True, slots=True)
+class LogContents:
+    """What a log topic holds, as :meth:`KafkaTransactionLog.inspect` read it."""
+
+    exists: bool
+    #: Committed records, the log's own markers included.
+    records: int = 0
+    #: The first record is the genesis marker.
+    initialised: bool = False
+    start_offset: int = 0
+
+
 class KafkaTransactionLog(TransactionLog):
     """A :class:`TransactionLog` on ``topic`` (one partition, ``cleanup.policy=compact``).
 
@@ -59,8 +77,12 @@ class KafkaTransactionLog(TransactionLog):
         replication_factor: int = 1,
         timeout: float = 30.0,
         transaction_timeout_ms: int = 60_000,
+        init_if_missing: bool = False,
     ) -> None:
         self._kafka = kafka
+        self._init_if_missing = init_if_missing
+        #: Names this instance in its markers (genesis, owner).
+        self.instance = uuid.uuid4().hex[:12]
         self.topic = topic
         self.transactional_id = transactional_id
         self._replication_factor = replication_factor
@@ -78,14 +100,18 @@ class KafkaTransactionLog(TransactionLog):
         """Make this instance the log's only writer, then return the committed records.
 
         Steps:
-            1. Create the topic if it is missing: one partition (total order), compacted, no
-               retention; refuse an existing topic with a delete policy (:class:`LogTopicMisconfigured`).
+            1. Check the topic: a missing one is :class:`LogTopicMissing` (created only with
+               ``init_if_missing``); a configuration that could delete or lose decisions is
+               :class:`LogTopicMisconfigured`.
             2. ``init_transactions`` with the fixed transactional id: the broker fences every earlier
                instance and aborts its open transaction, so nothing it did not commit is replayed.
             3. Read the partition with ``read_committed`` from the beginning up to its end offset.
+            4. Fail closed: a log start offset above 0 (records deleted from the head) or a first
+               record that is not the genesis marker is :class:`LogTruncated`; an empty log is
+               :class:`LogNotInitialised`, unless ``init_if_missing``: then the genesis is written.
         """
         # Step 1
-        self._topic.ensure()
+        self._topic.ensure(create=self._init_if_missing)
         # Step 2
         producer = Producer(
             self._kafka.client_config(
@@ -105,17 +131,55 @@ class KafkaTransactionLog(TransactionLog):
             raise TransactionLogError(f"cannot initialise the log producer on {self.description}: {exc}") from None
         self._producer = producer
         # Step 3
-        records = self._replay()
+        wire = self._replay()
+        # Step 4
+        self._check_head(wire)
+        if not wire:
+            self.append_marker("genesis")
+            _log.warning("txnlog.initialised", topic=self.topic, topic_id=self._topic.topic_id, instance=self.instance)
+        records = [record for record in wire if not isinstance(record, LogMarker)]
         _log.info(
             "txnlog.opened",
             topic=self.topic,
             topic_id=self._topic.topic_id,
             transactional_id=self.transactional_id,
+            instance=self.instance,
             records=len(records),
         )
         return records
 
-    def _replay(self) -> list[LogRecord]:
+    def check_topic(self) -> None:
+        """Step 1 of :meth:`open` alone, fencing nobody: what a standby checks when it starts."""
+        self._topic.ensure(create=self._init_if_missing)
+
+    def inspect(self) -> LogContents:
+        """What the topic holds, read with ``read_committed`` and without the producer: no instance
+        is fenced (``onceflow txn init-log`` and ``rebuild`` look before they write)."""
+        if not self._topic.exists():
+            return LogContents(exists=False)
+        wire = self._replay()
+        initialised = bool(wire) and isinstance(wire[0], LogMarker) and wire[0].kind == "genesis"
+        return LogContents(True, len(wire), initialised, self._topic.start_offset())
+
+    def _check_head(self, wire: list[WireRecord]) -> None:
+        """Step 4 of :meth:`open`: refuse a log whose head is gone, or an empty one unless asked to initialise it."""
+        start = self._topic.start_offset()
+        if start > 0:
+            raise LogTruncated(self.topic, f"its log start offset is {start}: the records before it were deleted")
+        if wire and not (isinstance(wire[0], LogMarker) and wire[0].kind == "genesis"):
+            raise LogTruncated(
+                self.topic,
+                f"its first record is not the genesis marker but {type(wire[0]).__name__}: the topic was re-created "
+                "and written by something else, or its head is gone",
+            )
+        if not wire and not self._init_if_missing:
+            raise LogNotInitialised(self.topic, "holds no decisions and no genesis record")
+
+    def append_marker(self, kind: Literal["genesis", "owner"]) -> None:
+        """Write a :class:`LogMarker` of ``kind`` from this instance (raises as :meth:`append` does)."""
+        self._append_wire([LogMarker(kind, self.instance, time.time())])
+
+    def _replay(self) -> list[WireRecord]:
         consumer = Consumer(
             self._kafka.client_config(
                 **{
@@ -130,7 +194,7 @@ class KafkaTransactionLog(TransactionLog):
         try:
             partition = TopicPartition(self.topic, 0)
             low, high = consumer.get_watermark_offsets(partition, timeout=self._timeout, cached=False)
-            records: list[LogRecord] = []
+            records: list[WireRecord] = []
             if high <= low:
                 return records
             consumer.assign([TopicPartition(self.topic, 0, _OFFSET_BEGINNING)])
@@ -158,6 +222,14 @@ class KafkaTransactionLog(TransactionLog):
             consumer.close()
 
     def append(self, records: Sequence[LogRecord]) -> None:
+        """Write ``records`` in one Kafka transaction (see :meth:`_append_wire`)."""
+        self._append_wire(records)
+
+    def confirm_owner(self) -> None:
+        """Write an ``owner`` marker: it fails with :class:`CoordinatorFenced` once a newer instance owns the log."""
+        self.append_marker("owner")
+
+    def _append_wire(self, records: Sequence[WireRecord]) -> None:
         """Write ``records`` in one Kafka transaction.
 
         Steps:

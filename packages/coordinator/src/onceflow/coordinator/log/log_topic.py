@@ -1,47 +1,43 @@
-"""The Kafka topic under the transaction log: created compacted, verified at start, watched on every append.
+"""The Kafka topic under the transaction log: created only when asked, verified at start, watched on every append.
 
 Guarantees:
 
-- :meth:`LogTopic.ensure` creates a missing topic with one partition, ``cleanup.policy=compact`` and
-  no time or size retention (``retention.ms=-1``, ``retention.bytes=-1``), then refuses an existing
-  topic whose configuration would let the broker delete decisions: any ``cleanup.policy`` other than
-  exactly ``compact`` (``delete`` or ``compact,delete`` drop records by age or size). On a
-  compact-only topic Kafka never applies ``retention.ms``/``retention.bytes``, so they are not
-  refused there; the coordinator creates its topic with both at -1 anyway, so flipping the policy
-  later deletes nothing either.
+- :meth:`LogTopic.ensure` never creates a missing topic unless told to (``create=True``: ``onceflow
+  txn init-log``, ``onceflow txn rebuild``, or a disposable setup's ``init_if_missing``); a missing
+  topic is :class:`LogTopicMissing`. It creates one with one partition, ``cleanup.policy=compact``
+  and no time or size retention (``retention.ms=-1``, ``retention.bytes=-1``).
+- It refuses an existing topic whose configuration could delete or lose decisions
+  (:class:`LogTopicMisconfigured`): any ``cleanup.policy`` other than exactly ``compact``
+  (``delete`` or ``compact,delete`` drop records by age or size), a bounded ``retention.ms`` or
+  ``retention.bytes`` (one ``cleanup.policy`` change away from deleting undecided transactions:
+  Kafka applies retention as soon as the policy includes ``delete``), and
+  ``unclean.leader.election.enable=true`` (an out-of-sync replica taking over truncates the log).
 - :meth:`LogTopic.check` raises :class:`LogTopicLost` when the topic is gone or is not the topic that
   was opened (a deleted and re-created topic gets a new topic id), so a coordinator never writes its
   decisions into a topic that lost the earlier ones, and notices a deletion at its next write.
+- :meth:`LogTopic.start_offset` is the partition's log start offset: above 0, records were deleted
+  from its head (``kafka-delete-records``, or retention before the policy was fixed).
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from confluent_kafka import KafkaError, KafkaException, TopicCollection
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
+from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
 
 from onceflow.coordinator.exceptions import TransactionLogError
+from onceflow.coordinator.log.refusals import LogTopicLost, LogTopicMisconfigured, LogTopicMissing
 from onceflow.core.kafka import ensure_topics
 from onceflow.core.logging import get_logger
 
+__all__ = ["LOG_TOPIC_CONFIG", "LogTopic", "LogTopicLost", "LogTopicMisconfigured", "LogTopicMissing"]
+
 #: The configuration the coordinator creates its log topic with.
 LOG_TOPIC_CONFIG: Final = {"cleanup.policy": "compact", "retention.ms": "-1", "retention.bytes": "-1"}
+_UNBOUNDED_RETENTION: Final = ("retention.ms", "retention.bytes")
 
 _log = get_logger(__name__)
-
-
-class LogTopicMisconfigured(TransactionLogError):  # noqa: N818 - reads as a state
-    """The log topic exists with a setting that would let the broker delete decisions."""
-
-    def __init__(self, topic: str, setting: str, value: str, reason: str) -> None:
-        self.topic = topic
-        self.setting = setting
-        super().__init__(f"log topic {topic} has {setting}={value}: {reason}")
-
-
-class LogTopicLost(TransactionLogError):  # noqa: N818 - reads as a state
-    """The log topic was deleted, or deleted and re-created, under a running coordinator."""
 
 
 def _error_code(exc: KafkaException) -> int | None:
@@ -60,21 +56,20 @@ class LogTopic:
         self._timeout = timeout
         self.topic_id: str | None = None
 
-    def ensure(self) -> str:
-        """Create the topic if missing, refuse a misconfigured one; remember and return its topic id.
+    def ensure(self, *, create: bool = False) -> str:
+        """Refuse a missing (unless ``create``) or misconfigured topic; remember and return its topic id.
 
         Steps:
-            1. Create it (one partition, :data:`LOG_TOPIC_CONFIG`); TOPIC_ALREADY_EXISTS is fine.
-            2. Describe its configuration: ``cleanup.policy`` must be exactly ``compact``.
+            1. A missing topic is :class:`LogTopicMissing`; with ``create`` it is created (one
+               partition, :data:`LOG_TOPIC_CONFIG`; TOPIC_ALREADY_EXISTS is fine).
+            2. Describe its configuration: compact only, unbounded retention, no unclean election.
             3. Remember its topic id: :meth:`check` compares against it.
         """
         # Step 1
-        spec = NewTopic(self.name, 1, self._replication_factor, config=dict(LOG_TOPIC_CONFIG))
-        try:
-            if ensure_topics(self._config, [spec], timeout=self._timeout):
-                _log.info("txnlog.topic_created", topic=self.name)
-        except KafkaException as exc:
-            raise TransactionLogError(f"cannot create log topic {self.name}: {exc}") from None
+        if self._describe_id() is None:
+            if not create:
+                raise LogTopicMissing(self.name)
+            self._create()
         # Step 2
         self._verify_config()
         # Step 3
@@ -82,6 +77,14 @@ class LogTopic:
         if self.topic_id is None:
             raise LogTopicLost(f"log topic {self.name} vanished while the coordinator opened it")
         return self.topic_id
+
+    def _create(self) -> None:
+        spec = NewTopic(self.name, 1, self._replication_factor, config=dict(LOG_TOPIC_CONFIG))
+        try:
+            if ensure_topics(self._config, [spec], timeout=self._timeout):
+                _log.info("txnlog.topic_created", topic=self.name)
+        except KafkaException as exc:
+            raise TransactionLogError(f"cannot create log topic {self.name}: {exc}") from None
 
     def _verify_config(self) -> None:
         resource = ConfigResource(ConfigResource.Type.TOPIC, self.name)
@@ -100,6 +103,39 @@ class LogTopic:
                 "decisions by age or size. Fix the topic (kafka-configs --alter --add-config "
                 "cleanup.policy=compact) or point transaction_log.topic at another one",
             )
+        for name in _UNBOUNDED_RETENTION:
+            entry = entries.get(name)
+            if entry is not None and entry.value is not None and entry.value.strip() != "-1":
+                raise LogTopicMisconfigured(
+                    self.name,
+                    name,
+                    entry.value,
+                    "the coordinator log needs unbounded retention (-1): a bounded one deletes undecided "
+                    "transactions as soon as the cleanup policy includes delete. Fix the topic "
+                    f"(kafka-configs --alter --add-config {name}=-1)",
+                )
+        entry = entries.get("unclean.leader.election.enable")
+        if entry is not None and (entry.value or "").strip().lower() == "true":
+            raise LogTopicMisconfigured(
+                self.name,
+                "unclean.leader.election.enable",
+                "true",
+                "an out-of-sync replica may become leader and truncate the decisions it lacks. Fix the topic "
+                "(kafka-configs --alter --add-config unclean.leader.election.enable=false)",
+            )
+
+    def start_offset(self) -> int:
+        """The partition's log start offset (0 unless records were deleted from its head)."""
+        partition = TopicPartition(self.name, 0)
+        try:
+            earliest = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+            offsets = self._admin.list_offsets({partition: earliest}, request_timeout=self._timeout)
+            return int(offsets[partition].result(self._timeout).offset)
+        except KafkaException as exc:
+            raise TransactionLogError(f"cannot read the start offset of log topic {self.name}: {exc}") from None
+
+    def exists(self) -> bool:
+        return self._describe_id() is not None
 
     def _describe_id(self) -> str | None:
         """The topic's id, or None when it does not exist."""

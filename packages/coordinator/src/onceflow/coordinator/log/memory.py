@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from onceflow.coordinator.exceptions import CoordinatorFenced, TransactionLogError
 from onceflow.coordinator.log.base import TransactionLog
-from onceflow.coordinator.log.records import LogRecord, decode, encode
+from onceflow.coordinator.log.records import LogMarker, LogRecord, decode, encode
 
 
 class MemoryLogStorage:
@@ -37,7 +37,8 @@ class MemoryTransactionLog(TransactionLog):
         with self.storage.lock:
             self.storage.generation += 1
             self._generation = self.storage.generation
-            return [decode(key, value) for key, value in self.storage.entries]
+            decoded = (decode(key, value) for key, value in self.storage.entries)
+            return [record for record in decoded if not isinstance(record, LogMarker)]
 
     def append(self, records: Sequence[LogRecord]) -> None:
         encoded = [encode(record) for record in records]

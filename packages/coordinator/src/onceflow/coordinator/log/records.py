@@ -1,15 +1,18 @@
-"""The transaction log's record format: key = ``<job>:<batch>`` or ``job:<job>``, value = versioned JSON.
+"""The transaction log's record format: key = ``<job>:<batch>``, ``job:<job>`` or ``log:<marker>``,
+value = versioned JSON.
 
 Every value is a full snapshot of its transaction or job (not a delta), so a compacted topic that
 keeps only the newest value per key still replays to the same state. A ``None`` value is a
-tombstone: the transaction was garbage-collected.
+tombstone: the transaction was garbage-collected. A :class:`LogMarker` is about the log itself
+(its genesis, the proof that an instance still owns it); the log keeps it to itself and never
+hands it to the state it replays.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from onceflow.coordinator.exceptions import TransactionLogError
 from onceflow.coordinator.model import (
@@ -26,6 +29,8 @@ from onceflow.core.contract import DEFAULT_OUTPUT, Shard, SinkBinding
 #: Version of the JSON value format. Readers reject versions they do not know.
 FORMAT_VERSION: Final = 1
 JOB_KEY_PREFIX: Final = "job:"
+#: Markers are keyed ``log:<kind>``: never a transaction id, whose batch is a number.
+MARKER_KEY_PREFIX: Final = "log:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,23 +40,50 @@ class Tombstone:
     id: TransactionId
 
 
+@dataclass(frozen=True, slots=True)
+class LogMarker:
+    """A record about the log itself, written by the coordinator instance ``instance`` at ``at``.
+
+    - ``genesis``: the log's first record, written once when the log is initialised (``onceflow txn
+      init-log``, ``onceflow txn rebuild``): a log without it was re-created or lost its head.
+    - ``owner``: an instance proving that it still owns the log (a write fails once it is fenced).
+    """
+
+    kind: Literal["genesis", "owner"]
+    instance: str
+    at: float
+
+
+#: What the coordinator's state is replayed from and made of.
 LogRecord = JobState | Transaction | Tombstone
+#: Everything the log holds: the state's records and the log's own markers.
+WireRecord = LogRecord | LogMarker
 
 
-def record_key(record: LogRecord) -> str:
+def record_key(record: WireRecord) -> str:
     """The compaction key of ``record``."""
     if isinstance(record, JobState):
         return JOB_KEY_PREFIX + record.job
+    if isinstance(record, LogMarker):
+        return MARKER_KEY_PREFIX + record.kind
     return str(record.id)
 
 
-def encode(record: LogRecord) -> tuple[bytes, bytes | None]:
+def encode(record: WireRecord) -> tuple[bytes, bytes | None]:
     """``(key, value)`` bytes of ``record``; the value of a tombstone is None."""
     key = record_key(record).encode()
     if isinstance(record, Tombstone):
         return key, None
-    if isinstance(record, JobState):
+    if isinstance(record, LogMarker):
         doc: dict[str, Any] = {
+            "v": FORMAT_VERSION,
+            "type": "marker",
+            "kind": record.kind,
+            "instance": record.instance,
+            "at": record.at,
+        }
+    elif isinstance(record, JobState):
+        doc = {
             "v": FORMAT_VERSION,
             "type": "job",
             "job": record.job,
@@ -99,7 +131,7 @@ def _ref(doc: dict[str, Any]) -> ParticipantRef:
     return ParticipantRef(doc["sink"], doc["target"], bindings, Shard(int(index), int(count)))
 
 
-def decode(key: bytes, value: bytes | None) -> LogRecord:
+def decode(key: bytes, value: bytes | None) -> WireRecord:
     """The record stored under ``key``; raises :class:`TransactionLogError` for garbage or unknown versions."""
     text = key.decode(errors="replace")
     try:
@@ -110,6 +142,10 @@ def decode(key: bytes, value: bytes | None) -> LogRecord:
         doc = json.loads(value)
         if doc.get("v") != FORMAT_VERSION:
             raise ValueError(f"unknown format version {doc.get('v')!r} (this coordinator reads {FORMAT_VERSION})")
+        if doc["type"] == "marker":
+            if doc["kind"] not in ("genesis", "owner"):
+                raise ValueError(f"unknown marker kind {doc['kind']!r}")
+            return LogMarker(doc["kind"], str(doc["instance"]), float(doc["at"]))
         if doc["type"] == "job":
             return JobState(
                 job=doc["job"],

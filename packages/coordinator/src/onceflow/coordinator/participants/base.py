@@ -94,6 +94,11 @@ class ParticipantClient(ABC):
         mismatch), :class:`ParticipantUnavailable` when the participant cannot answer now.
         """
 
+    def last_committed(self, job: str, timeout: float) -> int | None:
+        """The newest batch of ``job`` the sink's own commit records show committed (-1: none), or
+        None when the participant cannot tell (it keeps no such records, or did not answer)."""
+        return None
+
 
 class ParticipantConnector(ABC):
     """Hands out (and caches) a :class:`ParticipantClient` per participant reference."""

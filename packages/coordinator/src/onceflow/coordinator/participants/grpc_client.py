@@ -71,6 +71,13 @@ class GrpcParticipantClient(ParticipantClient):
                 raise BindingsRefused(self.name, self.ref.target, str(exc.details())) from None
             raise self._error(exc, "PrepareBindings") from None
 
+    def last_committed(self, job: str, timeout: float) -> int | None:
+        try:
+            found = self._rpc.list_committed_batches(self.sink, job, max_batches=1, timeout_s=timeout)
+        except grpc.RpcError:
+            return None  # unreachable, or a sink kind without commit records: it cannot tell
+        return max((int(entry.last_batch) for entry in found.jobs if entry.job == job), default=-1)
+
     def abort(self, txn: TransactionId, timeout: float) -> None:
         try:
             self._rpc.abort_prepared_transaction(self.sink, txn, shard=self.ref.shard, timeout_s=timeout)

@@ -9,19 +9,21 @@ import grpc
 from grpc_health.v1 import health
 
 from onceflow.coordinator.engine import RecoveryReport, StagingCollector, TwoPhaseCommitEngine
-from onceflow.coordinator.exceptions import CoordinatorFenced, CoordinatorStopped
+from onceflow.coordinator.exceptions import CoordinatorFenced, CoordinatorStopped, TransactionLogError
 from onceflow.coordinator.log.base import TransactionLog
 from onceflow.coordinator.log.kafka import KafkaTransactionLog
 from onceflow.coordinator.log.memory import MemoryTransactionLog
+from onceflow.coordinator.log.refusals import LogRefused
 from onceflow.coordinator.metrics import CoordinatorMetrics
 from onceflow.coordinator.participants import GrpcParticipantConnector, ParticipantConnector
 from onceflow.coordinator.service.servicer import SERVICE_NAME, TransactionCoordinatorServicer
+from onceflow.coordinator.service.standby import Standby, set_serving
 from onceflow.coordinator.settings import CoordinatorSettings
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import MetricsEndpoint, serve_metrics
-from onceflow.core.service import ExitStatus, Service
+from onceflow.core.service import EXIT_CONFIG, EXIT_START_FAILED, ExitStatus, Service
 from onceflow.core.staging import delete_batch
 from onceflow.proto.v1 import coordinator_pb2_grpc
 
@@ -44,6 +46,7 @@ def transaction_log_for(settings: CoordinatorSettings) -> TransactionLog:
         transactional_id=log_settings.transactional_id,
         replication_factor=log_settings.replication_factor,
         timeout=log_settings.timeout_ms / 1000,
+        init_if_missing=log_settings.init_if_missing,
     )
 
 
@@ -59,8 +62,10 @@ class CoordinatorServer(Service):
 
     ``log`` and ``connector`` default to the configured backend and gRPC participants; tests pass
     in-memory ones. As a :class:`~onceflow.core.service.Service` it finishes on its own when it is
-    fenced (exit 3) or its log fails (exit 4): its in-memory state may be stale then, and only a
-    replay of the log tells the truth.
+    fenced or loses the leadership (exit 3) or its log fails (exit 4): its in-memory state may be
+    stale then, and only a replay of the log tells the truth. With ``standby.enabled`` it serves
+    only while it leads (:mod:`~onceflow.coordinator.service.standby`); a take-over refused by the
+    log ends it with exit 2, as a refusal at start does.
     """
 
     name = "coordinator"
@@ -75,8 +80,9 @@ class CoordinatorServer(Service):
     ) -> None:
         self.settings = settings
         self.metrics = CoordinatorMetrics()
+        self._log = log or transaction_log_for(settings)
         self.engine = TwoPhaseCommitEngine(
-            log or transaction_log_for(settings),
+            self._log,
             connector or GrpcParticipantConnector(settings.participant_tls),
             settings.engine_config(),
             metrics=self.metrics,
@@ -87,7 +93,13 @@ class CoordinatorServer(Service):
         self._server: grpc.Server | None = None
         self._metrics_endpoint: MetricsEndpoint | None = None
         self.port = 0
-        self.recovery: RecoveryReport | None = None
+        self._recovery: RecoveryReport | None = None
+        self._standby = Standby(self.engine, settings, self.health) if settings.standby.enabled else None
+
+    @property
+    def recovery(self) -> RecoveryReport | None:
+        """What recovery found when this instance took over its log (None while it has not)."""
+        return self._standby.recovery if self._standby is not None else self._recovery
 
     @property
     def metrics_port(self) -> int:
@@ -99,12 +111,17 @@ class CoordinatorServer(Service):
         Steps:
             1. Open the transaction log (this fences any earlier coordinator instance), replay it
                and recover in-doubt transactions (see :func:`~onceflow.coordinator.engine.recovery.recover`).
+               A standby only checks that the log topic exists and is safe, fencing nobody.
             2. Build the gRPC server: TLS per ``server.tls``, health and reflection, then the
                TransactionCoordinator servicer; start it.
             3. Expose ``/metrics`` when ``metrics.port`` is set.
+            4. A standby joins the election: it takes over (Step 1) once it leads.
         """
         # Step 1
-        self.recovery = self.engine.start()
+        if self._standby is None:
+            self._recovery = self.engine.start()
+        elif isinstance(self._log, KafkaTransactionLog):
+            self._log.check_topic()
         # Step 2
         server, self.port = build_server(
             self.settings.server,
@@ -112,6 +129,8 @@ class CoordinatorServer(Service):
             max_workers=self.settings.max_workers,
             health_servicer=self.health,
         )
+        if self._standby is not None:
+            set_serving(self.health, False)
         coordinator_pb2_grpc.add_TransactionCoordinatorServicer_to_server(  # type: ignore[no-untyped-call]
             TransactionCoordinatorServicer(self.engine), server
         )
@@ -122,17 +141,27 @@ class CoordinatorServer(Service):
             self._metrics_endpoint = serve_metrics(
                 self.metrics.service, self.settings.metrics.host, self.settings.metrics.port
             )
+        # Step 4
+        if self._standby is not None:
+            self._standby.start(self.advertised_target)
         _log.info(
             "coordinator.serving",
             port=self.port,
             metrics_port=self.metrics_port,
             log=self.engine.state.log_description,
             tls=bool(self.settings.server.tls.cert),
+            standby=self._standby is not None,
         )
         return self
 
+    @property
+    def advertised_target(self) -> str:
+        """Where clients reach this instance: ``standby.advertised_target``, else ``server.host:port``."""
+        return self.settings.standby.advertised_target or f"{self.settings.server.host}:{self.port}"
+
     def stop(self, grace: float = 2.0) -> None:
-        """Stop serving: NOT_SERVING, drain RPCs for ``grace`` seconds, close the engine."""
+        """Stop serving: NOT_SERVING, drain RPCs for ``grace`` seconds, close the engine, then leave
+        the election (so a standby takes over at once, and fences nothing still in flight here)."""
         self.health.enter_graceful_shutdown()
         if self._server is not None:
             self._server.stop(grace).wait(grace + 1)
@@ -141,16 +170,27 @@ class CoordinatorServer(Service):
             self._metrics_endpoint.stop()
             self._metrics_endpoint = None
         self.engine.close()
+        if self._standby is not None:
+            self._standby.close()
 
     def ready_info(self) -> Mapping[str, object]:
         return {"port": self.port, "metrics_port": self.metrics_port}
 
     def finished(self) -> bool:
-        return self.engine.stopped.is_set()
+        return self.engine.stopped.is_set() or (self._standby is not None and self._standby.failure is not None)
 
     def exit_status(self) -> ExitStatus:
-        """Why the engine stopped: 0 (running or closed), :data:`EXIT_FENCED` or :data:`EXIT_LOG_FAILED`."""
+        """Why the engine stopped: 0 (running or closed), :data:`EXIT_FENCED` (fenced, or lost the
+        leadership), :data:`EXIT_LOG_FAILED`; a take-over the log refused is 2, as at start."""
         failure = self.engine.state.failure
+        if isinstance(failure, CoordinatorFenced):
+            return ExitStatus(EXIT_FENCED, str(failure))
+        takeover = self._standby.failure if self._standby is not None else None
+        if takeover is not None:
+            if isinstance(takeover, LogRefused):
+                return ExitStatus(EXIT_CONFIG, str(takeover))
+            code = EXIT_LOG_FAILED if isinstance(takeover, TransactionLogError) else EXIT_START_FAILED
+            return ExitStatus(code, f"the take-over failed: {takeover}")
         if failure is None or isinstance(failure, CoordinatorStopped):
             return ExitStatus(EXIT_OK)
-        return ExitStatus(EXIT_FENCED if isinstance(failure, CoordinatorFenced) else EXIT_LOG_FAILED, str(failure))
+        return ExitStatus(EXIT_LOG_FAILED, str(failure))

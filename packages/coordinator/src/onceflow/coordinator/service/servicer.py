@@ -10,7 +10,9 @@ Each RPC converts the request (``from_proto``), calls the engine, and converts t
   job without participants, a decided transaction an abort or resolution would flip;
 - RESOURCE_EXHAUSTED: the log refused this request's records as too large (nothing was written;
   the coordinator keeps serving);
-- UNAVAILABLE: the coordinator stopped serving (closed, fenced by a newer instance, log failed).
+- UNAVAILABLE: the coordinator does not serve: a standby, or not yet taken over its log (the
+  message names the active coordinator when it knows it), or stopped (closed, fenced by a newer
+  instance, log failed). Clients retry, on another coordinator of their list.
 """
 
 from __future__ import annotations

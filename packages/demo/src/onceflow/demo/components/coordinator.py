@@ -21,7 +21,8 @@ class CoordinatorComponent(Component):
             "commit_wait_ms": 30_000,
             "server": {"host": HOST, "port": self.context.port("coordinator")},
             "kafka": self.context.kafka_settings(),
-            "transaction_log": {"backend": "kafka"},
+            # The demo's broker is its own: the coordinator initialises the log on the first run.
+            "transaction_log": {"backend": "kafka", "init_if_missing": True},
             "commit_retry": {"initial_backoff_ms": 100, "max_backoff_ms": 2000},
             "metrics": {"host": HOST, "port": self.context.port("coordinator_metrics")},
             "log": self.logging_settings(),

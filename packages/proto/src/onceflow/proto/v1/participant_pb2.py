@@ -26,35 +26,43 @@ _sym_db = _symbol_database.Default()
 from onceflow.proto.v1 import common_pb2 as onceflow_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1donceflow/v1/participant.proto\x12\x0bonceflow.v1\x1a\x18onceflow/v1/common.proto\"\x82\x01\n\x16PrepareBindingsRequest\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12\x0b\n\x03job\x18\x02 \x01(\t\x12*\n\x08\x62indings\x18\x03 \x03(\x0b\x32\x18.onceflow.v1.SinkBinding\x12!\n\x05shard\x18\x04 \x01(\x0b\x32\x12.onceflow.v1.Shard\"\x19\n\x17PrepareBindingsResponse\"\xc8\x01\n\x19PrepareTransactionRequest\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12&\n\x02id\x18\x02 \x01(\x0b\x32\x1a.onceflow.v1.TransactionId\x12&\n\x05\x66iles\x18\x03 \x03(\x0b\x32\x17.onceflow.v1.StagedFile\x12*\n\x08\x62indings\x18\x04 \x03(\x0b\x32\x18.onceflow.v1.SinkBinding\x12!\n\x05shard\x18\x05 \x01(\x0b\x32\x12.onceflow.v1.Shard\"O\n\x1aPrepareTransactionResponse\x12\x13\n\x0bvote_commit\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0c\n\x04rows\x18\x03 \x01(\x03\"\xcf\x01\n CommitPreparedTransactionRequest\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12&\n\x02id\x18\x02 \x01(\x0b\x32\x1a.onceflow.v1.TransactionId\x12&\n\x05\x66iles\x18\x03 \x03(\x0b\x32\x17.onceflow.v1.StagedFile\x12*\n\x08\x62indings\x18\x04 \x03(\x0b\x32\x18.onceflow.v1.SinkBinding\x12!\n\x05shard\x18\x05 \x01(\x0b\x32\x12.onceflow.v1.Shard\"#\n!CommitPreparedTransactionResponse\"z\n\x1f\x41\x62ortPreparedTransactionRequest\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12&\n\x02id\x18\x02 \x01(\x0b\x32\x1a.onceflow.v1.TransactionId\x12!\n\x05shard\x18\x03 \x01(\x0b\x32\x12.onceflow.v1.Shard\"\"\n AbortPreparedTransactionResponse\"/\n\x1fListPreparedTransactionsRequest\x12\x0c\n\x04sink\x18\x01 \x01(\t\"K\n\x13PreparedTransaction\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12&\n\x02id\x18\x02 \x01(\x0b\x32\x1a.onceflow.v1.TransactionId\"Z\n ListPreparedTransactionsResponse\x12\x36\n\x0ctransactions\x18\x01 \x03(\x0b\x32 .onceflow.v1.PreparedTransaction2\xc0\x04\n\x0bParticipant\x12\x65\n\x12PrepareTransaction\x12&.onceflow.v1.PrepareTransactionRequest\x1a\'.onceflow.v1.PrepareTransactionResponse\x12z\n\x19\x43ommitPreparedTransaction\x12-.onceflow.v1.CommitPreparedTransactionRequest\x1a..onceflow.v1.CommitPreparedTransactionResponse\x12w\n\x18\x41\x62ortPreparedTransaction\x12,.onceflow.v1.AbortPreparedTransactionRequest\x1a-.onceflow.v1.AbortPreparedTransactionResponse\x12w\n\x18ListPreparedTransactions\x12,.onceflow.v1.ListPreparedTransactionsRequest\x1a-.onceflow.v1.ListPreparedTransactionsResponse\x12\\\n\x0fPrepareBindings\x12#.onceflow.v1.PrepareBindingsRequest\x1a$.onceflow.v1.PrepareBindingsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1donceflow/v1/participant.proto\x12\x0bonceflow.v1\x1a\x18onceflow/v1/common.proto\"M\n\x1bListCommittedBatchesRequest\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12\x0b\n\x03job\x18\x02 \x01(\t\x12\x13\n\x0bmax_batches\x18\x03 \x01(\x05\"f\n\x10\x43ommittedBatches\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12\x0b\n\x03job\x18\x02 \x01(\t\x12\x12\n\nlast_batch\x18\x03 \x01(\x03\x12\x0f\n\x07\x62\x61tches\x18\x04 \x03(\x03\x12\x12\n\ncumulative\x18\x05 \x01(\x08\"s\n\x1cListCommittedBatchesResponse\x12+\n\x04jobs\x18\x01 \x03(\x0b\x32\x1d.onceflow.v1.CommittedBatches\x12&\n\x05sinks\x18\x02 \x03(\x0b\x32\x17.onceflow.v1.HostedSink\"=\n\nHostedSink\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12!\n\x05shard\x18\x02 \x01(\x0b\x32\x12.onceflow.v1.Shard\"\x82\x01\n\x16PrepareBindingsRequest\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12\x0b\n\x03job\x18\x02 \x01(\t\x12*\n\x08\x62indings\x18\x03 \x03(\x0b\x32\x18.onceflow.v1.SinkBinding\x12!\n\x05shard\x18\x04 \x01(\x0b\x32\x12.onceflow.v1.Shard\"\x19\n\x17PrepareBindingsResponse\"\xc8\x01\n\x19PrepareTransactionRequest\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12&\n\x02id\x18\x02 \x01(\x0b\x32\x1a.onceflow.v1.TransactionId\x12&\n\x05\x66iles\x18\x03 \x03(\x0b\x32\x17.onceflow.v1.StagedFile\x12*\n\x08\x62indings\x18\x04 \x03(\x0b\x32\x18.onceflow.v1.SinkBinding\x12!\n\x05shard\x18\x05 \x01(\x0b\x32\x12.onceflow.v1.Shard\"O\n\x1aPrepareTransactionResponse\x12\x13\n\x0bvote_commit\x18\x01 \x01(\x08\x12\x0e\n\x06reason\x18\x02 \x01(\t\x12\x0c\n\x04rows\x18\x03 \x01(\x03\"\xcf\x01\n CommitPreparedTransactionRequest\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12&\n\x02id\x18\x02 \x01(\x0b\x32\x1a.onceflow.v1.TransactionId\x12&\n\x05\x66iles\x18\x03 \x03(\x0b\x32\x17.onceflow.v1.StagedFile\x12*\n\x08\x62indings\x18\x04 \x03(\x0b\x32\x18.onceflow.v1.SinkBinding\x12!\n\x05shard\x18\x05 \x01(\x0b\x32\x12.onceflow.v1.Shard\"#\n!CommitPreparedTransactionResponse\"z\n\x1f\x41\x62ortPreparedTransactionRequest\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12&\n\x02id\x18\x02 \x01(\x0b\x32\x1a.onceflow.v1.TransactionId\x12!\n\x05shard\x18\x03 \x01(\x0b\x32\x12.onceflow.v1.Shard\"\"\n AbortPreparedTransactionResponse\"/\n\x1fListPreparedTransactionsRequest\x12\x0c\n\x04sink\x18\x01 \x01(\t\"K\n\x13PreparedTransaction\x12\x0c\n\x04sink\x18\x01 \x01(\t\x12&\n\x02id\x18\x02 \x01(\x0b\x32\x1a.onceflow.v1.TransactionId\"Z\n ListPreparedTransactionsResponse\x12\x36\n\x0ctransactions\x18\x01 \x03(\x0b\x32 .onceflow.v1.PreparedTransaction2\xad\x05\n\x0bParticipant\x12\x65\n\x12PrepareTransaction\x12&.onceflow.v1.PrepareTransactionRequest\x1a\'.onceflow.v1.PrepareTransactionResponse\x12z\n\x19\x43ommitPreparedTransaction\x12-.onceflow.v1.CommitPreparedTransactionRequest\x1a..onceflow.v1.CommitPreparedTransactionResponse\x12w\n\x18\x41\x62ortPreparedTransaction\x12,.onceflow.v1.AbortPreparedTransactionRequest\x1a-.onceflow.v1.AbortPreparedTransactionResponse\x12w\n\x18ListPreparedTransactions\x12,.onceflow.v1.ListPreparedTransactionsRequest\x1a-.onceflow.v1.ListPreparedTransactionsResponse\x12\\\n\x0fPrepareBindings\x12#.onceflow.v1.PrepareBindingsRequest\x1a$.onceflow.v1.PrepareBindingsResponse\x12k\n\x14ListCommittedBatches\x12(.onceflow.v1.ListCommittedBatchesRequest\x1a).onceflow.v1.ListCommittedBatchesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'onceflow.v1.participant_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PREPAREBINDINGSREQUEST']._serialized_start=73
-  _globals['_PREPAREBINDINGSREQUEST']._serialized_end=203
-  _globals['_PREPAREBINDINGSRESPONSE']._serialized_start=205
-  _globals['_PREPAREBINDINGSRESPONSE']._serialized_end=230
-  _globals['_PREPARETRANSACTIONREQUEST']._serialized_start=233
-  _globals['_PREPARETRANSACTIONREQUEST']._serialized_end=433
-  _globals['_PREPARETRANSACTIONRESPONSE']._serialized_start=435
-  _globals['_PREPARETRANSACTIONRESPONSE']._serialized_end=514
-  _globals['_COMMITPREPAREDTRANSACTIONREQUEST']._serialized_start=517
-  _globals['_COMMITPREPAREDTRANSACTIONREQUEST']._serialized_end=724
-  _globals['_COMMITPREPAREDTRANSACTIONRESPONSE']._serialized_start=726
-  _globals['_COMMITPREPAREDTRANSACTIONRESPONSE']._serialized_end=761
-  _globals['_ABORTPREPAREDTRANSACTIONREQUEST']._serialized_start=763
-  _globals['_ABORTPREPAREDTRANSACTIONREQUEST']._serialized_end=885
-  _globals['_ABORTPREPAREDTRANSACTIONRESPONSE']._serialized_start=887
-  _globals['_ABORTPREPAREDTRANSACTIONRESPONSE']._serialized_end=921
-  _globals['_LISTPREPAREDTRANSACTIONSREQUEST']._serialized_start=923
-  _globals['_LISTPREPAREDTRANSACTIONSREQUEST']._serialized_end=970
-  _globals['_PREPAREDTRANSACTION']._serialized_start=972
-  _globals['_PREPAREDTRANSACTION']._serialized_end=1047
-  _globals['_LISTPREPAREDTRANSACTIONSRESPONSE']._serialized_start=1049
-  _globals['_LISTPREPAREDTRANSACTIONSRESPONSE']._serialized_end=1139
-  _globals['_PARTICIPANT']._serialized_start=1142
-  _globals['_PARTICIPANT']._serialized_end=1718
+  _globals['_LISTCOMMITTEDBATCHESREQUEST']._serialized_start=72
+  _globals['_LISTCOMMITTEDBATCHESREQUEST']._serialized_end=149
+  _globals['_COMMITTEDBATCHES']._serialized_start=151
+  _globals['_COMMITTEDBATCHES']._serialized_end=253
+  _globals['_LISTCOMMITTEDBATCHESRESPONSE']._serialized_start=255
+  _globals['_LISTCOMMITTEDBATCHESRESPONSE']._serialized_end=370
+  _globals['_HOSTEDSINK']._serialized_start=372
+  _globals['_HOSTEDSINK']._serialized_end=433
+  _globals['_PREPAREBINDINGSREQUEST']._serialized_start=436
+  _globals['_PREPAREBINDINGSREQUEST']._serialized_end=566
+  _globals['_PREPAREBINDINGSRESPONSE']._serialized_start=568
+  _globals['_PREPAREBINDINGSRESPONSE']._serialized_end=593
+  _globals['_PREPARETRANSACTIONREQUEST']._serialized_start=596
+  _globals['_PREPARETRANSACTIONREQUEST']._serialized_end=796
+  _globals['_PREPARETRANSACTIONRESPONSE']._serialized_start=798
+  _globals['_PREPARETRANSACTIONRESPONSE']._serialized_end=877
+  _globals['_COMMITPREPAREDTRANSACTIONREQUEST']._serialized_start=880
+  _globals['_COMMITPREPAREDTRANSACTIONREQUEST']._serialized_end=1087
+  _globals['_COMMITPREPAREDTRANSACTIONRESPONSE']._serialized_start=1089
+  _globals['_COMMITPREPAREDTRANSACTIONRESPONSE']._serialized_end=1124
+  _globals['_ABORTPREPAREDTRANSACTIONREQUEST']._serialized_start=1126
+  _globals['_ABORTPREPAREDTRANSACTIONREQUEST']._serialized_end=1248
+  _globals['_ABORTPREPAREDTRANSACTIONRESPONSE']._serialized_start=1250
+  _globals['_ABORTPREPAREDTRANSACTIONRESPONSE']._serialized_end=1284
+  _globals['_LISTPREPAREDTRANSACTIONSREQUEST']._serialized_start=1286
+  _globals['_LISTPREPAREDTRANSACTIONSREQUEST']._serialized_end=1333
+  _globals['_PREPAREDTRANSACTION']._serialized_start=1335
+  _globals['_PREPAREDTRANSACTION']._serialized_end=1410
+  _globals['_LISTPREPAREDTRANSACTIONSRESPONSE']._serialized_start=1412
+  _globals['_LISTPREPAREDTRANSACTIONSRESPONSE']._serialized_end=1502
+  _globals['_PARTICIPANT']._serialized_start=1505
+  _globals['_PARTICIPANT']._serialized_end=2190
 # @@protoc_insertion_point(module_scope)

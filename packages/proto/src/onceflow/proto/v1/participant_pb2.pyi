@@ -8,6 +8,46 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class ListCommittedBatchesRequest(_message.Message):
+    __slots__ = ("sink", "job", "max_batches")
+    SINK_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    MAX_BATCHES_FIELD_NUMBER: _ClassVar[int]
+    sink: str
+    job: str
+    max_batches: int
+    def __init__(self, sink: _Optional[str] = ..., job: _Optional[str] = ..., max_batches: _Optional[int] = ...) -> None: ...
+
+class CommittedBatches(_message.Message):
+    __slots__ = ("sink", "job", "last_batch", "batches", "cumulative")
+    SINK_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    LAST_BATCH_FIELD_NUMBER: _ClassVar[int]
+    BATCHES_FIELD_NUMBER: _ClassVar[int]
+    CUMULATIVE_FIELD_NUMBER: _ClassVar[int]
+    sink: str
+    job: str
+    last_batch: int
+    batches: _containers.RepeatedScalarFieldContainer[int]
+    cumulative: bool
+    def __init__(self, sink: _Optional[str] = ..., job: _Optional[str] = ..., last_batch: _Optional[int] = ..., batches: _Optional[_Iterable[int]] = ..., cumulative: _Optional[bool] = ...) -> None: ...
+
+class ListCommittedBatchesResponse(_message.Message):
+    __slots__ = ("jobs", "sinks")
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    SINKS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[CommittedBatches]
+    sinks: _containers.RepeatedCompositeFieldContainer[HostedSink]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[CommittedBatches, _Mapping]]] = ..., sinks: _Optional[_Iterable[_Union[HostedSink, _Mapping]]] = ...) -> None: ...
+
+class HostedSink(_message.Message):
+    __slots__ = ("sink", "shard")
+    SINK_FIELD_NUMBER: _ClassVar[int]
+    SHARD_FIELD_NUMBER: _ClassVar[int]
+    sink: str
+    shard: _common_pb2.Shard
+    def __init__(self, sink: _Optional[str] = ..., shard: _Optional[_Union[_common_pb2.Shard, _Mapping]] = ...) -> None: ...
+
 class PrepareBindingsRequest(_message.Message):
     __slots__ = ("sink", "job", "bindings", "shard")
     SINK_FIELD_NUMBER: _ClassVar[int]

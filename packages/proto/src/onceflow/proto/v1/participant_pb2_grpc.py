@@ -60,6 +60,11 @@ class ParticipantStub:
                 request_serializer=onceflow_dot_v1_dot_participant__pb2.PrepareBindingsRequest.SerializeToString,
                 response_deserializer=onceflow_dot_v1_dot_participant__pb2.PrepareBindingsResponse.FromString,
                 _registered_method=True)
+        self.ListCommittedBatches = channel.unary_unary(
+                '/onceflow.v1.Participant/ListCommittedBatches',
+                request_serializer=onceflow_dot_v1_dot_participant__pb2.ListCommittedBatchesRequest.SerializeToString,
+                response_deserializer=onceflow_dot_v1_dot_participant__pb2.ListCommittedBatchesResponse.FromString,
+                _registered_method=True)
 
 
 class ParticipantServicer:
@@ -104,6 +109,15 @@ class ParticipantServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListCommittedBatches(self, request, context):
+        """Lists, per hosted sink and job, the batches the sink committed, from its own commit records
+        (the onceflow_commits table, the Kafka sink's markers): what `onceflow txn rebuild` rebuilds a
+        lost decision log from, and what a coordinator checks its log against when it takes over.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ParticipantServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -131,6 +145,11 @@ def add_ParticipantServicer_to_server(servicer, server):
                     servicer.PrepareBindings,
                     request_deserializer=onceflow_dot_v1_dot_participant__pb2.PrepareBindingsRequest.FromString,
                     response_serializer=onceflow_dot_v1_dot_participant__pb2.PrepareBindingsResponse.SerializeToString,
+            ),
+            'ListCommittedBatches': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListCommittedBatches,
+                    request_deserializer=onceflow_dot_v1_dot_participant__pb2.ListCommittedBatchesRequest.FromString,
+                    response_serializer=onceflow_dot_v1_dot_participant__pb2.ListCommittedBatchesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -268,6 +287,33 @@ class Participant:
             '/onceflow.v1.Participant/PrepareBindings',
             onceflow_dot_v1_dot_participant__pb2.PrepareBindingsRequest.SerializeToString,
             onceflow_dot_v1_dot_participant__pb2.PrepareBindingsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListCommittedBatches(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/onceflow.v1.Participant/ListCommittedBatches',
+            onceflow_dot_v1_dot_participant__pb2.ListCommittedBatchesRequest.SerializeToString,
+            onceflow_dot_v1_dot_participant__pb2.ListCommittedBatchesResponse.FromString,
             options,
             channel_credentials,
             insecure,

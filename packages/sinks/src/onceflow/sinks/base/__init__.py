@@ -1,15 +1,20 @@
 """The participant contract: :class:`SinkParticipant`, votes and outcomes (transaction ids are
 ``onceflow.core.contract.TransactionId``)."""
 
+from onceflow.sinks.base.commits import MAX_LISTED_BATCHES, committed_batches_query, group_committed
 from onceflow.sinks.base.participant import SinkParticipant
 from onceflow.sinks.base.rows import BoundRows, last_row_per_key, load_outputs, output_rows
-from onceflow.sinks.base.txn import Outcome, PrepareResult
+from onceflow.sinks.base.txn import CommittedBatches, Outcome, PrepareResult
 
 __all__ = [
+    "MAX_LISTED_BATCHES",
     "BoundRows",
+    "CommittedBatches",
     "Outcome",
     "PrepareResult",
     "SinkParticipant",
+    "committed_batches_query",
+    "group_committed",
     "last_row_per_key",
     "load_outputs",
     "output_rows",

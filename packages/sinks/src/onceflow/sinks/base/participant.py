@@ -11,7 +11,7 @@ from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile, StagingError
 from onceflow.sinks.base.rows import BoundRows, load_outputs
-from onceflow.sinks.base.txn import Outcome, PrepareResult
+from onceflow.sinks.base.txn import CommittedBatches, Outcome, PrepareResult
 from onceflow.sinks.exceptions import BindingRejected, PrepareRejected, ShardMismatch
 
 _log = get_logger(__name__)
@@ -43,6 +43,8 @@ class SinkParticipant(abc.ABC):
       the rows of the keys it owns for keyed (upsert) bindings (:meth:`load`), and writes its commit
       records under :attr:`record_name` (``<sink>#<index>``), so replay detection is exact per
       shard. A request for another shard of the sink is refused (:meth:`check_serves`).
+    - :meth:`committed_batches` lists what the sink's own commit records say it committed, per job:
+      the evidence a lost decision log is rebuilt from (``onceflow txn rebuild``).
 
     Subclasses implement :meth:`prepare_rows`, :meth:`commit`, :meth:`abort`, :meth:`list_prepared`,
     :meth:`prepare_bindings`, :meth:`default_bindings` and :meth:`close`. Every method is safe to
@@ -186,6 +188,11 @@ class SinkParticipant(abc.ABC):
     @abc.abstractmethod
     def list_prepared(self) -> list[TransactionId]:
         """The transactions prepared but not yet committed or aborted, oldest first."""
+
+    def committed_batches(self, job: str | None, limit: int) -> list[CommittedBatches]:
+        """Per job (only ``job`` when given), the newest batches committed here (at most ``limit``),
+        from the sink's commit records. A sink kind without such records raises NotImplementedError."""
+        raise NotImplementedError(f"sink {self.name!r} ({type(self).__name__}) cannot list its committed batches")
 
     def recover(self, outcome_of: Callable[[TransactionId], Outcome]) -> dict[TransactionId, Outcome]:
         """Resolve every prepared transaction with the coordinator's decision (Flink's ``recoverAndCommit``).

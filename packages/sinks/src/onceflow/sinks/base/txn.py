@@ -28,3 +28,15 @@ class PrepareResult:
     @classmethod
     def no(cls, reason: str) -> PrepareResult:
         return cls(vote_commit=False, reason=reason)
+
+
+@dataclass(frozen=True)
+class CommittedBatches:
+    """What a sink's commit records say about one job: its newest committed batch and the newest
+    committed batches (newest first). ``cumulative``: the sink records only its last batch (the Kafka
+    sink's compacted markers), so every batch at or below ``last_batch`` counts as committed."""
+
+    job: str
+    last_batch: int
+    batches: tuple[int, ...]
+    cumulative: bool = False

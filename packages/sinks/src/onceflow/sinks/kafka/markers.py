@@ -33,6 +33,22 @@ def ensure_topics(kafka: KafkaSettings, topic: str, commits_topic: str, timeout:
     create_missing(kafka.client_config(), wanted, timeout=timeout)
 
 
+def read_last_committed_by_job(
+    kafka: KafkaSettings, commits_topic: str, sink: str, timeout: float = 60.0
+) -> dict[str, int]:
+    """The highest batch committed per job of ``sink`` (read_committed), from every marker of the topic."""
+    prefix = marker_key(sink, "")
+    last: dict[str, int] = {}
+    try:
+        for record in read_committed(kafka, commits_topic, timeout=timeout):
+            if record.key is not None and record.key.startswith(prefix) and record.value is not None:
+                job = record.key[len(prefix) :].decode()
+                last[job] = max(last.get(job, NO_BATCH), int(record.value.decode()))
+    except TopicNotFound:
+        return {}
+    return last
+
+
 def read_last_committed(kafka: KafkaSettings, commits_topic: str, key: bytes, timeout: float = 60.0) -> int:
     """The highest batch committed under ``key`` (read_committed), or :data:`NO_BATCH`.
 

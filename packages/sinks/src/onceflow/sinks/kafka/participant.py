@@ -30,7 +30,7 @@ from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
-from onceflow.sinks.base import BoundRows, SinkParticipant
+from onceflow.sinks.base import BoundRows, CommittedBatches, SinkParticipant
 from onceflow.sinks.exceptions import (
     BindingRejected,
     PrepareRejected,
@@ -38,7 +38,13 @@ from onceflow.sinks.exceptions import (
     TransactionNotPrepared,
 )
 from onceflow.sinks.kafka.journal import PreparedJournal
-from onceflow.sinks.kafka.markers import ensure_topics, marker_key, marker_value, read_last_committed
+from onceflow.sinks.kafka.markers import (
+    ensure_topics,
+    marker_key,
+    marker_value,
+    read_last_committed,
+    read_last_committed_by_job,
+)
 
 _log = get_logger(__name__)
 
@@ -375,6 +381,15 @@ class KafkaParticipant(SinkParticipant):
     def last_committed(self, job: str) -> int:
         """The job's last batch committed to this sink, or -1."""
         return self._job(job).last_committed
+
+    def committed_batches(self, job: str | None, limit: int) -> list[CommittedBatches]:
+        """From the compacted commit markers: only the last batch per job (``cumulative``)."""
+        last = read_last_committed_by_job(self.kafka, self.commits_topic, self.record_name, self._timeout_s)
+        return [
+            CommittedBatches(name, batch, (batch,), cumulative=True)
+            for name, batch in sorted(last.items())
+            if job is None or name == job
+        ]
 
     def close(self) -> None:
         """Close the producers. An open transaction is left to the next ``init_transactions`` (or timeout)."""

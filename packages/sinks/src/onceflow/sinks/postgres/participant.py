@@ -11,7 +11,7 @@ from psycopg import errors, sql
 from onceflow.core.contract import WHOLE_SINK, Shard, SinkBinding, TransactionId, ip_count_table_binding
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
-from onceflow.sinks.base import BoundRows, SinkParticipant
+from onceflow.sinks.base import BoundRows, CommittedBatches, SinkParticipant, committed_batches_query, group_committed
 from onceflow.sinks.exceptions import (
     PreparedTransactionsDisabled,
     PrepareRejected,
@@ -223,6 +223,14 @@ class PostgresParticipant(SinkParticipant):
                 (gid_prefix(self.record_name),),
             ).fetchall()
         return [txn_of(self.record_name, str(gid)) for (gid,) in found]
+
+    def committed_batches(self, job: str | None, limit: int) -> list[CommittedBatches]:
+        """From ``onceflow_commits``: every batch is recorded, newest first."""
+        query = committed_batches_query("%s", by_job=job is not None)
+        params = (self.record_name, job, limit) if job is not None else (self.record_name, limit)
+        with self._connect() as conn:
+            rows = conn.execute(query, params).fetchall()
+        return group_committed((str(j), str(b)) for j, b in rows)
 
     def close(self) -> None:
         """Nothing to release: every operation closes its own connection."""

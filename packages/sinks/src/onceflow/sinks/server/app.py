@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Self
 
 import grpc
-from grpc_health.v1 import health
+from grpc_health.v1 import health, health_pb2
 
 from onceflow.core.confinement import StagingConfinement
 from onceflow.core.contract import TransactionId
@@ -33,9 +33,10 @@ class ParticipantServer(Service):
     """Hosts the configured sinks behind one Participant gRPC server.
 
     A started server has resolved every transaction its sinks had prepared before it took new
-    work: :meth:`start` does not return (and nothing listens) until the coordinator has answered
-    for each of them. :meth:`interrupt` (a signal) makes a recovery that is still waiting for the
-    coordinator give up (:class:`~onceflow.sinks.server.recovery.RecoveryInterrupted`).
+    work: :meth:`start` does not return (and it answers only the read-only RPCs, health
+    NOT_SERVING) until the coordinator has answered for each of them. :meth:`interrupt` (a signal)
+    makes a recovery that is still waiting for the coordinator give up
+    (:class:`~onceflow.sinks.server.recovery.RecoveryInterrupted`).
     """
 
     name = "participant"
@@ -67,9 +68,11 @@ class ParticipantServer(Service):
 
         Steps:
             1. Check the staging roots and schemes (``staging``), then open every configured sink.
-            2. Recover: resolve each sink's prepared transactions with the coordinator's decision,
-               retrying with backoff while it is unreachable or undecided.
-            3. Build the gRPC server (TLS/mTLS, health, reflection), add the servicer and start it.
+            2. Build the gRPC server (TLS/mTLS, health, reflection), add the servicer and start it,
+               answering only the read-only RPCs (health NOT_SERVING).
+            3. Recover: resolve each sink's prepared transactions with the coordinator's decision,
+               retrying with backoff while it is unreachable or undecided. Then take new work
+               (health SERVING).
             4. Expose the Prometheus metrics, when a metrics port is configured.
         """
         # Step 1
@@ -79,15 +82,21 @@ class ParticipantServer(Service):
             sink = self.sinks[sink_settings.name] = open_sink(sink_settings)
             sink.faults = self._faults
         # Step 2
-        self._recover()
-        # Step 3
         server, port = build_server(self.settings.server, service_names=[SERVICE_NAME], health_servicer=self.health)
+        for name in ("", SERVICE_NAME):
+            self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
+        servicer = ParticipantServicer(self.sinks, confinement, self.metrics, self._faults, recovering=True)
         add_servicer: Callable[[ParticipantServicer, grpc.Server], None] = (
             participant_pb2_grpc.add_ParticipantServicer_to_server
         )
-        add_servicer(ParticipantServicer(self.sinks, confinement, self.metrics, self._faults), server)
+        add_servicer(servicer, server)
         server.start()
         self._server, self.port = server, port
+        # Step 3
+        self._recover()
+        servicer.recovered()
+        for name in ("", SERVICE_NAME):
+            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
         # Step 4
         if self.settings.metrics.port:
             self._metrics_endpoint = serve_metrics(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Final
@@ -17,6 +18,7 @@ from onceflow.core.contract.proto import (
     binding_from_proto,
     files_from_proto,
     shard_from_proto,
+    shard_to_proto,
     txn_id_from_proto,
     txn_id_to_proto,
 )
@@ -26,7 +28,7 @@ from onceflow.core.logging import get_logger
 from onceflow.core.request_limits import MAX_ID_BYTES, MAX_STAGED_FILES, MAX_URI_BYTES, oversize
 from onceflow.core.staging import StagedFile, StagingError
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
-from onceflow.sinks.base import SinkParticipant
+from onceflow.sinks.base import MAX_LISTED_BATCHES, SinkParticipant
 from onceflow.sinks.exceptions import ShardMismatch, SinkError
 from onceflow.sinks.server.metrics import ParticipantMetrics
 
@@ -39,11 +41,14 @@ STATUS_CODES: Final[Mapping[type[BaseException], grpc.StatusCode]] = {
     StagingError: grpc.StatusCode.FAILED_PRECONDITION,
     psycopg.OperationalError: grpc.StatusCode.UNAVAILABLE,
     KafkaException: grpc.StatusCode.UNAVAILABLE,
+    NotImplementedError: grpc.StatusCode.UNIMPLEMENTED,
 }
 
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
 #: Bindings one request may carry (a job's outputs times its tables and topics on one connection).
 MAX_BINDINGS: Final = 64
+#: Batches per job ListCommittedBatches lists when the request does not say.
+DEFAULT_LISTED_BATCHES: Final = 1000
 _log = get_logger(__name__)
 
 
@@ -70,6 +75,10 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
       serves another shard (:class:`ShardMismatch`) votes no on Prepare and refuses everything else
       with FAILED_PRECONDITION, naming both; a shard's Prepare may list no files (its share of a
       small batch can be empty: it still records the batch as committed).
+    - Built with ``recovering=True``, it answers only the read-only RPCs (ListPreparedTransactions,
+      ListCommittedBatches) until :meth:`recovered`; the others are UNAVAILABLE meanwhile. So a
+      participant waiting for a coordinator's decisions can still tell ``onceflow txn rebuild``
+      what it holds.
     """
 
     def __init__(
@@ -78,11 +87,27 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         confinement: StagingConfinement,
         metrics: ParticipantMetrics | None = None,
         faults: FaultInjector = NO_FAULTS,
+        *,
+        recovering: bool = False,
     ) -> None:
         self._sinks = dict(sinks)
         self._confinement = confinement
         self._metrics = metrics or ParticipantMetrics()
         self._faults = faults
+        self._recovered = threading.Event()
+        if not recovering:
+            self._recovered.set()
+
+    def recovered(self) -> None:
+        """Every prepared transaction is resolved: take new work."""
+        self._recovered.set()
+
+    def _check_recovered(self, context: grpc.ServicerContext) -> None:
+        if not self._recovered.is_set():
+            context.abort(
+                grpc.StatusCode.UNAVAILABLE,
+                "the participant is still resolving its prepared transactions with the coordinator",
+            )
 
     def _sink(self, name: str, context: grpc.ServicerContext) -> SinkParticipant:
         if not name:
@@ -178,6 +203,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
     def PrepareTransaction(  # noqa: N802 - gRPC method name
         self, request: participant_pb2.PrepareTransactionRequest, context: grpc.ServicerContext
     ) -> participant_pb2.PrepareTransactionResponse:
+        self._check_recovered(context)
         sink = self._sink(request.sink, context)
         try:
             txn = self._txn(request)
@@ -211,6 +237,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
     def CommitPreparedTransaction(  # noqa: N802
         self, request: participant_pb2.CommitPreparedTransactionRequest, context: grpc.ServicerContext
     ) -> participant_pb2.CommitPreparedTransactionResponse:
+        self._check_recovered(context)
         sink = self._sink(request.sink, context)
         try:
             txn = self._txn(request)
@@ -232,6 +259,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         self, request: participant_pb2.PrepareBindingsRequest, context: grpc.ServicerContext
     ) -> participant_pb2.PrepareBindingsResponse:
         """Check (and create) a job's tables and topics; a refusal is FAILED_PRECONDITION naming the mismatch."""
+        self._check_recovered(context)
         sink = self._sink(request.sink, context)
         try:
             if not request.job:
@@ -252,6 +280,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
     def AbortPreparedTransaction(  # noqa: N802
         self, request: participant_pb2.AbortPreparedTransactionRequest, context: grpc.ServicerContext
     ) -> participant_pb2.AbortPreparedTransactionResponse:
+        self._check_recovered(context)
         sink = self._sink(request.sink, context)
         try:
             txn = self._txn(request)
@@ -274,4 +303,33 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
                 for sink in sinks
                 for txn in sink.list_prepared()
             ]
+        )
+
+    @translate_errors(STATUS_CODES)
+    def ListCommittedBatches(  # noqa: N802
+        self, request: participant_pb2.ListCommittedBatchesRequest, context: grpc.ServicerContext
+    ) -> participant_pb2.ListCommittedBatchesResponse:
+        """Each sink's commit records per job; a sink kind that keeps none is UNIMPLEMENTED naming it."""
+        try:
+            if (problem := oversize(request.job, MAX_ID_BYTES)) is not None:
+                raise InvalidRequest(f"job {problem}")
+            if not 0 <= request.max_batches <= MAX_LISTED_BATCHES:
+                raise InvalidRequest(f"max_batches must be 0 to {MAX_LISTED_BATCHES}, got {request.max_batches}")
+        except InvalidRequest as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        sinks = [self._sink(request.sink, context)] if request.sink else [self._sinks[n] for n in sorted(self._sinks)]
+        limit = request.max_batches or DEFAULT_LISTED_BATCHES
+        return participant_pb2.ListCommittedBatchesResponse(
+            jobs=[
+                participant_pb2.CommittedBatches(
+                    sink=sink.name,
+                    job=found.job,
+                    last_batch=found.last_batch,
+                    batches=found.batches,
+                    cumulative=found.cumulative,
+                )
+                for sink in sinks
+                for found in sink.committed_batches(request.job or None, limit)
+            ],
+            sinks=[participant_pb2.HostedSink(sink=sink.name, shard=shard_to_proto(sink.shard)) for sink in sinks],
         )

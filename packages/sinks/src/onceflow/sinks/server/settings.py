@@ -28,6 +28,7 @@ SinkName = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0
 class CoordinatorClientSettings(Section):
     """How to reach the transaction coordinator (to learn the outcome of in-doubt transactions)."""
 
+    #: ``HOST:PORT``, or an active coordinator and its standbys: ``HOST:PORT,HOST:PORT`` (fail-over).
     target: str = ""
     tls: TlsSettings = TlsSettings()
     #: Deadline of one GetTransaction call.

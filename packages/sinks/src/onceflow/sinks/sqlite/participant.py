@@ -15,7 +15,7 @@ from pathlib import Path
 from onceflow.core.contract import WHOLE_SINK, Shard, SinkBinding, TransactionId, ip_count_table_binding
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
-from onceflow.sinks.base import BoundRows, SinkParticipant
+from onceflow.sinks.base import BoundRows, CommittedBatches, SinkParticipant, committed_batches_query, group_committed
 from onceflow.sinks.exceptions import PrepareRejected, TransactionAlreadyCommitted, TransactionNotPrepared
 from onceflow.sinks.sqlite.schema import SCHEMA
 from onceflow.sinks.tables import SQLITE_TABLES, Column, null_violation
@@ -220,6 +220,14 @@ class SqliteParticipant(SinkParticipant):
                 (self.record_name,),
             ).fetchall()
         return [TransactionId(job, batch) for job, batch in found]
+
+    def committed_batches(self, job: str | None, limit: int) -> list[CommittedBatches]:
+        """From ``onceflow_commits``: every batch is recorded, newest first."""
+        query = committed_batches_query("?", by_job=job is not None)
+        params = (self.record_name, job, limit) if job is not None else (self.record_name, limit)
+        with self._lock:
+            rows = self._db.execute(query, params).fetchall()
+        return group_committed(rows)
 
     def is_committed(self, txn: TransactionId) -> bool:
         """True once ``txn`` has been committed to this sink."""

@@ -78,6 +78,7 @@ class BindingSettings(Section):
 class CoordinatorSettings(Section):
     """Where the transaction coordinator listens, and the deadline of one commit."""
 
+    #: ``HOST:PORT``, or an active coordinator and its standbys: ``HOST:PORT,HOST:PORT`` (fail-over).
     target: str = "127.0.0.1:7100"
     tls: TlsSettings = TlsSettings()
     rpc_timeout_ms: int = Field(default=120_000, gt=0)

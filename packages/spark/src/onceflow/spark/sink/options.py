@@ -6,7 +6,8 @@ for every commit, so registering inside the sink would re-register on every batc
 
 ===================  ============================================================================
 ``job``              job name (required); transaction ids are ``<job>:<batch>``
-``coordinator``      ``host:port`` of the transaction coordinator (required)
+``coordinator``      ``host:port`` of the transaction coordinator, or of it and its standbys,
+                     comma-separated (required)
 ``writerEpoch``      the epoch RegisterWriter returned to this driver (required)
 ``stagingRoot``      where tasks stage their Avro files: ``<stagingRoot>/<job>/<batch>/`` (required)
 ``rpcTimeoutMs``     deadline of CommitTransaction/AbortTransaction (default 120000)

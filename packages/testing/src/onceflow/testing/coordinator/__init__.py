@@ -8,7 +8,7 @@ from onceflow.testing.coordinator.fakes import (
     FakeParticipantServicer,
     FakeSink,
 )
-from onceflow.testing.coordinator.process import CoordinatorProcess
+from onceflow.testing.coordinator.process import CoordinatorProcess, log_topic_exists
 
 __all__ = [
     "FAST_ENGINE_CONFIG",
@@ -18,5 +18,6 @@ __all__ = [
     "FakeParticipantServicer",
     "FakeParticipants",
     "FakeSink",
+    "log_topic_exists",
     "staged_files",
 ]

@@ -15,6 +15,10 @@ Every process listens on 127.0.0.1 on a free port that stays the same across res
 participant targets registered with the coordinator stay valid. The cluster also acts as the
 Spark driver's client (:meth:`register`, :meth:`commit`) and reads every sink back directly.
 
+With ``standby=True`` a second coordinator runs as a hot standby (``standby.enabled``, a short
+session timeout): :attr:`coordinators` holds both, the first one starts first and is the active
+one, and the participants and the driver's client know both targets (they fail over).
+
 Needs the ``onceflow-sinks`` and ``onceflow-broker`` packages next to this one (the workspace has
 them); it is test and benchmark tooling, imported only by them.
 """
@@ -62,6 +66,11 @@ FAST_COORDINATOR_SETTINGS: Final[Mapping[str, Any]] = {
     "transaction_log": {"timeout_ms": 20_000, "retain_batches": 0},
     "log": {"level": "INFO"},
 }
+
+
+#: What ``standby=True`` adds to the coordinators' settings: a standby takes over about 6 s (the
+#: broker's minimum session timeout) after the active one stops heartbeating.
+STANDBY_SETTINGS: Final[Mapping[str, Any]] = {"standby": {"enabled": True, "session_timeout_ms": 6_000}}
 
 
 def row_of(row: IpCount) -> Row:
@@ -131,6 +140,7 @@ class TwoPhaseCommitCluster:
         coordinator_settings: Mapping[str, Any] | None = None,
         coordinator_env: Mapping[str, str] | None = None,
         participant_log_level: str = "INFO",
+        standby: bool = False,
     ) -> None:
         unknown = set(sinks) - set(SINKS)
         if unknown:
@@ -146,7 +156,13 @@ class TwoPhaseCommitCluster:
         settings = _merge(
             settings, {"kafka": {"bootstrap_servers": bootstrap_servers}, "staging_root": str(self.staging_root)}
         )
+        if standby:
+            settings = _merge(STANDBY_SETTINGS, settings)
         self.coordinator = CoordinatorProcess(self.work_dir / "coordinator", settings, env=coordinator_env)
+        #: Every coordinator: the first one, then the standby (if any).
+        self.coordinators = [self.coordinator]
+        if standby:
+            self.coordinators.append(CoordinatorProcess(self.work_dir / "coordinator-standby", settings))
         self._participant_log_level = participant_log_level
         self.participants: dict[str, ParticipantProcess] = {}
         #: The broker process, when :func:`running_cluster` started it for this cluster.
@@ -156,9 +172,16 @@ class TwoPhaseCommitCluster:
     # -- lifecycle -------------------------------------------------------------------------------
 
     def start(self) -> TwoPhaseCommitCluster:
-        """Start the coordinator, then every participant (in parallel), and wait until all serve."""
+        """Start the coordinator (it becomes the active one), the standby if any, then every participant
+        (in parallel), and wait until all serve."""
         self.staging_root.mkdir(parents=True, exist_ok=True)
-        self.coordinator.start()
+        self.coordinator.start()  # in the election group once ready: it leads before any standby joins
+        for standby in self.coordinators[1:]:
+            standby.start(wait=False)
+        if len(self.coordinators) > 1:
+            self.coordinator.wait_active()
+        for standby in self.coordinators[1:]:
+            standby.wait_ready()  # the participants' settings need its port
         for sink in self.sinks:
             for index, name in enumerate(self.names_of(sink)):
                 settings = self.participant_settings(sink, index)
@@ -191,7 +214,7 @@ class TwoPhaseCommitCluster:
         return {
             "server": {"host": "127.0.0.1", "port": 0},
             "coordinator": {
-                "target": self.coordinator.target,
+                "target": self.coordinator_target,
                 "rpc_timeout_s": 2.0,
                 "initial_backoff_s": 0.05,
                 "max_backoff_s": 0.5,
@@ -208,13 +231,19 @@ class TwoPhaseCommitCluster:
             self._client = None
         for process in self.participants.values():
             process.stop()
-        self.coordinator.stop()
+        for coordinator in self.coordinators:
+            coordinator.stop()
 
     def __enter__(self) -> TwoPhaseCommitCluster:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+    @property
+    def coordinator_target(self) -> str:
+        """Every coordinator's target, comma-separated, as the participants and the driver know them."""
+        return ",".join(coordinator.target for coordinator in self.coordinators)
 
     @property
     def refs(self) -> list[ParticipantRef]:
@@ -237,7 +266,7 @@ class TwoPhaseCommitCluster:
 
     def logs(self, lines: int = 40) -> str:
         """The tail of every process's log, for assertion messages."""
-        parts = [f"--- coordinator ---\n{self.coordinator.log_tail(lines)}"]
+        parts = [f"--- {c.work_dir.name} ---\n{c.log_tail(lines)}" for c in self.coordinators]
         parts += [f"--- participant {sink} ---\n{p.log_tail(lines)}" for sink, p in self.participants.items()]
         return "\n".join(parts)
 
@@ -247,7 +276,7 @@ class TwoPhaseCommitCluster:
     def client(self) -> CoordinatorClient:
         """The driver's coordinator client, on one channel (it reconnects after coordinator restarts)."""
         if self._client is None:
-            self._client = CoordinatorClient(self.coordinator.target)
+            self._client = CoordinatorClient(self.coordinator_target)
         return self._client
 
     @property

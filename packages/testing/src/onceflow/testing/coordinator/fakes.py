@@ -101,6 +101,11 @@ class FakeSink:
             self.aborted[txn] = self.aborted.get(txn, 0) + 1
             self._changed.notify_all()
 
+    def last_committed(self, job: str) -> int:
+        """The newest batch of ``job`` committed here (-1: none), as a sink's commit records say."""
+        with self._changed:
+            return max((txn.batch for txn in self.committed if txn.job == job), default=-1)
+
     def count(self, call: str, txn: TransactionId | None = None) -> int:
         """How many ``call`` calls (``prepare``/``commit``/``abort``) arrived, for ``txn`` or any."""
         with self._changed:
@@ -141,6 +146,9 @@ class FakeParticipantClient(ParticipantClient):
 
     def abort(self, txn: TransactionId, timeout: float) -> None:
         self.fake.abort(txn)
+
+    def last_committed(self, job: str, timeout: float) -> int | None:
+        return self.fake.last_committed(job) if self.fake.available else None
 
 
 class FakeParticipants(ParticipantConnector):

@@ -5,9 +5,9 @@
 - the child is a real process (``python -m onceflow.sinks``), so ``kill()`` is a real ``kill -9``;
 - ``start()`` after ``stop()``/``kill()`` reuses the same config and the same port, so a coordinator
   that registered the participant's target reaches the restarted server;
-- ``start(wait=False)`` returns at once: a restarted participant does not listen until the
-  coordinator has decided every transaction it had prepared, so it may have to wait for a
-  coordinator that is itself still down; :meth:`wait_ready` waits for it later;
+- ``start(wait=False)`` returns at once: a restarted participant takes no new work (and is not
+  ready) until the coordinator has decided every transaction it had prepared, so it may have to
+  wait for a coordinator that is itself still down; :meth:`wait_ready` waits for it later;
 - child stdout and stderr are appended to ``work_dir/participant.log``.
 """
 

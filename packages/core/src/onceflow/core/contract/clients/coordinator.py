@@ -1,8 +1,14 @@
-"""The typed client of ``onceflow.v1.TransactionCoordinator`` (coordinator.proto): one method per RPC."""
+"""The typed client of ``onceflow.v1.TransactionCoordinator`` (coordinator.proto): one method per RPC,
+failing over between an active coordinator and its standbys."""
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterable, Sequence
+from typing import Any
+
+import grpc
 
 from onceflow.core.contract.clients.base import ServiceClient, check_txn
 from onceflow.core.contract.participant_ref import ParticipantRef
@@ -15,13 +21,30 @@ from onceflow.core.contract.proto import (
 )
 from onceflow.core.contract.state import Resolution, TransactionState
 from onceflow.core.contract.txn import TransactionId
+from onceflow.core.grpc import open_channel
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagedFile
 from onceflow.proto.v1 import coordinator_pb2, coordinator_pb2_grpc
 
 
+def split_targets(target: str) -> list[str]:
+    """``HOST:PORT[,HOST:PORT...]`` as a list; ValueError for an empty entry."""
+    targets = [part.strip() for part in target.split(",")]
+    if not all(targets):
+        raise ValueError(f"coordinator targets must be HOST:PORT[,HOST:PORT...], got {target!r}")
+    return targets
+
+
 class CoordinatorClient(ServiceClient):
-    """Calls on a coordinator at ``target``, each with a deadline (``timeout_s`` per call, or the client's).
+    """Calls on the coordinators at ``target``, each with a deadline (``timeout_s`` per call, or the client's).
+
+    ``target`` names one coordinator, or an active one and its standbys, comma-separated
+    (``host1:7100,host2:7100``). A call goes to the one that answered last; an UNAVAILABLE answer
+    (a standby, a stopped or unreachable instance) sends it on to the next, once round the list,
+    within the call's deadline. Only then does the call fail, with the last UNAVAILABLE: while no
+    instance is active (a take-over), callers retry as they do for one coordinator. A call that
+    runs out of time (DEADLINE_EXCEEDED: a hung instance) fails, and the next call starts at the
+    next coordinator.
 
     Arguments are the contract's values (:class:`TransactionId`, :class:`StagedFile`,
     :class:`ParticipantRef`, :class:`TransactionState`, :class:`Resolution`); answers are the
@@ -31,13 +54,57 @@ class CoordinatorClient(ServiceClient):
     """
 
     def __init__(self, target: str, tls: TlsSettings | None = None, *, timeout_s: float = 30.0) -> None:
-        super().__init__(target, tls, timeout_s=timeout_s)
-        self._stub = coordinator_pb2_grpc.TransactionCoordinatorStub(self.channel)  # type: ignore[no-untyped-call]
+        targets = split_targets(target) if target else [target]
+        super().__init__(targets[0], tls, timeout_s=timeout_s)
+        self.target = target
+        self.targets = targets
+        self._channels = [self.channel, *(open_channel(other, tls) for other in targets[1:])]
+        self._stubs = [
+            coordinator_pb2_grpc.TransactionCoordinatorStub(channel)  # type: ignore[no-untyped-call]
+            for channel in self._channels
+        ]
+        self._lock = threading.Lock()
+        self._current = 0
 
     @property
     def stub(self) -> coordinator_pb2_grpc.TransactionCoordinatorStub:
-        """The raw stub on this client's channel, for tests that send requests the methods would not build."""
-        return self._stub
+        """The raw stub of the coordinator that answered last, for tests that send requests the
+        methods would not build (no fail-over)."""
+        with self._lock:
+            return self._stubs[self._current]
+
+    def close(self) -> None:
+        for channel in self._channels:
+            channel.close()
+
+    def _call(self, method: str, request: Any, timeout_s: float | None) -> Any:
+        """``method`` on the coordinator that answered last, then on the others while they answer UNAVAILABLE."""
+        deadline = time.monotonic() + self._timeout(timeout_s)
+        with self._lock:
+            first = self._current
+        failure: grpc.RpcError | None = None
+        for step in range(len(self._stubs)):
+            index = (first + step) % len(self._stubs)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 and failure is not None:
+                break
+            try:
+                response = getattr(self._stubs[index], method)(request, timeout=max(remaining, 0.001))
+            except grpc.RpcError as exc:
+                code = exc.code() if isinstance(exc, grpc.Call) else None
+                if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    with self._lock:
+                        if self._current == index:
+                            self._current = (index + 1) % len(self._stubs)
+                if code != grpc.StatusCode.UNAVAILABLE:
+                    raise
+                failure = exc
+                continue
+            with self._lock:
+                self._current = index
+            return response
+        assert failure is not None
+        raise failure
 
     def register_writer(
         self, job: str, writer_id: str, *, timeout_s: float | None = None
@@ -45,9 +112,7 @@ class CoordinatorClient(ServiceClient):
         """Become ``job``'s writer: the answer's ``epoch`` fences every earlier writer; it also carries
         the job's ``last_committed_batch`` (-1: none)."""
         request = coordinator_pb2.RegisterWriterRequest(job=job, writer_id=writer_id)
-        response: coordinator_pb2.RegisterWriterResponse = self._stub.RegisterWriter(
-            request, timeout=self._timeout(timeout_s)
-        )
+        response: coordinator_pb2.RegisterWriterResponse = self._call("RegisterWriter", request, timeout_s)
         return response
 
     def register_participants(
@@ -62,7 +127,7 @@ class CoordinatorClient(ServiceClient):
             for p in participants
         ]
         request = coordinator_pb2.RegisterParticipantsRequest(job=job, writer_epoch=epoch, participants=refs)
-        self._stub.RegisterParticipants(request, timeout=self._timeout(timeout_s))
+        self._call("RegisterParticipants", request, timeout_s)
 
     def commit_transaction(
         self, txn: TransactionId, epoch: int, files: Sequence[StagedFile], *, timeout_s: float | None = None
@@ -72,9 +137,7 @@ class CoordinatorClient(ServiceClient):
         request = coordinator_pb2.CommitTransactionRequest(
             job=txn.job, writer_epoch=epoch, batch=txn.batch, files=files_to_proto(files)
         )
-        response: coordinator_pb2.CommitTransactionResponse = self._stub.CommitTransaction(
-            request, timeout=self._timeout(timeout_s)
-        )
+        response: coordinator_pb2.CommitTransactionResponse = self._call("CommitTransaction", request, timeout_s)
         return response
 
     def abort_transaction(
@@ -85,16 +148,14 @@ class CoordinatorClient(ServiceClient):
         request = coordinator_pb2.AbortTransactionRequest(
             job=txn.job, writer_epoch=epoch, batch=txn.batch, reason=reason
         )
-        response: coordinator_pb2.AbortTransactionResponse = self._stub.AbortTransaction(
-            request, timeout=self._timeout(timeout_s)
-        )
+        response: coordinator_pb2.AbortTransactionResponse = self._call("AbortTransaction", request, timeout_s)
         return response
 
     def get_transaction(self, txn: TransactionId, *, timeout_s: float | None = None) -> coordinator_pb2.Transaction:
         """The latest attempt of ``txn``; ABORTED when the coordinator has no record of it (presumed abort)."""
         check_txn(txn)
         request = coordinator_pb2.GetTransactionRequest(job=txn.job, batch=txn.batch)
-        response = self._stub.GetTransaction(request, timeout=self._timeout(timeout_s))
+        response = self._call("GetTransaction", request, timeout_s)
         transaction: coordinator_pb2.Transaction = response.transaction
         return transaction
 
@@ -111,7 +172,7 @@ class CoordinatorClient(ServiceClient):
         request = coordinator_pb2.ListTransactionsRequest(
             job=job, states=[state_to_proto(s) for s in states], limit=limit
         )
-        response = self._stub.ListTransactions(request, timeout=self._timeout(timeout_s))
+        response = self._call("ListTransactions", request, timeout_s)
         return list(response.transactions)
 
     def resolve_transaction(
@@ -123,7 +184,5 @@ class CoordinatorClient(ServiceClient):
         request = coordinator_pb2.ResolveTransactionRequest(
             job=txn.job, batch=txn.batch, resolution=resolution_to_proto(resolution), reason=reason
         )
-        response: coordinator_pb2.ResolveTransactionResponse = self._stub.ResolveTransaction(
-            request, timeout=self._timeout(timeout_s)
-        )
+        response: coordinator_pb2.ResolveTransactionResponse = self._call("ResolveTransaction", request, timeout_s)
         return response

@@ -119,3 +119,16 @@ class ParticipantClient(ServiceClient):
         request = participant_pb2.ListPreparedTransactionsRequest(sink=sink)
         response = self._stub.ListPreparedTransactions(request, timeout=self._timeout(timeout_s))
         return [(prepared.sink, txn_id_from_proto(prepared.id)) for prepared in response.transactions]
+
+    def list_committed_batches(
+        self, sink: str = "", job: str = "", max_batches: int = 0, *, timeout_s: float | None = None
+    ) -> participant_pb2.ListCommittedBatchesResponse:
+        """Per sink (every sink of the server when empty) and job (every job when empty): the batches
+        the sink's commit records say it committed, newest first (at most ``max_batches`` per job, 0:
+        the server's default), and which shard of each sink the server serves. UNIMPLEMENTED for a
+        sink kind that keeps no such records."""
+        request = participant_pb2.ListCommittedBatchesRequest(sink=sink, job=job, max_batches=max_batches)
+        response: participant_pb2.ListCommittedBatchesResponse = self._stub.ListCommittedBatches(
+            request, timeout=self._timeout(timeout_s)
+        )
+        return response
