@@ -9,6 +9,7 @@ Each attack is made on real processes, as a logged-in client of the gRPC service
 - A chained URL (``<root>/x::http://...``) passed the check as a local path and was then opened
   through fsspec's URL chaining: UNKNOWN with a traceback. Now it is INVALID_ARGUMENT, for Prepare
   and Commit alike, and nothing is dialled.
+- A participant whose staging root is an S3 prefix reads only from that bucket and prefix.
 - The coordinator's staging GC deleted ``<root>/<job>/<batch>`` through a symlinked job directory,
   so a job named after a link deleted a directory outside the root. Now it never follows a symlink:
   the batch is left alone and the refusal is logged.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import socket
 import sqlite3
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,8 +31,9 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.avro import IpCount
 from onceflow.core.contract import TransactionId
 from onceflow.core.contract.clients import ParticipantClient
-from onceflow.core.staging import StagedFile, StagingWriter
+from onceflow.core.staging import S3Settings, StagedFile, StagingStore, StagingWriter
 from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster, wait_for_log
+from onceflow.testing.s3 import S3ProxyProcess
 from onceflow.testing.sinks.process import ParticipantProcess
 
 pytestmark = pytest.mark.slow
@@ -133,32 +136,77 @@ def _commit_elsewhere_staged(cluster: TwoPhaseCommitCluster, job: str, batch: in
     assert response.state == COMMITTED, response.reason
 
 
-@pytest.mark.parametrize("link", ["job", "batch"])
-def test_the_staging_gc_never_follows_a_symlink(gc_cluster: TwoPhaseCommitCluster, tmp_path: Path, link: str) -> None:
-    """``<root>/victim`` (or ``<root>/victim/3``) links outside the root; committing ``victim:3`` must
-    not delete what the link points at, and the GC says why it left the batch alone."""
-    outside = tmp_path / "outside"
-    (outside / "3").mkdir(parents=True)
-    precious = outside / "3" / "precious.txt"
-    precious.write_text("keep me")
-    if link == "job":
-        (gc_cluster.staging_root / "victim").symlink_to(outside, target_is_directory=True)
-    else:
-        (gc_cluster.staging_root / "victim").mkdir()
-        (gc_cluster.staging_root / "victim" / "3").symlink_to(outside / "3", target_is_directory=True)
+def test_the_staging_gc_never_follows_a_symlink(gc_cluster: TwoPhaseCommitCluster, tmp_path: Path) -> None:
+    """``<root>/victim`` links outside the root, and so does ``<root>/victim2/3``: committing
+    ``victim:3`` and ``victim2:3`` must not delete what the links point at, and the GC says why it left
+    the batches alone. An ordinary batch is still collected."""
+    precious = []
+    for job, link in (("victim", "job"), ("victim2", "batch")):
+        outside = tmp_path / f"outside-{job}"
+        (outside / "3").mkdir(parents=True)
+        (outside / "3" / "precious.txt").write_text("keep me")
+        precious.append(outside / "3" / "precious.txt")
+        if link == "job":
+            (gc_cluster.staging_root / job).symlink_to(outside, target_is_directory=True)
+        else:
+            (gc_cluster.staging_root / job).mkdir()
+            (gc_cluster.staging_root / job / "3").symlink_to(outside / "3", target_is_directory=True)
+        _commit_elsewhere_staged(gc_cluster, job, 3)
 
-    _commit_elsewhere_staged(gc_cluster, "victim", 3)
     deadline = time.monotonic() + 20
-    while "staging.gc_refused" not in gc_cluster.coordinator.log_tail(400) and precious.exists():
+    while gc_cluster.coordinator.log_tail(400).count("staging.gc_refused") < 2 and all(p.exists() for p in precious):
         assert time.monotonic() < deadline, gc_cluster.logs()
         time.sleep(0.05)
-    assert precious.read_text() == "keep me", "the GC deleted a directory outside the staging root"
-    wait_for_log(gc_cluster.coordinator, "staging.gc_refused")
+    for path in precious:
+        assert path.read_text() == "keep me", "the GC deleted a directory outside the staging root"
+    wait_for_log(gc_cluster.coordinator, "staging.gc_refused", times=2)
     assert "symlink" in gc_cluster.coordinator.log_tail(400)
 
-    # An ordinary batch is still collected.
     _commit_elsewhere_staged(gc_cluster, "carrier", 4)
     deadline = time.monotonic() + 20
     while (gc_cluster.staging_root / "carrier" / "4").exists():
         assert time.monotonic() < deadline, gc_cluster.logs()
         time.sleep(0.05)
+
+
+def test_an_s3_participant_accepts_only_its_bucket_and_prefix(s3proxy: S3ProxyProcess, tmp_path: Path) -> None:
+    """A participant whose root is ``s3://onceflow/<test>/allowed`` refuses the same valid file staged
+    under a sibling prefix or in another bucket (a no vote; a Commit is INVALID_ARGUMENT), and
+    prepares it from its own prefix. Neither its log nor its metrics show the store's credentials."""
+    s3proxy.create_bucket("elsewhere")
+    allowed = s3proxy.uri(f"{tmp_path.name}/allowed")
+    store = StagingStore(S3Settings.model_validate(s3proxy.s3_settings()), environ={})
+    staged = {
+        place: StagingWriter(root, "job", 0, store=store).write("part-0", _rows("10.0.0.9"))
+        for place, root in (
+            ("allowed", allowed),
+            ("sibling", s3proxy.uri(f"{tmp_path.name}/allowed-not")),
+            ("other bucket", s3proxy.uri(f"{tmp_path.name}/allowed", bucket="elsewhere")),
+        )
+    }
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        metrics_port = sock.getsockname()[1]
+    settings = {
+        "coordinator": {"target": "127.0.0.1:1"},
+        "sinks": [{"name": "sqlite", "kind": "sqlite", "options": {"path": str(tmp_path / "sink.db")}}],
+        "staging": {"roots": [allowed], "allowed_schemes": ["s3"], "s3": s3proxy.s3_settings()},
+        "metrics": {"port": metrics_port},
+    }
+    process = ParticipantProcess(tmp_path / "participant", settings).start()
+    try:
+        with ParticipantClient(process.target, timeout_s=30) as client:
+            for place in ("sibling", "other bucket"):
+                file = staged[place]
+                vote = client.prepare_transaction("sqlite", TransactionId("job", 0), [file])
+                assert not vote.vote_commit and "outside the staging roots" in vote.reason, (place, vote.reason)
+                with pytest.raises(grpc.RpcError) as refused:
+                    client.commit_prepared_transaction("sqlite", TransactionId("job", 0), [file])
+                assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, place
+            assert client.prepare_transaction("sqlite", TransactionId("job", 0), [staged["allowed"]]).vote_commit
+        exposed = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
+        assert "onceflow_participant" in exposed
+        for text in (exposed, process.log_since_start()):
+            assert s3proxy.secret_access_key not in text and s3proxy.access_key_id not in text
+    finally:
+        process.stop()
