@@ -53,59 +53,39 @@ postgres:
 	    echo "Debian/Ubuntu, 'brew install postgresql' on macOS) so that initdb and pg_ctl are on PATH."; exit 1; }; \
 	fi
 
-# Apache Kafka jars for the differential tests (docs/testing-on-apache-kafka.md): tools/kafka/pom.xml
-# resolved from Maven Central into $(KAFKA_HOME)/libs. The stamp is a copy of the pom, so a changed pom
-# fetches again and an unchanged one does nothing.
+# $(call fetch_jars,WHAT,POM,HOME,WHO NEEDS IT): copy the runtime dependencies POM pins from Maven Central
+# into HOME/libs. The stamp HOME/.complete is a copy of the pom, so a changed pom fetches again and an
+# unchanged one does nothing.
+define fetch_jars
+	@stamp=$(3)/.complete; \
+	if [ -f "$$stamp" ] && cmp -s $(2) "$$stamp"; then \
+	  echo "setup: $(1) ok ($(3)/libs)"; exit 0; fi; \
+	echo "setup: fetching $(1) jars from Maven Central into $(3)/libs"; \
+	rm -rf $(3); mkdir -p $(3); \
+	set -o pipefail; \
+	mvn -q -B -f $(2) dependency:copy-dependencies -DincludeScope=runtime \
+	  -DoutputDirectory="$(CURDIR)/$(3)/libs" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e '/^$$/d' || { \
+	  rm -rf $(3); \
+	  echo "setup: Maven could not fetch $(1) (see its errors above). It needs Maven Central:"; \
+	  echo "setup: check the network, or set a proxy/mirror in ~/.m2/settings.xml, then run 'make setup' again."; \
+	  echo "setup: 'make demo' does not need it; 'make test' does ($(4))."; exit 1; }; \
+	cp $(2) "$$stamp"; \
+	echo "setup: $(1) ok ($(3)/libs)"
+endef
+
+# Apache Kafka jars for the differential tests (docs/testing-on-apache-kafka.md): tools/kafka/pom.xml.
 KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' tools/kafka/pom.xml)
 KAFKA_HOME := .cache/kafka/$(KAFKA_VERSION)
 
-# Maven fetches the JVM tools the tests run (Apache Kafka, S3Proxy, Hadoop's S3A connector) from Maven Central.
-maven: check-java
-	@if ! command -v mvn >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi; \
-	  echo "setup: no Maven (mvn) on PATH; it fetches the Apache Kafka, S3Proxy and hadoop-aws jars for the tests;"; \
-	  echo "setup: installing it: $${sudo:+sudo }apt-get update && $${sudo:+sudo }apt-get install -y maven"; \
-	  $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y maven || { \
-	    echo "setup: could not install Maven. Install it yourself ('apt-get install maven' on Debian/Ubuntu,"; \
-	    echo "'brew install maven' on macOS) so that mvn is on PATH, then run 'make setup' again."; exit 1; }; \
-	fi
-
 kafka: maven ## fetch the Apache Kafka jars the differential tests run (Maven Central -> .cache/kafka)
-	@stamp=$(KAFKA_HOME)/.complete; \
-	if [ -f "$$stamp" ] && cmp -s tools/kafka/pom.xml "$$stamp"; then \
-	  echo "setup: Apache Kafka $(KAFKA_VERSION) ok ($(KAFKA_HOME)/libs)"; exit 0; fi; \
-	echo "setup: fetching Apache Kafka $(KAFKA_VERSION) jars from Maven Central into $(KAFKA_HOME)/libs"; \
-	rm -rf $(KAFKA_HOME); mkdir -p $(KAFKA_HOME); \
-	set -o pipefail; \
-	mvn -q -B -f tools/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
-	  -DoutputDirectory="$(CURDIR)/$(KAFKA_HOME)/libs" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e '/^$$/d' || { \
-	  rm -rf $(KAFKA_HOME); \
-	  echo "setup: Maven could not fetch Apache Kafka $(KAFKA_VERSION) (see its errors above). It needs Maven Central:"; \
-	  echo "setup: check the network, or set a proxy/mirror in ~/.m2/settings.xml, then run 'make setup' again."; \
-	  echo "setup: 'make demo' does not need Kafka; 'make test' does (the differential tests run on it)."; exit 1; }; \
-	cp tools/kafka/pom.xml "$$stamp"; \
-	echo "setup: Apache Kafka $(KAFKA_VERSION) ok ($(KAFKA_HOME)/libs)"
+	$(call fetch_jars,Apache Kafka $(KAFKA_VERSION),tools/kafka/pom.xml,$(KAFKA_HOME),the differential tests run on it)
 
-# S3Proxy, the S3 API server of the object-store tests (onceflow.testing.s3): tools/s3proxy/pom.xml copied
-# into $(S3PROXY_HOME)/libs, with the same stamp as Kafka's.
+# S3Proxy, the S3 API server of the object-store tests (onceflow.testing.s3): tools/s3proxy/pom.xml.
 S3PROXY_VERSION := $(shell sed -n 's:.*<s3proxy.version>\(.*\)</s3proxy.version>.*:\1:p' tools/s3proxy/pom.xml)
 S3PROXY_HOME := .cache/s3proxy/$(S3PROXY_VERSION)
 
 s3proxy: maven ## fetch S3Proxy for the object-store tests (Maven Central -> .cache/s3proxy)
-	@stamp=$(S3PROXY_HOME)/.complete; \
-	if [ -f "$$stamp" ] && cmp -s tools/s3proxy/pom.xml "$$stamp"; then \
-	  echo "setup: S3Proxy $(S3PROXY_VERSION) ok ($(S3PROXY_HOME)/libs)"; exit 0; fi; \
-	echo "setup: fetching S3Proxy $(S3PROXY_VERSION) jars from Maven Central into $(S3PROXY_HOME)/libs"; \
-	rm -rf $(S3PROXY_HOME); mkdir -p $(S3PROXY_HOME); \
-	set -o pipefail; \
-	mvn -q -B -f tools/s3proxy/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
-	  -DoutputDirectory="$(CURDIR)/$(S3PROXY_HOME)/libs" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e '/^$$/d' || { \
-	  rm -rf $(S3PROXY_HOME); \
-	  echo "setup: Maven could not fetch S3Proxy $(S3PROXY_VERSION) (see its errors above). It needs Maven Central:"; \
-	  echo "setup: check the network, or set a proxy/mirror in ~/.m2/settings.xml, then run 'make setup' again."; \
-	  echo "setup: 'make demo' does not need S3Proxy; 'make test' does (the object-store tests run on it)."; exit 1; }; \
-	cp tools/s3proxy/pom.xml "$$stamp"; \
-	echo "setup: S3Proxy $(S3PROXY_VERSION) ok ($(S3PROXY_HOME)/libs)"
+	$(call fetch_jars,S3Proxy $(S3PROXY_VERSION),tools/s3proxy/pom.xml,$(S3PROXY_HOME),the object-store tests run on it)
 
 # Hadoop's S3A connector for Spark checkpoints on S3 (onceflow.spark.runner.object_store): resolved into the
 # local Maven repository (the AWS SDK bundle is 650 MB: not copied), its classpath written to $(HADOOP_AWS_HOME).

@@ -23,7 +23,7 @@ from onceflow.testing.s3.fixtures import S3ProxyFactory
 from .conftest import ClusterFactory
 from .driver import ABORTED, COMMITTED, JOB, NOTHING_PREPARED, batch_rows, commit_until_decided, expected_rows
 
-BATCHES = 12
+BATCHES = 6
 
 
 def _metrics_port() -> int:

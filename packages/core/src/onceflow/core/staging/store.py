@@ -193,9 +193,9 @@ def _publish_local(path: str, data: bytes) -> None:
 
 
 def _delete_local_tree(location: StagingLocation, root: StagingLocation) -> bool:
-    """Steps: 1. open ``root``; 2. open each directory below it with ``O_NOFOLLOW`` (a symlink fails
-    with ELOOP or ENOTDIR); 3. remove the last one through its parent's descriptor (``rmtree`` with
-    ``dir_fd`` does not follow symlinks)."""
+    """Steps: 1. open ``root``; 2. open every directory below it down to ``location`` with
+    ``O_NOFOLLOW`` (a symlink fails with ELOOP or ENOTDIR); 3. remove ``location`` through its
+    parent's descriptor (``rmtree`` with ``dir_fd`` does not follow symlinks)."""
     names = location.path[len(root.path.rstrip("/")) + 1 :].split("/")
     # Step 1
     try:
@@ -204,36 +204,33 @@ def _delete_local_tree(location: StagingLocation, root: StagingLocation) -> bool
         return False
     try:
         # Step 2
-        for name in names[:-1]:
-            try:
-                child = os.open(name, _DIRECTORY_FLAGS, dir_fd=parent)
-            except FileNotFoundError:
+        for name in names:
+            child = _open_directory_below(parent, name, location)
+            if child is None:
                 return False
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise SymlinkRefused(location.uri, _symlink_refusal(location, name)) from None
-                raise
+            if name == names[-1]:
+                os.close(child)
+                break
             os.close(parent)
             parent = child
         # Step 3
-        last = names[-1]
-        try:
-            probe = os.open(last, _DIRECTORY_FLAGS, dir_fd=parent)
-        except FileNotFoundError:
-            return False
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                raise SymlinkRefused(location.uri, _symlink_refusal(location, last)) from None
-            raise
-        os.close(probe)
-        shutil.rmtree(last, dir_fd=parent)
+        shutil.rmtree(names[-1], dir_fd=parent)
         return True
     finally:
         os.close(parent)
 
 
-def _symlink_refusal(location: StagingLocation, name: str) -> str:
-    return f"not deleting {location.uri}: {name!r} on its way is a symlink or not a directory, and is never followed"
+def _open_directory_below(parent: int, name: str, location: StagingLocation) -> int | None:
+    """Directory ``name`` of ``parent``, opened without following a symlink; None when it is gone."""
+    try:
+        return os.open(name, _DIRECTORY_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            reason = f"not deleting {location.uri}: {name!r} on its way is a symlink or not a directory, never followed"
+            raise SymlinkRefused(location.uri, reason) from None
+        raise
 
 
 def _fsync_directory(path: str) -> None:
