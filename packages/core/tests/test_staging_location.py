@@ -152,3 +152,14 @@ def test_settings_win_over_the_aws_variables_field_by_field() -> None:
     assert (mixed.endpoint_url, mixed.region, mixed.access_key_id) == ("http://set:2", "eu-west-1", "id")
     assert mixed.environment()["AWS_SECRET_ACCESS_KEY"] == "secret"
     assert StagingStore(settings, environ=environ).s3 == mixed
+
+
+@pytest.mark.parametrize("module", ["onceflow.core.staging", "onceflow.core.confinement", "onceflow.core.contract"])
+def test_each_module_imports_first_in_a_fresh_interpreter(module: str) -> None:
+    """Spark's Python workers import ``onceflow.core.staging`` before anything else (the source's
+    initial-offsets file): the staging and contract packages must not import each other circularly."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
