@@ -14,14 +14,14 @@ PYTEST_ARGS ?=
 # so any two can run side by side (an end-to-end run and a Spark test included).
 PYTEST_WORKERS ?= 2
 
-.PHONY: help setup setup-env kafka check-python check-java postgres uv sync test lint fmt typecheck pytest proto demo clean
+.PHONY: help setup setup-env maven kafka s3proxy hadoop-aws check-python check-java postgres uv sync test lint fmt typecheck pytest proto demo clean
 
 help: ## show the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-setup: setup-env kafka ## check prerequisites, get uv, create .venv from uv.lock, fetch Apache Kafka (idempotent)
+setup: setup-env kafka s3proxy hadoop-aws ## check prerequisites, get uv, create .venv from uv.lock, fetch the JVM test tools (idempotent)
 
-# Everything but Apache Kafka: `make demo` and the linters need no network access to Maven Central.
+# Everything but the JVM tools from Maven Central: `make demo` and the linters need no network access to it.
 setup-env: check-python check-java postgres uv sync
 
 check-python:
@@ -53,35 +53,61 @@ postgres:
 	    echo "Debian/Ubuntu, 'brew install postgresql' on macOS) so that initdb and pg_ctl are on PATH."; exit 1; }; \
 	fi
 
-# Apache Kafka jars for the differential tests (docs/testing-on-apache-kafka.md): tools/kafka/pom.xml
-# resolved from Maven Central into $(KAFKA_HOME)/libs. The stamp is a copy of the pom, so a changed pom
-# fetches again and an unchanged one does nothing.
+# $(call fetch_jars,WHAT,POM,HOME,WHO NEEDS IT): copy the runtime dependencies POM pins from Maven Central
+# into HOME/libs. The stamp HOME/.complete is a copy of the pom, so a changed pom fetches again and an
+# unchanged one does nothing.
+define fetch_jars
+	@stamp=$(3)/.complete; \
+	if [ -f "$$stamp" ] && cmp -s $(2) "$$stamp"; then \
+	  echo "setup: $(1) ok ($(3)/libs)"; exit 0; fi; \
+	echo "setup: fetching $(1) jars from Maven Central into $(3)/libs"; \
+	rm -rf $(3); mkdir -p $(3); \
+	set -o pipefail; \
+	mvn -q -B -f $(2) dependency:copy-dependencies -DincludeScope=runtime \
+	  -DoutputDirectory="$(CURDIR)/$(3)/libs" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e '/^$$/d' || { \
+	  rm -rf $(3); \
+	  echo "setup: Maven could not fetch $(1) (see its errors above). It needs Maven Central:"; \
+	  echo "setup: check the network, or set a proxy/mirror in ~/.m2/settings.xml, then run 'make setup' again."; \
+	  echo "setup: 'make demo' does not need it; 'make test' does ($(4))."; exit 1; }; \
+	cp $(2) "$$stamp"; \
+	echo "setup: $(1) ok ($(3)/libs)"
+endef
+
+# Apache Kafka jars for the differential tests (docs/testing-on-apache-kafka.md): tools/kafka/pom.xml.
 KAFKA_VERSION := $(shell sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' tools/kafka/pom.xml)
 KAFKA_HOME := .cache/kafka/$(KAFKA_VERSION)
 
-kafka: check-java ## fetch the Apache Kafka jars the differential tests run (Maven Central -> .cache/kafka)
-	@stamp=$(KAFKA_HOME)/.complete; \
-	if [ -f "$$stamp" ] && cmp -s tools/kafka/pom.xml "$$stamp"; then \
-	  echo "setup: Apache Kafka $(KAFKA_VERSION) ok ($(KAFKA_HOME)/libs)"; exit 0; fi; \
-	if ! command -v mvn >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi; \
-	  echo "setup: no Maven (mvn) on PATH; it fetches the Apache Kafka jars for the tests;"; \
-	  echo "setup: installing it: $${sudo:+sudo }apt-get update && $${sudo:+sudo }apt-get install -y maven"; \
-	  $$sudo apt-get update && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y maven || { \
-	    echo "setup: could not install Maven. Install it yourself ('apt-get install maven' on Debian/Ubuntu,"; \
-	    echo "'brew install maven' on macOS) so that mvn is on PATH, then run 'make setup' again."; exit 1; }; \
-	fi; \
-	echo "setup: fetching Apache Kafka $(KAFKA_VERSION) jars from Maven Central into $(KAFKA_HOME)/libs"; \
-	rm -rf $(KAFKA_HOME); mkdir -p $(KAFKA_HOME); \
+kafka: maven ## fetch the Apache Kafka jars the differential tests run (Maven Central -> .cache/kafka)
+	$(call fetch_jars,Apache Kafka $(KAFKA_VERSION),tools/kafka/pom.xml,$(KAFKA_HOME),the differential tests run on it)
+
+# S3Proxy, the S3 API server of the object-store tests (onceflow.testing.s3): tools/s3proxy/pom.xml.
+S3PROXY_VERSION := $(shell sed -n 's:.*<s3proxy.version>\(.*\)</s3proxy.version>.*:\1:p' tools/s3proxy/pom.xml)
+S3PROXY_HOME := .cache/s3proxy/$(S3PROXY_VERSION)
+
+s3proxy: maven ## fetch S3Proxy for the object-store tests (Maven Central -> .cache/s3proxy)
+	$(call fetch_jars,S3Proxy $(S3PROXY_VERSION),tools/s3proxy/pom.xml,$(S3PROXY_HOME),the object-store tests run on it)
+
+# Hadoop's S3A connector for Spark checkpoints on S3 (onceflow.spark.runner.object_store): resolved into the
+# local Maven repository (the AWS SDK bundle is 650 MB: not copied), its classpath written to $(HADOOP_AWS_HOME).
+HADOOP_AWS_VERSION := $(shell sed -n 's:.*<hadoop.version>\(.*\)</hadoop.version>.*:\1:p' tools/hadoop-aws/pom.xml)
+HADOOP_AWS_HOME := .cache/hadoop-aws/$(HADOOP_AWS_VERSION)
+
+hadoop-aws: maven ## resolve hadoop-aws + the AWS SDK bundle for Spark checkpoints on S3 (-> .cache/hadoop-aws)
+	@stamp=$(HADOOP_AWS_HOME)/.complete; \
+	if [ -f "$$stamp" ] && cmp -s tools/hadoop-aws/pom.xml "$$stamp" \
+	  && tr ':' '\n' < $(HADOOP_AWS_HOME)/classpath.txt | while read -r jar; do [ -f "$$jar" ] || exit 1; done; then \
+	  echo "setup: hadoop-aws $(HADOOP_AWS_VERSION) ok ($(HADOOP_AWS_HOME)/classpath.txt)"; exit 0; fi; \
+	echo "setup: resolving hadoop-aws $(HADOOP_AWS_VERSION) and the AWS SDK bundle from Maven Central (about 700 MB once)"; \
+	rm -rf $(HADOOP_AWS_HOME); mkdir -p $(HADOOP_AWS_HOME); \
 	set -o pipefail; \
-	mvn -q -B -f tools/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
-	  -DoutputDirectory="$(CURDIR)/$(KAFKA_HOME)/libs" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e '/^$$/d' || { \
-	  rm -rf $(KAFKA_HOME); \
-	  echo "setup: Maven could not fetch Apache Kafka $(KAFKA_VERSION) (see its errors above). It needs Maven Central:"; \
+	mvn -q -B -f tools/hadoop-aws/pom.xml dependency:build-classpath -DincludeScope=runtime \
+	  -Dmdep.outputFile="$(CURDIR)/$(HADOOP_AWS_HOME)/classpath.txt" 2>&1 | sed -e 's/\x1b\[[0-9;]*m//g' -e '/^$$/d' || { \
+	  rm -rf $(HADOOP_AWS_HOME); \
+	  echo "setup: Maven could not resolve hadoop-aws $(HADOOP_AWS_VERSION) (see its errors above). It needs Maven Central:"; \
 	  echo "setup: check the network, or set a proxy/mirror in ~/.m2/settings.xml, then run 'make setup' again."; \
-	  echo "setup: 'make demo' does not need Kafka; 'make test' does (the differential tests run on it)."; exit 1; }; \
-	cp tools/kafka/pom.xml "$$stamp"; \
-	echo "setup: Apache Kafka $(KAFKA_VERSION) ok ($(KAFKA_HOME)/libs)"
+	  echo "setup: 'make demo' does not need it; 'make test' does (a Spark checkpoint on S3Proxy)."; exit 1; }; \
+	cp tools/hadoop-aws/pom.xml "$$stamp"; \
+	echo "setup: hadoop-aws $(HADOOP_AWS_VERSION) ok ($(HADOOP_AWS_HOME)/classpath.txt)"
 
 uv:
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || { \

@@ -63,7 +63,8 @@ def services(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[dict[str, tuple
     participant = ParticipantServer(
         ParticipantSettings.model_validate(
             {"server": server, "coordinator": {"target": f"127.0.0.1:{coordinator.port}"},
-             "sinks": [{"name": "db", "kind": "sqlite", "options": {"path": str(tmp_path / "p.db")}}]}
+             "sinks": [{"name": "db", "kind": "sqlite", "options": {"path": str(tmp_path / "p.db")}}],
+             "staging": {"roots": [str(tmp_path / "staging")]}}
         )
     )  # fmt: skip
     participant.start()

@@ -119,6 +119,10 @@ class SinkSystem:
     broker: EmbeddedBroker
     work_dir: Path
     postgres_dsn: str
+    #: The staging root (default: ``work_dir/staging``), e.g. ``s3://bucket/prefix`` with the store's
+    #: AWS variables in ``env``, which every process gets.
+    staging_uri: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
     coordinator: CoordinatorProcess = field(init=False)
     participant: subprocess.Popen[bytes] | None = field(init=False, default=None)
     participant_port: int = field(init=False, default=0)
@@ -126,17 +130,19 @@ class SinkSystem:
     def __post_init__(self) -> None:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.staging_root = self.work_dir / "staging"
+        self.staging_uri = self.staging_uri or str(self.staging_root)
         self.sqlite_path = self.work_dir / "results.db"
         self.coordinator = CoordinatorProcess(
             self.work_dir / "coordinator",
             {
                 "kafka": {"bootstrap_servers": self.broker.bootstrap_servers},
-                "staging_root": str(self.staging_root),
+                "staging_root": self.staging_uri,
                 "prepare_timeout_ms": 30_000,
                 "commit_wait_ms": 30_000,
                 "commit_retry": {"initial_backoff_ms": 50, "max_backoff_ms": 1000},
                 "log": {"level": "INFO"},
             },
+            env=self.env,
         )
 
     @property
@@ -157,7 +163,10 @@ class SinkSystem:
             to_toml(
                 {
                     "server": {"host": "127.0.0.1", "port": self.participant_port},
-                    "staging": {"roots": [str(self.staging_root)]},
+                    "staging": {
+                        "roots": [self.staging_uri],
+                        "allowed_schemes": ["s3" if self.staging_uri.startswith("s3://") else "file"],
+                    },
                     "coordinator": {
                         "target": self.coordinator.target,
                         "initial_backoff_s": 0.1,
@@ -185,7 +194,7 @@ class SinkSystem:
                 [sys.executable, "-m", "onceflow.sinks", "--config", str(config), "--ready-file", str(ready)],
                 stdout=log,
                 stderr=log,
-                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
             )
         deadline = time.monotonic() + 90
         while not ready.exists():

@@ -46,4 +46,5 @@ def test_the_fixture_plugins_are_this_packages() -> None:
     assert plugins == {
         "onceflow_broker": "onceflow.testing.broker.fixtures",
         "onceflow_postgres": "onceflow.testing.sinks.postgres",
+        "onceflow_s3": "onceflow.testing.s3.fixtures",
     }

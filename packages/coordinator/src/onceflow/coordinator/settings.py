@@ -20,6 +20,7 @@ from onceflow.core.settings import (
     Settings,
     TlsSettings,
 )
+from onceflow.core.staging import StagingStoreSettings
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC
 
 DEFAULT_PORT = 7100
@@ -93,7 +94,10 @@ class CoordinatorSettings(Settings):
     transaction_log: TransactionLogSettings = TransactionLogSettings()
     standby: StandbySettings = StandbySettings()
     #: Root of the staged files (``<root>/<job>/<batch>/``), deleted after END. Empty: no GC.
+    #: A local directory or ``s3://bucket/prefix``; probed at start (write, read, delete).
     staging_root: str = ""
+    #: How to reach the store of an ``s3://`` staging root (``[staging.s3]``; else the AWS variables).
+    staging: StagingStoreSettings = StagingStoreSettings()
     prepare_timeout_ms: int = Field(default=10_000, gt=0)
     #: How long CommitTransaction waits for the commit acks before answering COMMITTING.
     commit_wait_ms: int = Field(default=30_000, ge=0)

@@ -6,41 +6,53 @@ Two checks, both made *before* anything is opened:
   resolved) lies inside the real path of one of the allowed directories. The file connector of
   the Connect runtime uses it for ``allowed_paths``.
 - :class:`StagingConfinement`: a staged-file URI is allowed only if its scheme is one of the
-  allowed schemes and it lies inside one of the staging roots: for ``file`` (or a plain path) by
-  real path as above; for any other scheme (``s3``, ``hdfs``...) by prefix of a root of the same
-  scheme, after refusing ``..`` segments. URIs with a query or a fragment, and ``file`` URIs naming
-  another host, are refused. The participant server uses it on every Prepare and Commit.
+  allowed schemes and the location it names lies inside one of the staging roots. The URI is parsed
+  by :func:`onceflow.core.staging.location.parse_staging_uri`, the parser the reader opens it with,
+  so the check is made on exactly what is opened: local files by real path (symlinks resolved),
+  ``s3://`` objects by bucket and key prefix. The participant server uses it on every Prepare and
+  Commit.
 
 A refusal is a :class:`PathNotAllowed` that names the path (cut to :data:`MAX_SHOWN_CHARS`) and
-the allowed roots; it never reads the file, so it cannot reveal its contents or checksum.
+the allowed roots; it never reads the file, so it cannot reveal its contents or checksum. A string
+that is no URI at all (a chained URL, a NUL character) is an
+:class:`~onceflow.core.staging.location.InvalidStagingUri` instead: a malformed request.
 """
 
 from __future__ import annotations
 
 import os
-import posixpath
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from onceflow.core.errors import InvalidConfig, OnceflowError
+from onceflow.core.staging.location import (
+    FILE_SCHEME,
+    MAX_SHOWN_CHARS,
+    SCHEMES,
+    InvalidStagingUri,
+    StagingLocation,
+    parse_staging_uri,
+    shown,
+)
 
-#: The scheme of local files; a URI without a scheme is a local path.
-FILE_SCHEME: Final = "file"
-#: How much of a refused path an error message shows.
-MAX_SHOWN_CHARS: Final = 200
+__all__ = [
+    "FILE_SCHEME",
+    "MAX_SHOWN_CHARS",
+    "InvalidStagingUri",
+    "PathNotAllowed",
+    "StagingConfinement",
+    "confine_path",
+]
 
 
 class PathNotAllowed(OnceflowError):  # noqa: N818 - reads as a verdict
     """A path or URI from a request or a connector config lies outside what this service may open."""
 
     def __init__(self, path: str, reason: str) -> None:
-        shown = path if len(path) <= MAX_SHOWN_CHARS else path[:MAX_SHOWN_CHARS] + "..."
         self.path = path
         self.reason = reason
-        super().__init__(f"{shown!r} is not allowed: {reason}")
+        super().__init__(f"{shown(path)!r} is not allowed: {reason}")
 
 
 def _is_within(path: Path, root: Path) -> bool:
@@ -71,72 +83,74 @@ def confine_path(path: str | os.PathLike[str], allowed: Iterable[str | os.PathLi
     raise PathNotAllowed(raw, f"it resolves outside the allowed directories ({listed})")
 
 
-def _has_dot_dot(path: str) -> bool:
-    return any(segment == ".." for candidate in (path, unquote(path)) for segment in candidate.split("/"))
-
-
-@dataclass(frozen=True)
-class _Root:
-    scheme: str
-    location: str  # the real path of a local root; ``scheme://rest`` without a trailing slash otherwise
-
-
 class StagingConfinement:
     """Staged-file URIs allowed under ``roots`` with a scheme of ``schemes`` (see the module docstring).
 
-    A root is a local directory (a path or a ``file://`` URI) or a URI of another scheme
-    (``s3://bucket/staging``); its scheme must be allowed. Bad settings raise :class:`InvalidConfig`
-    naming ``setting``.
+    A root is a local directory (a path or a ``file://`` URI) or ``s3://bucket/prefix``; its scheme
+    must be allowed, and only the schemes of :data:`~onceflow.core.staging.location.SCHEMES` are
+    (``s3a`` is ``s3``: allowing one allows both). Bad settings raise :class:`InvalidConfig` naming ``setting``.
     """
 
     def __init__(self, roots: Iterable[str], schemes: Iterable[str], *, setting: str = "staging") -> None:
         self.schemes = frozenset(scheme.lower() for scheme in schemes)
-        self._roots: list[_Root] = []
+        unknown = sorted(self.schemes - SCHEMES.keys())
+        if unknown:
+            raise InvalidConfig(
+                f"{setting}.allowed_schemes", f"staging supports {', '.join(sorted(SCHEMES))}, not {', '.join(unknown)}"
+            )
+        self._stores = {SCHEMES[scheme] for scheme in self.schemes}
+        self._roots: list[StagingLocation] = []
         for root in roots:
-            parts = urlsplit(root)
-            scheme = (parts.scheme or FILE_SCHEME).lower()
-            if scheme not in self.schemes:
+            scheme = (urlsplit(root).scheme or FILE_SCHEME).lower()
+            if SCHEMES.get(scheme) not in self._stores:
                 raise InvalidConfig(
                     f"{setting}.roots", f"root {root!r} has scheme {scheme!r}, which {setting}.allowed_schemes lacks"
                 )
-            if scheme == FILE_SCHEME:
-                self._roots.append(_Root(scheme, str(_real(parts.path if parts.scheme else root))))
-            else:
-                if _has_dot_dot(parts.path):
-                    raise InvalidConfig(f"{setting}.roots", f"root {root!r} must not contain '..'")
-                self._roots.append(_Root(scheme, f"{scheme}://{parts.netloc}{posixpath.normpath(parts.path or '/')}"))
+            try:
+                location = parse_staging_uri(root)
+            except InvalidStagingUri as exc:
+                raise InvalidConfig(f"{setting}.roots", str(exc)) from None
+            if location.store == FILE_SCHEME:
+                location = StagingLocation(FILE_SCHEME, str(_real(location.path)))
+            self._roots.append(location)
         if not self._roots:
             raise InvalidConfig(f"{setting}.roots", "at least one staging root is needed")
 
     @property
     def roots(self) -> list[str]:
-        """The normalized roots (local ones as real paths)."""
-        return [root.location for root in self._roots]
+        """The normalized roots (local ones as real paths, others as URIs)."""
+        return [root.path if root.store == FILE_SCHEME else root.uri for root in self._roots]
 
     def check(self, uri: str) -> str:
-        """Return ``uri`` if it may be opened; raise :class:`PathNotAllowed` otherwise. Nothing is opened."""
-        if "\x00" in uri:
-            raise PathNotAllowed(uri, "it contains a NUL character")
-        parts = urlsplit(uri)
-        scheme = (parts.scheme or FILE_SCHEME).lower()
-        if scheme not in self.schemes:
+        """Return ``uri`` if it may be opened; raise :class:`PathNotAllowed` otherwise. Nothing is opened.
+
+        Steps:
+            1. A chained URL or a NUL character is no staging URI: :class:`InvalidStagingUri`.
+            2. The scheme must be allowed.
+            3. Parse ``uri`` with the staging parser (what the reader opens); a form it refuses
+               (a query, another host, ``..``) is not allowed.
+            4. The location (a local one by real path) must lie inside a root.
+        """
+        # Step 1
+        if "\x00" in uri or "::" in uri:
+            parse_staging_uri(uri)  # raises InvalidStagingUri naming the problem
+        # Step 2
+        scheme = (urlsplit(uri).scheme or FILE_SCHEME).lower()
+        if SCHEMES.get(scheme) not in self._stores:
             allowed = ", ".join(sorted(self.schemes))
             raise PathNotAllowed(uri, f"scheme {scheme!r} is not an allowed staging scheme ({allowed})")
-        if parts.query or parts.fragment or "?" in uri or "#" in uri:
-            raise PathNotAllowed(uri, "a staged-file URI has no query or fragment")
-        path = parts.path if parts.scheme else uri
-        if _has_dot_dot(path):
-            raise PathNotAllowed(uri, "it contains a '..' segment")
+        # Step 3
+        try:
+            location = parse_staging_uri(uri)
+        except InvalidStagingUri as exc:
+            raise PathNotAllowed(uri, exc.reason) from None
+        # Step 4
         listed = ", ".join(self.roots)
-        if scheme == FILE_SCHEME:
-            if parts.scheme and parts.netloc not in ("", "localhost"):
-                raise PathNotAllowed(uri, f"a file URI names host {parts.netloc!r}; only local files are read")
-            real = _real(path)
-            if any(root.scheme == FILE_SCHEME and _is_within(real, Path(root.location)) for root in self._roots):
+        if location.store == FILE_SCHEME:
+            location = StagingLocation(FILE_SCHEME, str(_real(location.path)))
+            if any(location.within(root) for root in self._roots):
                 return uri
             raise PathNotAllowed(uri, f"it resolves outside the staging roots ({listed})")
-        normalized = f"{scheme}://{parts.netloc}{posixpath.normpath(path or '/')}"
-        for root in self._roots:
-            if root.scheme == scheme and normalized.startswith(root.location.rstrip("/") + "/"):
-                return uri
+        if any(location.within(root) and location != root for root in self._roots):
+            return uri
         raise PathNotAllowed(uri, f"it lies outside the staging roots ({listed})")

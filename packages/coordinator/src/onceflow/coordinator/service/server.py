@@ -24,7 +24,7 @@ from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import MetricsEndpoint, serve_metrics
 from onceflow.core.service import EXIT_CONFIG, EXIT_START_FAILED, ExitStatus, Service
-from onceflow.core.staging import delete_batch
+from onceflow.core.staging import StagingStore, SymlinkRefused, delete_batch, install_store, probe_staging_root
 from onceflow.proto.v1 import coordinator_pb2_grpc
 
 #: Exit codes of ``onceflow coordinator``.
@@ -50,11 +50,19 @@ def transaction_log_for(settings: CoordinatorSettings) -> TransactionLog:
     )
 
 
-def staging_collector_for(settings: CoordinatorSettings) -> StagingCollector | None:
+def staging_collector_for(settings: CoordinatorSettings, store: StagingStore) -> StagingCollector | None:
+    """Deletes a decided batch's staged files (never through a symlink: that is logged and left alone)."""
     root = settings.staging_root
     if not root:
         return None
-    return lambda job, batch: delete_batch(root, job, batch)
+
+    def collect(job: str, batch: int) -> None:
+        try:
+            delete_batch(root, job, batch, store=store)
+        except SymlinkRefused as exc:
+            _log.warning("staging.gc_refused", job=job, batch=batch, txn=f"{job}:{batch}", reason=str(exc))
+
+    return collect
 
 
 class CoordinatorServer(Service):
@@ -81,12 +89,13 @@ class CoordinatorServer(Service):
         self.settings = settings
         self.metrics = CoordinatorMetrics()
         self._log = log or transaction_log_for(settings)
+        self.store = StagingStore(settings.staging.s3)
         self.engine = TwoPhaseCommitEngine(
             self._log,
             connector or GrpcParticipantConnector(settings.participant_tls),
             settings.engine_config(),
             metrics=self.metrics,
-            staging_collector=staging_collector_for(settings),
+            staging_collector=staging_collector_for(settings, self.store),
             faults=faults,
         )
         self.health = health.HealthServicer()
@@ -109,20 +118,27 @@ class CoordinatorServer(Service):
         """Start serving.
 
         Steps:
-            1. Open the transaction log (this fences any earlier coordinator instance), replay it
+            1. Probe the staging root, when there is one (write, read and delete a probe object;
+               :class:`~onceflow.core.staging.StagingRootUnusable` otherwise); a standby too, since
+               it collects staged files once it leads.
+            2. Open the transaction log (this fences any earlier coordinator instance), replay it
                and recover in-doubt transactions (see :func:`~onceflow.coordinator.engine.recovery.recover`).
                A standby only checks that the log topic exists and is safe, fencing nobody.
-            2. Build the gRPC server: TLS per ``server.tls``, health and reflection, then the
+            3. Build the gRPC server: TLS per ``server.tls``, health and reflection, then the
                TransactionCoordinator servicer; start it.
-            3. Expose ``/metrics`` when ``metrics.port`` is set.
-            4. A standby joins the election: it takes over (Step 1) once it leads.
+            4. Expose ``/metrics`` when ``metrics.port`` is set.
+            5. A standby joins the election: it takes over (Step 2) once it leads.
         """
         # Step 1
+        if self.settings.staging_root:
+            install_store(self.store)
+            probe_staging_root(self.settings.staging_root, self.store, service=self.name)
+        # Step 2
         if self._standby is None:
             self._recovery = self.engine.start()
         elif isinstance(self._log, KafkaTransactionLog):
             self._log.check_topic()
-        # Step 2
+        # Step 3
         server, self.port = build_server(
             self.settings.server,
             service_names=[SERVICE_NAME],
@@ -136,12 +152,12 @@ class CoordinatorServer(Service):
         )
         server.start()
         self._server = server
-        # Step 3
+        # Step 4
         if self.settings.metrics.port:
             self._metrics_endpoint = serve_metrics(
                 self.metrics.service, self.settings.metrics.host, self.settings.metrics.port
             )
-        # Step 4
+        # Step 5
         if self._standby is not None:
             self._standby.start(self.advertised_target)
         _log.info(

@@ -28,13 +28,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from decimal import Decimal
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import pyarrow as pa
 
 from onceflow.core.contract.bindings import InvalidBinding, SinkBinding, SinkMode
 from onceflow.core.request_limits import MAX_PARTICIPANTS
-from onceflow.core.staging.files import StagedFile
+
+if TYPE_CHECKING:  # staging imports the contract: a runtime import would be circular
+    from onceflow.core.staging.files import StagedFile
 
 #: Separates a sink's name from a shard's index in commit records and participant names.
 SHARD_SEPARATOR: Final = "#"

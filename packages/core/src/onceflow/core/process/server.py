@@ -28,6 +28,7 @@ class ServerProcess(ServiceProcess):
         settings: Mapping[str, Any] | None = None,
         *,
         env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
         startup_timeout: float = 60.0,
         stop_timeout: float = 10.0,
     ) -> None:
@@ -35,7 +36,12 @@ class ServerProcess(ServiceProcess):
         server = {"host": "127.0.0.1", "port": 0, **self.settings.get("server", {})}
         self.settings["server"] = server
         super().__init__(
-            work_dir, port=int(server["port"]), env=env, startup_timeout=startup_timeout, stop_timeout=stop_timeout
+            work_dir,
+            port=int(server["port"]),
+            env=env,
+            cwd=cwd,
+            startup_timeout=startup_timeout,
+            stop_timeout=stop_timeout,
         )
 
     @property

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -134,12 +135,18 @@ def _source_for(loc: tuple[str, ...], source_of: Mapping[tuple[str, ...], str]) 
     return None
 
 
+#: Settings whose value an error never shows (credentials: ``secret_access_key``, ``token_file``...).
+_SECRET_NAMES = re.compile(r"secret|token|password|access_key", re.IGNORECASE)
+
+
 def _reason(error: Mapping[str, Any]) -> str:
     message = str(error["msg"])
     if error["type"] == "extra_forbidden":
         return "unknown setting (check the spelling)"
     if error["type"] == "missing":
         return "is required"
+    if any(_SECRET_NAMES.search(str(part)) for part in error.get("loc", ())):
+        return message
     if "input" in error and not isinstance(error["input"], Mapping):
         return f"{message} (got {error['input']!r})"
     return message

@@ -2,9 +2,10 @@
 
 Spark tasks write them with :class:`StagingWriter`, sink participants read them back with
 :func:`read_staged` (verifying existence, checksum and row count), and the coordinator deletes a
-batch's files with :func:`delete_batch` once the transaction has ended. Any fsspec filesystem
-works: local paths and ``file://`` URIs out of the box, ``s3://``, ``hdfs://``, ... when the
-matching fsspec backend is installed.
+batch's files with :func:`delete_batch` once the transaction has ended. A staging root is a local
+directory or ``s3://bucket/prefix`` on any S3 API store: :func:`parse_staging_uri` is the one parser
+of staging URIs and :class:`StagingStore` the one way to storage (pyarrow's filesystems).
+Services check their root at start with :func:`probe_staging_root`.
 """
 
 from onceflow.core.staging.exceptions import (
@@ -14,24 +15,40 @@ from onceflow.core.staging.exceptions import (
     StagedFileTruncated,
     StagingError,
 )
-from onceflow.core.staging.files import StagedFile, batch_uri
+from onceflow.core.staging.files import StagedFile, batch_location, batch_uri
 from onceflow.core.staging.gc import delete_batch
 from onceflow.core.staging.listing import describe_staged, list_staged, read_manifest
+from onceflow.core.staging.location import InvalidStagingUri, StagingLocation, parse_staging_uri
+from onceflow.core.staging.probe import StagingRootUnusable, probe_staging_root
 from onceflow.core.staging.reader import read_staged
+from onceflow.core.staging.settings import S3Settings, StagingStoreSettings
+from onceflow.core.staging.store import StagingStore, SymlinkRefused, default_store, install_store
 from onceflow.core.staging.writer import StagingWriter
 
 __all__ = [
+    "InvalidStagingUri",
+    "S3Settings",
     "StagedFile",
     "StagedFileChecksumMismatch",
     "StagedFileCorrupt",
     "StagedFileMissing",
     "StagedFileTruncated",
     "StagingError",
+    "StagingLocation",
+    "StagingRootUnusable",
+    "StagingStore",
+    "StagingStoreSettings",
     "StagingWriter",
+    "SymlinkRefused",
+    "batch_location",
     "batch_uri",
+    "default_store",
     "delete_batch",
     "describe_staged",
+    "install_store",
     "list_staged",
+    "parse_staging_uri",
+    "probe_staging_root",
     "read_manifest",
     "read_staged",
 ]

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-from fsspec.utils import infer_storage_options  # type: ignore[import-untyped]
-
 from onceflow.core.contract.bindings import DEFAULT_OUTPUT
+from onceflow.core.staging.location import StagingLocation, parse_staging_uri
 
 
 @dataclass(frozen=True)
@@ -25,16 +23,19 @@ class StagedFile:
 
 
 def root_uri(staging_root: str) -> str:
-    """``staging_root`` as a URI: local paths become absolute ``file://`` URIs, others pass through."""
-    if infer_storage_options(staging_root)["protocol"] == "file" and not staging_root.startswith("file://"):
-        return "file://" + os.path.abspath(staging_root)
-    return staging_root.rstrip("/")
+    """``staging_root`` as a canonical URI: local paths become absolute ``file://`` URIs."""
+    return parse_staging_uri(staging_root).uri
 
 
-def batch_uri(staging_root: str, job: str, batch: int) -> str:
-    """The directory holding every staged file of ``job``'s micro-batch ``batch``: ``<root>/<job>/<batch>``."""
+def batch_location(staging_root: str, job: str, batch: int) -> StagingLocation:
+    """Where every staged file of ``job``'s micro-batch ``batch`` lives: ``<root>/<job>/<batch>``."""
     if not job or "/" in job or job in (".", ".."):
         raise ValueError(f"job name {job!r} cannot be a staging directory name")
     if batch < 0:
         raise ValueError(f"batch must be >= 0, got {batch}")
-    return f"{root_uri(staging_root)}/{job}/{batch}"
+    return parse_staging_uri(staging_root).child(job, str(batch))
+
+
+def batch_uri(staging_root: str, job: str, batch: int) -> str:
+    """The URI of :func:`batch_location`."""
+    return batch_location(staging_root, job, batch).uri

@@ -2,25 +2,17 @@
 
 from __future__ import annotations
 
-from fsspec.core import url_to_fs  # type: ignore[import-untyped]
+from onceflow.core.staging.files import batch_location
+from onceflow.core.staging.location import parse_staging_uri
+from onceflow.core.staging.store import StagingStore, default_store
 
-from onceflow.core.staging.exceptions import StagingError
-from onceflow.core.staging.files import batch_uri
 
+def delete_batch(staging_root: str, job: str, batch: int, *, store: StagingStore | None = None) -> bool:
+    """Delete ``<staging_root>/<job>/<batch>/`` and everything in it, never through a symlink.
 
-def delete_batch(staging_root: str, job: str, batch: int) -> bool:
-    """Delete ``<staging_root>/<job>/<batch>/`` and everything in it.
-
-    Idempotent: returns False when the directory was already gone, True when it deleted it.
+    Idempotent: returns False when the directory was already gone, True when it deleted it. A
+    symlink where the job's or the batch's directory should be is a
+    :class:`~onceflow.core.staging.store.SymlinkRefused`, and nothing is deleted.
     """
-    uri = batch_uri(staging_root, job, batch)
-    fs, path = url_to_fs(uri)
-    try:
-        if not fs.exists(path):
-            return False
-        fs.rm(path, recursive=True)
-    except FileNotFoundError:
-        return False
-    except OSError as exc:
-        raise StagingError(uri, f"cannot delete staged batch {uri}: {exc}") from exc
-    return True
+    store = store or default_store()
+    return store.delete_tree(batch_location(staging_root, job, batch), parse_staging_uri(staging_root))

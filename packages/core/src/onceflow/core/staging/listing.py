@@ -7,41 +7,34 @@ import hashlib
 import json
 
 import pyarrow as pa
-from fsspec.core import url_to_fs  # type: ignore[import-untyped]
 
 from onceflow.core.staging.exceptions import StagedFileCorrupt, StagedFileMissing, StagingError
-from onceflow.core.staging.files import StagedFile, batch_uri
+from onceflow.core.staging.files import StagedFile, batch_location
+from onceflow.core.staging.location import InvalidStagingUri, parse_staging_uri
+from onceflow.core.staging.store import StagingStore, default_store
 from onceflow.core.staging.writer import MANIFEST_SUFFIX, SUFFIX
 
 
-def list_staged(staging_root: str, job: str, batch: int, *, prefix: str = "") -> list[tuple[str, str]]:
+def list_staged(
+    staging_root: str, job: str, batch: int, *, prefix: str = "", store: StagingStore | None = None
+) -> list[tuple[str, str]]:
     """``(name, uri)`` of every complete staged file of ``<job>:<batch>`` whose name starts with ``prefix``,
     sorted by name. Temporary files of writes in progress are hidden (they start with ``.``)."""
-    directory = batch_uri(staging_root, job, batch)
-    fs, path = url_to_fs(directory)
-    try:
-        entries = fs.ls(path, detail=False)
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise StagingError(directory, f"cannot list staged batch {directory}: {exc}") from exc
+    directory = batch_location(staging_root, job, batch)
     found = []
-    for entry in entries:
-        name = str(entry).rstrip("/").rsplit("/", 1)[-1]
+    for name in (store or default_store()).list_names(directory):
         if name.startswith(prefix) and name.endswith(SUFFIX) and not name.startswith("."):
-            found.append((name.removesuffix(SUFFIX), f"{directory}/{name}"))
+            found.append((name.removesuffix(SUFFIX), directory.child(name).uri))
     return sorted(found)
 
 
-def describe_staged(uri: str, output: str) -> StagedFile:
+def describe_staged(uri: str, output: str, *, store: StagingStore | None = None) -> StagedFile:
     """The :class:`StagedFile` of an existing staged file: its row count (from the Arrow footer) and sha256."""
     try:
-        fs, path = url_to_fs(uri)
-        data = fs.cat_file(path)
-    except FileNotFoundError:
-        raise StagedFileMissing(uri) from None
-    except OSError as exc:
-        raise StagingError(uri, f"cannot read staged file {uri}: {exc}") from exc
+        location = parse_staging_uri(uri)
+    except InvalidStagingUri as exc:
+        raise StagingError(uri, f"cannot read staged file: {exc}") from None
+    data = (store or default_store()).read(location)
     try:
         reader = pa.ipc.open_file(pa.py_buffer(data))
         count = sum(reader.get_batch(i).num_rows for i in range(reader.num_record_batches))
@@ -50,18 +43,17 @@ def describe_staged(uri: str, output: str) -> StagedFile:
     return StagedFile(uri=uri, count=count, sha256=hashlib.sha256(data).hexdigest(), output=output)
 
 
-def read_manifest(staging_root: str, job: str, batch: int, name: str) -> list[StagedFile] | None:
+def read_manifest(
+    staging_root: str, job: str, batch: int, name: str, *, store: StagingStore | None = None
+) -> list[StagedFile] | None:
     """The files listed in manifest ``name`` of ``<job>:<batch>`` (see ``StagingWriter.write_manifest``),
     or None when there is no such manifest."""
-    uri = f"{batch_uri(staging_root, job, batch)}/{name}{MANIFEST_SUFFIX}"
+    location = batch_location(staging_root, job, batch).child(f"{name}{MANIFEST_SUFFIX}")
     try:
-        fs, path = url_to_fs(uri)
-        data = fs.cat_file(path)
-    except FileNotFoundError:
+        data = (store or default_store()).read(location)
+    except StagedFileMissing:
         return None
-    except OSError as exc:
-        raise StagingError(uri, f"cannot read manifest {uri}: {exc}") from exc
     try:
         return [StagedFile(**entry) for entry in json.loads(data)["files"]]
     except (ValueError, KeyError, TypeError) as exc:
-        raise StagedFileCorrupt(uri, f"manifest {uri} is not a list of staged files: {exc}") from exc
+        raise StagedFileCorrupt(location.uri, f"manifest {location.uri} is not a list of staged files: {exc}") from exc

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 
 import pyarrow as pa
-from fsspec.core import url_to_fs  # type: ignore[import-untyped]
 
 from onceflow.core.staging.exceptions import (
     StagedFileChecksumMismatch,
@@ -15,13 +14,16 @@ from onceflow.core.staging.exceptions import (
     StagingError,
 )
 from onceflow.core.staging.files import StagedFile
+from onceflow.core.staging.location import InvalidStagingUri, parse_staging_uri
+from onceflow.core.staging.store import StagingStore, default_store
 
 
-def read_staged(file: StagedFile) -> pa.Table:
+def read_staged(file: StagedFile, *, store: StagingStore | None = None) -> pa.Table:
     """Every row of ``file``, in file order, with the schema the file carries.
 
     Steps:
-        1. Read the bytes; a file that does not exist raises :class:`StagedFileMissing`.
+        1. Parse the URI with the one staging parser (what the participant's confinement check
+           parsed) and read the bytes; a file that does not exist raises :class:`StagedFileMissing`.
         2. Check the SHA-256 against ``file.sha256`` (:class:`StagedFileChecksumMismatch`).
         3. Open the Arrow IPC file (:class:`StagedFileCorrupt`) and check the row count against
            ``file.count`` (:class:`StagedFileTruncated` when rows are missing).
@@ -30,12 +32,13 @@ def read_staged(file: StagedFile) -> pa.Table:
     """
     # Step 1
     try:
-        fs, path = url_to_fs(file.uri)
-        data = fs.cat_file(path)
-    except FileNotFoundError:
+        location = parse_staging_uri(file.uri)
+    except InvalidStagingUri as exc:
+        raise StagingError(file.uri, f"cannot read staged file: {exc}") from None
+    try:
+        data = (store or default_store()).read(location)
+    except StagedFileMissing:
         raise StagedFileMissing(file.uri) from None
-    except (OSError, ValueError) as exc:
-        raise StagingError(file.uri, f"cannot read staged file {file.uri}: {exc}") from exc
     # Step 2
     actual = hashlib.sha256(data).hexdigest()
     if actual != file.sha256.lower():

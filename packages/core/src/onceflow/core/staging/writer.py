@@ -4,20 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import io
 import json
-import os
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
-from fsspec.core import url_to_fs  # type: ignore[import-untyped]
-from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
 
 from onceflow.core.contract.bindings import DEFAULT_OUTPUT
 from onceflow.core.staging.exceptions import StagingError
-from onceflow.core.staging.files import StagedFile, batch_uri
+from onceflow.core.staging.files import StagedFile, batch_location
+from onceflow.core.staging.store import StagingStore, default_store
 
 #: Staged files are Arrow IPC files ("Feather v2"): the writer schema is in the file, record batches
 #: are written as Spark hands them over (no per-row work), and readers map them without decoding.
@@ -30,15 +26,18 @@ MANIFEST_SUFFIX = ".files.json"
 class StagingWriter:
     """Writes the staged files of one micro-batch of one job under ``<staging_root>/<job>/<batch>/``.
 
-    Each write publishes a complete file or nothing: readers never see a partial file under its
-    final name. On a local filesystem the file and its directory are fsynced, so a reported file
-    survives a crash of the machine, not only of the process.
+    Each write publishes a complete file or nothing (:meth:`StagingStore.publish`): readers never see
+    a partial file under its final name. On a local filesystem the file and its directory are fsynced,
+    so a reported file survives a crash of the machine, not only of the process; on S3 an object is
+    durable once its upload completed.
     """
 
-    def __init__(self, staging_root: str, job: str, batch: int) -> None:
-        self.directory = batch_uri(staging_root, job, batch)
+    def __init__(self, staging_root: str, job: str, batch: int, *, store: StagingStore | None = None) -> None:
+        self.location = batch_location(staging_root, job, batch)
+        self.directory = self.location.uri
         self.job = job
         self.batch = batch
+        self.store = store or default_store()
 
     def write_batches(
         self, name: str, schema: pa.Schema, batches: Iterable[pa.RecordBatch], *, output: str = DEFAULT_OUTPUT
@@ -47,8 +46,8 @@ class StagingWriter:
 
         Steps:
             1. Encode the batches as an Arrow IPC file in memory (the schema first) and hash the bytes.
-            2. Write the bytes to a temporary name in the batch directory and make them durable.
-            3. Rename the temporary file to ``<name>.arrow`` (replacing an earlier attempt's file).
+            2. Publish the bytes as ``<name>.arrow``, completely or not at all, replacing an earlier
+               attempt's file (:meth:`StagingStore.publish`).
         """
         if not name or "/" in name or name.startswith("."):
             raise ValueError(f"staged file name {name!r} must be a plain, non-hidden file name")
@@ -66,7 +65,7 @@ class StagingWriter:
             raise StagingError(uri, f"cannot encode rows for staged file {uri}: {exc}") from exc
         data = sink.getvalue().to_pybytes()
         digest = hashlib.sha256(data).hexdigest()
-        # Steps 2 and 3
+        # Step 2
         self._publish(f"{name}{SUFFIX}", data)
         return StagedFile(uri=uri, count=count, sha256=digest, output=output)
 
@@ -80,29 +79,10 @@ class StagingWriter:
         return self._publish(f"{name}{MANIFEST_SUFFIX}", json.dumps(document, sort_keys=True).encode())
 
     def _publish(self, filename: str, data: bytes) -> str:
-        """Write ``data`` to ``filename`` in the batch directory, completely or not at all; return its URI.
-
-        Steps:
-            1. Write the bytes to a hidden temporary name in the batch directory and make them durable.
-            2. Rename the temporary file to ``filename`` (replacing an earlier attempt's file).
-        """
-        uri = f"{self.directory}/{filename}"
-        fs, directory = url_to_fs(self.directory)
-        final_path = f"{directory}/{filename}"
-        tmp_path = f"{directory}/.{filename}.{uuid.uuid4().hex}.tmp"
-        try:
-            # Step 1
-            fs.makedirs(directory, exist_ok=True)
-            with fs.open(tmp_path, "wb") as out:
-                out.write(data)
-                _fsync(out)
-            # Step 2
-            fs.mv(tmp_path, final_path)
-            if isinstance(fs, LocalFileSystem):
-                _fsync_directory(directory)
-        except OSError as exc:
-            raise StagingError(uri, f"cannot write staged file {uri}: {exc}") from exc
-        return uri
+        """Write ``data`` to ``filename`` in the batch directory, completely or not at all; return its URI."""
+        location = self.location.child(filename)
+        self.store.publish(location, data)
+        return location.uri
 
     def write(
         self,
@@ -126,24 +106,3 @@ class StagingWriter:
             uri = f"{self.directory}/{name}{SUFFIX}"
             raise StagingError(uri, f"cannot encode rows for staged file {uri}: {exc}") from exc
         return self.write_batches(name, schema, table.to_batches(), output=output)
-
-
-def _fsync(out: Any) -> None:
-    """Flush and fsync a local file; remote filesystems make an object durable when it is closed."""
-    fileno = getattr(out, "fileno", None)
-    if fileno is None:
-        return
-    try:
-        descriptor = fileno()
-    except (OSError, io.UnsupportedOperation):
-        return
-    out.flush()
-    os.fsync(descriptor)
-
-
-def _fsync_directory(path: str) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

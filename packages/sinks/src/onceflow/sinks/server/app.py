@@ -18,6 +18,7 @@ from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import MetricsEndpoint, serve_metrics
 from onceflow.core.service import Service
+from onceflow.core.staging import StagingStore, install_store, probe_staging_root
 from onceflow.proto.v1 import participant_pb2_grpc
 from onceflow.sinks.base import Outcome, SinkParticipant
 from onceflow.sinks.server.factory import open_sink
@@ -67,7 +68,9 @@ class ParticipantServer(Service):
         """Open, recover and serve (:attr:`port` is the bound port).
 
         Steps:
-            1. Check the staging roots and schemes (``staging``), then open every configured sink.
+            1. Check the staging roots and schemes (``staging``), install the staging store
+               (``staging.s3``) and probe every root (:func:`probe_staging_root`: write, read and
+               delete; a failure is :class:`StagingRootUnusable`), then open every configured sink.
             2. Build the gRPC server (TLS/mTLS, health, reflection), add the servicer and start it,
                answering only the read-only RPCs (health NOT_SERVING).
             3. Recover: resolve each sink's prepared transactions with the coordinator's decision,
@@ -78,6 +81,10 @@ class ParticipantServer(Service):
         # Step 1
         staging = self.settings.staging
         confinement = StagingConfinement(staging.roots, staging.allowed_schemes)
+        store = StagingStore(staging.s3)
+        install_store(store)
+        for root in staging.roots:
+            probe_staging_root(root, store, service=self.name)
         for sink_settings in self.settings.sinks:
             sink = self.sinks[sink_settings.name] = open_sink(sink_settings)
             sink.faults = self._faults

@@ -12,7 +12,7 @@ import grpc
 import psycopg
 from confluent_kafka import KafkaException
 
-from onceflow.core.confinement import PathNotAllowed, StagingConfinement
+from onceflow.core.confinement import InvalidStagingUri, PathNotAllowed, StagingConfinement
 from onceflow.core.contract import Shard, SinkBinding, TransactionId, refuse_internal
 from onceflow.core.contract.proto import (
     binding_from_proto,
@@ -192,12 +192,15 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         return bindings
 
     def _confine(self, files: Sequence[StagedFile]) -> None:
-        """Raise :class:`PathNotAllowed` (naming the file) unless every file may be opened."""
+        """Raise :class:`PathNotAllowed` (naming the file) unless every file may be opened, and
+        :class:`InvalidRequest` for a URI that is no staging URI at all (a chained URL)."""
         for i, file in enumerate(files):
             try:
                 self._confinement.check(file.uri)
             except PathNotAllowed as exc:
                 raise PathNotAllowed(file.uri, f"files[{i}]: {exc.reason}") from None
+            except InvalidStagingUri as exc:
+                raise InvalidRequest(f"files[{i}].uri: {exc}") from None
 
     @translate_errors(STATUS_CODES)
     def PrepareTransaction(  # noqa: N802 - gRPC method name
@@ -215,6 +218,8 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         try:
             sink.check_serves(shard)
             self._confine(files)
+        except InvalidRequest as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except (PathNotAllowed, ShardMismatch) as exc:
             file = isinstance(exc, PathNotAllowed)
             refused = "staged file refused" if file else "wrong shard"

@@ -17,6 +17,7 @@ from onceflow.core.settings import (
     Settings,
     TlsSettings,
 )
+from onceflow.core.staging import StagingStoreSettings
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
 
 #: The staging root of the shipped service configs (services/coordinator, services/spark-worker).
@@ -98,12 +99,14 @@ class KafkaSink(SinkSection):
     options: KafkaOptions
 
 
-class StagingSettings(Section):
+class StagingSettings(StagingStoreSettings):
     """Where staged files may be read from: nothing outside these roots and schemes is ever opened.
 
-    ``roots`` are local directories (paths or ``file://`` URIs) or URIs of another allowed scheme
-    (``s3://bucket/staging``); the default is the shipped default staging root (the coordinator's and
-    the Spark worker's ``staging_root``). Symlinks and ``..`` are resolved before the check.
+    ``roots`` are local directories (paths or ``file://`` URIs) or ``s3://bucket/prefix`` (then
+    ``allowed_schemes`` must list ``s3``); the default is the shipped default staging root (the
+    coordinator's and the Spark worker's ``staging_root``). Symlinks and ``..`` are resolved before
+    the check. ``s3`` says how to reach the S3 API store (``[staging.s3]``, else the standard AWS
+    environment variables). Every root is probed at start (write, read, delete).
     """
 
     roots: list[str] = Field(default_factory=lambda: [DEFAULT_STAGING_ROOT], min_length=1)

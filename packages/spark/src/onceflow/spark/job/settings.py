@@ -12,6 +12,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from onceflow.core import defaults
 from onceflow.core.contract import MAX_SHARDS, ParticipantRef, SinkBinding
 from onceflow.core.settings import KafkaSettings, LoggingSettings, MetricsSettings, Section, Settings, TlsSettings
+from onceflow.core.staging import StagingStoreSettings
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SINK_TOPIC, SOURCE_TOPIC
 
 JobName = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")]
@@ -127,8 +128,13 @@ class SparkJobSettings(Settings):
     #: Micro-batch trigger = checkpoint interval.
     trigger_interval_ms: int = Field(default=defaults.CHECKPOINT_INTERVAL_MS, gt=0)
     output_mode: Literal["append", "update"] = "append"
+    #: Spark's checkpoint: a local directory, or ``s3a://bucket/prefix`` (``s3://`` too) through
+    #: Hadoop's S3A connector, pointed at the ``[staging.s3]`` store (docs/cluster.md).
     checkpoint_location: str = "./var/spark/checkpoints/ipcount"
+    #: Where tasks stage each batch: a local directory or ``s3://bucket/prefix``; probed at start.
     staging_root: str = "./var/spark/staging"
+    #: How to reach the S3 API store (``[staging.s3]``; empty fields: the standard AWS variables).
+    staging: StagingStoreSettings = StagingStoreSettings()
     dead_letter_topic: str = DEAD_LETTER_TOPIC
     coordinator: CoordinatorSettings = CoordinatorSettings()
     participants: list[ParticipantSettings] = Field(default_factory=list)

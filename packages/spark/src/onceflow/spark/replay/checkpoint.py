@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from fsspec.core import url_to_fs  # type: ignore[import-untyped]
-
 from onceflow.core.errors import OnceflowError
+from onceflow.core.staging import StagingError, default_store, parse_staging_uri
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.job.source import initial_offsets_path
 from onceflow.spark.source.batch import BatchBoundary
@@ -47,19 +46,21 @@ class ReadPlan:
 
 
 class CheckpointLog:
-    """The offset and commit logs under ``settings.checkpoint_location``."""
+    """The offset and commit logs under ``settings.checkpoint_location`` (a local directory, or
+    ``s3://``/``s3a://`` read through the staging store)."""
 
     def __init__(self, settings: SparkJobSettings) -> None:
         self.location = settings.checkpoint_location.rstrip("/")
         self.topic = settings.source.topic
         self._initial_path = initial_offsets_path(settings)
-        self._fs, self._root = url_to_fs(self.location)
+        self._store = default_store()
+        self._root = parse_staging_uri(self.location)
 
     def _batches(self, log: str) -> list[int]:
-        directory = f"{self._root}/{log}"
-        if not self._fs.exists(directory):
-            return []
-        names = [str(path).rstrip("/").rsplit("/", 1)[-1] for path in self._fs.ls(directory, detail=False)]
+        try:
+            names = self._store.list_names(self._root.child(log))
+        except StagingError as exc:
+            raise CheckpointUnreadable(self.location, f"cannot list {log}/: {exc}") from None
         return sorted(int(name) for name in names if name.isdigit())
 
     def committed_batches(self) -> list[int]:
@@ -72,13 +73,11 @@ class CheckpointLog:
 
     def boundary(self, batch: int) -> BatchBoundary:
         """Where micro-batch ``batch`` ended and its watermark, from ``offsets/<batch>``."""
-        path = f"{self._root}/offsets/{batch}"
         try:
-            with self._fs.open(path, "rb") as handle:
-                lines = handle.read().decode("utf-8").splitlines()
+            lines = self._store.read(self._root.child("offsets", str(batch))).decode("utf-8").splitlines()
             metadata = json.loads(lines[1])
             end = from_spark(self.topic, json.loads(lines[2]))
-        except (OSError, IndexError, ValueError) as exc:
+        except (StagingError, IndexError, ValueError) as exc:
             raise CheckpointUnreadable(
                 self.location, f"offsets/{batch} is not a Spark offset log entry: {exc}"
             ) from None

@@ -17,6 +17,7 @@ from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner.attempt import start_query
 from onceflow.spark.runner.listener import ProgressListener
 from onceflow.spark.runner.metrics import JobMetrics
+from onceflow.spark.runner.object_store import prepare_staging
 from onceflow.spark.runner.restart import RestartLoop
 from onceflow.spark.runner.session import build_session
 from onceflow.spark.source.topic import wait_for_topic
@@ -56,22 +57,27 @@ class SparkDriverService(Service):
         """Start the driver.
 
         Steps:
-            1. Expose ``/metrics`` when ``metrics.port`` is set.
-            2. Build the Spark session (its JVM) and add the progress listener. PySpark installs a
+            1. Probe the staging root and share its store with the Spark processes
+               (:func:`~onceflow.spark.runner.object_store.prepare_staging`; an unusable root is
+               ``StagingRootUnusable``: exit 2 with one line naming the root and the cause).
+            2. Expose ``/metrics`` when ``metrics.port`` is set.
+            3. Build the Spark session (its JVM) and add the progress listener. PySpark installs a
                SIGINT handler of its own there; the serve loop's is put back.
-            3. Run the restart loop on a thread: wait for the source topic, then start the query
+            4. Run the restart loop on a thread: wait for the source topic, then start the query
                from its checkpoint and restart it after failures.
         """
         settings = self.settings
         # Step 1
+        prepare_staging(settings)
+        # Step 2
         if settings.metrics.port:
             self._endpoint = serve_metrics(self.metrics.metrics, settings.metrics.host, settings.metrics.port)
-        # Step 2
+        # Step 3
         sigint = signal.getsignal(signal.SIGINT)
         spark = self._spark = build_session(settings, self.master)
         signal.signal(signal.SIGINT, sigint)
         spark.streams.addListener(ProgressListener(settings.job, self.metrics))
-        # Step 3
+        # Step 4
         self._thread = threading.Thread(target=self._run, name="restart-loop", daemon=True)
         self._thread.start()
         _log.info("driver.started", job=settings.job, guarantee=settings.guarantee, master=spark.sparkContext.master)

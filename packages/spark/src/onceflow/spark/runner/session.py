@@ -9,6 +9,7 @@ import sys
 from pyspark.sql import SparkSession
 
 from onceflow.spark.job.settings import SparkJobSettings
+from onceflow.spark.runner.object_store import object_store_conf
 from onceflow.spark.sink import DRIVER_PID_ENV, TwoPhaseCommitSink
 from onceflow.spark.source import KafkaSource
 from onceflow.spark.worker_logging import LEVEL_ENV
@@ -47,6 +48,7 @@ def build_session(settings: SparkJobSettings, master: str | None = None) -> Spar
     conf = {
         **LOCAL_DEFAULTS,
         "spark.sql.shuffle.partitions": str(settings.spark.shuffle_partitions),
+        **object_store_conf(settings, master or settings.spark.master, os.environ),
         **settings.spark.conf,
     }
     for key, value in conf.items():

@@ -9,34 +9,29 @@ the first answer is written to a small file and every later call returns that fi
 from __future__ import annotations
 
 import json
-import uuid
 
-from fsspec.core import url_to_fs  # type: ignore[import-untyped]
-
+from onceflow.core.staging import StagedFileMissing, default_store, parse_staging_uri
 from onceflow.spark.source.offsets import PartitionOffsets
 
 
 def load_initial_offsets(path: str) -> PartitionOffsets | None:
-    """The offsets stored at ``path``, or None when none were stored yet."""
-    fs, local = url_to_fs(path)
-    if not fs.exists(local):
+    """The offsets stored at ``path`` (local, or ``s3://``/``s3a://``), or None when none were stored yet."""
+    try:
+        data = default_store().read(parse_staging_uri(path))
+    except StagedFileMissing:
         return None
-    with fs.open(local, "rb") as handle:
-        doc = json.loads(handle.read().decode("utf-8"))
+    doc = json.loads(data.decode("utf-8"))
     return {int(p): int(o) for p, o in doc["offsets"].items()}
 
 
 def store_initial_offsets(path: str, topic: str, offsets: PartitionOffsets) -> PartitionOffsets:
-    """Store ``offsets`` at ``path`` unless another call stored some first; returns the stored ones."""
+    """Store ``offsets`` at ``path`` unless another call stored some first; returns the stored ones.
+
+    The file is published whole (a temporary file renamed, or one S3 upload), never half-written.
+    """
     existing = load_initial_offsets(path)
     if existing is not None:
         return existing
-    fs, local = url_to_fs(path)
-    parent = local.rsplit("/", 1)[0]
-    fs.makedirs(parent, exist_ok=True)
-    tmp = f"{parent}/.initial-offsets.{uuid.uuid4().hex}.tmp"
     doc = {"topic": topic, "offsets": {str(p): o for p, o in sorted(offsets.items())}}
-    with fs.open(tmp, "wb") as handle:
-        handle.write(json.dumps(doc).encode("utf-8"))
-    fs.mv(tmp, local)
+    default_store().publish(parse_staging_uri(path), json.dumps(doc).encode("utf-8"))
     return offsets

@@ -9,7 +9,9 @@
   ``kill -9`` of one of them is the crash of one sink's participant; or, for a sink given ``shards``,
   one process per shard (``participants["kafka#0"]``, ``participants["kafka#1"]``, ...), all
   registered as the shards of that one sink;
-- a staging root shared by the driver (the test), the participants and the coordinator's GC.
+- a staging root shared by the driver (the test), the participants and the coordinator's GC: a
+  local directory by default, or ``s3://bucket/prefix`` on an S3 API store (``staging_uri``, with
+  the store's ``[staging.s3]`` section or its AWS variables in ``env``).
 
 Every process listens on 127.0.0.1 on a free port that stays the same across restarts, so the
 participant targets registered with the coordinator stay valid. The cluster also acts as the
@@ -25,6 +27,7 @@ them); it is test and benchmark tooling, imported only by them.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -42,7 +45,7 @@ from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.contract.ip_count import ip_count_table_binding, ip_count_topic_binding
 from onceflow.core.contract.proto import state_name
 from onceflow.core.settings import KafkaSettings
-from onceflow.core.staging import StagedFile, StagingWriter
+from onceflow.core.staging import S3Settings, StagedFile, StagingStore, StagingWriter, parse_staging_uri
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
 from onceflow.proto.v1 import coordinator_pb2, coordinator_pb2_grpc
 from onceflow.sinks.postgres.schema import gid_prefix
@@ -127,6 +130,9 @@ class TwoPhaseCommitCluster:
     ``coordinator_settings`` override :data:`FAST_COORDINATOR_SETTINGS` (nested keys merge);
     ``coordinator_env`` is the coordinator's extra environment (e.g. the crash hook, see
     :mod:`onceflow.coordinator.crash`); change ``cluster.coordinator.env`` between restarts.
+    ``staging_uri`` replaces the local staging directory (``work_dir/staging``); ``staging_s3`` is the
+    ``[staging.s3]`` section of every process (and of the driver's writes), ``env`` the environment
+    every process gets on top of this one's (e.g. the AWS variables of the store).
     """
 
     def __init__(
@@ -141,6 +147,9 @@ class TwoPhaseCommitCluster:
         coordinator_env: Mapping[str, str] | None = None,
         participant_log_level: str = "INFO",
         standby: bool = False,
+        staging_uri: str | None = None,
+        staging_s3: Mapping[str, Any] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         unknown = set(sinks) - set(SINKS)
         if unknown:
@@ -151,18 +160,29 @@ class TwoPhaseCommitCluster:
         self.sinks = tuple(sinks)
         self.shards = {sink: int((shards or {}).get(sink, 1)) for sink in self.sinks}
         self.staging_root = self.work_dir / "staging"
+        self.staging_uri = staging_uri or str(self.staging_root)
+        self.env = dict(env or {})
+        self._staging_s3 = dict(staging_s3 or {})
+        self.store = StagingStore(S3Settings.model_validate(self._staging_s3), environ={**os.environ, **self.env})
         self.sqlite_path = self.work_dir / "sqlite" / "results.db"
         settings = _merge(FAST_COORDINATOR_SETTINGS, coordinator_settings or {})
         settings = _merge(
-            settings, {"kafka": {"bootstrap_servers": bootstrap_servers}, "staging_root": str(self.staging_root)}
+            settings,
+            {
+                "kafka": {"bootstrap_servers": bootstrap_servers},
+                "staging_root": self.staging_uri,
+                "staging": {"s3": self._staging_s3},
+            },
         )
         if standby:
             settings = _merge(STANDBY_SETTINGS, settings)
-        self.coordinator = CoordinatorProcess(self.work_dir / "coordinator", settings, env=coordinator_env)
+        self.coordinator = CoordinatorProcess(
+            self.work_dir / "coordinator", settings, env={**self.env, **(coordinator_env or {})}
+        )
         #: Every coordinator: the first one, then the standby (if any).
         self.coordinators = [self.coordinator]
         if standby:
-            self.coordinators.append(CoordinatorProcess(self.work_dir / "coordinator-standby", settings))
+            self.coordinators.append(CoordinatorProcess(self.work_dir / "coordinator-standby", settings, env=self.env))
         self._participant_log_level = participant_log_level
         self.participants: dict[str, ParticipantProcess] = {}
         #: The broker process, when :func:`running_cluster` started it for this cluster.
@@ -185,7 +205,7 @@ class TwoPhaseCommitCluster:
         for sink in self.sinks:
             for index, name in enumerate(self.names_of(sink)):
                 settings = self.participant_settings(sink, index)
-                process = ParticipantProcess(self._participant_dir(name), settings)
+                process = ParticipantProcess(self._participant_dir(name), settings, env=self.env)
                 self.participants[name] = process.start(wait=False)
         for process in self.participants.values():
             process.wait_ready()
@@ -220,7 +240,11 @@ class TwoPhaseCommitCluster:
                 "max_backoff_s": 0.5,
             },
             "sinks": [{"name": sink, "kind": sink, "options": options, "shard": index, "shards": self.shards[sink]}],
-            "staging": {"roots": [str(self.staging_root)]},
+            "staging": {
+                "roots": [self.staging_uri],
+                "allowed_schemes": [parse_staging_uri(self.staging_uri).store],
+                "s3": self._staging_s3,
+            },
             "log": {"level": self._participant_log_level},
         }
 
@@ -300,7 +324,7 @@ class TwoPhaseCommitCluster:
 
     def stage(self, job: str, batch: int, *files: Sequence[IpCount], attempt: int = 0) -> list[StagedFile]:
         """Write each list of rows as one staged file of ``job``'s ``batch``, as Spark tasks do."""
-        writer = StagingWriter(str(self.staging_root), job, batch)
+        writer = StagingWriter(self.staging_uri, job, batch, store=self.store)
         return [writer.write(f"part-{i}-attempt-{attempt}", rows) for i, rows in enumerate(files)]
 
     def commit(

@@ -41,7 +41,10 @@ class ParticipantProcess(ServerProcess):
         settings: Mapping[str, Any],
         *,
         env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
         startup_timeout: float = 60.0,
         stop_timeout: float = 15.0,
     ) -> None:
-        super().__init__(work_dir, settings, env=env, startup_timeout=startup_timeout, stop_timeout=stop_timeout)
+        super().__init__(
+            work_dir, settings, env=env, cwd=cwd, startup_timeout=startup_timeout, stop_timeout=stop_timeout
+        )
