@@ -17,6 +17,7 @@ import json
 import uuid
 from pathlib import Path
 
+from onceflow.broker.acl import AclStore, Authorizer, ProtectedResources
 from onceflow.broker.config import BrokerConfig
 from onceflow.broker.groups import GroupCoordinator
 from onceflow.broker.maintenance import Maintenance
@@ -35,6 +36,7 @@ NODE_ID = 0
 META_FILE = "meta.json"
 GROUPS_DIR = "groups"
 TRANSACTIONS_DIR = "transactions"
+ACLS_DIR = "acls"
 
 
 def _load_cluster_id(data_dir: Path) -> str:
@@ -82,6 +84,8 @@ class Broker:
             transaction_max_timeout_ms=config.transaction_max_timeout_ms,
             abort_timed_out_transactions_interval_ms=config.transaction_abort_timed_out_interval_ms,
         )
+        self.authorizer: Authorizer | None = None
+        """The ACL authorizer once started, when ``config.authorizes``; None: everything is allowed."""
         self.server = BrokerServer(self)
         self._maintenance = Maintenance(self)
         self._topic_lock = asyncio.Lock()
@@ -98,6 +102,13 @@ class Broker:
 
     async def start(self) -> None:
         """Open durable state, start background work, then listen."""
+        if self.config.authorizes:
+            self.authorizer = Authorizer(
+                AclStore.open(self.config.data_dir / ACLS_DIR),
+                super_users=self.config.super_users,
+                allow_everyone_if_no_acl_found=self.config.allow_everyone_if_no_acl_found,
+                protected=ProtectedResources(tuple(self.config.protected_transactional_id_prefixes)),
+            )
         self.topics.open()
         (self.config.data_dir / GROUPS_DIR).mkdir(exist_ok=True)
         (self.config.data_dir / TRANSACTIONS_DIR).mkdir(exist_ok=True)
@@ -113,6 +124,8 @@ class Broker:
         await self.transactions.stop()
         await self.groups.stop()
         self.topics.close()
+        if self.authorizer is not None:
+            self.authorizer.acls.close()
 
     async def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
         """Create a topic durably; serialized with other topic changes (errors as TopicRegistry)."""

@@ -11,6 +11,11 @@ Guarantees:
 - EndTxn returns once the outcome is durable and, normally, every marker is written and the group
   offsets completed (see ``TransactionCoordinator.end_txn``).
 - PRODUCER_FENCED is answered only to request versions that know it (see :mod:`producer_fenced`).
+- Authorization (Kafka's): every one of them needs WRITE on the transactional id
+  (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, nothing changes); AddPartitionsToTxn WRITE on each topic
+  (TOPIC_AUTHORIZATION_FAILED, the other partitions OPERATION_NOT_ATTEMPTED), v4 CLUSTER_ACTION on
+  the Cluster; AddOffsetsToTxn and TxnOffsetCommit READ on the group (GROUP_AUTHORIZATION_FAILED),
+  TxnOffsetCommit READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
 """
 
 from __future__ import annotations
@@ -19,12 +24,17 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from onceflow.broker.acl import AclOperation, ResourceType
 from onceflow.broker.groups import OffsetAndMetadata
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.producer_fenced import for_client
 from onceflow.broker.partition import now_ms
 
 TopicPartition = tuple[str, int]
+
+
+def _may_write_txn(ctx: RequestContext, transactional_id: str) -> bool:
+    return ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
 
 
 def _missing_partitions(ctx: RequestContext, partitions: list[TopicPartition]) -> set[TopicPartition]:
@@ -41,10 +51,17 @@ async def _add_partitions(
 ) -> dict[TopicPartition, ErrorCode]:
     """Errors of one transaction's AddPartitionsToTxn, by partition."""
     partitions = [(t.name, int(p)) for t in topics for p in t.partitions]
-    missing = _missing_partitions(ctx, partitions)
-    if missing:
+    if not _may_write_txn(ctx, transactional_id):
+        return dict.fromkeys(partitions, ErrorCode.transactional_id_authorization_failed)
+    refused = {t.name for t in topics if not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, t.name)}
+    missing = _missing_partitions(ctx, [tp for tp in partitions if tp[0] not in refused])
+    if missing or refused:
         return {
-            tp: ErrorCode.unknown_topic_or_partition if tp in missing else ErrorCode.operation_not_attempted
+            tp: ErrorCode.topic_authorization_failed
+            if tp[0] in refused
+            else ErrorCode.unknown_topic_or_partition
+            if tp in missing
+            else ErrorCode.operation_not_attempted
             for tp in partitions
         }
     errors = await ctx.broker.transactions.add_partitions_to_txn(
@@ -83,6 +100,14 @@ async def handle_add_partitions(ctx: RequestContext, request: Any) -> Any:
             request.v3_and_below_topics,
         )
         return ctx.respond({"throttle_time": 0, "results_by_topic_v3_and_below": _topic_results(errors)})
+    if not ctx.authorized_cluster(AclOperation.CLUSTER_ACTION):
+        return ctx.respond(
+            {
+                "throttle_time": 0,
+                "error_code": ErrorCode.cluster_authorization_failed,
+                "results_by_transaction": [],
+            }
+        )
     results = []
     for txn in request.transactions:
         if txn.verify_only:
@@ -95,6 +120,10 @@ async def handle_add_partitions(ctx: RequestContext, request: Any) -> Any:
 
 async def handle_add_offsets(ctx: RequestContext, request: Any) -> Any:
     """AddOffsetsToTxn: the group's transactional offsets will be completed by this transaction."""
+    if not _may_write_txn(ctx, request.transactional_id):
+        return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed})
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed})
     code = await ctx.broker.transactions.add_offsets_to_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
     )
@@ -104,6 +133,22 @@ async def handle_add_offsets(ctx: RequestContext, request: Any) -> Any:
 async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     """TxnOffsetCommit: stage offsets in the group until the transaction ends."""
     timestamp = now_ms()
+    refused: ErrorCode | None = None
+    if not _may_write_txn(ctx, request.transactional_id):
+        refused = ErrorCode.transactional_id_authorization_failed
+    elif not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        refused = ErrorCode.group_authorization_failed
+    readable = (
+        set()
+        if refused is not None
+        else {t.name for t in request.topics if ctx.authorized(AclOperation.READ, ResourceType.TOPIC, t.name)}
+    )
+    errors: dict[TopicPartition, ErrorCode] = {
+        (t.name, p.partition_index): refused or ErrorCode.topic_authorization_failed
+        for t in request.topics
+        if t.name not in readable
+        for p in t.partitions
+    }
     offsets = {
         (topic.name, p.partition_index): OffsetAndMetadata(
             offset=p.committed_offset,
@@ -112,18 +157,20 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
             commit_timestamp_ms=timestamp,
         )
         for topic in request.topics
+        if topic.name in readable
         for p in topic.partitions
     }
-    errors = await ctx.broker.transactions.txn_offset_commit(
-        request.transactional_id,
-        request.group_id,
-        request.producer_id,
-        request.producer_epoch,
-        getattr(request, "generation_id", -1),
-        getattr(request, "member_id", ""),
-        getattr(request, "group_instance_id", None),
-        offsets,
-    )
+    if offsets or (refused is None and not errors):
+        errors |= await ctx.broker.transactions.txn_offset_commit(
+            request.transactional_id,
+            request.group_id,
+            request.producer_id,
+            request.producer_epoch,
+            getattr(request, "generation_id", -1),
+            getattr(request, "member_id", ""),
+            getattr(request, "group_instance_id", None),
+            offsets,
+        )
     return ctx.respond(
         {
             "throttle_time": 0,
@@ -150,6 +197,8 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
 
 async def handle_end_txn(ctx: RequestContext, request: Any) -> Any:
     """EndTxn: commit or abort the producer's transaction."""
+    if not _may_write_txn(ctx, request.transactional_id):
+        return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed})
     code = await ctx.broker.transactions.end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed
     )
