@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 
 from onceflow.broker.acl import AclStore, Authorizer, ProtectedResources
+from onceflow.broker.auth import CredentialStore
 from onceflow.broker.config import BrokerConfig
 from onceflow.broker.groups import GroupCoordinator
 from onceflow.broker.maintenance import Maintenance
@@ -84,6 +85,8 @@ class Broker:
             transaction_max_timeout_ms=config.transaction_max_timeout_ms,
             abort_timed_out_transactions_interval_ms=config.transaction_abort_timed_out_interval_ms,
         )
+        self.credentials = CredentialStore(config.data_dir)
+        """The SASL users of the data dir (read on every login) and its decoys for unknown users."""
         self.authorizer: Authorizer | None = None
         """The ACL authorizer once started, when ``config.authorizes``; None: everything is allowed."""
         self.server = BrokerServer(self)
