@@ -21,7 +21,7 @@ KINDS = ("embedded", "apache-kafka")
 """The broker kinds a secured broker can be."""
 
 
-def sasl_config(bootstrap: str, user: str, password: str) -> dict[str, str]:
+def sasl_config(bootstrap: str, user: str, password: str) -> dict[str, str | int | float | bool]:
     """librdkafka settings to log in as ``user`` with SASL/PLAIN."""
     return {
         "bootstrap.servers": bootstrap,
