@@ -164,6 +164,7 @@ def test_the_pipeline_is_exact_with_least_privilege(secured: Secured, tmp_path: 
         for pair in (f"sasl.username={user}", f"sasl.password={USERS[user]}")
         for arg in ("--service-property", f"{service}:{pair}")
     ]
+    log_start = len(secured.broker.log_path.read_text()) if secured.kind == "embedded" else 0
     run = subprocess.run(
         [ONCEFLOW, "demo", "--plain", "--run-dir", str(tmp_path / "run"),
          "--bootstrap-servers", secured.broker.bootstrap_servers, *secured.admin_properties(), *logins,
@@ -177,3 +178,7 @@ def test_the_pipeline_is_exact_with_least_privilege(secured: Secured, tmp_path: 
     for sink in ("kafka", "sqlite", "consumer", "overall"):
         assert any(line.split()[:2] == [sink, "EXACT"] for line in verdict.splitlines()), tail
     assert f"{EVENTS} events" in output
+    if secured.kind == "embedded":  # the plan is complete: no service was refused anything on the way
+        since_start = secured.broker.log_path.read_text()[log_start:].splitlines()
+        denied = [line for line in since_start if "acl.denied" in line]
+        assert not denied, denied[:10]
