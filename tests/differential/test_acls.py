@@ -12,13 +12,11 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 from confluent_kafka.admin import (
     AclBinding,
-    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -27,9 +25,9 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from onceflow.broker.embedded import BrokerProcess, EmbeddedBroker
-from onceflow.testing.broker.apache_kafka import ApacheKafka
-from onceflow.testing.broker.security import KINDS, sasl_config, start_secured_broker
+from onceflow.broker.embedded import BrokerProcess
+from onceflow.demo.acls.admin import EVERY_ACL
+from onceflow.testing.broker.security import KINDS, BrokerProcesses, sasl_config, start_secured_broker
 from onceflow.testing.broker.wire import WireClient
 
 from . import acl_probes as probe
@@ -71,17 +69,8 @@ class Secured:
         admin = self.admin()
         for future in admin.create_acls(list(bindings)).values():
             future.result(30)
-        everything = AclBindingFilter(  # None matches any name, principal, host (the stubs say str)
-            ResourceType.ANY,
-            None,  # type: ignore[arg-type]
-            ResourcePatternType.ANY,
-            None,  # type: ignore[arg-type]
-            None,  # type: ignore[arg-type]
-            AclOperation.ANY,
-            AclPermissionType.ANY,
-        )
         deadline = time.monotonic() + 30
-        while not {str(b) for b in bindings} <= {str(b) for b in admin.describe_acls(everything).result(30)}:
+        while not {str(b) for b in bindings} <= {str(b) for b in admin.describe_acls(EVERY_ACL).result(30)}:
             assert time.monotonic() < deadline, "ACLs never became visible"
             time.sleep(0.1)
 
@@ -89,18 +78,8 @@ class Secured:
 Pair = dict[str, Secured]
 
 
-def _start_pair(tmp_path_factory: pytest.TempPathFactory, allow_everyone: bool) -> tuple[Pair, list[BrokerProcess]]:
-    started: list[BrokerProcess] = []
-
-    def embedded(data_dir: Path, **options: Any) -> BrokerProcess:
-        started.append(EmbeddedBroker(data_dir, **options))
-        return started[-1].start()
-
-    def apache(data_dir: Path, **options: Any) -> BrokerProcess:
-        started.append(ApacheKafka(data_dir, **options))
-        return started[-1].start()
-
-    pair = {
+def _start_pair(tmp_path_factory: pytest.TempPathFactory, processes: BrokerProcesses, allow_everyone: bool) -> Pair:
+    return {
         kind: Secured(
             kind,
             start_secured_broker(
@@ -109,21 +88,26 @@ def _start_pair(tmp_path_factory: pytest.TempPathFactory, allow_everyone: bool) 
                 users=USERS,
                 super_users=["admin"],
                 allow_everyone_if_no_acl_found=allow_everyone,
-                embedded_factory=embedded,
-                apache_kafka_factory=apache,
+                embedded_factory=processes.embedded,
+                apache_kafka_factory=processes.apache_kafka,
             ),
         )
         for kind in KINDS
     }
-    return pair, started
+
+
+def _pairs(tmp_path_factory: pytest.TempPathFactory, allow_everyone: bool) -> Iterator[Pair]:
+    processes = BrokerProcesses()
+    try:
+        yield _start_pair(tmp_path_factory, processes, allow_everyone)
+    finally:
+        processes.stop()
 
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
-    brokers, started = _start_pair(tmp_path_factory, allow_everyone=False)
-    yield brokers
-    for broker in started:
-        broker.stop()
+    """The pair with ``allow.everyone.if.no.acl.found=false``."""
+    yield from _pairs(tmp_path_factory, allow_everyone=False)
 
 
 def both(pair: Pair, observe: Callable[[Secured], T]) -> T:
@@ -283,10 +267,8 @@ def test_topic_creation_deletion_and_acl_management(pair: Pair) -> None:
 
 @pytest.fixture(scope="module")
 def open_pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
-    brokers, started = _start_pair(tmp_path_factory, allow_everyone=True)
-    yield brokers
-    for broker in started:
-        broker.stop()
+    """The pair with ``allow.everyone.if.no.acl.found=true``."""
+    yield from _pairs(tmp_path_factory, allow_everyone=True)
 
 
 def test_allow_everyone_if_no_acl_found(open_pair: Pair) -> None:

@@ -8,7 +8,6 @@ bystanders), and checks the refusal the attacker gets and the service the others
 
 from __future__ import annotations
 
-import socket
 import struct
 import time
 from collections.abc import Iterator
@@ -33,29 +32,21 @@ class PartialFrame:
     """An attacker's connection: announces a ``size``-byte frame, sends ``sent`` bytes of it, stalls."""
 
     def __init__(self, port: int, size: int, sent: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.sock.sendall(struct.pack(">i", size))
+        self.client = WireClient(f"127.0.0.1:{port}")
+        self.client.send_raw(struct.pack(">i", size))
         remaining = sent
         try:
             while remaining > 0:
-                remaining -= self.sock.send(b"\0" * min(remaining, MIB))
+                remaining -= self.client.sock.send(b"\0" * min(remaining, MIB))
         except OSError:
             pass  # the broker closed it: the budget refused it
 
     def closed_by_peer(self, timeout: float) -> bool:
         """True once the broker has closed this connection (reads until EOF or ``timeout``)."""
-        self.sock.settimeout(timeout)
-        try:
-            while self.sock.recv(65536):
-                pass
-        except TimeoutError:
-            return False
-        except OSError:
-            return True
-        return True
+        return self.client.is_closed_by_peer(timeout)
 
     def close(self) -> None:
-        self.sock.close()
+        self.client.close()
 
 
 @pytest.fixture

@@ -22,11 +22,10 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from onceflow.broker.embedded import BrokerProcess, EmbeddedBroker
+from onceflow.broker.embedded import BrokerProcess
 from onceflow.core.topics import CONNECT_CONFIGS_TOPIC, COORDINATOR_LOG_TOPIC
 from onceflow.demo.components.consumer import CONSUMER_GROUP as DEMO_CONSUMER_GROUP
-from onceflow.testing.broker.apache_kafka import ApacheKafka
-from onceflow.testing.broker.security import KINDS, sasl_config, start_secured_broker
+from onceflow.testing.broker.security import KINDS, BrokerProcesses, sasl_config, start_secured_broker
 
 ONCEFLOW = str(Path(sys.executable).parent / "onceflow")
 #: principal (user) of each service, as ``--principal-map`` and the demo's logins name them
@@ -53,16 +52,7 @@ class Secured:
 
 @pytest.fixture(scope="module", params=KINDS)
 def secured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
-    started: list[BrokerProcess] = []
-
-    def embedded(data_dir: Path, **options: Any) -> BrokerProcess:
-        started.append(EmbeddedBroker(data_dir, **options))
-        return started[-1].start()
-
-    def apache(data_dir: Path, **options: Any) -> BrokerProcess:
-        started.append(ApacheKafka(data_dir, **options))
-        return started[-1].start()
-
+    processes = BrokerProcesses()
     try:
         broker = start_secured_broker(
             request.param,
@@ -70,8 +60,8 @@ def secured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             users=USERS,
             super_users=["admin"],
             allow_everyone_if_no_acl_found=False,
-            embedded_factory=embedded,
-            apache_kafka_factory=apache,
+            embedded_factory=processes.embedded,
+            apache_kafka_factory=processes.apache_kafka,
         )
         secured = Secured(request.param, broker, "")
         principal_map = ",".join(f"{service}=User:{user}" for service, user in PRINCIPALS.items())
@@ -87,8 +77,7 @@ def secured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         secured.apply_output = applied.stdout
         yield secured
     finally:
-        for instance in started:
-            instance.stop()
+        processes.stop()
 
 
 def _code(exc: BaseException) -> str:

@@ -89,3 +89,14 @@ def test_plan_prints_one_acl_a_line_for_the_services_named() -> None:
     bad = subprocess.run([ONCEFLOW, "acls", "plan", "--principal-map", "nobody=User:x"],
                          capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
     assert bad.returncode == 2 and "unknown service 'nobody'" in bad.stderr
+
+
+def test_the_embedded_broker_protects_every_transactional_id_the_services_use() -> None:
+    """The broker's ``protected_transactional_id_prefixes`` cover what the services really name
+    (derived from their code by the plan), so none of them is ever open by default."""
+    from onceflow.broker.config import BrokerConfig
+
+    protected = tuple(BrokerConfig().protected_transactional_id_prefixes)
+    owned = [g.name for g in plan(Topology.load({})) if g.resource_type == ResourceType.TRANSACTIONAL_ID]
+    assert owned
+    assert all(name.startswith(protected) for name in owned), (owned, protected)

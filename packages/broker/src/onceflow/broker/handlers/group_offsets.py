@@ -24,40 +24,52 @@ from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.partition import now_ms
 
 
+def offsets_to_commit(
+    ctx: RequestContext, topics: Any, refused: ErrorCode | None
+) -> tuple[dict[tuple[str, int], OffsetAndMetadata], dict[tuple[str, int], ErrorCode]]:
+    """The offsets of an OffsetCommit's or TxnOffsetCommit's topics the principal may READ (stamped
+    now), and the errors of the other partitions: ``refused`` for all when the group (or the
+    transactional id) was refused, else TOPIC_AUTHORIZATION_FAILED for the topics without READ."""
+    timestamp = now_ms()
+    readable = (
+        set()
+        if refused is not None
+        else {t.name for t in topics if ctx.authorized(AclOperation.READ, ResourceType.TOPIC, t.name)}
+    )
+    errors = {
+        (t.name, p.partition_index): refused or ErrorCode.topic_authorization_failed
+        for t in topics
+        if t.name not in readable
+        for p in t.partitions
+    }
+    offsets = {
+        (topic.name, p.partition_index): OffsetAndMetadata(
+            offset=p.committed_offset,
+            leader_epoch=getattr(p, "committed_leader_epoch", -1),
+            metadata=p.committed_metadata,
+            commit_timestamp_ms=timestamp,
+        )
+        for topic in topics
+        if topic.name in readable
+        for p in topic.partitions
+    }
+    return offsets, errors
+
+
 async def handle_commit(ctx: RequestContext, request: Any) -> Any:
     """Commit offsets for the group's current generation (or a simple commit with generation -1)."""
-    timestamp = now_ms()
-    errors: dict[tuple[str, int], ErrorCode] = {}
+    refused = None
     if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
         refused = ErrorCode.group_authorization_failed
-        errors = {(t.name, p.partition_index): refused for t in request.topics for p in t.partitions}
-    else:
-        readable = {t.name for t in request.topics if ctx.authorized(AclOperation.READ, ResourceType.TOPIC, t.name)}
-        errors = {
-            (t.name, p.partition_index): ErrorCode.topic_authorization_failed
-            for t in request.topics
-            if t.name not in readable
-            for p in t.partitions
-        }
-        offsets = {
-            (topic.name, p.partition_index): OffsetAndMetadata(
-                offset=p.committed_offset,
-                leader_epoch=getattr(p, "committed_leader_epoch", -1),
-                metadata=p.committed_metadata,
-                commit_timestamp_ms=timestamp,
-            )
-            for topic in request.topics
-            if topic.name in readable
-            for p in topic.partitions
-        }
-        if offsets or not errors:
-            errors |= ctx.broker.groups.commit_offsets(
-                request.group_id,
-                request.generation_id_or_member_epoch,
-                request.member_id,
-                getattr(request, "group_instance_id", None),
-                offsets,
-            )
+    offsets, errors = offsets_to_commit(ctx, request.topics, refused)
+    if refused is None and (offsets or not errors):
+        errors |= ctx.broker.groups.commit_offsets(
+            request.group_id,
+            request.generation_id_or_member_epoch,
+            request.member_id,
+            getattr(request, "group_instance_id", None),
+            offsets,
+        )
     return ctx.respond(
         {
             "throttle_time": 0,

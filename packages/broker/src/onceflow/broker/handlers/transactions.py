@@ -25,10 +25,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from onceflow.broker.acl import AclOperation, ResourceType
-from onceflow.broker.groups import OffsetAndMetadata
 from onceflow.broker.handlers.context import RequestContext
+from onceflow.broker.handlers.group_offsets import offsets_to_commit
 from onceflow.broker.handlers.producer_fenced import for_client
-from onceflow.broker.partition import now_ms
 
 TopicPartition = tuple[str, int]
 
@@ -132,34 +131,12 @@ async def handle_add_offsets(ctx: RequestContext, request: Any) -> Any:
 
 async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     """TxnOffsetCommit: stage offsets in the group until the transaction ends."""
-    timestamp = now_ms()
     refused: ErrorCode | None = None
     if not _may_write_txn(ctx, request.transactional_id):
         refused = ErrorCode.transactional_id_authorization_failed
     elif not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
         refused = ErrorCode.group_authorization_failed
-    readable = (
-        set()
-        if refused is not None
-        else {t.name for t in request.topics if ctx.authorized(AclOperation.READ, ResourceType.TOPIC, t.name)}
-    )
-    errors: dict[TopicPartition, ErrorCode] = {
-        (t.name, p.partition_index): refused or ErrorCode.topic_authorization_failed
-        for t in request.topics
-        if t.name not in readable
-        for p in t.partitions
-    }
-    offsets = {
-        (topic.name, p.partition_index): OffsetAndMetadata(
-            offset=p.committed_offset,
-            leader_epoch=getattr(p, "committed_leader_epoch", -1),
-            metadata=p.committed_metadata,
-            commit_timestamp_ms=timestamp,
-        )
-        for topic in request.topics
-        if topic.name in readable
-        for p in topic.partitions
-    }
+    offsets, errors = offsets_to_commit(ctx, request.topics, refused)
     if offsets or (refused is None and not errors):
         errors |= await ctx.broker.transactions.txn_offset_commit(
             request.transactional_id,

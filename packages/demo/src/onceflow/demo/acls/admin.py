@@ -22,6 +22,17 @@ from onceflow.demo.acls.plan import Grant
 
 Wanted = Sequence[tuple[str, Grant]]
 
+EVERY_ACL = AclBindingFilter(  # None matches every name, principal and host (the stubs say str)
+    ResourceType.ANY,
+    None,  # type: ignore[arg-type]
+    ResourcePatternType.ANY,
+    None,  # type: ignore[arg-type]
+    None,  # type: ignore[arg-type]
+    AclOperation.ANY,
+    AclPermissionType.ANY,
+)
+"""The filter DescribeAcls answers every ACL for."""
+
 
 def acl_binding(principal: str, grant: Grant) -> AclBinding:
     """The Admin API's binding of one grant (the protocol codes are Kafka's in both models)."""
@@ -60,18 +71,9 @@ class AclAdmin:
     def missing(self, wanted: Wanted, *, settle_s: float = 10.0) -> list[tuple[str, Grant]]:
         """The wanted ACLs the broker does not list (waiting up to ``settle_s`` for a KRaft broker to
         apply what its controller committed)."""
-        everything = AclBindingFilter(  # None matches every name, principal and host
-            ResourceType.ANY,
-            None,  # type: ignore[arg-type]
-            ResourcePatternType.ANY,
-            None,  # type: ignore[arg-type]
-            None,  # type: ignore[arg-type]
-            AclOperation.ANY,
-            AclPermissionType.ANY,
-        )
         deadline = time.monotonic() + settle_s
         while True:
-            listed = {str(b) for b in self._admin.describe_acls(everything, request_timeout=self._timeout).result()}
+            listed = {str(b) for b in self._admin.describe_acls(EVERY_ACL, request_timeout=self._timeout).result()}
             absent = [(p, g) for p, g in wanted if str(acl_binding(p, g)) not in listed]
             if not absent or time.monotonic() >= deadline:
                 return absent

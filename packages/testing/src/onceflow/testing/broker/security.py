@@ -15,10 +15,38 @@ from typing import Any
 from onceflow.broker.auth import CredentialStore
 from onceflow.broker.embedded import BrokerProcess
 
-__all__ = ["KINDS", "add_embedded_users", "sasl_config", "start_secured_broker"]
+__all__ = ["KINDS", "BrokerProcesses", "add_embedded_users", "sasl_config", "start_secured_broker"]
 
 KINDS = ("embedded", "apache-kafka")
 """The broker kinds a secured broker can be."""
+
+
+class BrokerProcesses:
+    """Broker factories for fixtures wider than a test (module scope), where the function-scoped
+    ``broker_factory`` and ``apache_kafka_factory`` cannot be used: :meth:`stop` stops every broker
+    they started."""
+
+    def __init__(self) -> None:
+        self.started: list[BrokerProcess] = []
+
+    def embedded(self, data_dir: Path, **options: Any) -> BrokerProcess:
+        """An :class:`~onceflow.broker.embedded.EmbeddedBroker`, started."""
+        from onceflow.broker.embedded import EmbeddedBroker
+
+        self.started.append(EmbeddedBroker(data_dir, **options))
+        return self.started[-1].start()
+
+    def apache_kafka(self, data_dir: Path, **options: Any) -> BrokerProcess:
+        """An :class:`~onceflow.testing.broker.apache_kafka.ApacheKafka`, started."""
+        from onceflow.testing.broker.apache_kafka import ApacheKafka
+
+        self.started.append(ApacheKafka(data_dir, **options))
+        return self.started[-1].start()
+
+    def stop(self) -> None:
+        """Stop every broker started here."""
+        for broker in self.started:
+            broker.stop()
 
 
 def sasl_config(bootstrap: str, user: str, password: str) -> dict[str, str | int | float | bool]:
