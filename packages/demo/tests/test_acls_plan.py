@@ -100,3 +100,13 @@ def test_the_embedded_broker_protects_every_transactional_id_the_services_use() 
     owned = [g.name for g in plan(Topology.load({})) if g.resource_type == ResourceType.TRANSACTIONAL_ID]
     assert owned
     assert all(name.startswith(protected) for name in owned), (owned, protected)
+
+
+def test_each_shard_of_a_sharded_kafka_sink_owns_its_own_prefix(tmp_path: Path) -> None:
+    participant = tmp_path / "participant.toml"
+    participant.write_text(
+        '[[sinks]]\nname = "k"\nkind = "kafka"\nshard = 1\nshards = 3\n[sinks.options]\nstate_dir = "/x"\n'
+    )
+    grants = plan(Topology.load({"participant": participant}))
+    owned = {g.name for g in grants if g.service == "participant" and g.resource_type == ResourceType.TRANSACTIONAL_ID}
+    assert owned == {"onceflow-sink-k#1-"}

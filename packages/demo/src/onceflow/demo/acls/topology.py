@@ -20,6 +20,7 @@ from typing import TypeVar
 
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.coordinator.settings import CoordinatorSettings
+from onceflow.core.contract.shards import WHOLE_SINK, Shard
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.settings import Settings, load_settings
 from onceflow.core.topics import SCHEMAS_TOPIC
@@ -102,24 +103,26 @@ class Topology:
 
 
 def _kafka_sinks(settings: ParticipantSettings | None) -> tuple[KafkaSinkNames, ...]:
-    """The participant's Kafka sinks; without a config file, one with the Kafka sink's defaults and
-    any sink name (the producers' prefix then covers every Kafka sink)."""
+    """The participant's Kafka sinks (each shard process its own prefix); without a config file, one
+    with the Kafka sink's defaults and any sink name (the producers' prefix then covers every Kafka
+    sink)."""
 
-    def prefix(sink: str | None) -> str:
+    def prefix(sink: KafkaSink | None) -> str:
         if sink is None:
-            return common_prefix(lambda name: KafkaParticipant.transactional_id(_named(name), "job"))  # type: ignore[arg-type]
-        return common_prefix(lambda job: KafkaParticipant.transactional_id(_named(sink), job))  # type: ignore[arg-type]
+            return common_prefix(lambda name: KafkaParticipant.transactional_id(_named(name, WHOLE_SINK), "job"))  # type: ignore[arg-type]
+        return common_prefix(lambda job: KafkaParticipant.transactional_id(_named(sink.name, sink.shard_spec), job))  # type: ignore[arg-type]
 
     if settings is None:
         fields = KafkaOptions.model_fields
         return (KafkaSinkNames(str(fields["topic"].default), str(fields["commits_topic"].default), prefix(None)),)
     return tuple(
-        KafkaSinkNames(sink.options.topic, sink.options.commits_topic, prefix(sink.name))
+        KafkaSinkNames(sink.options.topic, sink.options.commits_topic, prefix(sink))
         for sink in settings.sinks
         if isinstance(sink, KafkaSink)
     )
 
 
-def _named(name: str) -> SimpleNamespace:
-    """What ``KafkaParticipant.transactional_id`` reads of its participant: the sink's name."""
-    return SimpleNamespace(name=name)
+def _named(name: str, shard: Shard) -> SimpleNamespace:
+    """What ``KafkaParticipant.transactional_id`` reads of its participant: the sink's name, its shard
+    and the name its records carry (``<sink>`` or ``<sink>#<index>``, as the participant computes it)."""
+    return SimpleNamespace(name=name, shard=shard, record_name=shard.record_name(name))
