@@ -45,6 +45,7 @@ def test_names_come_from_the_config_files(tmp_path: Path) -> None:
     coordinator = tmp_path / "coordinator.toml"
     coordinator.write_text(
         '[transaction_log]\ntopic = "_onceflow_decisions"\ntransactional_id = "onceflow-coordinator-b"\n'
+        '[standby]\nenabled = true\ngroup_id = "onceflow-coordinator-ha"\n'
     )
     participant = tmp_path / "participant.toml"
     participant.write_text(
@@ -58,6 +59,7 @@ def test_names_come_from_the_config_files(tmp_path: Path) -> None:
     assert _owned(grants, ResourceType.TRANSACTIONAL_ID, "onceflow-coordinator-b", AclOperation.WRITE) == {
         "coordinator"
     }
+    assert _owned(grants, ResourceType.GROUP, "onceflow-coordinator-ha", AclOperation.READ) == {"coordinator"}
     participant_txns = {
         g.name for g in grants if g.service == "participant" and g.resource_type == ResourceType.TRANSACTIONAL_ID
     }
@@ -110,3 +112,19 @@ def test_each_shard_of_a_sharded_kafka_sink_owns_its_own_prefix(tmp_path: Path) 
     grants = plan(Topology.load({"participant": participant}))
     owned = {g.name for g in grants if g.service == "participant" and g.resource_type == ResourceType.TRANSACTIONAL_ID}
     assert owned == {"onceflow-sink-k#1-"}
+
+
+def test_the_embedded_broker_protects_the_coordinators_groups(tmp_path: Path) -> None:
+    """The standby election and the log replay groups of the coordinator are protected groups."""
+    from onceflow.broker.config import BrokerConfig
+
+    coordinator = tmp_path / "coordinator.toml"
+    coordinator.write_text("[standby]\nenabled = true\n")
+    protected = tuple(BrokerConfig().protected_group_prefixes)
+    groups = [
+        g.name
+        for g in plan(Topology.load({"coordinator": coordinator}))
+        if g.service == "coordinator" and g.resource_type == ResourceType.GROUP
+    ]
+    assert len(groups) == 2
+    assert all(name.startswith(protected) for name in groups), (groups, protected)

@@ -27,7 +27,10 @@ from onceflow.broker.acl import (
 Op = AclOperation
 Res = ResourceType
 HOST = "127.0.0.1"
-PROTECTED = ProtectedResources(("onceflow-coordinator", "onceflow-sink-", "onceflow-src-"))
+PROTECTED = ProtectedResources(
+    transactional_id_prefixes=("onceflow-coordinator", "onceflow-sink-", "onceflow-src-"),
+    group_prefixes=("onceflow-coordinator",),
+)
 
 
 def acl(
@@ -136,12 +139,14 @@ def test_protected_resources_are_never_open_by_default(store: AclStore) -> None:
         (Res.TRANSACTIONAL_ID, "onceflow-coordinator"),
         (Res.TRANSACTIONAL_ID, "onceflow-sink-kafka-job"),
         (Res.TRANSACTIONAL_ID, "onceflow-src-generator-0"),
+        (Res.GROUP, "onceflow-coordinator"),
         (Res.CLUSTER, "kafka-cluster"),
     ]:
         assert not auth.authorize("User:mallory", HOST, Op.WRITE, resource, name), name
         assert auth.authorize("User:admin", HOST, Op.WRITE, resource, name), name
     assert auth.authorize("User:mallory", HOST, Op.WRITE, Res.TOPIC, "ip_count_source")
     assert auth.authorize("User:mallory", HOST, Op.WRITE, Res.TRANSACTIONAL_ID, "my-app")
+    assert auth.authorize("User:mallory", HOST, Op.READ, Res.GROUP, "my-app")
     store.add([acl(Res.TOPIC, "_onceflow_", Op.WRITE, principal="User:svc", pattern=PatternType.PREFIXED)])
     assert auth.authorize("User:svc", HOST, Op.WRITE, Res.TOPIC, "_onceflow_coordinator_log")
 

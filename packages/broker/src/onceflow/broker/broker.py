@@ -110,7 +110,10 @@ class Broker:
                 AclStore.open(self.config.data_dir / ACLS_DIR),
                 super_users=self.config.super_users,
                 allow_everyone_if_no_acl_found=self.config.allow_everyone_if_no_acl_found,
-                protected=ProtectedResources(tuple(self.config.protected_transactional_id_prefixes)),
+                protected=ProtectedResources(
+                    transactional_id_prefixes=tuple(self.config.protected_transactional_id_prefixes),
+                    group_prefixes=tuple(self.config.protected_group_prefixes),
+                ),
             )
         self.topics.open()
         (self.config.data_dir / GROUPS_DIR).mkdir(exist_ok=True)

@@ -107,11 +107,15 @@ class BrokerConfig(Settings):
     allow_everyone_if_no_acl_found: bool = True
     """Kafka's ``allow.everyone.if.no.acl.found``: a resource no ACL names is open to every user.
     Never so for protected resources: the Cluster, the internal topics (``_onceflow_*``,
-    ``__consumer_offsets``, ``__transaction_state``) and the transactional ids of
-    ``protected_transactional_id_prefixes``; only super users and explicit ACLs reach those."""
+    ``__consumer_offsets``, ``__transaction_state``), the transactional ids of
+    ``protected_transactional_id_prefixes`` and the groups of ``protected_group_prefixes``; only super
+    users and explicit ACLs reach those."""
     protected_transactional_id_prefixes: list[str] = ["onceflow-coordinator", "onceflow-sink-", "onceflow-src-"]
     """onceflow's transactional ids: the coordinator's decision log, the Kafka sinks' producers and
     the exactly-once source tasks' producers. Whoever can initialise one can fence its owner."""
+    protected_group_prefixes: list[str] = ["onceflow-coordinator"]
+    """onceflow's consumer groups that only their owner may join: the coordinators' standby election
+    (whoever wins it is the active coordinator) and their log replays."""
     log: LoggingSettings = LoggingSettings()
 
     @field_validator("listen")

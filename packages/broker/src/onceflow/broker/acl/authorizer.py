@@ -53,11 +53,12 @@ def is_internal_topic(name: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class ProtectedResources:
     """Resources that are never open to a non-super user just because no ACL names them: the Cluster
-    (ACL management, broker configs, markers, cluster-wide topic creation), the internal topics and
-    the transactional ids starting with one of ``transactional_id_prefixes``. An explicit ACL still
-    grants them."""
+    (ACL management, broker configs, markers, cluster-wide topic creation), the internal topics, the
+    transactional ids starting with one of ``transactional_id_prefixes`` and the groups starting with
+    one of ``group_prefixes``. An explicit ACL still grants them."""
 
     transactional_id_prefixes: tuple[str, ...]
+    group_prefixes: tuple[str, ...] = ()
 
     def __contains__(self, resource: tuple[ResourceType, str]) -> bool:
         resource_type, name = resource
@@ -67,6 +68,8 @@ class ProtectedResources:
             return is_internal_topic(name)
         if resource_type == ResourceType.TRANSACTIONAL_ID:
             return name.startswith(self.transactional_id_prefixes)
+        if resource_type == ResourceType.GROUP:
+            return bool(self.group_prefixes) and name.startswith(self.group_prefixes)
         return False
 
 

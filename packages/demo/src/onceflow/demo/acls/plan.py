@@ -4,7 +4,8 @@ Each service gets only what its own code does with Kafka (ALLOW ACLs; what no AC
 on a broker with ``allow.everyone.if.no.acl.found=false``, and onceflow's internal topics and
 transactional ids are never open on the embedded broker):
 
-- **coordinator**: alone writes (and replays) its decision log and owns its transactional id;
+- **coordinator**: alone writes (and replays) its decision log, owns its transactional id and, with
+  standbys, its election group;
 - **connect**: alone writes its internal topics (configs, offsets, status, assignment), owns the
   source tasks' transactional-id prefix, writes the connectors' output topics, reads its worker group;
 - **participant**: owns each Kafka sink's transactional-id prefix, writes the sink topic, its commit
@@ -95,6 +96,8 @@ def plan(topology: Topology) -> list[Grant]:
                  "its decision log: only the coordinator writes it"),
         *_grants("coordinator", TXN, [log.transactional_id], [WRITE],
                  "the decision log's producer: only the coordinator may fence it"),
+        *_grants("coordinator", GROUP, [coordinator.standby.group_id] if coordinator.standby.enabled else [], [READ],
+                 "the standby election: whoever owns its partition is the active coordinator"),
         *_grants("connect", TOPIC, internal, [READ, WRITE, CREATE], "Connect's internal topics"),
         *_grants("connect", TOPIC, topology.connector_output_topics(), [WRITE], "the source connectors' output"),
         *_grants("connect", TXN, [topology.source_transactional_id_prefix()], [WRITE],
