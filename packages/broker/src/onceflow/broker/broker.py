@@ -17,6 +17,8 @@ import json
 import uuid
 from pathlib import Path
 
+from onceflow.broker.acl import AclStore, Authorizer, ProtectedResources
+from onceflow.broker.auth import CredentialStore
 from onceflow.broker.config import BrokerConfig
 from onceflow.broker.groups import GroupCoordinator
 from onceflow.broker.maintenance import Maintenance
@@ -35,6 +37,7 @@ NODE_ID = 0
 META_FILE = "meta.json"
 GROUPS_DIR = "groups"
 TRANSACTIONS_DIR = "transactions"
+ACLS_DIR = "acls"
 
 
 def _load_cluster_id(data_dir: Path) -> str:
@@ -82,6 +85,10 @@ class Broker:
             transaction_max_timeout_ms=config.transaction_max_timeout_ms,
             abort_timed_out_transactions_interval_ms=config.transaction_abort_timed_out_interval_ms,
         )
+        self.credentials = CredentialStore(config.data_dir)
+        """The SASL users of the data dir (read on every login) and its decoys for unknown users."""
+        self.authorizer: Authorizer | None = None
+        """The ACL authorizer once started, when ``config.authorizes``; None: everything is allowed."""
         self.server = BrokerServer(self)
         self._maintenance = Maintenance(self)
         self._topic_lock = asyncio.Lock()
@@ -98,6 +105,16 @@ class Broker:
 
     async def start(self) -> None:
         """Open durable state, start background work, then listen."""
+        if self.config.authorizes:
+            self.authorizer = Authorizer(
+                AclStore.open(self.config.data_dir / ACLS_DIR),
+                super_users=self.config.super_users,
+                allow_everyone_if_no_acl_found=self.config.allow_everyone_if_no_acl_found,
+                protected=ProtectedResources(
+                    transactional_id_prefixes=tuple(self.config.protected_transactional_id_prefixes),
+                    group_prefixes=tuple(self.config.protected_group_prefixes),
+                ),
+            )
         self.topics.open()
         (self.config.data_dir / GROUPS_DIR).mkdir(exist_ok=True)
         (self.config.data_dir / TRANSACTIONS_DIR).mkdir(exist_ok=True)
@@ -113,6 +130,8 @@ class Broker:
         await self.transactions.stop()
         await self.groups.stop()
         self.topics.close()
+        if self.authorizer is not None:
+            self.authorizer.acls.close()
 
     async def create_topic(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
         """Create a topic durably; serialized with other topic changes (errors as TopicRegistry)."""

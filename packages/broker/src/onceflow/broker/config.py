@@ -53,6 +53,18 @@ class BrokerConfig(Settings):
     """Kafka's ``queued.max.request.bytes``: bytes of partially received requests the broker holds
     over all connections; the connection that would exceed it is closed. -1: unlimited (Kafka's
     default; here the default bounds memory)."""
+    queued_max_request_bytes_per_connection: int = Field(default=1024 * 1024, ge=0)
+    """Each connection's own budget: a frame of up to this many bytes is received without drawing on
+    ``queued_max_request_bytes``, so other connections' partial frames can never starve a client's
+    ordinary requests; only the part of a larger frame beyond it uses the shared budget."""
+    sasl_server_max_receive_size: int = Field(default=64 * 1024, ge=64)
+    """Kafka's ``sasl.server.max.receive.size``: the largest frame a SASL listener accepts before the
+    client has authenticated (ApiVersions, SaslHandshake, SaslAuthenticate are small); a larger one
+    closes the connection at its size header. Such frames never draw on the shared budget. (Kafka's
+    default is 512 KiB; 64 KiB holds every pre-authentication request.)"""
+    request_receive_timeout_ms: int = Field(default=30_000, ge=1)
+    """A frame must arrive whole within this time of its size header; a slower one closes its
+    connection and frees what it held (slow-loris frames cannot keep budget for long)."""
     connections_max_idle_ms: int = Field(default=600_000, ge=1)
     """Kafka's ``connections.max.idle.ms``: close a connection with no traffic for this long (and no
     request in flight)."""
@@ -85,9 +97,25 @@ class BrokerConfig(Settings):
     """PEM private key of ``ssl_certfile``."""
     ssl_cafile: Path | None = None
     """PEM CA bundle; when set, clients must present a certificate it signed (ssl.client.auth=required)."""
+    authorizer: Literal["auto", "acl", "none"] = "auto"
+    """Kafka's ``authorizer.class.name``. ``acl``: every request is checked against the ACLs as Kafka's
+    ``StandardAuthorizer`` checks it (CreateAcls/DescribeAcls/DeleteAcls manage them, kept in
+    ``data_dir/acls``); ``none``: everything is allowed and the ACL APIs answer SECURITY_DISABLED;
+    ``auto``: ``acl`` on a SASL listener (where clients have identities), ``none`` otherwise."""
     super_users: list[str] = []
-    """Kafka's ``super.users`` (``User:<name>``). When set, only they may delete internal topics
-    (``_onceflow_*``, ``__consumer_offsets``, ``__transaction_state``)."""
+    """Kafka's ``super.users`` (``User:<name>``): allowed everything, whatever the ACLs say."""
+    allow_everyone_if_no_acl_found: bool = True
+    """Kafka's ``allow.everyone.if.no.acl.found``: a resource no ACL names is open to every user.
+    Never so for protected resources: the Cluster, the internal topics (``_onceflow_*``,
+    ``__consumer_offsets``, ``__transaction_state``), the transactional ids of
+    ``protected_transactional_id_prefixes`` and the groups of ``protected_group_prefixes``; only super
+    users and explicit ACLs reach those."""
+    protected_transactional_id_prefixes: list[str] = ["onceflow-coordinator", "onceflow-sink-", "onceflow-src-"]
+    """onceflow's transactional ids: the coordinator's decision log, the Kafka sinks' producers and
+    the exactly-once source tasks' producers. Whoever can initialise one can fence its owner."""
+    protected_group_prefixes: list[str] = ["onceflow-coordinator"]
+    """onceflow's consumer groups that only their owner may join: the coordinators' standby election
+    (whoever wins it is the active coordinator) and their log replays."""
     log: LoggingSettings = LoggingSettings()
 
     @field_validator("listen")
@@ -115,6 +143,13 @@ class BrokerConfig(Settings):
     def uses_sasl(self) -> bool:
         """Whether clients must authenticate with SASL on the listener."""
         return self.security_protocol.startswith("SASL_")
+
+    @property
+    def authorizes(self) -> bool:
+        """Whether requests are checked against ACLs (see ``authorizer``)."""
+        if self.authorizer == "auto":
+            return self.uses_sasl
+        return self.authorizer == "acl"
 
     @property
     def uses_tls(self) -> bool:

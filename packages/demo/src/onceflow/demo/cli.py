@@ -63,6 +63,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="librdkafka property for every client of the run (security.protocol, sasl.*, ssl.*)",
     )
     parser.add_argument(
+        "--service-property",
+        dest="service_kafka_properties",
+        action="append",
+        default=[],
+        metavar="SERVICE:KEY=VALUE",
+        help="librdkafka property of one service over -X (e.g. its own sasl.username), so that each "
+        "service runs as its own principal (see 'onceflow acls')",
+    )
+    parser.add_argument(
         "--input",
         type=Path,
         metavar="FILE",
@@ -98,12 +107,32 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     parser.set_defaults(func=run)
 
 
+SERVICES = ("coordinator", "participant", "consumer", "spark", "connect")
+"""The services ``--service-property`` may name."""
+
+
+def _service_properties(items: list[str]) -> dict[str, dict[str, str]]:
+    """``["coordinator:sasl.username=c"]`` -> ``{"coordinator": {"sasl.username": "c"}}``."""
+    by_service: dict[str, list[str]] = {}
+    for item in items:
+        service, sep, pair = item.partition(":")
+        if not sep or service not in SERVICES:
+            raise InvalidConfig(
+                "--service-property", f"expected SERVICE:KEY=VALUE with SERVICE one of {SERVICES}, got {item!r}"
+            )
+        by_service.setdefault(service, []).append(pair)
+    return {service: parse_pairs(pairs, "--service-property") for service, pairs in by_service.items()}
+
+
 def options_from(args: argparse.Namespace) -> DemoOptions:
     if args.resume and args.run_dir is None:
         raise InvalidConfig("--resume", "needs --run-dir (the run to continue)")
     properties = parse_pairs(args.kafka_properties, "-X")
     if properties and not args.bootstrap_servers:
         raise InvalidConfig("-X", "only goes with --bootstrap-servers (the embedded broker needs no properties)")
+    per_service = _service_properties(args.service_kafka_properties)
+    if per_service and not args.bootstrap_servers:
+        raise InvalidConfig("--service-property", "only goes with --bootstrap-servers")
     if args.resume and (args.bootstrap_servers or properties):
         raise InvalidConfig("--bootstrap-servers", "a resumed run uses the Kafka it was started with")
     if args.input is not None and not args.input.is_file():
@@ -130,6 +159,7 @@ def options_from(args: argparse.Namespace) -> DemoOptions:
         input_path=args.input,
         bootstrap_servers=args.bootstrap_servers,
         kafka_properties=properties,
+        service_kafka_properties=per_service,
         follow=args.follow,
         idle_timeout_s=args.idle_timeout,
     )

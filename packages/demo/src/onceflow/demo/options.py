@@ -42,6 +42,8 @@ class DemoOptions:
     #: An existing Kafka instead of the embedded broker, and librdkafka properties for every client.
     bootstrap_servers: str = ""
     kafka_properties: dict[str, str] = field(default_factory=dict)
+    #: librdkafka properties of one service (``--service-property SERVICE:KEY=VALUE``), over those.
+    service_kafka_properties: dict[str, dict[str, str]] = field(default_factory=dict)
     follow: bool = False
     idle_timeout_s: float | None = None
     service_log_level: str = "INFO"
@@ -70,6 +72,7 @@ class DemoOptions:
             input_path=str(self.input_path.resolve()) if self.input_path is not None else "",
             bootstrap_servers=self.bootstrap_servers,
             kafka_properties=dict(self.kafka_properties),
+            service_kafka_properties={k: dict(v) for k, v in self.service_kafka_properties.items()},
             follow=self.follow,
             idle_end_ms=int(self.idle_timeout_s * 1000) if self.idle_timeout_s else 0,
         )

@@ -81,6 +81,9 @@ class RunState:
     #: librdkafka properties every client of the run gets (``-X``).
     bootstrap_servers: str = ""
     kafka_properties: dict[str, str] = field(default_factory=dict)
+    #: ``--service-property``: librdkafka properties of one service over ``kafka_properties`` (each
+    #: service its own SASL login, so each runs as its own principal with its own ACLs).
+    service_kafka_properties: dict[str, dict[str, str]] = field(default_factory=dict)
     #: ``--input``: the access-log file the run reads ("" = the generator), and how it ends.
     input_path: str = ""
     follow: bool = False

@@ -13,6 +13,9 @@ import struct
 from typing import Any
 
 from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.schema.sasl_authenticate.v2 import SaslAuthenticateRequest
+from kio.schema.sasl_handshake.v1 import SaslHandshakeRequest
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
@@ -41,6 +44,17 @@ class KafkaConnection:
     def close(self) -> None:
         """Close the socket."""
         self.sock.close()
+
+    def login_plain(self, user: str, password: str) -> None:
+        """Authenticate this connection with SASL/PLAIN (SaslHandshake v1, SaslAuthenticate v2); raises
+        ``PermissionError`` with the broker's message when it refuses."""
+        handshake = self.request(SaslHandshakeRequest(mechanism="PLAIN"))
+        if handshake.error_code is not ErrorCode.none:
+            raise PermissionError(f"SASL handshake refused: {handshake.error_code.name} {list(handshake.mechanisms)}")
+        token = b"\0" + user.encode() + b"\0" + password.encode()
+        answer = self.request(SaslAuthenticateRequest(auth_bytes=token))
+        if answer.error_code is not ErrorCode.none:
+            raise PermissionError(f"SASL authentication refused: {answer.error_code.name} {answer.error_message}")
 
     def send_frame(self, frame: bytes) -> None:
         """Write one size-prefixed frame."""

@@ -6,6 +6,13 @@ iteration count, ``StoredKey = H(HMAC(SaltedPassword, "Client Key"))`` and
 derived with SHA-256 and checks a password by deriving it again. The file is replaced atomically
 (temporary file, fsync, rename), and read again on every authentication, so users added while the
 broker runs can log in at once.
+
+An unknown user must look exactly like a known one with a wrong password: ``decoy(user, mechanism)``
+is a credential that matches no password, with the default iteration count and a salt derived from
+``user`` with a secret of the data dir (``sasl-secret``: 32 random bytes, created once, 0600). The
+salt is the same on every attempt, as a real user's is, and cannot be computed without the secret, so
+SCRAM's first answer does not tell who exists; PLAIN checks a password against the decoy with the
+same derivation and comparison as against a real credential.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 USERS_FILE = "users.json"
+SECRET_FILE = "sasl-secret"
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_ITERATIONS = 4096
 _HASHES = {"PLAIN": "sha256", "SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
@@ -82,6 +90,39 @@ class CredentialStore:
 
     def __init__(self, data_dir: Path) -> None:
         self.path = data_dir / USERS_FILE
+        self._secret_path = data_dir / SECRET_FILE
+        self._secret: bytes | None = None
+
+    def decoy(self, user: str, mechanism: str) -> ScramCredential:
+        """A credential for a user that does not exist (see module docs): it matches no password."""
+        hash_name = _HASHES[mechanism]
+        label = b"\0".join([b"onceflow-scram-decoy", mechanism.encode(), user.encode()])
+        return ScramCredential(
+            hash_name=hash_name,
+            salt=hmac.digest(self._server_secret(), label, "sha256")[:16],
+            iterations=DEFAULT_ITERATIONS,
+            stored_key=secrets.token_bytes(hashlib.new(hash_name).digest_size),
+            server_key=secrets.token_bytes(hashlib.new(hash_name).digest_size),
+        )
+
+    def _server_secret(self) -> bytes:
+        """The data dir's secret, created (exclusively, 0600, fsynced) the first time it is needed."""
+        if self._secret is None:
+            self._secret_path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(self._secret_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:
+                pass
+            else:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(secrets.token_bytes(32))
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            secret = self._secret_path.read_bytes()
+            if len(secret) < 32:
+                raise OSError(f"{self._secret_path} holds {len(secret)} bytes, not a 32-byte secret")
+            self._secret = secret
+        return self._secret
 
     def _load(self) -> dict[str, dict[str, dict[str, object]]]:
         try:

@@ -2,7 +2,8 @@
 
 Two client messages, two answers:
     1. client-first ``n,,n=<user>,r=<client nonce>`` -> server-first ``r=<nonce>,s=<salt>,i=<iterations>``
-       (an unknown user gets a made-up salt, so the answer does not tell whether the user exists);
+       (an unknown user gets its decoy credential, ``CredentialStore.decoy``: a stable salt no one
+       can compute without the data dir's secret, so the answer does not tell whether the user exists);
     2. client-final ``c=<gs2 header>,r=<nonce>,p=<proof>`` -> server-final ``v=<server signature>``
        once the proof checks out; otherwise :class:`AuthenticationFailed`.
 """
@@ -18,7 +19,8 @@ from collections.abc import Callable
 from onceflow.broker.auth.credentials import ScramCredential
 from onceflow.broker.auth.errors import AuthenticationFailed
 
-Lookup = Callable[[str, str], ScramCredential | None]
+Lookup = Callable[[str, str], ScramCredential]
+"""The credential of (user, mechanism): the real one, or a decoy for an unknown user."""
 
 
 def _attributes(message: str) -> dict[str, str]:
@@ -65,14 +67,10 @@ class ScramServer:
         if "n" not in attributes or "r" not in attributes:
             raise AuthenticationFailed("SCRAM: client-first message lacks n= or r=")
         self.user = _unescape_name(attributes["n"])
-        self._credential = self._lookup(self.user, self.mechanism)
-        salt, iterations = (
-            (self._credential.salt, self._credential.iterations)
-            if self._credential is not None
-            else (hashlib.sha256(b"onceflow" + self.user.encode()).digest()[:16], 4096)
-        )
+        self._credential = credential = self._lookup(self.user, self.mechanism)
         self._nonce = attributes["r"] + secrets.token_urlsafe(18)
-        self._server_first = f"r={self._nonce},s={base64.b64encode(salt).decode()},i={iterations}"
+        salt = base64.b64encode(credential.salt).decode()
+        self._server_first = f"r={self._nonce},s={salt},i={credential.iterations}"
         return self._server_first.encode()
 
     def final(self, message: bytes) -> bytes:
@@ -86,7 +84,7 @@ class ScramServer:
             raise AuthenticationFailed("SCRAM: channel binding mismatch")
         credential = self._credential
         if credential is None:
-            raise AuthenticationFailed(_invalid_credentials(self.mechanism))
+            raise AuthenticationFailed("SCRAM: client-final message before client-first")
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
         hash_name = credential.hash_name
         client_signature = hmac.digest(credential.stored_key, auth_message, hash_name)

@@ -7,14 +7,16 @@ Steps on a SASL listener:
        password``), SCRAM two (client-first, client-final).
     3. Success sets the principal (``User:<name>``); a failure answers SASL_AUTHENTICATION_FAILED
        and the connection is closed after that answer.
-Until step 3 succeeds only ApiVersions, SaslHandshake and SaslAuthenticate are served.
+Until step 3 succeeds only ApiVersions, SaslHandshake and SaslAuthenticate are served. An unknown
+user is refused after the same work and with the same answers as a known user with a wrong password
+(its decoy credential, see :mod:`onceflow.broker.auth.credentials`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from onceflow.broker.auth.credentials import CredentialStore
+from onceflow.broker.auth.credentials import CredentialStore, ScramCredential
 from onceflow.broker.auth.errors import AuthenticationFailed
 from onceflow.broker.auth.scram import ScramServer
 
@@ -42,7 +44,7 @@ class SaslSession:
             return False
         self.mechanism = mechanism
         if mechanism.startswith("SCRAM-"):
-            self._scram = ScramServer(mechanism, self._store.lookup)
+            self._scram = ScramServer(mechanism, self._credential)
         return True
 
     def authenticate(self, token: bytes) -> bytes:
@@ -56,6 +58,11 @@ class SaslSession:
                 raise
             raise AuthenticationFailed(f"malformed {self.mechanism} token") from exc
 
+    def _credential(self, user: str, mechanism: str) -> ScramCredential:
+        """The user's credential, or the store's decoy for an unknown user (never tells them apart)."""
+        found = self._store.lookup(user, mechanism)
+        return found if found is not None else self._store.decoy(user, mechanism)
+
     def _step(self, token: bytes) -> bytes:
         if self.failed or self.authenticated or self.mechanism is None:
             raise AuthenticationFailed("SaslAuthenticate out of order (no SaslHandshake, or already done)")
@@ -64,8 +71,7 @@ class SaslSession:
             if len(parts) != 3:
                 raise AuthenticationFailed("malformed PLAIN token")
             _authzid, user, password = parts
-            credential = self._store.lookup(user, "PLAIN")
-            if credential is None or not credential.matches(password):
+            if not self._credential(user, "PLAIN").matches(password):  # a decoy for unknown users: same work
                 raise AuthenticationFailed("Authentication failed: Invalid username or password (SASL mechanism PLAIN)")
             self.principal = f"User:{user}"
             return b""

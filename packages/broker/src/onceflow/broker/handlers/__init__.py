@@ -7,6 +7,7 @@ registered here for exactly the API keys advertised in :mod:`onceflow.broker.pro
 from __future__ import annotations
 
 from onceflow.broker.handlers import (
+    acls,
     alter_configs,
     api_versions,
     create_partitions,
@@ -52,6 +53,9 @@ HANDLERS: dict[int, Handler] = {
     versions.LIST_TRANSACTIONS: transactions_admin.handle_list_transactions,
     versions.DESCRIBE_TRANSACTIONS: transactions_admin.handle_describe_transactions,
     versions.WRITE_TXN_MARKERS: write_txn_markers.handle,
+    versions.DESCRIBE_ACLS: acls.handle_describe,
+    versions.CREATE_ACLS: acls.handle_create,
+    versions.DELETE_ACLS: acls.handle_delete,
     versions.DESCRIBE_CONFIGS: describe_configs.handle,
     versions.ALTER_CONFIGS: alter_configs.handle_alter,
     versions.INCREMENTAL_ALTER_CONFIGS: alter_configs.handle_incremental,

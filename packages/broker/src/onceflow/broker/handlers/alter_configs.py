@@ -11,8 +11,8 @@ Guarantees, per resource in request order:
 - an unknown topic is UNKNOWN_TOPIC_OR_PARTITION; a BROKER resource is INVALID_REQUEST (this broker's
   settings are read-only at runtime, as DescribeConfigs reports them); BROKER_LOGGER is accepted
   and ignored; other resource types are INVALID_REQUEST;
-- with ``super_users`` set, only they may alter an internal topic (TOPIC_AUTHORIZATION_FAILED
-  otherwise, as for DeleteTopics).
+- a topic needs ALTER_CONFIGS on it (TOPIC_AUTHORIZATION_FAILED), the broker and its loggers
+  ALTER_CONFIGS on the Cluster (CLUSTER_AUTHORIZATION_FAILED), checked first, as in Kafka.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from onceflow.broker.acl import AclOperation, ResourceType
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.describe_configs import BROKER, BROKER_LOGGER, TOPIC
-from onceflow.broker.handlers.topics_admin import is_internal_topic
 from onceflow.broker.storage.config import LogConfig
 from onceflow.broker.storage.errors import InvalidTopicConfig
 from onceflow.core.logging import get_logger
@@ -79,6 +79,12 @@ def _alter(
     kind, name = int(resource.resource_type), resource.resource_name
     answer: dict[str, object] = {"resource_type": kind, "resource_name": name}
     try:
+        if kind == TOPIC and not ctx.authorized(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, name):
+            raise _Refused(
+                ErrorCode.topic_authorization_failed, f"{ctx.principal} may not alter the configs of '{name}'."
+            )
+        if kind in (BROKER, BROKER_LOGGER) and not ctx.authorized_cluster(AclOperation.ALTER_CONFIGS):
+            raise _Refused(ErrorCode.cluster_authorization_failed, f"{ctx.principal} may not alter broker configs.")
         if kind == BROKER_LOGGER:
             return {**answer, "error_code": ErrorCode.none, "error_message": None}
         if kind == BROKER:
@@ -89,11 +95,6 @@ def _alter(
         topic = topics.get(name)
         if topic is None:
             raise _Refused(ErrorCode.unknown_topic_or_partition, f"Topic '{name}' does not exist.")
-        super_users = ctx.broker.config.super_users
-        if super_users and is_internal_topic(name) and ctx.principal not in super_users:
-            raise _Refused(
-                ErrorCode.topic_authorization_failed, f"Only super.users may alter the internal topic '{name}'."
-            )
         overrides = change(dict(topic.spec.configs), resource.configs)
         try:
             LogConfig.from_topic_configs(overrides, topics.defaults)

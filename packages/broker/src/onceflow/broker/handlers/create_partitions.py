@@ -6,8 +6,8 @@ topic UNKNOWN_TOPIC_OR_PARTITION; a count not above the current one INVALID_PART
 message); manual assignments other than this broker INVALID_REPLICA_ASSIGNMENT; otherwise the new
 partitions exist, empty, and are durable in the topic registry before the answer (with
 ``validate_only`` nothing changes, the answer is the same). A failure on the data dir is
-KAFKA_STORAGE_ERROR and leaves the topic as it was. With ``super_users`` set, only they may grow an
-internal topic (TOPIC_AUTHORIZATION_FAILED otherwise, as for DeleteTopics).
+KAFKA_STORAGE_ERROR and leaves the topic as it was. Growing a topic needs ALTER on it
+(TOPIC_AUTHORIZATION_FAILED, checked before whether it exists, as in Kafka).
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from onceflow.broker.acl import AclOperation, ResourceType
 from onceflow.broker.handlers.context import RequestContext
-from onceflow.broker.handlers.topics_admin import MAX_PARTITIONS, is_internal_topic
+from onceflow.broker.handlers.topics_admin import MAX_PARTITIONS
 from onceflow.core.logging import get_logger
 
 log = get_logger("onceflow.broker.admin")
@@ -30,14 +31,11 @@ def _result(name: str, code: ErrorCode = ErrorCode.none, message: str | None = N
 
 def _grow(ctx: RequestContext, wanted: Any, validate_only: bool) -> dict[str, object]:
     name, total = wanted.name, int(wanted.count)
+    if not ctx.authorized(AclOperation.ALTER, ResourceType.TOPIC, name):
+        return _result(name, ErrorCode.topic_authorization_failed, f"{ctx.principal} may not alter the topic '{name}'.")
     topic = ctx.broker.topics.get(name)
     if topic is None:
         return _result(name, ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist.")
-    super_users = ctx.broker.config.super_users
-    if super_users and is_internal_topic(name) and ctx.principal not in super_users:
-        return _result(
-            name, ErrorCode.topic_authorization_failed, f"Only super.users may alter the internal topic '{name}'."
-        )
     current = len(topic.partitions)
     if total <= current:
         return _result(

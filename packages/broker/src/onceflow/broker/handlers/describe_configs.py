@@ -1,4 +1,8 @@
-"""DescribeConfigs for TOPIC and BROKER resources (see :mod:`config_entries` for the values)."""
+"""DescribeConfigs for TOPIC and BROKER resources (see :mod:`config_entries` for the values).
+
+A topic needs DESCRIBE_CONFIGS on it (TOPIC_AUTHORIZATION_FAILED), the broker and its loggers
+DESCRIBE_CONFIGS on the Cluster (CLUSTER_AUTHORIZATION_FAILED), as in Kafka.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from onceflow.broker.acl import AclOperation, ResourceType
 from onceflow.broker.handlers.config_entries import ConfigEntry, broker_entries, entries_of_topic
 from onceflow.broker.handlers.context import RequestContext
 
@@ -38,12 +43,26 @@ def _error(resource: Any, code: ErrorCode, message: str) -> dict[str, object]:
     }
 
 
+def _refusal(ctx: RequestContext, resource: Any) -> ErrorCode | None:
+    """TOPIC/CLUSTER_AUTHORIZATION_FAILED when the principal may not describe ``resource``'s configs."""
+    operation = AclOperation.DESCRIBE_CONFIGS
+    if resource.resource_type == TOPIC:
+        allowed = ctx.authorized(operation, ResourceType.TOPIC, resource.resource_name)
+        return None if allowed else ErrorCode.topic_authorization_failed
+    if resource.resource_type in (BROKER, BROKER_LOGGER):
+        return None if ctx.authorized_cluster(operation) else ErrorCode.cluster_authorization_failed
+    return None
+
+
 async def handle(ctx: RequestContext, request: Any) -> Any:
     """Describe each requested resource; unknown topics and brokers get an error per resource."""
     broker = ctx.broker
     results = []
     for resource in request.resources:
-        if resource.resource_type == TOPIC:
+        refused = _refusal(ctx, resource)
+        if refused is not None:
+            results.append(_error(resource, refused, f"{ctx.principal} may not describe the configs of it"))
+        elif resource.resource_type == TOPIC:
             topic = broker.topics.get(resource.resource_name)
             if topic is None:
                 results.append(

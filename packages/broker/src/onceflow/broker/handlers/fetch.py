@@ -7,7 +7,8 @@ Steps:
     3. If fewer than ``min_bytes`` were found, an error occurred, or the wait is over, answer.
        Otherwise sleep until an append to a requested partition or the deadline, then repeat from 2.
 
-Guarantees: batches are returned byte-for-byte as stored, never decoded; read_committed reads stop
+A partition of a topic the principal may not READ gets TOPIC_AUTHORIZATION_FAILED (and nothing of it
+is read). Guarantees: batches are returned byte-for-byte as stored, never decoded; read_committed reads stop
 at the last stable offset and carry the aborted transactions overlapping the batches returned; fetch
 sessions are not kept (``session_id`` 0 means a sessionless full fetch, which every client accepts);
 an offset outside ``[log_start, high_watermark]`` gets OFFSET_OUT_OF_RANGE.
@@ -22,6 +23,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from onceflow.broker.acl import AclOperation, ResourceType
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.storage_errors import error_code_for
 from onceflow.broker.storage.errors import StorageError
@@ -42,7 +44,7 @@ class _Wanted:
 
 
 def _read_all(
-    ctx: RequestContext, wanted: list[_Wanted], max_bytes: int, read_committed: bool
+    ctx: RequestContext, wanted: list[_Wanted], max_bytes: int, read_committed: bool, refused: frozenset[str]
 ) -> tuple[dict[str, list[dict[str, object]]], int, bool]:
     """Step 2: one pass over all partitions. Returns (results by topic, bytes found, any error)."""
     results: dict[str, list[dict[str, object]]] = {}
@@ -52,7 +54,10 @@ def _read_all(
     for item in wanted:
         entry: dict[str, object] = {"partition_index": item.partition, "records": b""}
         topic = ctx.broker.topics.get(item.topic)
-        if topic is None or not 0 <= item.partition < len(topic.partitions):
+        if item.topic in refused:
+            entry.update(error_code=ErrorCode.topic_authorization_failed, high_watermark=-1)
+            errored = True
+        elif topic is None or not 0 <= item.partition < len(topic.partitions):
             entry.update(error_code=ErrorCode.unknown_topic_or_partition, high_watermark=-1)
             errored = True
         else:
@@ -99,6 +104,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         for t in request.topics
         for p in t.partitions
     ]
+    refused = frozenset(
+        name for name in {w.topic for w in wanted} if not ctx.authorized(AclOperation.READ, ResourceType.TOPIC, name)
+    )
     read_committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
     max_bytes = int(getattr(request, "max_bytes", 2**31 - 1))
     wait_s = max(0.0, request.max_wait.total_seconds())
@@ -108,7 +116,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         while True:
             woken.clear()
             # Step 2
-            results, found, errored = _read_all(ctx, wanted, max_bytes, read_committed)
+            results, found, errored = _read_all(ctx, wanted, max_bytes, read_committed, refused)
             # Step 3
             left = deadline - time.monotonic()
             if found >= request.min_bytes or errored or left <= 0 or not wanted:
@@ -116,7 +124,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
             try:
                 await asyncio.wait_for(woken.wait(), timeout=left)
             except TimeoutError:
-                results, found, errored = _read_all(ctx, wanted, max_bytes, read_committed)
+                results, found, errored = _read_all(ctx, wanted, max_bytes, read_committed, refused)
                 break
     return ctx.respond(
         {

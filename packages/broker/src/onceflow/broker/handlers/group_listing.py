@@ -1,4 +1,8 @@
-"""ListGroups and DescribeGroups: thin adapters over :class:`GroupCoordinator`."""
+"""ListGroups and DescribeGroups: thin adapters over :class:`GroupCoordinator`.
+
+ListGroups lists every group for a principal with DESCRIBE on the Cluster, otherwise only the groups
+it may DESCRIBE; DescribeGroups answers GROUP_AUTHORIZATION_FAILED for a group it may not DESCRIBE.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from onceflow.broker.acl import AclOperation, ResourceType
 from onceflow.broker.handlers.context import RequestContext
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
@@ -14,6 +19,12 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 async def handle_list(ctx: RequestContext, request: Any) -> Any:
     """List groups, optionally filtered by state (v4+)."""
     listings = ctx.broker.groups.list_groups(tuple(getattr(request, "states_filter", ())))
+    if not ctx.authorized_cluster(AclOperation.DESCRIBE, log_denied=False):
+        listings = [
+            g
+            for g in listings
+            if ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id, log_denied=False)
+        ]
     return ctx.respond(
         {
             "throttle_time": 0,
@@ -29,6 +40,19 @@ async def handle_describe(ctx: RequestContext, request: Any) -> Any:
     """Describe each group; unknown groups are described as Dead."""
     described = []
     for group_id in request.groups:
+        if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            described.append(
+                {
+                    "error_code": ErrorCode.group_authorization_failed,
+                    "group_id": group_id,
+                    "group_state": "",
+                    "protocol_type": "",
+                    "protocol_data": "",
+                    "members": [],
+                    "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+                }
+            )
+            continue
         d = ctx.broker.groups.describe_group(group_id)
         described.append(
             {

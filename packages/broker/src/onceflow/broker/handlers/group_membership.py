@@ -2,7 +2,7 @@
 
 Version differences handled here: JoinGroup v0 has no rebalance timeout (the session timeout is
 used); v4+ requires a known member id (MEMBER_ID_REQUIRED first); LeaveGroup v0-2 names one member,
-v3+ a batch.
+v3+ a batch. Every one of them needs READ on the group (GROUP_AUTHORIZATION_FAILED, nothing changed).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from onceflow.broker.acl import AclOperation, ResourceType
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.core.logging import get_logger
 
@@ -21,8 +22,27 @@ def _ms(value: Any) -> int:
     return int(value.total_seconds() * 1000)
 
 
+def _may_read(ctx: RequestContext, group_id: str) -> bool:
+    return ctx.authorized(AclOperation.READ, ResourceType.GROUP, group_id)
+
+
+_REFUSED = ErrorCode.group_authorization_failed
+
+
 async def handle_join(ctx: RequestContext, request: Any) -> Any:
     """JoinGroup: returns when the rebalance completes."""
+    if not _may_read(ctx, request.group_id):
+        return ctx.respond(
+            {
+                "throttle_time": 0,
+                "error_code": _REFUSED,
+                "generation_id": -1,
+                "protocol_name": "" if ctx.api_version < 7 else None,
+                "leader": "",
+                "member_id": "",
+                "members": [],
+            }
+        )
     session_ms = _ms(request.session_timeout)
     rebalance = getattr(request, "rebalance_timeout", None)
     result = await ctx.broker.groups.join_group(
@@ -65,6 +85,8 @@ async def handle_join(ctx: RequestContext, request: Any) -> Any:
 
 async def handle_sync(ctx: RequestContext, request: Any) -> Any:
     """SyncGroup: the leader's assignments are stored; every member gets its own."""
+    if not _may_read(ctx, request.group_id):
+        return ctx.respond({"throttle_time": 0, "error_code": _REFUSED, "assignment": b""})
     result = await ctx.broker.groups.sync_group(
         request.group_id,
         request.generation_id,
@@ -87,6 +109,8 @@ async def handle_sync(ctx: RequestContext, request: Any) -> Any:
 
 async def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
     """Heartbeat."""
+    if not _may_read(ctx, request.group_id):
+        return ctx.respond({"throttle_time": 0, "error_code": _REFUSED})
     error = ctx.broker.groups.heartbeat(
         request.group_id, request.generation_id, request.member_id, getattr(request, "group_instance_id", None)
     )
@@ -95,6 +119,8 @@ async def handle_heartbeat(ctx: RequestContext, request: Any) -> Any:
 
 async def handle_leave(ctx: RequestContext, request: Any) -> Any:
     """LeaveGroup for one member (v0-2) or a batch (v3+)."""
+    if not _may_read(ctx, request.group_id):
+        return ctx.respond({"throttle_time": 0, "error_code": _REFUSED, "members": []})
     if ctx.api_version < 3:
         members: list[tuple[str, str | None]] = [(request.member_id, None)]
     else:

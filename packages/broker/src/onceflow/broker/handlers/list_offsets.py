@@ -2,7 +2,8 @@
 
 Guarantees: latest is the high watermark, or the last stable offset for read_committed
 (isolation_level 1); earliest is the log start offset; a timestamp maps to the first offset whose
-timestamp is at or after it, or -1 when there is none.
+timestamp is at or after it, or -1 when there is none. A topic the principal may not DESCRIBE gets
+TOPIC_AUTHORIZATION_FAILED for every partition.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from onceflow.broker.acl import AclOperation, ResourceType
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.storage_errors import error_code_for
 from onceflow.broker.partition import Partition
@@ -46,6 +48,11 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for wanted in request.topics:
         topic = ctx.broker.topics.get(wanted.name)
         answers: list[dict[str, object]] = []
+        if not ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, wanted.name):
+            refused = ErrorCode.topic_authorization_failed
+            answers = [{"partition_index": p.partition_index, "error_code": refused} for p in wanted.partitions]
+            topics.append({"name": wanted.name, "partitions": answers})
+            continue
         for p in wanted.partitions:
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):
                 answers.append(

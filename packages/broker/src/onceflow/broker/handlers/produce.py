@@ -1,8 +1,12 @@
 """Produce: append record batches to partition logs.
 
-Per partition, in request order:
-    1. Resolve the topic (auto-creating it when enabled) and partition; unknown ones get
-       UNKNOWN_TOPIC_OR_PARTITION.
+Authorization first (Kafka's order): a transactional produce needs WRITE on its transactional id
+(every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED otherwise), every topic WRITE on the topic
+(TOPIC_AUTHORIZATION_FAILED for its partitions, whether or not it exists).
+
+Per authorized partition, in request order:
+    1. Resolve the topic (auto-creating it when enabled and the principal may create it) and
+       partition; unknown ones get UNKNOWN_TOPIC_OR_PARTITION.
     2. A transactional produce (``transactional_id`` set) must go to a partition already in its
        producer's open transaction (AddPartitionsToTxn): otherwise INVALID_PRODUCER_EPOCH if the
        producer was fenced, else INVALID_TXN_STATE. This keeps a late or stray batch from opening a
@@ -25,6 +29,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from onceflow.broker.acl import AclOperation, ResourceType
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.storage_errors import error_code_for
 from onceflow.broker.storage.errors import CorruptRecordError, DuplicateSequenceError, StorageError
@@ -86,7 +91,7 @@ async def _produce_partition(
     broker = ctx.broker
     # Step 1
     topic = broker.topics.get(topic_name)
-    if topic is None and topic_name not in KAFKA_INTERNAL_TOPICS:
+    if topic is None and topic_name not in KAFKA_INTERNAL_TOPICS and ctx.may_create_topic(topic_name):
         topic = await broker.auto_create_topic(topic_name)
     if topic is None or not 0 <= index < len(topic.partitions):
         return _failure(index, ErrorCode.unknown_topic_or_partition)
@@ -142,11 +147,24 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         return ctx.respond({"responses": responses, "throttle_time": 0})
     responses = []
     transactional_id = getattr(request, "transactional_id", None)
-    for topic_data in request.topic_data:
-        partitions = [
-            await _produce_partition(ctx, topic_data.name, p.index, p.records, transactional_id)
-            for p in topic_data.partition_data
+    if transactional_id is not None and not ctx.authorized(
+        AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    ):
+        refused = ErrorCode.transactional_id_authorization_failed
+        responses = [
+            {"name": t.name, "partition_responses": [_failure(p.index, refused) for p in t.partition_data]}
+            for t in request.topic_data
         ]
+        return None if request.acks == 0 else ctx.respond({"responses": responses, "throttle_time": 0})
+    for topic_data in request.topic_data:
+        if not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, topic_data.name):
+            refused = ErrorCode.topic_authorization_failed
+            partitions = [_failure(p.index, refused) for p in topic_data.partition_data]
+        else:
+            partitions = [
+                await _produce_partition(ctx, topic_data.name, p.index, p.records, transactional_id)
+                for p in topic_data.partition_data
+            ]
         responses.append({"name": topic_data.name, "partition_responses": partitions})
     if request.acks == 0:
         return None

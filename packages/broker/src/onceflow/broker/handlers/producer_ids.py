@@ -7,6 +7,10 @@
 - Without one (idempotent producers), every answer carries a producer id never handed out before on
   this data dir, with epoch 0. A producer that asks to bump its epoch (KIP-360, v3+) also gets a fresh
   id, which clients accept.
+
+Authorization (Kafka's): with a transactional id WRITE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+so no one else can fence its owner; without one IDEMPOTENT_WRITE on the Cluster or WRITE on some topic
+(CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from onceflow.broker.acl import AclOperation, ResourceType
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.producer_fenced import for_client
 from onceflow.broker.statelog import StateLogError
@@ -40,8 +45,24 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         )
 
 
+def _refusal(ctx: RequestContext, transactional_id: str | None) -> ErrorCode | None:
+    if transactional_id is not None:
+        if ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return None
+        return ErrorCode.transactional_id_authorization_failed
+    if ctx.authorized_cluster(AclOperation.IDEMPOTENT_WRITE, log_denied=False):
+        return None
+    if ctx.authorized_on_any(AclOperation.WRITE, ResourceType.TOPIC):
+        return None
+    return ErrorCode.cluster_authorization_failed
+
+
 async def _init(ctx: RequestContext, request: Any) -> Any:
     transactional_id = request.transactional_id
+    refused = _refusal(ctx, transactional_id)
+    if refused is not None:
+        log.info("producer.init_refused", **ctx.log_dict(), transactional_id=transactional_id, error=refused.name)
+        return ctx.respond({"throttle_time": 0, "error_code": refused, "producer_id": -1, "producer_epoch": -1})
     if transactional_id is not None:
         timeout_ms = round(request.transaction_timeout.total_seconds() * 1000)
         result = await ctx.broker.transactions.init_producer_id(

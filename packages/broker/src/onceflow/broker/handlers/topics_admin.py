@@ -8,6 +8,12 @@ A create that fails on the data dir (its files cannot be created) is KAFKA_STORA
 nothing behind.
 With ``validate_only`` nothing is created, but the answer is the same. A created topic is durable
 before the response is sent.
+
+Authorization (Kafka's): creating needs CREATE on the Cluster or on the topic
+(TOPIC_AUTHORIZATION_FAILED), and the created topic's configs are answered only with DESCRIBE_CONFIGS
+on it (``topic_config_error_code`` TOPIC_AUTHORIZATION_FAILED otherwise); deleting needs DELETE on the
+Cluster or on the topic, and a topic the principal may not even DESCRIBE is TOPIC_AUTHORIZATION_FAILED
+whether or not it exists.
 """
 
 from __future__ import annotations
@@ -17,15 +23,15 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from onceflow.broker.acl import AclOperation, ResourceType
 from onceflow.broker.handlers.config_entries import topic_entries
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.storage.errors import InvalidTopicConfig
-from onceflow.broker.topics import KAFKA_INTERNAL_TOPICS, InvalidTopicName, TopicExists
+from onceflow.broker.topics import InvalidTopicName, TopicExists
 from onceflow.core.logging import get_logger
 
 log = get_logger("onceflow.broker.admin")
 
-INTERNAL_TOPICS = KAFKA_INTERNAL_TOPICS
 MAX_PARTITIONS = 10_000
 """More partitions than a single-node embedded broker can sensibly hold open (a guard, not a Kafka rule)."""
 
@@ -89,8 +95,8 @@ async def _create_one(ctx: RequestContext, wanted: Any, validate_only: bool) -> 
     except OSError as exc:  # the registry rolled the topic back (and logged it): nothing of it is left
         reason = exc.strerror or str(exc)
         return _failed(name, ErrorCode.kafka_storage_error, f"Topic '{name}' could not be created: {reason}")
-    log.info("topic.create", topic=name, partitions=partitions, validate_only=validate_only)
-    return {
+    log.info("topic.create", **ctx.log_dict(), topic=name, partitions=partitions, validate_only=validate_only)
+    created: dict[str, object] = {
         "name": name,
         "topic_id": topic_id,
         "error_code": ErrorCode.none,
@@ -99,6 +105,9 @@ async def _create_one(ctx: RequestContext, wanted: Any, validate_only: bool) -> 
         "replication_factor": 1,
         "configs": [e.describe() for e in topic_entries(configs, log_config.to_topic_configs())],
     }
+    if not ctx.authorized(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name, log_denied=False):
+        created |= {"configs": None, "topic_config_error_code": ErrorCode.topic_authorization_failed}
+    return created
 
 
 async def handle_create(ctx: RequestContext, request: Any) -> Any:
@@ -111,31 +120,30 @@ async def handle_create(ctx: RequestContext, request: Any) -> Any:
                 _failed(wanted.name, ErrorCode.invalid_request, "Create topics request contains duplicate topic names.")
             )
             continue
+        if not ctx.may_create_topic(wanted.name):
+            results.append(_failed(wanted.name, ErrorCode.topic_authorization_failed, "Authorization failed."))
+            continue
         results.append(await _create_one(ctx, wanted, bool(getattr(request, "validate_only", False))))
     return ctx.respond({"throttle_time": 0, "topics": results})
 
 
-def is_internal_topic(name: str) -> bool:
-    """Topics holding the broker's or onceflow's own state (Kafka's and onceflow's internal topics)."""
-    return name.startswith("_onceflow_") or name in INTERNAL_TOPICS
-
-
 async def handle_delete(ctx: RequestContext, request: Any) -> Any:
-    """Delete every named topic; unknown ones get UNKNOWN_TOPIC_OR_PARTITION. With ``super_users``
-    set, an internal topic (:func:`is_internal_topic`) is deleted only for one of them
-    (TOPIC_AUTHORIZATION_FAILED otherwise)."""
+    """Delete every named topic; unknown ones get UNKNOWN_TOPIC_OR_PARTITION (see module docs for
+    authorization)."""
     results = []
-    super_users = ctx.broker.config.super_users
+    cluster_delete = ctx.authorized_cluster(AclOperation.DELETE, log_denied=False)
     for name in request.topic_names:
-        if super_users and is_internal_topic(name) and ctx.principal not in super_users:
-            log.warning(
-                "topic.delete_refused", **ctx.log_dict(), topic=name, principal=ctx.principal, reason="not a super user"
-            )
+        describable = cluster_delete or ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+        if describable and ctx.broker.topics.get(name) is None:
+            results.append({"name": name, "error_code": ErrorCode.unknown_topic_or_partition, "error_message": None})
+            continue
+        if not describable or not (cluster_delete or ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, name)):
+            log.warning("topic.delete_refused", **ctx.log_dict(), topic=name, principal=ctx.principal)
             results.append(
                 {
                     "name": name,
                     "error_code": ErrorCode.topic_authorization_failed,
-                    "error_message": f"Only super.users may delete the internal topic '{name}'.",
+                    "error_message": f"{ctx.principal} may not delete the topic '{name}'.",
                 }
             )
             continue

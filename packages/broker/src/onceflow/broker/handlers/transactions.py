@@ -11,6 +11,11 @@ Guarantees:
 - EndTxn returns once the outcome is durable and, normally, every marker is written and the group
   offsets completed (see ``TransactionCoordinator.end_txn``).
 - PRODUCER_FENCED is answered only to request versions that know it (see :mod:`producer_fenced`).
+- Authorization (Kafka's): every one of them needs WRITE on the transactional id
+  (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, nothing changes); AddPartitionsToTxn WRITE on each topic
+  (TOPIC_AUTHORIZATION_FAILED, the other partitions OPERATION_NOT_ATTEMPTED), v4 CLUSTER_ACTION on
+  the Cluster; AddOffsetsToTxn and TxnOffsetCommit READ on the group (GROUP_AUTHORIZATION_FAILED),
+  TxnOffsetCommit READ on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions).
 """
 
 from __future__ import annotations
@@ -19,12 +24,16 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from onceflow.broker.groups import OffsetAndMetadata
+from onceflow.broker.acl import AclOperation, ResourceType
 from onceflow.broker.handlers.context import RequestContext
+from onceflow.broker.handlers.group_offsets import offsets_to_commit
 from onceflow.broker.handlers.producer_fenced import for_client
-from onceflow.broker.partition import now_ms
 
 TopicPartition = tuple[str, int]
+
+
+def _may_write_txn(ctx: RequestContext, transactional_id: str) -> bool:
+    return ctx.authorized(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
 
 
 def _missing_partitions(ctx: RequestContext, partitions: list[TopicPartition]) -> set[TopicPartition]:
@@ -41,10 +50,17 @@ async def _add_partitions(
 ) -> dict[TopicPartition, ErrorCode]:
     """Errors of one transaction's AddPartitionsToTxn, by partition."""
     partitions = [(t.name, int(p)) for t in topics for p in t.partitions]
-    missing = _missing_partitions(ctx, partitions)
-    if missing:
+    if not _may_write_txn(ctx, transactional_id):
+        return dict.fromkeys(partitions, ErrorCode.transactional_id_authorization_failed)
+    refused = {t.name for t in topics if not ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, t.name)}
+    missing = _missing_partitions(ctx, [tp for tp in partitions if tp[0] not in refused])
+    if missing or refused:
         return {
-            tp: ErrorCode.unknown_topic_or_partition if tp in missing else ErrorCode.operation_not_attempted
+            tp: ErrorCode.topic_authorization_failed
+            if tp[0] in refused
+            else ErrorCode.unknown_topic_or_partition
+            if tp in missing
+            else ErrorCode.operation_not_attempted
             for tp in partitions
         }
     errors = await ctx.broker.transactions.add_partitions_to_txn(
@@ -83,6 +99,14 @@ async def handle_add_partitions(ctx: RequestContext, request: Any) -> Any:
             request.v3_and_below_topics,
         )
         return ctx.respond({"throttle_time": 0, "results_by_topic_v3_and_below": _topic_results(errors)})
+    if not ctx.authorized_cluster(AclOperation.CLUSTER_ACTION):
+        return ctx.respond(
+            {
+                "throttle_time": 0,
+                "error_code": ErrorCode.cluster_authorization_failed,
+                "results_by_transaction": [],
+            }
+        )
     results = []
     for txn in request.transactions:
         if txn.verify_only:
@@ -95,6 +119,10 @@ async def handle_add_partitions(ctx: RequestContext, request: Any) -> Any:
 
 async def handle_add_offsets(ctx: RequestContext, request: Any) -> Any:
     """AddOffsetsToTxn: the group's transactional offsets will be completed by this transaction."""
+    if not _may_write_txn(ctx, request.transactional_id):
+        return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed})
+    if not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.group_authorization_failed})
     code = await ctx.broker.transactions.add_offsets_to_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
     )
@@ -103,27 +131,23 @@ async def handle_add_offsets(ctx: RequestContext, request: Any) -> Any:
 
 async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     """TxnOffsetCommit: stage offsets in the group until the transaction ends."""
-    timestamp = now_ms()
-    offsets = {
-        (topic.name, p.partition_index): OffsetAndMetadata(
-            offset=p.committed_offset,
-            leader_epoch=getattr(p, "committed_leader_epoch", -1),
-            metadata=p.committed_metadata,
-            commit_timestamp_ms=timestamp,
+    refused: ErrorCode | None = None
+    if not _may_write_txn(ctx, request.transactional_id):
+        refused = ErrorCode.transactional_id_authorization_failed
+    elif not ctx.authorized(AclOperation.READ, ResourceType.GROUP, request.group_id):
+        refused = ErrorCode.group_authorization_failed
+    offsets, errors = offsets_to_commit(ctx, request.topics, refused)
+    if offsets or (refused is None and not errors):
+        errors |= await ctx.broker.transactions.txn_offset_commit(
+            request.transactional_id,
+            request.group_id,
+            request.producer_id,
+            request.producer_epoch,
+            getattr(request, "generation_id", -1),
+            getattr(request, "member_id", ""),
+            getattr(request, "group_instance_id", None),
+            offsets,
         )
-        for topic in request.topics
-        for p in topic.partitions
-    }
-    errors = await ctx.broker.transactions.txn_offset_commit(
-        request.transactional_id,
-        request.group_id,
-        request.producer_id,
-        request.producer_epoch,
-        getattr(request, "generation_id", -1),
-        getattr(request, "member_id", ""),
-        getattr(request, "group_instance_id", None),
-        offsets,
-    )
     return ctx.respond(
         {
             "throttle_time": 0,
@@ -150,6 +174,8 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
 
 async def handle_end_txn(ctx: RequestContext, request: Any) -> Any:
     """EndTxn: commit or abort the producer's transaction."""
+    if not _may_write_txn(ctx, request.transactional_id):
+        return ctx.respond({"throttle_time": 0, "error_code": ErrorCode.transactional_id_authorization_failed})
     code = await ctx.broker.transactions.end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed
     )

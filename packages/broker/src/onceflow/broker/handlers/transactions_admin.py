@@ -10,6 +10,10 @@ Guarantees:
   ``unknown_state_filters``. v1 adds the duration filter (KIP-994).
 - DescribeTransactions answers each id in request order (TRANSACTIONAL_ID_NOT_FOUND if unknown),
   with the partitions of its open transaction and the time it started (-1 before the first one).
+- Authorization (Kafka's): DescribeProducers needs READ on the topic (TOPIC_AUTHORIZATION_FAILED);
+  ListTransactions lists only the ids the principal may DESCRIBE; DescribeTransactions answers
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED for an id it may not DESCRIBE and leaves out the topics it
+  may not DESCRIBE.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from onceflow.broker.acl import AclOperation, ResourceType
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.transactions import TransactionState
 
@@ -31,7 +36,9 @@ def _datetime_ms(ms: int) -> datetime.datetime:
     return _EPOCH + datetime.timedelta(milliseconds=ms)
 
 
-def _partition_producers(ctx: RequestContext, topic_name: str, index: int) -> dict[str, object]:
+def _partition_producers(ctx: RequestContext, topic_name: str, index: int, readable: bool) -> dict[str, object]:
+    if not readable:
+        return {"partition_index": index, "error_code": ErrorCode.topic_authorization_failed, "active_producers": []}
     topic = ctx.broker.topics.get(topic_name)
     if topic is None or not 0 <= index < len(topic.partitions):
         return {"partition_index": index, "error_code": ErrorCode.unknown_topic_or_partition, "active_producers": []}
@@ -54,10 +61,11 @@ def _partition_producers(ctx: RequestContext, topic_name: str, index: int) -> di
 
 async def handle_describe_producers(ctx: RequestContext, request: Any) -> Any:
     """DescribeProducers (see module docs)."""
-    topics = [
-        {"name": t.name, "partitions": [_partition_producers(ctx, t.name, int(p)) for p in t.partition_indexes]}
-        for t in request.topics
-    ]
+    topics = []
+    for t in request.topics:
+        readable = ctx.authorized(AclOperation.READ, ResourceType.TOPIC, t.name)
+        partitions = [_partition_producers(ctx, t.name, int(p), readable) for p in t.partition_indexes]
+        topics.append({"name": t.name, "partitions": partitions})
     return ctx.respond({"throttle_time": 0, "topics": topics})
 
 
@@ -81,6 +89,9 @@ async def handle_list_transactions(ctx: RequestContext, request: Any) -> Any:
                     "transaction_state": listing.state,
                 }
                 for listing in listings
+                if ctx.authorized(
+                    AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, listing.transactional_id, log_denied=False
+                )
             ],
         }
     )
@@ -88,18 +99,31 @@ async def handle_list_transactions(ctx: RequestContext, request: Any) -> Any:
 
 async def handle_describe_transactions(ctx: RequestContext, request: Any) -> Any:
     """DescribeTransactions (see module docs)."""
-    descriptions = ctx.broker.transactions.describe_transactions(list(request.transactional_ids))
-    states = [
-        {
-            "error_code": d.error,
-            "transactional_id": d.transactional_id,
-            "transaction_state": d.state,
-            "transaction_timeout": d.timeout_ms,
-            "transaction_start_time": _datetime_ms(d.start_time_ms),
-            "producer_id": d.producer_id,
-            "producer_epoch": d.producer_epoch,
-            "topics": [{"topic": topic, "partitions": partitions} for topic, partitions in sorted(d.topics.items())],
-        }
-        for d in descriptions
-    ]
+    wanted = list(request.transactional_ids)
+    allowed = [i for i in wanted if ctx.authorized(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, i)]
+    descriptions = {d.transactional_id: d for d in ctx.broker.transactions.describe_transactions(allowed)}
+    states: list[dict[str, object]] = []
+    for transactional_id in wanted:
+        d = descriptions.get(transactional_id)
+        if d is None:
+            refused = ErrorCode.transactional_id_authorization_failed
+            states.append({"error_code": refused, "transactional_id": transactional_id, "topics": []})
+            continue
+        topics = [
+            {"topic": topic, "partitions": partitions}
+            for topic, partitions in sorted(d.topics.items())
+            if ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, topic, log_denied=False)
+        ]
+        states.append(
+            {
+                "error_code": d.error,
+                "transactional_id": d.transactional_id,
+                "transaction_state": d.state,
+                "transaction_timeout": d.timeout_ms,
+                "transaction_start_time": _datetime_ms(d.start_time_ms),
+                "producer_id": d.producer_id,
+                "producer_epoch": d.producer_epoch,
+                "topics": topics,
+            }
+        )
     return ctx.respond({"throttle_time": 0, "transaction_states": states})

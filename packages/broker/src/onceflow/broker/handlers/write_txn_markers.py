@@ -9,8 +9,8 @@ Guarantees (per partition): the marker is appended exactly as the coordinator ap
 (:class:`~onceflow.broker.txn_markers.PartitionMarkerWriter`: durable like an acked produce, the LSO
 and aborted-transaction index updated, long polls woken); an unknown topic or partition is
 UNKNOWN_TOPIC_OR_PARTITION, an epoch older than the producer's INVALID_PRODUCER_EPOCH, a storage
-failure KAFKA_STORAGE_ERROR. With ``super_users`` set only they may write markers
-(CLUSTER_AUTHORIZATION_FAILED otherwise, Kafka's ClusterAction rule).
+failure KAFKA_STORAGE_ERROR. Writing markers needs ALTER or CLUSTER_ACTION on the Cluster
+(CLUSTER_AUTHORIZATION_FAILED for every partition otherwise, nothing written), as in Kafka.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from onceflow.broker.acl import AclOperation
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.storage_errors import error_code_for
 from onceflow.broker.storage.errors import StorageError
@@ -29,9 +30,10 @@ from onceflow.core.logging import get_logger
 log = get_logger("onceflow.broker.admin")
 
 
-def _write(ctx: RequestContext, writer: PartitionMarkerWriter, marker: Any, topic: str, partition: int) -> ErrorCode:
-    super_users = ctx.broker.config.super_users
-    if super_users and ctx.principal not in super_users:
+def _write(
+    ctx: RequestContext, writer: PartitionMarkerWriter, marker: Any, topic: str, partition: int, *, allowed: bool
+) -> ErrorCode:
+    if not allowed:
         return ErrorCode.cluster_authorization_failed
     try:
         writer.write_marker(
@@ -54,13 +56,16 @@ def _write(ctx: RequestContext, writer: PartitionMarkerWriter, marker: Any, topi
 async def handle(ctx: RequestContext, request: Any) -> Any:
     """Write every requested marker (see module docs)."""
     writer = PartitionMarkerWriter(ctx.broker.topics, ctx.broker.waiters)
+    allowed = ctx.authorized_cluster(AclOperation.ALTER, log_denied=False) or ctx.authorized_cluster(
+        AclOperation.CLUSTER_ACTION
+    )
     results = []
     for marker in request.markers:
         topics = []
         for topic in marker.topics:
             partitions = []
             for index in topic.partition_indexes:
-                code = _write(ctx, writer, marker, topic.name, int(index))
+                code = _write(ctx, writer, marker, topic.name, int(index), allowed=allowed)
                 log.info(
                     "txn.admin_marker",
                     **ctx.log_dict(),

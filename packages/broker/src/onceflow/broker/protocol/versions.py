@@ -35,6 +35,9 @@ ADD_OFFSETS_TO_TXN: Final = 25
 END_TXN: Final = 26
 WRITE_TXN_MARKERS: Final = 27
 TXN_OFFSET_COMMIT: Final = 28
+DESCRIBE_ACLS: Final = 29
+CREATE_ACLS: Final = 30
+DELETE_ACLS: Final = 31
 DESCRIBE_CONFIGS: Final = 32
 ALTER_CONFIGS: Final = 33
 CREATE_PARTITIONS: Final = 37
@@ -70,6 +73,9 @@ SUPPORTED_VERSIONS: Final[dict[int, tuple[int, int]]] = {
     END_TXN: (0, 3),
     WRITE_TXN_MARKERS: (1, 2),
     TXN_OFFSET_COMMIT: (0, 3),
+    DESCRIBE_ACLS: (1, 3),
+    CREATE_ACLS: (1, 3),
+    DELETE_ACLS: (1, 3),
     DESCRIBE_CONFIGS: (1, 4),
     ALTER_CONFIGS: (0, 2),
     CREATE_PARTITIONS: (0, 3),

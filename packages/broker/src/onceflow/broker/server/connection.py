@@ -9,9 +9,17 @@ Guarantees:
 - a request that gets no response (Produce with acks=0) takes no slot in the response stream;
 - bad input (a frame size that is negative or above ``socket_request_max_bytes``, an unparsable
   frame, an unknown API key or version) is logged with the peer and closes this connection only;
-- a frame is read in chunks, each counted against the broker-wide ``queued_max_request_bytes``
-  budget of partially received requests until the frame is complete and decoded; the connection
-  whose chunk would exceed it is closed, so partial frames cannot grow the broker's memory past it;
+- a frame is read in chunks. Each connection has a budget of its own
+  (``queued_max_request_bytes_per_connection``): a frame up to that size never draws on anything
+  shared, so no other connection's partial frames can starve this client's ordinary requests. Only
+  the part of a larger frame beyond it is counted against the broker-wide ``queued_max_request_bytes``
+  budget until the frame is complete and decoded; the connection whose chunk would exceed that is
+  closed, so partial frames cannot grow the broker's memory past the budgets;
+- before a SASL listener's client has authenticated, a frame may be at most
+  ``sasl_server_max_receive_size`` (larger: closed at the size header) and never draws on the shared
+  budget, so unauthenticated clients cannot take memory from authenticated ones;
+- a frame must arrive whole within ``request_receive_timeout_ms`` of its size header, or its
+  connection is closed and what it held is freed (slow frames cannot keep budget);
 - on a SASL listener only ApiVersions, SaslHandshake and SaslAuthenticate are served until the
   client has authenticated (anything else closes the connection), and a failed authentication is
   answered, then the connection closes;
@@ -29,7 +37,7 @@ import itertools
 import struct
 from typing import TYPE_CHECKING, Any
 
-from onceflow.broker.auth import ANONYMOUS, CredentialStore, SaslSession
+from onceflow.broker.auth import ANONYMOUS, SaslSession
 from onceflow.broker.handlers import HANDLERS
 from onceflow.broker.handlers.api_versions import unsupported_version_response
 from onceflow.broker.handlers.context import RequestContext
@@ -75,6 +83,7 @@ class Connection:
         self._queued_bytes = queued_bytes
         self._in_flight = 0
         self._idle_s = broker.config.connections_max_idle_ms / 1000.0
+        self._frame_timeout_s = broker.config.request_receive_timeout_ms / 1000.0
         self._last_activity = 0.0
         self._reader = reader
         self._writer = writer
@@ -85,9 +94,7 @@ class Connection:
         self._pending: asyncio.Queue[asyncio.Task[bytes | None]] = asyncio.Queue(_MAX_IN_FLIGHT)
         self._serial = asyncio.Lock()
         config = broker.config
-        self._sasl = (
-            SaslSession(config.sasl_enabled_mechanisms, CredentialStore(config.data_dir)) if config.uses_sasl else None
-        )
+        self._sasl = SaslSession(config.sasl_enabled_mechanisms, broker.credentials) if config.uses_sasl else None
 
     async def serve(self) -> None:
         """Read, dispatch and answer requests until the connection ends; never raises."""
@@ -112,9 +119,6 @@ class Connection:
                 await self._writer.wait_closed()
 
     async def _read_requests(self) -> None:
-        config = self._broker.config
-        max_bytes = config.socket_request_max_bytes
-        queued_limit = self._queued_bytes.limit
         loop = asyncio.get_running_loop()
         while True:
             try:
@@ -125,31 +129,57 @@ class Connection:
                 return
             self._last_activity = loop.time()
             (size,) = struct.unpack(">i", size_bytes)
-            if size < 8 or size > max_bytes:
-                raise ConnectionClosedError(
-                    f"invalid frame size {size} (must be 8..{max_bytes}, socket.request.max.bytes)"
-                )
-            if 0 <= queued_limit < size:
-                raise ConnectionClosedError(f"frame of {size} bytes exceeds queued.max.request.bytes={queued_limit}")
+            own_budget = self._own_budget(size)
             frame, reserved = bytearray(), 0
             try:
-                while len(frame) < size:
-                    chunk = await self._reader.read(min(size - len(frame), _READ_CHUNK))
-                    if not chunk:
-                        raise ConnectionClosedError(f"peer closed in the middle of a {size}-byte frame")
-                    if not self._queued_bytes.reserve(len(chunk)):
-                        raise ConnectionClosedError(
-                            f"partially received requests reached queued.max.request.bytes={queued_limit}"
-                        )
-                    reserved += len(chunk)
-                    frame += chunk
-                    self._last_activity = loop.time()
+                async with asyncio.timeout(self._frame_timeout_s):
+                    while len(frame) < size:
+                        chunk = await self._reader.read(min(size - len(frame), _READ_CHUNK))
+                        if not chunk:
+                            raise ConnectionClosedError(f"peer closed in the middle of a {size}-byte frame")
+                        beyond = max(0, len(frame) + len(chunk) - own_budget) - reserved
+                        if beyond > 0:
+                            if not self._queued_bytes.reserve(beyond):
+                                raise ConnectionClosedError(
+                                    "partially received requests reached "
+                                    f"queued.max.request.bytes={self._queued_bytes.limit}"
+                                )
+                            reserved += beyond
+                        frame += chunk
+                        self._last_activity = loop.time()
                 task = self._dispatch(bytes(frame))
+            except TimeoutError:
+                raise ConnectionClosedError(
+                    f"{len(frame)} of a {size}-byte frame received in {self._frame_timeout_s * 1000:.0f} ms "
+                    "(request.receive.timeout.ms)"
+                ) from None
             finally:
                 self._queued_bytes.release(reserved)
             del frame
             self._in_flight += 1
             await self._pending.put(task)
+
+    def _own_budget(self, size: int) -> int:
+        """Check a frame's announced size; returns how much of it this connection holds on its own
+        budget (the rest draws on the shared one). Raises ConnectionClosedError for a frame that may
+        never be received."""
+        config = self._broker.config
+        if size < 8 or size > config.socket_request_max_bytes:
+            raise ConnectionClosedError(
+                f"invalid frame size {size} (must be 8..{config.socket_request_max_bytes}, socket.request.max.bytes)"
+            )
+        if self._sasl is not None and not self._sasl.authenticated:
+            if size > config.sasl_server_max_receive_size:
+                raise ConnectionClosedError(
+                    f"frame of {size} bytes before SASL authentication exceeds "
+                    f"sasl.server.max.receive.size={config.sasl_server_max_receive_size}"
+                )
+            return size
+        own = config.queued_max_request_bytes_per_connection
+        limit = self._queued_bytes.limit
+        if 0 <= limit < size - own:
+            raise ConnectionClosedError(f"frame of {size} bytes exceeds queued.max.request.bytes={limit}")
+        return own
 
     async def _close_when_idle(self) -> None:
         """Close the connection once nothing was read or written for ``connections.max.idle.ms`` and

@@ -11,7 +11,8 @@ from collections import Counter
 
 
 class QueuedRequestBytes:
-    """Bytes of requests received but not yet complete, summed over every connection.
+    """Bytes of requests received but not yet complete, summed over every connection, beyond what each
+    connection holds on its own budget (``queued_max_request_bytes_per_connection``).
 
     Guarantee: :meth:`reserve` never lets the total exceed ``limit``; the connection that would
     exceed it is refused (and closed by its caller), so hostile partial frames cannot grow memory

@@ -1,8 +1,10 @@
 """The TCP listener: accepts connections and serves each with a :class:`Connection`.
 
 Guarantees: one misbehaving connection never affects another; a client host gets at most
-``max_connections_per_ip`` connections (the next is closed at once, logged); partially received
-requests of all connections share one ``queued_max_request_bytes`` budget (see :mod:`.limits`);
+``max_connections_per_ip`` connections (the next is closed at once, logged); each connection
+receives frames up to ``queued_max_request_bytes_per_connection`` on a budget of its own, and only the
+rest of larger frames shares one ``queued_max_request_bytes`` budget (see :mod:`.limits`,
+:mod:`.connection`);
 ``stop`` stops accepting, then closes every open connection and waits for their tasks to end.
 
 When ``accept()`` fails for lack of resources (EMFILE, ENFILE, ENOBUFS, ENOMEM) asyncio stops

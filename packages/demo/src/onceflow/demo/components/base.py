@@ -44,9 +44,11 @@ class Context:
     def embedded_broker(self) -> bool:
         return not self.state.bootstrap_servers
 
-    def kafka_settings(self) -> dict[str, Any]:
-        """The ``[kafka]`` section of every service: bootstrap servers and librdkafka properties."""
-        return {"bootstrap_servers": self.bootstrap, "properties": dict(self.state.kafka_properties)}
+    def kafka_settings(self, service: str) -> dict[str, Any]:
+        """The ``[kafka]`` section of a service: bootstrap servers and librdkafka properties (``-X``,
+        then the service's own ``--service-property``, e.g. its SASL login)."""
+        properties = {**self.state.kafka_properties, **self.state.service_kafka_properties.get(service, {})}
+        return {"bootstrap_servers": self.bootstrap, "properties": properties}
 
     def client_config(self) -> dict[str, str]:
         """librdkafka configuration for the demo's own clients."""

@@ -95,7 +95,7 @@ class ConnectComponent(Component):
             "connectors": [str(self.connector_path)],
             # the tailer may read the --input file's directory (its rotated siblings included), no more
             "allowed_paths": [str(Path(context.state.input_path).parent)] if context.state.input_path else [],
-            "kafka": context.kafka_settings(),
+            "kafka": context.kafka_settings(self.name),
             "producer": {"linger.ms": "20"},
             "server": {"host": HOST, "port": context.port("connect")},
             "metrics": {"host": HOST, "port": context.port("connect_metrics")},

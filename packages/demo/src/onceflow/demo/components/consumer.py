@@ -20,7 +20,7 @@ class ConsumerComponent(Component):
     def settings(self) -> dict[str, Any]:
         context = self.context
         return {
-            "kafka": context.kafka_settings(),
+            "kafka": context.kafka_settings(self.name),
             "consumer": {
                 "topic": SINK_TOPIC,
                 "group_id": CONSUMER_GROUP,

@@ -20,7 +20,7 @@ class CoordinatorComponent(Component):
             "prepare_timeout_ms": 30_000,
             "commit_wait_ms": 30_000,
             "server": {"host": HOST, "port": self.context.port("coordinator")},
-            "kafka": self.context.kafka_settings(),
+            "kafka": self.context.kafka_settings(self.name),
             # The demo's broker is its own: the coordinator initialises the log on the first run.
             "transaction_log": {"backend": "kafka", "init_if_missing": True},
             "commit_retry": {"initial_backoff_ms": 100, "max_backoff_ms": 2000},

@@ -32,7 +32,7 @@ class ParticipantComponent(Component):
                 "options": {
                     "topic": SINK_TOPIC,
                     "state_dir": str(context.run.data("participant") / "kafka"),
-                    "kafka": context.kafka_settings(),
+                    "kafka": context.kafka_settings(self.name),
                 },
             },
             {"name": SQLITE_SINK, "kind": "sqlite", "options": {"path": str(context.sqlite_sink_path)}},

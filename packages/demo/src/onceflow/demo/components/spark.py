@@ -62,7 +62,7 @@ class SparkComponent(Component):
         return {
             "job": JOB,
             "guarantee": "exactly-once",
-            "kafka": context.kafka_settings(),
+            "kafka": context.kafka_settings(self.name),
             "source": {"topic": SOURCE_TOPIC, "starting_offsets": "earliest"},
             "trigger_interval_ms": context.state.trigger_ms,
             "output_mode": "append",

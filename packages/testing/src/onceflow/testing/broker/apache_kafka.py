@@ -7,6 +7,11 @@ It runs from the jars ``make setup`` (``make kafka``) copies from Maven Central 
 like :class:`~onceflow.broker.embedded.EmbeddedBroker`: the same data dir, the same broker and
 controller ports across restarts.
 
+With ``sasl_users`` (user -> password) every listener, the controller's too, is SASL_PLAINTEXT with
+PLAIN: those users log in, and so does the broker itself as :data:`BROKER_USER` (a super user with a
+password of its own); pass ``settings={"authorizer.class.name": STANDARD_AUTHORIZER, "super.users":
+..., "allow.everyone.if.no.acl.found": ...}`` to enforce ACLs as a secured deploy does.
+
 ``start()`` steps:
     1. On the first start: pick free ports for the broker and controller listeners, write
        ``server.properties`` and ``log4j2.properties``, and format the storage
@@ -37,15 +42,22 @@ from onceflow.broker.protocol.shapes import build_entity
 from onceflow.core.process import Readiness
 
 __all__ = [
+    "BROKER_USER",
     "DEFAULT_SETTINGS",
     "FAST_START_JVM_OPTIONS",
     "KAFKA_HOME_ENV",
+    "STANDARD_AUTHORIZER",
     "ApacheKafka",
     "KafkaJarsMissing",
     "find_kafka_libs",
     "kafka_version",
 ]
 
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+"""Kafka's KRaft ACL authorizer (``authorizer.class.name``)."""
+BROKER_USER = "broker"
+"""The SASL user the broker and controller log in as with ``sasl_users`` (always a super user)."""
+_BROKER_PASSWORD_FILE = "sasl-broker-password"
 KAFKA_HOME_ENV = "ONCEFLOW_KAFKA_HOME"
 """Environment variable naming a folder whose ``libs/`` holds the Kafka jars (overrides the cache)."""
 POM = Path("tools/kafka/pom.xml")
@@ -167,6 +179,7 @@ class ApacheKafka(BrokerProcess):
         heap: str = "512m",
         jvm_options: Sequence[str] = FAST_START_JVM_OPTIONS,
         libs: Path | None = None,
+        sasl_users: Mapping[str, str] | None = None,
         startup_timeout: float = 60.0,
         stop_timeout: float = 30.0,
     ) -> None:
@@ -176,6 +189,40 @@ class ApacheKafka(BrokerProcess):
         self._heap = heap
         self._jvm_options = tuple(jvm_options)
         self._libs = libs
+        self.sasl_users = dict(sasl_users) if sasl_users is not None else None
+
+    @property
+    def listener(self) -> str:
+        """The client listener's name and security protocol: PLAINTEXT, or SASL_PLAINTEXT with ``sasl_users``."""
+        return "PLAINTEXT" if self.sasl_users is None else "SASL_PLAINTEXT"
+
+    def _broker_password(self) -> str:
+        path = self.data_dir / _BROKER_PASSWORD_FILE
+        if not path.is_file():
+            path.write_text(uuid.uuid4().hex)
+        return path.read_text().strip()
+
+    def _sasl_settings(self) -> dict[str, object]:
+        """Step 1 with ``sasl_users``: PLAIN on both listeners, the broker's own login, its super user."""
+        if self.sasl_users is None:
+            return {}
+        password = self._broker_password()
+        users = {BROKER_USER: password, **self.sasl_users}
+        entries = " ".join(f'user_{name}="{secret}"' for name, secret in users.items())
+        jaas = (
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="{BROKER_USER}" password="{password}" {entries};'
+        )
+        super_users = ";".join([f"User:{BROKER_USER}", *str(self.settings.get("super.users", "")).split(";")])
+        return {
+            "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "sasl.mechanism.inter.broker.protocol": "PLAIN",
+            "sasl.mechanism.controller.protocol": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+            "listener.name.controller.plain.sasl.jaas.config": jaas,
+            "super.users": super_users.strip(";"),
+        }
 
     @property
     def node_id(self) -> int:
@@ -220,18 +267,20 @@ class ApacheKafka(BrokerProcess):
         if self.controller_port == 0:
             self.controller_port = _free_port(self.host)
         (self.data_dir / "log4j2.properties").write_text(LOG4J2.format(log=self.log_path))
+        client = self.listener
         listeners = {
             "process.roles": "broker,controller",
             "node.id": NODE_ID,
-            "listeners": f"PLAINTEXT://{self.host}:{self._port},CONTROLLER://{self.host}:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{self.host}:{self._port}",
+            "listeners": f"{client}://{self.host}:{self._port},CONTROLLER://{self.host}:{self.controller_port}",
+            "advertised.listeners": f"{client}://{self.host}:{self._port}",
             "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
+            "inter.broker.listener.name": client,
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "controller.quorum.voters": f"{NODE_ID}@{self.host}:{self.controller_port}",
             "log.dirs": str(self.data_dir / "logs"),
         }
-        lines = [f"{key}={_property(value)}" for key, value in {**listeners, **self.settings}.items()]
+        merged = {**listeners, **self.settings, **self._sasl_settings()}
+        lines = [f"{key}={_property(value)}" for key, value in merged.items()]
         staging = self.properties_path.with_suffix(".tmp")
         staging.write_text("\n".join(lines) + "\n")
         command = self._java(
@@ -251,8 +300,8 @@ class ApacheKafka(BrokerProcess):
     def _load_ports(self) -> None:
         """Take the ports of an earlier instance on this data dir from its ``server.properties``."""
         properties = dict(line.split("=", 1) for line in self.properties_path.read_text().splitlines() if "=" in line)
-        found = dict(re.findall(r"(PLAINTEXT|CONTROLLER)://[^:,]+:(\d+)", properties["listeners"]))
-        self._port = int(found["PLAINTEXT"])
+        found = dict(re.findall(r"(SASL_PLAINTEXT|PLAINTEXT|CONTROLLER)://[^:,]+:(\d+)", properties["listeners"]))
+        self._port = int(found[self.listener])
         self.controller_port = int(found["CONTROLLER"])
 
     def probe_ready(self, pid: int) -> Readiness | None:
@@ -260,6 +309,8 @@ class ApacheKafka(BrokerProcess):
         request = build_entity(MetadataRequest, {"topics": [], "allow_auto_topic_creation": False})
         try:
             with KafkaConnection(f"{self.host}:{self._port}", "onceflow-readiness", timeout=2.0) as connection:
+                if self.sasl_users is not None:
+                    connection.login_plain(BROKER_USER, self._broker_password())
                 answer = connection.request(request)
         except (OSError, ConnectionError):
             return None

@@ -29,6 +29,7 @@ from typing import Any, Final, Self
 from onceflow.testing.broker.apache_kafka import KafkaJarsMissing, find_kafka_libs
 
 __all__ = [
+    "ACL_COMMAND",
     "CONFIG_COMMAND",
     "CONSOLE_CONSUMER",
     "CONSUMER_GROUP_COMMAND",
@@ -50,6 +51,8 @@ TRANSACTIONS_COMMAND: Final = "org.apache.kafka.tools.TransactionsCommand"
 CONSUMER_GROUP_COMMAND: Final = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 CONSOLE_CONSUMER: Final = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 PRODUCER_PERFORMANCE: Final = "org.apache.kafka.tools.ProducerPerformance"
+ACL_COMMAND: Final = "org.apache.kafka.tools.AclCommand"
+"""``kafka-acls``."""
 CONFIG_COMMAND: Final = "kafka.admin.ConfigCommand"
 """``kafka-configs``: in the ``kafka_2.13`` jar, not in ``kafka-tools``."""
 

@@ -1,0 +1,128 @@
+"""What each onceflow service touches in Kafka, read from the services' own settings.
+
+Every name comes from the service's settings class: its defaults, or the config file the operator
+passes (``--config coordinator=coordinator.toml``; the environment of the machine running the
+command is not read: it is not the service's). Transactional-id prefixes come from the
+functions that name the producers (the Kafka sink's ``transactional_id``, the source tasks'
+``transactional_id``), the connectors' output topics from the registered connectors' config
+definitions.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
+from types import SimpleNamespace
+from typing import TypeVar
+
+from onceflow.consumer.settings import ConsumerSettings
+from onceflow.coordinator.settings import CoordinatorSettings
+from onceflow.core.contract.shards import WHOLE_SINK, Shard
+from onceflow.core.errors import InvalidConfig
+from onceflow.core.settings import Settings, load_settings
+from onceflow.core.topics import SCHEMAS_TOPIC
+from onceflow.runtime.config.worker_settings import WorkerSettings
+from onceflow.runtime.worker.exactly_once import transactional_id as source_transactional_id
+from onceflow.sinks.kafka.participant import KafkaParticipant
+from onceflow.sinks.server.settings import KafkaOptions, KafkaSink, ParticipantSettings
+from onceflow.spark.job.settings import SparkJobSettings
+
+SERVICES = ("coordinator", "connect", "participant", "consumer", "spark")
+"""The services that talk to Kafka, by the names ``--principal-map`` and ``--config`` use."""
+
+_CONNECTOR_GROUP = "onceflow.connectors"
+S = TypeVar("S", bound=Settings)
+
+
+def common_prefix(name: Callable[[str], str]) -> str:
+    """The part every name ``name(x)`` shares, whatever ``x`` is (what a prefixed ACL must cover)."""
+    return os.path.commonprefix([name("a"), name("b")])  # noqa: RUF071 - a string prefix is what is wanted
+
+
+@dataclass(frozen=True)
+class KafkaSinkNames:
+    """One Kafka sink of the participant: its topic, its commit markers, its producers' prefix."""
+
+    topic: str
+    commits_topic: str
+    transactional_id_prefix: str
+
+
+@dataclass(frozen=True)
+class Topology:
+    """The settings of every service (see module docs)."""
+
+    coordinator: CoordinatorSettings
+    connect: WorkerSettings
+    participant_sinks: tuple[KafkaSinkNames, ...]
+    consumer: ConsumerSettings
+    spark: SparkJobSettings
+
+    @classmethod
+    def load(cls, configs: Mapping[str, Path]) -> Topology:
+        """Each service's settings from its config file in ``configs`` (by service name), else its
+        defaults. A service name that is not one of :data:`SERVICES` is an ``InvalidConfig``."""
+        unknown = sorted(set(configs) - set(SERVICES))
+        if unknown:
+            raise InvalidConfig("--config", f"unknown service {', '.join(unknown)}; known: {', '.join(SERVICES)}")
+
+        def settings(name: str, model: type[S]) -> S:
+            path = configs.get(name)
+            return load_settings(model, path, env={}) if path is not None else model.model_construct()
+
+        participant = configs.get("participant")
+        sinks = _kafka_sinks(load_settings(ParticipantSettings, participant, env={}) if participant else None)
+        return cls(
+            coordinator=settings("coordinator", CoordinatorSettings),
+            connect=settings("connect", WorkerSettings),
+            participant_sinks=sinks,
+            consumer=settings("consumer", ConsumerSettings),
+            spark=settings("spark", SparkJobSettings),
+        )
+
+    def source_transactional_id_prefix(self) -> str:
+        """What every exactly-once source task's transactional id starts with."""
+        return common_prefix(lambda connector: source_transactional_id(connector, 0))
+
+    def connector_output_topics(self) -> list[str]:
+        """The default output topics of the registered source connectors (``topic``, ``*.topic``)."""
+        found: list[str] = []
+        for entry in entry_points(group=_CONNECTOR_GROUP):
+            config_def = entry.load().config_def()
+            for key in config_def.keys():  # noqa: SIM118 - ConfigDef.keys() is its list of ConfigKeys
+                if key.name.endswith("topic") and isinstance(key.default, str) and key.default not in found:
+                    found.append(key.default)
+        return found
+
+    def schemas_topic(self) -> str:
+        """The topic of the Avro writer schemas (the Kafka sinks write it, readers read it)."""
+        return SCHEMAS_TOPIC
+
+
+def _kafka_sinks(settings: ParticipantSettings | None) -> tuple[KafkaSinkNames, ...]:
+    """The participant's Kafka sinks (each shard process its own prefix); without a config file, one
+    with the Kafka sink's defaults and any sink name (the producers' prefix then covers every Kafka
+    sink)."""
+
+    def prefix(sink: KafkaSink | None) -> str:
+        if sink is None:
+            return common_prefix(lambda name: KafkaParticipant.transactional_id(_named(name, WHOLE_SINK), "job"))  # type: ignore[arg-type]
+        return common_prefix(lambda job: KafkaParticipant.transactional_id(_named(sink.name, sink.shard_spec), job))  # type: ignore[arg-type]
+
+    if settings is None:
+        fields = KafkaOptions.model_fields
+        return (KafkaSinkNames(str(fields["topic"].default), str(fields["commits_topic"].default), prefix(None)),)
+    return tuple(
+        KafkaSinkNames(sink.options.topic, sink.options.commits_topic, prefix(sink))
+        for sink in settings.sinks
+        if isinstance(sink, KafkaSink)
+    )
+
+
+def _named(name: str, shard: Shard) -> SimpleNamespace:
+    """What ``KafkaParticipant.transactional_id`` reads of its participant: the sink's name, its shard
+    and the name its records carry (``<sink>`` or ``<sink>#<index>``, as the participant computes it)."""
+    return SimpleNamespace(name=name, shard=shard, record_name=shard.record_name(name))
