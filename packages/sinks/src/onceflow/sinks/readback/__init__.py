@@ -6,9 +6,10 @@
 from __future__ import annotations
 
 from onceflow.sinks.readback.base import NO_BATCH, BindingReader, Row
+from onceflow.sinks.readback.lakehouse import LakehouseReader
 from onceflow.sinks.readback.tables import PostgresReader, SqliteReader
 from onceflow.sinks.readback.topics import KafkaReader
-from onceflow.sinks.server.settings import KafkaSink, PostgresSink, SinkSettings, SqliteSink
+from onceflow.sinks.server.settings import DeltaSink, IcebergSink, KafkaSink, PostgresSink, SinkSettings, SqliteSink
 
 
 def reader_for(sink: SinkSettings) -> BindingReader:
@@ -24,7 +25,20 @@ def reader_for(sink: SinkSettings) -> BindingReader:
         return KafkaReader(
             sink.name, sink.options.kafka, sink.options.topic, sink.options.commits_topic, shards=sink.shards
         )
+    if isinstance(sink, DeltaSink | IcebergSink):
+        from onceflow.sinks.lakehouse.open import open_format
+
+        return LakehouseReader(sink.name, open_format(sink.name, sink.options, create=False))
     raise TypeError(f"no reader for sink kind {type(sink).__name__}")
 
 
-__all__ = ["NO_BATCH", "BindingReader", "KafkaReader", "PostgresReader", "Row", "SqliteReader", "reader_for"]
+__all__ = [
+    "NO_BATCH",
+    "BindingReader",
+    "KafkaReader",
+    "LakehouseReader",
+    "PostgresReader",
+    "Row",
+    "SqliteReader",
+    "reader_for",
+]

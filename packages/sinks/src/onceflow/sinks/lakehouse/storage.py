@@ -1,0 +1,213 @@
+"""Where a lakehouse sink's tables live: a local directory or an S3 prefix, and the files in it.
+
+One :class:`TableStore` per sink. It turns a table name into the table's URI (the only tables a
+sink writes are under its root), writes the data files a prepare makes durable before the yes
+vote, deletes the files of an aborted transaction (only inside the root, never through a symlink),
+and hands each table format's library the same credentials: delta-rs ``storage_options``,
+pyiceberg FileIO properties, a pyarrow filesystem.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Final
+from urllib.parse import urlsplit
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+
+from onceflow.core.confinement import PathNotAllowed, StagingConfinement
+from onceflow.sinks.lakehouse.exceptions import TableStoreUnavailable
+from onceflow.sinks.lakehouse.settings import TABLE_SCHEMES, ObjectStoreSettings
+
+FILE: Final = "file"
+S3: Final = "s3"
+
+
+class TableStore:
+    """The tables under ``root`` (a local path, ``file://`` or ``s3://bucket/prefix``) of one sink."""
+
+    def __init__(self, root: str, s3: ObjectStoreSettings | None = None, *, create: bool = True) -> None:
+        """``create``: make a missing local root (the participant); readers leave the disk as it is."""
+        self.s3 = s3 or ObjectStoreSettings()
+        parts = urlsplit(root)
+        self.scheme = (parts.scheme or FILE).lower()
+        if self.scheme == FILE:
+            local = Path(parts.path if parts.scheme else root).expanduser().resolve()
+            if create:
+                local.mkdir(parents=True, exist_ok=True)
+            self.root = str(local)
+            self._fs: pafs.FileSystem = pafs.LocalFileSystem()
+        else:
+            self.root = f"{S3}://{parts.netloc}{parts.path.rstrip('/')}"
+            self._fs = self._s3_filesystem()
+        self._confinement = StagingConfinement([self.root], TABLE_SCHEMES, setting="root")
+
+    @property
+    def is_local(self) -> bool:
+        return self.scheme == FILE
+
+    def table_uri(self, table: str) -> str:
+        """The URI of ``table`` (a name the binding contract already restricted to ``[A-Za-z0-9_]``)."""
+        return f"{self.root}/{table}"
+
+    def file_uri(self, table: str, name: str) -> str:
+        return f"{self.table_uri(table)}/{name}"
+
+    # --- files ----------------------------------------------------------------------------------
+
+    def _path(self, uri: str) -> str:
+        """The filesystem path of ``uri`` for :attr:`_fs` (bucket/key on S3, a local path otherwise)."""
+        parts = urlsplit(uri)
+        if self.is_local:
+            return parts.path if parts.scheme else uri
+        return f"{parts.netloc}{parts.path}"
+
+    def write_parquet(self, uri: str, rows: pa.Table) -> int:
+        """Write ``rows`` as a Parquet file at ``uri``, durably; returns its size in bytes.
+
+        A local file is fsynced with its directory before this returns, so a yes vote that follows
+        survives a crash of the machine; an S3 object is durable once its PUT succeeded.
+        """
+        sink = pa.BufferOutputStream()
+        pq.write_table(rows, sink, compression="snappy")
+        data = sink.getvalue().to_pybytes()
+        path = self._path(uri)
+        try:
+            if self.is_local:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, "wb") as out:
+                    out.write(data)
+                    out.flush()
+                    os.fsync(out.fileno())
+                _fsync_directory(os.path.dirname(path))
+            else:
+                with self._fs.open_output_stream(path) as out:
+                    out.write(data)
+        except OSError as exc:
+            raise TableStoreUnavailable(uri, f"cannot write {uri}: {exc}") from exc
+        return len(data)
+
+    def make_durable(self, uri: str) -> None:
+        """fsync a local file another library wrote (and its directory); S3 objects already are."""
+        if not self.is_local:
+            return
+        path = self._path(uri)
+        descriptor = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
+        _fsync_directory(os.path.dirname(path))
+
+    def read_parquet(self, uri: str) -> pa.Table:
+        try:
+            return pq.read_table(self._path(uri), filesystem=self._fs)
+        except OSError as exc:
+            raise TableStoreUnavailable(uri, f"cannot read {uri}: {exc}") from exc
+
+    def size(self, uri: str) -> int:
+        info = self._fs.get_file_info(self._path(uri))
+        if info.type != pafs.FileType.File:
+            raise TableStoreUnavailable(uri, f"{uri} is missing")
+        return int(info.size)
+
+    def delete(self, uri: str) -> bool:
+        """Delete the file at ``uri`` if it lies inside the root (a missing file is fine); True if it existed.
+
+        A local path is checked by real path, so a symlink pointing out of the root is refused.
+        """
+        try:
+            self._confinement.check(uri)
+        except PathNotAllowed as exc:
+            raise TableStoreUnavailable(uri, f"refusing to delete {uri}: {exc.reason}") from None
+        path = self._path(uri)
+        try:
+            if self.is_local:
+                if os.path.islink(path):
+                    raise TableStoreUnavailable(uri, f"refusing to delete {uri}: it is a symlink")
+                os.unlink(path)
+            else:
+                if self._fs.get_file_info(path).type == pafs.FileType.NotFound:
+                    return False
+                self._fs.delete_file(path)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise TableStoreUnavailable(uri, f"cannot delete {uri}: {exc}") from exc
+        return True
+
+    def tables(self) -> list[str]:
+        """The names of the directories directly under the root (candidate tables), sorted."""
+        selector = pafs.FileSelector(self._path(self.root), allow_not_found=True)
+        try:
+            found = self._fs.get_file_info(selector)
+        except OSError as exc:
+            raise TableStoreUnavailable(self.root, f"cannot list {self.root}: {exc}") from exc
+        return sorted(info.base_name for info in found if info.type == pafs.FileType.Directory)
+
+    def filesystem(self) -> pafs.FileSystem:
+        """A pyarrow filesystem for paths made by :meth:`path_of`."""
+        return self._fs
+
+    def path_of(self, uri: str) -> str:
+        return self._path(uri)
+
+    # --- what each library needs ----------------------------------------------------------------
+
+    def _s3_filesystem(self) -> pafs.S3FileSystem:
+        s3 = self.s3
+        endpoint = urlsplit(s3.endpoint_url) if s3.endpoint_url else None
+        return pafs.S3FileSystem(
+            access_key=s3.access_key_id or None,
+            secret_key=s3.secret_access_key or None,
+            region=s3.region,
+            endpoint_override=endpoint.netloc if endpoint else None,
+            scheme=endpoint.scheme if endpoint else "https",
+            connect_timeout=s3.request_timeout_s,
+            request_timeout=s3.request_timeout_s,
+        )
+
+    def delta_storage_options(self) -> dict[str, str]:
+        """delta-rs ``storage_options`` (object_store's AWS keys); empty for local tables."""
+        if self.is_local:
+            return {}
+        s3 = self.s3
+        options = {"AWS_REGION": s3.region, "AWS_TIMEOUT": f"{s3.request_timeout_s}s"}
+        if s3.endpoint_url:
+            options["AWS_ENDPOINT_URL"] = s3.endpoint_url
+            options["AWS_ALLOW_HTTP"] = str(s3.endpoint_url.startswith("http://")).lower()
+        if s3.access_key_id:
+            options["AWS_ACCESS_KEY_ID"] = s3.access_key_id
+        if s3.secret_access_key:
+            options["AWS_SECRET_ACCESS_KEY"] = s3.secret_access_key
+        return options
+
+    def iceberg_properties(self) -> dict[str, str]:
+        """pyiceberg FileIO properties (pyarrow's S3 filesystem); empty for local tables."""
+        if self.is_local:
+            return {}
+        s3 = self.s3
+        properties = {
+            "py-io-impl": "pyiceberg.io.pyarrow.PyArrowFileIO",
+            "s3.region": s3.region,
+            "s3.connect-timeout": str(s3.request_timeout_s),
+            "s3.request-timeout": str(s3.request_timeout_s),
+        }
+        if s3.endpoint_url:
+            properties["s3.endpoint"] = s3.endpoint_url
+        if s3.access_key_id:
+            properties["s3.access-key-id"] = s3.access_key_id
+        if s3.secret_access_key:
+            properties["s3.secret-access-key"] = s3.secret_access_key
+        return properties
+
+
+def _fsync_directory(path: str) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
