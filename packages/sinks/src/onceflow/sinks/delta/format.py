@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final
 from urllib.parse import unquote
@@ -157,20 +157,34 @@ class DeltaFormat(TableFormat):
             app_transactions=[Transaction(app_id(txn.job), txn.batch)],
         )
 
-    def commit(self, binding: SinkBinding, txn: TransactionId, files: Sequence[DataFile]) -> None:
-        """One Delta commit: ``add`` actions (append) or a MERGE (upsert), with the ``txn`` action."""
+    def commit(
+        self,
+        binding: SinkBinding,
+        txn: TransactionId,
+        files: Sequence[DataFile],
+        *,
+        before_commit: Callable[[], None] = lambda: None,
+    ) -> bool:
+        """One Delta commit on the latest version: ``add`` actions (append) or a MERGE (upsert), with
+        the ``txn`` action; False when that version's ``txn`` of the job is already at the batch."""
         uri = self._uri(binding.table)
         delta = self.open(binding.table)
         if delta is None:
             raise TableStoreUnavailable(uri, f"Delta table {binding.table!r} does not exist")
+        held = delta.transaction_version(app_id(txn.job))
+        if held is not None and held >= txn.batch:
+            return False
+        source = self._merge_source(delta, files) if binding.mode is SinkMode.UPSERT and files else None
+        before_commit()
         try:
             with _storage_errors(uri):
-                if binding.mode is SinkMode.UPSERT and files:
-                    self._merge(delta, binding, txn, files)
+                if source is not None:
+                    self._merge(delta, binding, txn, source)
                 else:
                     self._append(delta, txn, files)
         except CommitFailedError as exc:
             raise CommitConflict(binding.table, f"Delta table {binding.table!r}, {txn}: {exc}") from exc
+        return True
 
     def _append(self, delta: DeltaTable, txn: TransactionId, files: Sequence[DataFile]) -> None:
         now_ms = int(time.time() * 1000)
@@ -180,10 +194,13 @@ class DeltaFormat(TableFormat):
         ]
         delta.create_write_transaction(actions, "append", delta.schema(), commit_properties=self._properties(txn))
 
-    def _merge(self, delta: DeltaTable, binding: SinkBinding, txn: TransactionId, files: Sequence[DataFile]) -> None:
+    def _merge_source(self, delta: DeltaTable, files: Sequence[DataFile]) -> pa.Table:
+        """The batch's rows from its prepared files, in the table's types."""
         tables = [self.store.read_parquet(f.uri) for f in files]
         source = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-        source = self._fit(source, self._table_schema(delta))
+        return self._fit(source, self._table_schema(delta))
+
+    def _merge(self, delta: DeltaTable, binding: SinkBinding, txn: TransactionId, source: pa.Table) -> None:
         predicate = " AND ".join(f't."{k}" = s."{k}"' for k in binding.keys)
         merger = delta.merge(
             source, predicate, source_alias="s", target_alias="t", commit_properties=self._properties(txn)
@@ -208,15 +225,9 @@ class DeltaFormat(TableFormat):
             raise TableStoreUnavailable(
                 self._uri(table), f"Delta table {table!r} uses reader features {sorted(unsupported)}, not read here"
             )
-        schema = self._table_schema(delta)
-        parts = [self.store.read_parquet(uri) for uri in delta.file_uris()]
-        if not parts:
-            return schema.empty_table()
-        merged = pa.concat_tables(parts, promote_options="permissive")
-        missing = [f for f in schema if f.name not in merged.column_names]
-        for field in missing:
-            merged = merged.append_column(field.name, pa.nulls(merged.num_rows, field.type))
-        return merged.select(schema.names).cast(schema)
+        schema = pa.schema([f.remove_metadata() for f in self._table_schema(delta)])
+        parts = [_conform(self.store.read_parquet(uri), schema) for uri in delta.file_uris()]
+        return pa.concat_tables(parts) if parts else schema.empty_table()
 
     def tables(self) -> list[str]:
         return [name for name in self.store.tables() if self.open(name) is not None]
@@ -239,3 +250,13 @@ def _relative(table_root: str, uri: str) -> str:
     if not uri.startswith(table_root + "/"):
         raise ValueError(f"data file {uri} is not under the table {table_root}")
     return uri[len(table_root) + 1 :]
+
+
+def _conform(part: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A data file's rows in the table's schema: its types (delta-rs writes string views), and nulls
+    for the columns added after the file was written."""
+    columns = [
+        part.column(f.name).cast(f.type) if f.name in part.column_names else pa.nulls(part.num_rows, f.type)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(columns, schema=schema)

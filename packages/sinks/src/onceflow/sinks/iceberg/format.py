@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyiceberg.catalog.sql import SqlCatalog
-from pyiceberg.exceptions import CommitFailedException, NoSuchTableError, TableAlreadyExistsError
+from pyiceberg.exceptions import (
+    CommitFailedException,
+    NoSuchTableError,
+    TableAlreadyExistsError,
+    ValidationException,
+)
 from pyiceberg.expressions import AlwaysTrue, BooleanExpression, In
 from pyiceberg.io.pyarrow import (
     ArrowScan,
@@ -20,7 +25,7 @@ from pyiceberg.io.pyarrow import (
     schema_to_pyarrow,
 )
 from pyiceberg.manifest import DataFile as IcebergDataFile
-from pyiceberg.table import Table, Transaction
+from pyiceberg.table import Table, TableProperties, Transaction
 from sqlalchemy.exc import SQLAlchemyError
 
 from onceflow.core.contract import SinkBinding, SinkMode, TransactionId
@@ -45,6 +50,19 @@ def _any_of(column: str, values: list[Any]) -> BooleanExpression:
     """``column IN values`` (pyiceberg's ``In``; mypy reads its pydantic-generated signature wrongly)."""
     predicate: Any = In
     return cast(BooleanExpression, predicate(column, values))
+
+
+def _without_library_retries(table: Table) -> Table:
+    """``table`` as a commit sees it, with pyiceberg's own commit retries off.
+
+    pyiceberg re-applies a failed transaction on the refreshed table by itself; that would rebase a
+    batch over a racing commit of the same batch without looking at ``onceflow.last-batch.<job>``.
+    The participant retries instead, after reading the table again. Only this in-memory view
+    changes: the table's stored ``commit.retry.*`` properties stay as they are for other writers.
+    """
+    properties = {**table.metadata.properties, TableProperties.COMMIT_NUM_RETRIES: "0"}
+    metadata = table.metadata.model_copy(update={"properties": properties})
+    return Table(table.name(), metadata, table.metadata_location, table.io, table.catalog)
 
 
 @contextmanager
@@ -164,16 +182,27 @@ class IcebergFormat(TableFormat):
             self.store.make_durable(data_file.file_path)
         return [DataFile(data_file.file_path) for data_file in written]
 
-    def commit(self, binding: SinkBinding, txn: TransactionId, files: Sequence[DataFile]) -> None:
-        """One metadata commit: the batch's snapshot and the job's last-batch property."""
+    def commit(
+        self,
+        binding: SinkBinding,
+        txn: TransactionId,
+        files: Sequence[DataFile],
+        *,
+        before_commit: Callable[[], None] = lambda: None,
+    ) -> bool:
+        """One metadata commit on the current snapshot: the batch's snapshot and the job's last-batch
+        property; False when the current metadata already has the batch."""
         table = self.open(binding.table)
         if table is None:
             raise TableStoreUnavailable(self._name(binding.table), f"Iceberg table {binding.table!r} does not exist")
+        if int(table.properties.get(batch_property(txn.job), NO_BATCH)) >= txn.batch:
+            return False
+        before_commit()
         summary = {TXN_SUMMARY: str(txn), SINK_SUMMARY: self.sink}
         rewritten: list[str] = []
         try:
             with _catalog_errors(self._name(binding.table)):
-                update = table.transaction()
+                update = _without_library_retries(table).transaction()
                 update.set_properties({batch_property(txn.job): str(txn.batch)})
                 if binding.mode is SinkMode.UPSERT and files:
                     rewritten = self._overwrite(table, update, binding, files, summary)
@@ -182,10 +211,11 @@ class IcebergFormat(TableFormat):
                         for file in files:
                             append.append_data_file(self._data_file(table, update, file))
                 update.commit_transaction()
-        except CommitFailedException as exc:
+        except (CommitFailedException, ValidationException) as exc:
             for uri in rewritten:
                 self.store.delete(uri)
             raise CommitConflict(binding.table, f"Iceberg table {binding.table!r}, {txn}: {exc}") from exc
+        return True
 
     @staticmethod
     def _data_file(table: Table, update: Transaction, file: DataFile) -> IcebergDataFile:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
@@ -45,7 +45,7 @@ class TableFormat(abc.ABC):
       ``(job, batch)`` in the table itself (Delta's application transaction, an Iceberg snapshot
       summary and table property), so :meth:`last_committed` reads it back. It raises
       :class:`~onceflow.sinks.lakehouse.exceptions.CommitConflict` when another writer won a race;
-      the caller re-reads :meth:`last_committed` before trying again.
+      the caller commits again (which re-reads the table first).
     - :meth:`cleanup` deletes those of a transaction's files that the table does not reference
       after a commit (a merge's source files) or after an abort (all of them).
     - Every method is safe to call from several threads; tables are addressed by name.
@@ -96,8 +96,23 @@ class TableFormat(abc.ABC):
         """Write ``rows`` durably as data files of ``binding.table`` that no table version references yet."""
 
     @abc.abstractmethod
-    def commit(self, binding: SinkBinding, txn: TransactionId, files: Sequence[DataFile]) -> None:
-        """One table commit of ``files`` (append, or a merge on the keys for upsert) recording ``txn``."""
+    def commit(
+        self,
+        binding: SinkBinding,
+        txn: TransactionId,
+        files: Sequence[DataFile],
+        *,
+        before_commit: Callable[[], None] = lambda: None,
+    ) -> bool:
+        """One table commit of ``files`` (append, or a merge on the keys for upsert) recording ``txn``.
+
+        Steps:
+            1. Load the table's latest version.
+            2. That version holds ``txn.batch`` (or a later batch) of the job: return False, nothing written.
+            3. ``before_commit()`` (a test's fault point), then commit on top of exactly that
+               version: a commit of another writer since then is a :class:`CommitConflict`.
+            4. Return True.
+        """
 
     @abc.abstractmethod
     def cleanup(self, binding: SinkBinding, files: Sequence[DataFile], *, committed: bool) -> None:

@@ -216,40 +216,31 @@ class LakehouseParticipant(SinkParticipant):
         extra = self._journal.extra(txn) or {}
         return [[DataFile.from_dict(doc) for doc in files] for files in extra.get(WRITTEN, [])]
 
-    def _commit_table(self, binding: SinkBinding, txn: TransactionId, uris: Sequence[DataFile]) -> None:
-        """Commit ``uris`` to ``binding.table`` unless it already holds ``txn``; retry conflicts.
+    def _commit_table(self, binding: SinkBinding, txn: TransactionId, files: Sequence[DataFile]) -> None:
+        """Commit ``files`` to ``binding.table`` unless it already holds ``txn``; retry conflicts.
 
         Steps:
-            1. Read the table's last committed batch of the job: ``>= txn.batch`` means done.
-            2. Commit (one table commit that records the batch).
-            3. On a conflict, wait the next backoff delay and go back to Step 1; after the last
+            1. One table commit, checked against the version it commits on: a table that already
+               holds the batch is acknowledged (:meth:`TableFormat.commit` answers False).
+            2. On a conflict, wait the next backoff delay and go back to Step 1; after the last
                attempt, raise: the coordinator re-sends the Commit.
         """
         retry = self._retry
         delay_s = retry.initial_backoff_ms / 1000
+        ids = {"sink": self.name, "job": txn.job, "batch": txn.batch, "txn": txn, "table": binding.table}
         for attempt in range(1, retry.attempts + 1):
             # Step 1
-            last = self.format.last_committed(binding.table, txn.job)
-            if last >= txn.batch:
-                _log.info("commit.table_holds_batch", sink=self.name, txn=txn, table=binding.table, last_batch=last)
-                return
-            # Step 2
-            self._faults.at("before-table-commit", sink=self.name, txn=txn, table=binding.table)
             try:
-                self.format.commit(binding, txn, uris)
-                _log.info("commit.table_committed", sink=self.name, txn=txn, table=binding.table, attempt=attempt)
+                if self.format.commit(
+                    binding, txn, files, before_commit=lambda: self._faults.at("before-table-commit", **ids)
+                ):
+                    _log.info("commit.table_committed", **ids, files=len(files), attempt=attempt)
+                else:
+                    _log.info("commit.table_holds_batch", **ids)
                 return
             except CommitConflict as exc:
-                # Step 3
-                _log.warning(
-                    "commit.conflict",
-                    sink=self.name,
-                    txn=txn,
-                    table=binding.table,
-                    attempt=attempt,
-                    retry_in_s=round(delay_s, 3),
-                    reason=str(exc),
-                )
+                # Step 2
+                _log.warning("commit.conflict", **ids, attempt=attempt, retry_in_s=round(delay_s, 3), reason=str(exc))
                 if attempt == retry.attempts:
                     raise
                 time.sleep(delay_s)

@@ -38,3 +38,6 @@ class LakehouseReader(BindingReader):
 
     def close(self) -> None:
         self.format.close()
+
+    def __enter__(self) -> LakehouseReader:
+        return self
