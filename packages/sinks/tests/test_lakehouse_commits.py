@@ -197,11 +197,7 @@ def test_every_table_version_is_a_committed_batch_boundary(tmp_path: Path, stage
 
 
 def _read_version(sink: LakehouseParticipant, version: int) -> list[tuple[int, str, int]]:
-    if isinstance(sink.format, DeltaFormat):
-        held = sink.format.read("ip_counts", version)
-    else:
-        assert isinstance(sink.format, IcebergFormat)
-        held = sink.format.read("ip_counts", snapshot_id=version)
+    held = sink.format.read("ip_counts", version)
     assert held is not None
     return sorted((r["window_start"], r["ip"], r["count"]) for r in held.to_pylist())
 

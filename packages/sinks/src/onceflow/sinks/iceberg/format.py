@@ -276,13 +276,14 @@ class IcebergFormat(TableFormat):
         for file in files:
             self.store.delete(file.uri)
 
-    def read(self, table: str, snapshot_id: int | None = None) -> pa.Table | None:
-        """The rows of the table's current snapshot (or ``snapshot_id``), through pyiceberg's scan."""
+    def read(self, table: str, version: int | None = None) -> pa.Table | None:
+        """The rows of the table's current snapshot (or the snapshot whose id is ``version``), through
+        pyiceberg's scan."""
         found = self.open(table)
         if found is None:
             return None
         with _catalog_errors(self._name(table)):
-            return found.scan(snapshot_id=snapshot_id).to_arrow()
+            return found.scan(snapshot_id=version).to_arrow()
 
     def tables(self) -> list[str]:
         with _catalog_errors(self.namespace):

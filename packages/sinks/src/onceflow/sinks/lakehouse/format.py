@@ -119,8 +119,9 @@ class TableFormat(abc.ABC):
         """Delete the files of ``files`` that the table does not reference (committed or aborted)."""
 
     @abc.abstractmethod
-    def read(self, table: str) -> pa.Table | None:
-        """Every row of the table's current version (None when there is no such table)."""
+    def read(self, table: str, version: int | None = None) -> pa.Table | None:
+        """Every row of the table's current version, or of ``version`` (a Delta version, an Iceberg
+        snapshot id: see :meth:`history`); None when there is no such table."""
 
     @abc.abstractmethod
     def tables(self) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onceflow.core.contract import SinkBinding
+from onceflow.core.contract import Shard, SinkBinding
 from onceflow.core.contract.ip_count import ip_count_table_binding
 from onceflow.sinks.lakehouse.format import TableFormat
 from onceflow.sinks.readback.base import NO_BATCH, BindingReader, Row
@@ -11,8 +11,10 @@ from onceflow.sinks.readback.base import NO_BATCH, BindingReader, Row
 class LakehouseReader(BindingReader):
     """The tables of one lakehouse sink, read through its :class:`TableFormat` (never written)."""
 
-    def __init__(self, name: str, table_format: TableFormat, tables: list[str] | None = None) -> None:
-        super().__init__(name)
+    def __init__(
+        self, name: str, table_format: TableFormat, tables: list[str] | None = None, *, shards: int = 1
+    ) -> None:
+        super().__init__(name, shards=shards)
         self.format = table_format
         self._tables = tables
 
@@ -33,8 +35,16 @@ class LakehouseReader(BindingReader):
         return self._tables if self._tables is not None else self.format.tables()
 
     def last_committed(self, job: str) -> int:
-        """The highest batch of ``job`` any of the sink's tables holds."""
-        return max((self.format.last_committed(table, job) for table in self.tables()), default=NO_BATCH)
+        """The highest batch of ``job`` the sink's tables hold (of every shard: each records its own,
+        under the application id ``<job>#<index>``)."""
+        tables = self.tables()
+        last = {}
+        for shard in range(self.shards):
+            app_id = Shard(shard, self.shards).record_name(job)
+            last[Shard(shard, self.shards).record_name(self.name)] = max(
+                (self.format.last_committed(table, app_id) for table in tables), default=NO_BATCH
+            )
+        return self.whole(last)
 
     def close(self) -> None:
         self.format.close()
