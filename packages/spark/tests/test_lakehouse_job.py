@@ -116,8 +116,8 @@ def test_one_job_into_kafka_postgres_delta_and_iceberg_stays_exact_across_kills(
     broker: EmbeddedBroker, system: SinkSystem, tmp_path: Path, spark: SparkSession
 ) -> None:
     """Steps:
-    1. Produce the input in rounds; each round kill -9 the driver and one service (coordinator,
-       participant server, broker), and restart them.
+    1. Produce the input in rounds; each round, once the driver committed a batch, kill -9 it and
+       one service (coordinator, participant server, broker), and restart them.
     2. End the input: every sink equals the truth exactly (Kafka, PostgreSQL, Delta, Iceberg), and
        each dead letter is in both lakehouse tables once.
     3. The replay audit of the job is EXACT for its six bindings.
@@ -155,7 +155,8 @@ def test_one_job_into_kafka_postgres_delta_and_iceberg_stays_exact_across_kills(
     for kill in (restart_coordinator, system.restart_participant, restart_broker):
         produce_round()
         driver.start()
-        time.sleep(rng.uniform(6.0, 14.0))
+        driver.wait_for_log("sink.batch_committed", timeout=300)  # it is streaming: kill it mid-stream
+        time.sleep(rng.uniform(0.0, 3.0))
         driver.kill()
         kill()
     driver.start()

@@ -32,6 +32,14 @@ def reader_for(sink: SinkSettings) -> BindingReader:
     raise TypeError(f"no reader for sink kind {type(sink).__name__}")
 
 
+def delta_reader(name: str, root: str) -> LakehouseReader:
+    """The reader of the Delta tables under ``root`` (a local directory; S3 roots need the sink's config)."""
+    from onceflow.sinks.delta.format import DeltaFormat
+    from onceflow.sinks.lakehouse.storage import TableStore
+
+    return LakehouseReader(name, DeltaFormat(name, TableStore(root, create=False)))
+
+
 __all__ = [
     "NO_BATCH",
     "BindingReader",
@@ -40,5 +48,6 @@ __all__ = [
     "PostgresReader",
     "Row",
     "SqliteReader",
+    "delta_reader",
     "reader_for",
 ]
