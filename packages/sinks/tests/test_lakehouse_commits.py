@@ -4,6 +4,7 @@ table commit acknowledged on replay, and every table version a batch boundary (t
 
 from __future__ import annotations
 
+import datetime
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -214,5 +215,69 @@ def test_delta_commit_carries_the_application_transaction(tmp_path: Path, stage:
         assert delta is not None
         assert delta.transaction_version(app_id("ip-count")) == 2
         assert delta.transaction_version("another-job") is None
+    finally:
+        sink.close()
+
+
+def _compact(sink: LakehouseParticipant) -> None:
+    """What a maintenance job does outside the job: rewrite the table's data files into one and drop
+    what no version needs (Delta OPTIMIZE + VACUUM; an Iceberg rewrite + expire_snapshots)."""
+    if isinstance(sink.format, DeltaFormat):
+        delta = sink.format.open("ip_counts")
+        assert delta is not None
+        delta.optimize.compact()
+        delta.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+        return
+    assert isinstance(sink.format, IcebergFormat)
+    table = sink.format.open("ip_counts")
+    assert table is not None
+    table.overwrite(table.scan().to_arrow())
+    table.maintenance.expire_snapshots().older_than(datetime.datetime.now(datetime.UTC)).commit()
+
+
+def _live_files(sink: LakehouseParticipant) -> int:
+    if isinstance(sink.format, DeltaFormat):
+        delta = sink.format.open("ip_counts")
+        assert delta is not None
+        return len(delta.file_uris())
+    assert isinstance(sink.format, IcebergFormat)
+    table = sink.format.open("ip_counts")
+    assert table is not None
+    return len(list(table.scan().plan_files()))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_compaction_outside_the_job_keeps_every_batch_exactly_once(tmp_path: Path, stage: Stage, kind: str) -> None:
+    """Steps:
+    1. Three batches commit: small data files (one per batch, fewer where a merge rewrote one).
+    2. A maintenance job compacts the table into one file and drops the old versions.
+    3. Batch 2 is committed again from its staged files (a replay): the table still knows it holds
+       the batch, so nothing is written twice.
+    4. Batch 3 commits while another compaction runs right before its table commit: it conflicts
+       (or is rebased by delta-rs), is retried, and lands once.
+    """
+    sink = open_lakehouse(kind, tmp_path)
+    try:
+        # Step 1
+        batches = [[row("a", 1), row("b", 1)], [row("c", 1, W1)], [row("a", 3)]]
+        staged = [stage("job", b, rows) for b, rows in enumerate(batches)]
+        for batch, files in enumerate(staged):
+            sink.prepare(TransactionId("job", batch), files)
+            sink.commit(TransactionId("job", batch))
+        assert _live_files(sink) > 1  # a file per batch, or fewer where a merge rewrote one
+        expected = [(W0, "a", 3), (W0, "b", 1), (W1, "c", 1)]
+        # Step 2
+        _compact(sink)
+        assert _live_files(sink) == 1
+        assert _held(sink) == expected
+        # Step 3
+        sink.commit(TransactionId("job", 2), staged[2])
+        assert _held(sink) == expected
+        # Step 4
+        sink._faults = Once("before-table-commit", lambda: _compact(sink))
+        sink.prepare(TransactionId("job", 3), stage("job", 3, [row("b", 7)]))
+        sink.commit(TransactionId("job", 3))
+        assert _held(sink) == [(W0, "a", 3), (W0, "b", 7), (W1, "c", 1)]
+        assert sink.last_committed("ip_counts", "job") == 3
     finally:
         sink.close()
