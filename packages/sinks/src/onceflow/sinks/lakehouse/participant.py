@@ -120,41 +120,48 @@ class LakehouseParticipant(SinkParticipant):
             5. Journal the staged files, the bindings and the data files, durably; the caller votes yes.
         """
         with self._lock(txn.job):
-            # Step 1
-            if self._journal.entry(txn) is not None or self._committed_everywhere(txn, [b.binding for b in outputs]):
-                _log.info("prepare.again", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
-                return
-            # Step 2
-            waiting = [other for other in self._journal.list() if other.job == txn.job]
-            if waiting:
-                raise PrepareRejected(
-                    f"sink {self.name!r} cannot prepare {txn}: {waiting[0]} is still prepared and awaits "
-                    "its decision (one prepared batch per job)"
-                )
-            written: list[list[DataFile]] = []
             try:
-                for bound in outputs:
-                    # Step 3
-                    self._ensure_table(bound.binding)
-                    columns, _ = self.format.describe(bound.binding.table)
-                    not_null = [c.name for c in columns or () if c.not_null]
-                    problem = null_violation(bound.binding, not_null, bound.rows)
-                    if problem:
-                        raise PrepareRejected(f"sink {self.name!r} cannot prepare {txn}: {problem}")
-                    # Step 4
-                    written.append(self.format.write(bound.binding, bound.rows, txn))
-                self._faults.at("files-written", sink=self.name, txn=txn)
-                # Step 5
-                self._journal.record(txn, files, [b.binding for b in outputs], {WRITTEN: _to_json(written)})
-            except (TableStoreUnavailable, PrepareRejected, OSError) as exc:
-                for bound, uris in zip(outputs, written, strict=False):
-                    self._discard(bound.binding, uris)
-                if isinstance(exc, PrepareRejected):
-                    raise
+                self._prepare_rows(txn, outputs, files)
+            except TableStoreUnavailable as exc:
                 raise PrepareRejected(f"sink {self.name!r} cannot prepare {txn}: {exc}") from exc
-            self._faults.at("journaled", sink=self.name, txn=txn)
-            rows = sum(b.rows.num_rows for b in outputs)
-            _log.info("prepare.files_written", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=rows)
+
+    def _prepare_rows(self, txn: TransactionId, outputs: Sequence[BoundRows], files: Sequence[StagedFile]) -> None:
+        """:meth:`prepare_rows` under the job's lock (the steps are documented there)."""
+        # Step 1
+        if self._journal.entry(txn) is not None or self._committed_everywhere(txn, [b.binding for b in outputs]):
+            _log.info("prepare.again", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+            return
+        # Step 2
+        waiting = [other for other in self._journal.list() if other.job == txn.job]
+        if waiting:
+            raise PrepareRejected(
+                f"sink {self.name!r} cannot prepare {txn}: {waiting[0]} is still prepared and awaits "
+                "its decision (one prepared batch per job)"
+            )
+        written: list[list[DataFile]] = []
+        try:
+            for bound in outputs:
+                # Step 3
+                self._ensure_table(bound.binding)
+                columns, _ = self.format.describe(bound.binding.table)
+                not_null = [c.name for c in columns or () if c.not_null]
+                problem = null_violation(bound.binding, not_null, bound.rows)
+                if problem:
+                    raise PrepareRejected(f"sink {self.name!r} cannot prepare {txn}: {problem}")
+                # Step 4
+                written.append(self.format.write(bound.binding, bound.rows, txn))
+            self._faults.at("files-written", sink=self.name, txn=txn)
+            # Step 5
+            self._journal.record(txn, files, [b.binding for b in outputs], {WRITTEN: _to_json(written)})
+        except (TableStoreUnavailable, PrepareRejected, OSError) as exc:
+            for bound, uris in zip(outputs, written, strict=False):
+                self._discard(bound.binding, uris)
+            if isinstance(exc, PrepareRejected):
+                raise
+            raise PrepareRejected(f"sink {self.name!r} cannot prepare {txn}: {exc}") from exc
+        self._faults.at("journaled", sink=self.name, txn=txn)
+        rows = sum(b.rows.num_rows for b in outputs)
+        _log.info("prepare.files_written", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=rows)
 
     def _discard(self, binding: SinkBinding, uris: Sequence[DataFile]) -> None:
         try:

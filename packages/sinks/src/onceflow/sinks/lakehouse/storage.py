@@ -175,7 +175,16 @@ class TableStore:
         if self.is_local:
             return {}
         s3 = self.s3
-        options = {"AWS_REGION": s3.region, "AWS_TIMEOUT": f"{s3.request_timeout_s}s"}
+        timeout = f"{s3.request_timeout_s}s"
+        # object_store's client and retry settings: a dead store fails a call within a few timeouts
+        # (the coordinator retries the Commit), instead of object_store's default 10 retries / 3 min.
+        options = {
+            "AWS_REGION": s3.region,
+            "timeout": timeout,
+            "connect_timeout": timeout,
+            "max_retries": "2",
+            "retry_timeout": f"{3 * s3.request_timeout_s}s",
+        }
         if s3.endpoint_url:
             options["AWS_ENDPOINT_URL"] = s3.endpoint_url
             options["AWS_ALLOW_HTTP"] = str(s3.endpoint_url.startswith("http://")).lower()
