@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from onceflow.core.contract import SinkBinding, TransactionId
+from onceflow.core.fsync import fsync_path
 from onceflow.core.staging import StagedFile
 
 
@@ -54,7 +55,7 @@ class PreparedJournal:
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
-        _fsync_dir(path.parent)
+        fsync_path(path.parent)
 
     def files(self, txn: TransactionId) -> list[StagedFile] | None:
         """The files recorded for ``txn``, or None when it has no entry."""
@@ -88,7 +89,7 @@ class PreparedJournal:
             path.unlink()
         except FileNotFoundError:
             return
-        _fsync_dir(path.parent)
+        fsync_path(path.parent)
 
     def list(self) -> list[TransactionId]:
         """Every recorded transaction, by job then batch."""
@@ -96,11 +97,3 @@ class PreparedJournal:
         for entry in self.root.glob("*/*.json"):
             found.append(TransactionId(urllib.parse.unquote(entry.parent.name), int(entry.stem)))
         return sorted(found)
-
-
-def _fsync_dir(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)

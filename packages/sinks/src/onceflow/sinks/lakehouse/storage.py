@@ -19,6 +19,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from onceflow.core.confinement import PathNotAllowed, StagingConfinement
+from onceflow.core.fsync import fsync_file_and_directory, fsync_path
 from onceflow.sinks.lakehouse.exceptions import TableStoreUnavailable
 from onceflow.sinks.lakehouse.settings import TABLE_SCHEMES, ObjectStoreSettings
 
@@ -82,7 +83,7 @@ class TableStore:
                     out.write(data)
                     out.flush()
                     os.fsync(out.fileno())
-                _fsync_directory(os.path.dirname(path))
+                fsync_path(os.path.dirname(path))
             else:
                 with self._fs.open_output_stream(path) as out:
                     out.write(data)
@@ -94,13 +95,7 @@ class TableStore:
         """fsync a local file another library wrote (and its directory); S3 objects already are."""
         if not self.is_local:
             return
-        path = self._path(uri)
-        descriptor = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-        _fsync_directory(os.path.dirname(path))
+        fsync_file_and_directory(self._path(uri))
 
     def read_parquet(self, uri: str) -> pa.Table:
         try:
@@ -212,11 +207,3 @@ class TableStore:
         if s3.secret_access_key:
             properties["s3.secret-access-key"] = s3.secret_access_key
         return properties
-
-
-def _fsync_directory(path: str) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
