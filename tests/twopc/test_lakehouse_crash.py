@@ -5,7 +5,7 @@ Two kinds of crash points are reused:
 - the coordinator's (``ONCEFLOW_COORDINATOR_TEST_CRASH_AFTER``): it dies before or after its
   decision while both participants hold the batch prepared (data files written outside the
   tables, journaled), and the participants are ``kill -9``-ed too;
-- the participants' own (``ONCEFLOW_PARTICIPANT_TEST_CRASH_AT``, :mod:`onceflow.sinks.crash`): each
+- the participants' own (``ONCEFLOW_PARTICIPANT_TEST_CRASH_AT``, :mod:`onceflow.sinks.server.crash`): each
   dies (exit 137, as after ``kill -9``) at a step of its prepare, its commit, or its recovery.
 
 Each test walks through its crash points on one cluster (a restart arms the next point), because a
@@ -21,7 +21,7 @@ import pytest
 
 from onceflow.coordinator.crash import CRASH_ENV, CRASH_EXIT_CODE
 from onceflow.core.staging import StagedFile
-from onceflow.sinks.crash import CRASH_ENV as PARTICIPANT_CRASH_ENV
+from onceflow.sinks.server.crash import CRASH_ENV as PARTICIPANT_CRASH_ENV
 from onceflow.testing.coordinator.cluster import LAKEHOUSE_SINKS, TwoPhaseCommitCluster, wait_for_log
 
 from .conftest import ClusterFactory
@@ -73,12 +73,12 @@ def _await_crash(cluster: TwoPhaseCommitCluster, point: str) -> None:
 
 def test_participants_dying_at_each_step_of_prepare_commit_and_recovery(cluster_factory: ClusterFactory) -> None:
     """Steps (both participants die at each point; the driver retries batch 0 as Spark would):
-    1. ``files-written``: prepare wrote the data files but did not journal them. No vote: ABORTED.
-    2. ``journaled``: the files are journaled, the yes vote is never sent: ABORTED; the restarted
+    1. ``prepare-midway``: prepare wrote the data files but did not journal them. No vote: ABORTED.
+    2. ``prepare-durable``: the files are journaled, the yes vote is never sent: ABORTED; the restarted
        participants find the batch in their journal and abort it with the coordinator (files deleted).
     3. ``before-table-commit``: every participant voted yes, COMMIT is logged, and they die before
        their table commit: the driver is told COMMITTING.
-    4. ``table-committed``: restarted, each recovers batch 0 from its journal, commits the table,
+    4. ``commit-midway``: restarted, each recovers batch 0 from its journal, commits the table,
        and dies before dropping the journal entry.
     5. Restarted once more, each finds the batch in its table and acknowledges it (no second
        commit); the coordinator logs COMMITTED. Batch 1 commits normally.
@@ -87,18 +87,18 @@ def test_participants_dying_at_each_step_of_prepare_commit_and_recovery(cluster_
     # Step 1
     cluster = cluster_factory(
         sinks=LAKEHOUSE_SINKS,
-        participant_env={PARTICIPANT_CRASH_ENV: "files-written"},
+        participant_env={PARTICIPANT_CRASH_ENV: "prepare-midway"},
         coordinator_settings={"commit_wait_ms": 1_000},
     )
     epoch = cluster.register(JOB)
     files = cluster.stage(JOB, 0, batch_rows(0))
     assert cluster.commit(JOB, epoch, 0, files).state == ABORTED
-    _await_crash(cluster, "files-written")
+    _await_crash(cluster, "prepare-midway")
     assert cluster.prepared() == NOTHING_PREPARED
     # Step 2
-    _restart_participants(cluster, "journaled")
+    _restart_participants(cluster, "prepare-durable")
     assert commit_until_decided_or_aborted(cluster, epoch, files) == ABORTED
-    _await_crash(cluster, "journaled")
+    _await_crash(cluster, "prepare-durable")
     assert cluster.prepared() == {sink: [f"{JOB}:0"] for sink in LAKEHOUSE_SINKS}
     # Step 3
     _restart_participants(cluster, "before-table-commit")
@@ -107,8 +107,8 @@ def test_participants_dying_at_each_step_of_prepare_commit_and_recovery(cluster_
     assert commit_until_decided_or_aborted(cluster, epoch, files) == COMMITTING
     _await_crash(cluster, "before-table-commit")
     # Step 4
-    _restart_participants(cluster, "table-committed", wait=False)
-    _await_crash(cluster, "table-committed")
+    _restart_participants(cluster, "commit-midway", wait=False)
+    _await_crash(cluster, "commit-midway")
     assert cluster.prepared() == {sink: [f"{JOB}:0"] for sink in LAKEHOUSE_SINKS}
     # Step 5
     _restart_participants(cluster, None)

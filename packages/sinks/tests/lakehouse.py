@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.sinks.delta.settings import DeltaOptions
 from onceflow.sinks.iceberg.settings import IcebergCatalogSettings, IcebergOptions
 from onceflow.sinks.lakehouse.open import open_participant
@@ -23,7 +22,5 @@ def lakehouse_options(kind: str, base: Path, *, postgres_dsn: str = "", **extra:
     return IcebergOptions(warehouse=str(base / "warehouse"), state_dir=str(base / "state"), catalog=catalog, **extra)
 
 
-def open_lakehouse(
-    kind: str, base: Path, name: str = "lake", *, faults: FaultInjector = NO_FAULTS, **extra: Any
-) -> LakehouseParticipant:
-    return open_participant(name, lakehouse_options(kind, base, **extra), faults=faults)
+def open_lakehouse(kind: str, base: Path, name: str = "lake", **extra: Any) -> LakehouseParticipant:
+    return open_participant(name, lakehouse_options(kind, base, **extra))

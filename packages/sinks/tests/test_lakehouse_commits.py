@@ -12,16 +12,17 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from onceflow.core.contract import TransactionId
+from onceflow.core.contract import Shard, TransactionId
 from onceflow.core.contract.ip_count import IP_COUNT_ARROW_SCHEMA
 from onceflow.core.faults import FaultInjector
 from onceflow.sinks.base import Outcome
-from onceflow.sinks.delta.format import DeltaFormat, app_id
+from onceflow.sinks.delta.format import DeltaFormat
 from onceflow.sinks.iceberg.format import IcebergFormat
+from onceflow.sinks.lakehouse.open import open_participant
 from onceflow.sinks.lakehouse.participant import LakehouseParticipant
 
 from .conftest import W0, W1, Stage, row
-from .lakehouse import KINDS, open_lakehouse
+from .lakehouse import KINDS, lakehouse_options, open_lakehouse
 
 
 class Once(FaultInjector):
@@ -87,14 +88,14 @@ def test_another_writer_committing_in_between_is_retried_never_lost(tmp_path: Pa
     sink = open_lakehouse(kind, tmp_path)
     try:
         # Step 1
-        sink._faults = Once("before-table-commit", lambda: _foreign_append(sink, "other-1"))
+        sink.faults = Once("before-table-commit", lambda: _foreign_append(sink, "other-1"))
         sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1), row("b", 2)]))
         # Step 2
         sink.commit(TransactionId("job", 0))
         assert _held(sink) == [(W0, "a", 1), (W0, "b", 2), (W1, "other-1", 100)]
         assert sink.last_committed("ip_counts", "job") == 0
         # Step 3
-        sink._faults = Once("before-table-commit", lambda: _foreign_appends(sink, "x", "y"))
+        sink.faults = Once("before-table-commit", lambda: _foreign_appends(sink, "x", "y"))
         sink.prepare(TransactionId("job", 1), stage("job", 1, [row("a", 5)]))
         sink.commit(TransactionId("job", 1))
         assert _held(sink) == [(W0, "a", 5), (W0, "b", 2), (W1, "other-1", 100), (W1, "x", 100), (W1, "y", 100)]
@@ -117,7 +118,7 @@ def test_a_racing_commit_of_the_same_batch_is_acknowledged_not_written_twice(
     zombie = open_lakehouse(kind, tmp_path)
     try:
         # Step 1
-        sink._faults = Once("before-table-commit", lambda: zombie.commit(TransactionId("job", 0)))
+        sink.faults = Once("before-table-commit", lambda: zombie.commit(TransactionId("job", 0)))
         sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1), row("b", 2)]))
         # Step 2
         sink.commit(TransactionId("job", 0))
@@ -133,14 +134,15 @@ def test_a_racing_commit_of_the_same_batch_is_acknowledged_not_written_twice(
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("point", ["files-written", "journaled", "table-committed"])
+@pytest.mark.parametrize("point", ["prepare-midway", "prepare-durable", "commit-midway"])
 def test_a_participant_dying_at_each_step_recovers_exactly_once(
     tmp_path: Path, stage: Stage, kind: str, point: str
 ) -> None:
     """Steps:
-    1. Batch 0 commits; batch 1 dies at ``point``: after writing its data files (no journal entry:
-       no yes vote, the coordinator presumes abort), after journaling them (a yes vote), or after
-       the table commit but before the journal entry is dropped.
+    1. Batch 0 commits; batch 1 dies at ``point`` (:mod:`onceflow.sinks.server.crash`): after writing
+       its data files (no journal entry: no yes vote, the coordinator presumes abort), after
+       journaling them (a yes vote: the servicer's ``prepare-durable``), or after the table commit
+       but before the journal entry is dropped.
     2. A new participant recovers with the coordinator's decision (abort before a yes vote, commit after).
     3. The table holds batch 1 once if it was committed, not at all otherwise; nothing stays prepared,
        and a replayed Commit is acknowledged.
@@ -149,14 +151,16 @@ def test_a_participant_dying_at_each_step_recovers_exactly_once(
     sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)]))
     sink.commit(TransactionId("job", 0))
     # Step 1
-    sink._faults = CrashAt(point)
+    sink.faults = CrashAt(point)
     files = stage("job", 1, [row("a", 2), row("b", 3)])
     with pytest.raises(CrashError):
         sink.prepare(TransactionId("job", 1), files)
+        if point == "prepare-durable":  # the servicer's point, once the sink's prepare returned
+            raise CrashError(point)
         sink.commit(TransactionId("job", 1))
     sink.close()
     # Step 2
-    voted_yes = point != "files-written"
+    voted_yes = point != "prepare-midway"
     reopened = open_lakehouse(kind, tmp_path)
     try:
         assert reopened.list_prepared() == ([TransactionId("job", 1)] if voted_yes else [])
@@ -213,7 +217,7 @@ def test_delta_commit_carries_the_application_transaction(tmp_path: Path, stage:
         assert isinstance(sink.format, DeltaFormat)
         delta = sink.format.open("ip_counts")
         assert delta is not None
-        assert delta.transaction_version(app_id("ip-count")) == 2
+        assert delta.transaction_version("ip-count") == 2
         assert delta.transaction_version("another-job") is None
     finally:
         sink.close()
@@ -274,10 +278,34 @@ def test_compaction_outside_the_job_keeps_every_batch_exactly_once(tmp_path: Pat
         sink.commit(TransactionId("job", 2), staged[2])
         assert _held(sink) == expected
         # Step 4
-        sink._faults = Once("before-table-commit", lambda: _compact(sink))
+        sink.faults = Once("before-table-commit", lambda: _compact(sink))
         sink.prepare(TransactionId("job", 3), stage("job", 3, [row("b", 7)]))
         sink.commit(TransactionId("job", 3))
         assert _held(sink) == [(W0, "a", 3), (W0, "b", 7), (W1, "c", 1)]
         assert sink.last_committed("ip_counts", "job") == 3
     finally:
         sink.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_two_shards_commit_their_shares_to_one_table(tmp_path: Path, stage: Stage, kind: str) -> None:
+    """Two shards of one sink split an upsert batch by key and commit their shares to the same table,
+    each under its own application id (``<job>#<index>``): every row lands once, and a replay of
+    either shard is acknowledged."""
+    options = lakehouse_options(kind, tmp_path)
+    shards = [open_participant("lake", options, shard=Shard(i, 2)) for i in range(2)]
+    try:
+        rows = [row(f"10.0.0.{i}", i) for i in range(20)]
+        files = stage("job", 0, rows)
+        held = [sink.prepare(TransactionId("job", 0), files).rows for sink in shards]
+        assert sum(held) == 20 and all(held)
+        for sink in shards:
+            sink.commit(TransactionId("job", 0))
+        for sink in shards:
+            sink.commit(TransactionId("job", 0), files)  # a re-sent Commit: acknowledged
+        assert _held(shards[0]) == sorted((W0, f"10.0.0.{i}", i) for i in range(20))
+        assert [sink.last_committed("ip_counts", f"job#{i}") for i, sink in enumerate(shards)] == [0, 0]
+        assert shards[0].last_committed("ip_counts", "job") == -1
+    finally:
+        for sink in shards:
+            sink.close()

@@ -31,11 +31,6 @@ TXN_METADATA: Final = "onceflow.txn"
 SINK_METADATA: Final = "onceflow.sink"
 
 
-def app_id(job: str) -> str:
-    """The application id of ``job``'s transactions (Delta's ``txn`` action): the job itself."""
-    return job
-
-
 @contextmanager
 def _storage_errors(uri: str) -> Iterator[None]:
     """delta-rs and pyarrow failures of the object store as :class:`TableStoreUnavailable` naming the table."""
@@ -54,7 +49,8 @@ class DeltaFormat(TableFormat):
       that no log entry adds; Delta readers only see files the log adds, and ``vacuum`` removes
       orphans older than its retention.
     - Append commits one log entry with an ``add`` per file, the ``txn`` action (``appId`` = the
-      job, ``version`` = the batch) and commitInfo ``onceflow.txn`` = ``<job>:<batch>``.
+      job, or ``<job>#<index>`` for a shard; ``version`` = the batch) and commitInfo
+      ``onceflow.txn`` = ``<job>:<batch>``.
     - Upsert commits one MERGE on the key columns (``WHEN MATCHED UPDATE * WHEN NOT MATCHED
       INSERT *``) from the prepared files, with the same ``txn`` action; the files themselves are
       deleted afterwards (the merge wrote its own).
@@ -124,11 +120,11 @@ class DeltaFormat(TableFormat):
         with _storage_errors(self._uri(binding.table)):
             delta.alter.add_columns([Field(f.name, f.type, nullable=True) for f in added])
 
-    def last_committed(self, table: str, job: str) -> int:
+    def last_committed(self, table: str, app_id: str) -> int:
         delta = self.open(table)
         if delta is None:
             return NO_BATCH
-        version = delta.transaction_version(app_id(job))
+        version = delta.transaction_version(app_id)
         return NO_BATCH if version is None else int(version)
 
     def _table_schema(self, delta: DeltaTable) -> pa.Schema:
@@ -151,10 +147,10 @@ class DeltaFormat(TableFormat):
         size = self.store.write_parquet(uri, rows)
         return [DataFile(uri, size, file_stats(rows))]
 
-    def _properties(self, txn: TransactionId) -> CommitProperties:
+    def _properties(self, txn: TransactionId, app_id: str) -> CommitProperties:
         return CommitProperties(
             custom_metadata={TXN_METADATA: str(txn), SINK_METADATA: self.sink},
-            app_transactions=[Transaction(app_id(txn.job), txn.batch)],
+            app_transactions=[Transaction(app_id, txn.batch)],
         )
 
     def commit(
@@ -163,6 +159,7 @@ class DeltaFormat(TableFormat):
         txn: TransactionId,
         files: Sequence[DataFile],
         *,
+        app_id: str,
         before_commit: Callable[[], None] = lambda: None,
     ) -> bool:
         """One Delta commit on the latest version: ``add`` actions (append) or a MERGE (upsert), with
@@ -171,7 +168,7 @@ class DeltaFormat(TableFormat):
         delta = self.open(binding.table)
         if delta is None:
             raise TableStoreUnavailable(uri, f"Delta table {binding.table!r} does not exist")
-        held = delta.transaction_version(app_id(txn.job))
+        held = delta.transaction_version(app_id)
         if held is not None and held >= txn.batch:
             return False
         source = self._merge_source(delta, files) if binding.mode is SinkMode.UPSERT and files else None
@@ -179,20 +176,20 @@ class DeltaFormat(TableFormat):
         try:
             with _storage_errors(uri):
                 if source is not None:
-                    self._merge(delta, binding, txn, source)
+                    self._merge(delta, binding, self._properties(txn, app_id), source)
                 else:
-                    self._append(delta, txn, files)
+                    self._append(delta, self._properties(txn, app_id), files)
         except CommitFailedError as exc:
             raise CommitConflict(binding.table, f"Delta table {binding.table!r}, {txn}: {exc}") from exc
         return True
 
-    def _append(self, delta: DeltaTable, txn: TransactionId, files: Sequence[DataFile]) -> None:
+    def _append(self, delta: DeltaTable, properties: CommitProperties, files: Sequence[DataFile]) -> None:
         now_ms = int(time.time() * 1000)
         table_root = delta.table_uri.rstrip("/")
         actions: list[AddAction | RemoveAction] = [
             AddAction(_relative(table_root, f.uri), f.size, {}, now_ms, True, f.stats or json.dumps({})) for f in files
         ]
-        delta.create_write_transaction(actions, "append", delta.schema(), commit_properties=self._properties(txn))
+        delta.create_write_transaction(actions, "append", delta.schema(), commit_properties=properties)
 
     def _merge_source(self, delta: DeltaTable, files: Sequence[DataFile]) -> pa.Table:
         """The batch's rows from its prepared files, in the table's types."""
@@ -200,11 +197,9 @@ class DeltaFormat(TableFormat):
         source = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
         return self._fit(source, self._table_schema(delta))
 
-    def _merge(self, delta: DeltaTable, binding: SinkBinding, txn: TransactionId, source: pa.Table) -> None:
+    def _merge(self, delta: DeltaTable, binding: SinkBinding, properties: CommitProperties, source: pa.Table) -> None:
         predicate = " AND ".join(f't."{k}" = s."{k}"' for k in binding.keys)
-        merger = delta.merge(
-            source, predicate, source_alias="s", target_alias="t", commit_properties=self._properties(txn)
-        )
+        merger = delta.merge(source, predicate, source_alias="s", target_alias="t", commit_properties=properties)
         merger.when_matched_update_all().when_not_matched_insert_all().execute()
 
     def cleanup(self, binding: SinkBinding, files: Sequence[DataFile], *, committed: bool) -> None:

@@ -41,9 +41,10 @@ TXN_SUMMARY: Final = "onceflow.txn"
 SINK_SUMMARY: Final = "onceflow.sink"
 
 
-def batch_property(job: str) -> str:
-    """The table property holding ``job``'s last committed batch (it outlives expired snapshots)."""
-    return f"onceflow.last-batch.{job}"
+def batch_property(app_id: str) -> str:
+    """The table property holding ``app_id``'s (a job's, a shard's ``<job>#<index>``) last committed
+    batch (it outlives expired snapshots)."""
+    return f"onceflow.last-batch.{app_id}"
 
 
 def _any_of(column: str, values: list[Any]) -> BooleanExpression:
@@ -152,11 +153,11 @@ class IcebergFormat(TableFormat):
         with _catalog_errors(self._name(binding.table)), found.update_schema() as update:
             update.union_by_name(added)
 
-    def last_committed(self, table: str, job: str) -> int:
+    def last_committed(self, table: str, app_id: str) -> int:
         found = self.open(table)
         if found is None:
             return NO_BATCH
-        return int(found.properties.get(batch_property(job), NO_BATCH))
+        return int(found.properties.get(batch_property(app_id), NO_BATCH))
 
     @staticmethod
     def _fit(rows: pa.Table, table: Table) -> pa.Table:
@@ -188,6 +189,7 @@ class IcebergFormat(TableFormat):
         txn: TransactionId,
         files: Sequence[DataFile],
         *,
+        app_id: str,
         before_commit: Callable[[], None] = lambda: None,
     ) -> bool:
         """One metadata commit on the current snapshot: the batch's snapshot and the job's last-batch
@@ -195,7 +197,7 @@ class IcebergFormat(TableFormat):
         table = self.open(binding.table)
         if table is None:
             raise TableStoreUnavailable(self._name(binding.table), f"Iceberg table {binding.table!r} does not exist")
-        if int(table.properties.get(batch_property(txn.job), NO_BATCH)) >= txn.batch:
+        if int(table.properties.get(batch_property(app_id), NO_BATCH)) >= txn.batch:
             return False
         before_commit()
         summary = {TXN_SUMMARY: str(txn), SINK_SUMMARY: self.sink}
@@ -203,7 +205,7 @@ class IcebergFormat(TableFormat):
         try:
             with _catalog_errors(self._name(binding.table)):
                 update = _without_library_retries(table).transaction()
-                update.set_properties({batch_property(txn.job): str(txn.batch)})
+                update.set_properties({batch_property(app_id): str(txn.batch)})
                 if binding.mode is SinkMode.UPSERT and files:
                     rewritten = self._overwrite(table, update, binding, files, summary)
                 else:

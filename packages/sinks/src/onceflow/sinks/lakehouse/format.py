@@ -42,8 +42,9 @@ class TableFormat(abc.ABC):
     - :meth:`write` makes a batch's rows durable as data files that the table does not reference
       yet (no reader sees them), and returns their URIs.
     - :meth:`commit` is ONE atomic table commit that makes the files' rows visible and records
-      ``(job, batch)`` in the table itself (Delta's application transaction, an Iceberg snapshot
-      summary and table property), so :meth:`last_committed` reads it back. It raises
+      ``(app_id, batch)`` in the table itself (Delta's application transaction, an Iceberg snapshot
+      summary and table property; ``app_id`` is the job, or ``<job>#<index>`` for a shard of the
+      sink), so :meth:`last_committed` reads it back. It raises
       :class:`~onceflow.sinks.lakehouse.exceptions.CommitConflict` when another writer won a race;
       the caller commits again (which re-reads the table first).
     - :meth:`cleanup` deletes those of a transaction's files that the table does not reference
@@ -88,8 +89,9 @@ class TableFormat(abc.ABC):
         return plan
 
     @abc.abstractmethod
-    def last_committed(self, table: str, job: str) -> int:
-        """The highest batch of ``job`` committed to ``table``, or :data:`NO_BATCH`."""
+    def last_committed(self, table: str, app_id: str) -> int:
+        """The highest batch ``app_id`` (a job, or a shard's ``<job>#<index>``) committed to ``table``,
+        or :data:`NO_BATCH`."""
 
     @abc.abstractmethod
     def write(self, binding: SinkBinding, rows: pa.Table, txn: TransactionId) -> list[DataFile]:
@@ -102,13 +104,15 @@ class TableFormat(abc.ABC):
         txn: TransactionId,
         files: Sequence[DataFile],
         *,
+        app_id: str,
         before_commit: Callable[[], None] = lambda: None,
     ) -> bool:
-        """One table commit of ``files`` (append, or a merge on the keys for upsert) recording ``txn``.
+        """One table commit of ``files`` (append, or a merge on the keys for upsert) recording
+        ``txn.batch`` for ``app_id``.
 
         Steps:
             1. Load the table's latest version.
-            2. That version holds ``txn.batch`` (or a later batch) of the job: return False, nothing written.
+            2. That version holds ``txn.batch`` (or a later batch) of ``app_id``: return False, nothing written.
             3. ``before_commit()`` (a test's fault point), then commit on top of exactly that
                version: a commit of another writer since then is a :class:`CommitConflict`.
             4. Return True.

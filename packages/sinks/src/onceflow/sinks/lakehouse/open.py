@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from onceflow.core.faults import NO_FAULTS, FaultInjector
+from onceflow.core.contract import WHOLE_SINK, Shard
 from onceflow.sinks.delta.settings import DeltaOptions
 from onceflow.sinks.iceberg.settings import IcebergOptions
 from onceflow.sinks.lakehouse.format import TableFormat
@@ -31,13 +31,13 @@ def open_format(sink: str, options: DeltaOptions | IcebergOptions, *, create: bo
 
 
 def open_participant(
-    sink: str, options: DeltaOptions | IcebergOptions, *, faults: FaultInjector = NO_FAULTS
+    sink: str, options: DeltaOptions | IcebergOptions, *, shard: Shard = WHOLE_SINK
 ) -> LakehouseParticipant:
-    """The participant of a ``delta`` or ``iceberg`` sink."""
+    """The participant of a ``delta`` or ``iceberg`` sink (or of its ``shard``)."""
     return LakehouseParticipant(
         sink,
         open_format(sink, options),
         state_dir=Path(options.state_dir),
         retry=options.commit_retry,
-        faults=faults,
+        shard=shard,
     )

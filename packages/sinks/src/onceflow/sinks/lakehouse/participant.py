@@ -7,8 +7,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from onceflow.core.contract import SinkBinding, TransactionId, ip_count_table_binding
-from onceflow.core.faults import NO_FAULTS, FaultInjector
+from onceflow.core.contract import WHOLE_SINK, Shard, SinkBinding, TransactionId, ip_count_table_binding
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
 from onceflow.sinks.base import BoundRows, PreparedJournal, SinkParticipant
@@ -54,13 +53,12 @@ class LakehouseParticipant(SinkParticipant):
         *,
         state_dir: str | Path,
         retry: CommitRetrySettings | None = None,
-        faults: FaultInjector = NO_FAULTS,
+        shard: Shard = WHOLE_SINK,
     ) -> None:
-        super().__init__(name)
+        super().__init__(name, shard=shard)
         self.format = table_format
-        self._journal = PreparedJournal(state_dir, name)
+        self._journal = PreparedJournal(state_dir, self.record_name)
         self._retry = retry or CommitRetrySettings()
-        self._faults = faults
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._ready: set[tuple[str, str]] = set()
@@ -70,6 +68,11 @@ class LakehouseParticipant(SinkParticipant):
 
     def default_bindings(self) -> list[SinkBinding]:
         return [ip_count_table_binding(self.name)]
+
+    def app_id(self, job: str) -> str:
+        """Who a table records ``job``'s batches for: the job, or ``<job>#<index>`` for a shard (each shard
+        commits its share of a batch to the same table)."""
+        return self.shard.record_name(job)
 
     def _lock(self, job: str) -> threading.Lock:
         with self._locks_guard:
@@ -107,7 +110,7 @@ class LakehouseParticipant(SinkParticipant):
     # --- the protocol ---------------------------------------------------------------------------
 
     def _committed_everywhere(self, txn: TransactionId, bindings: Sequence[SinkBinding]) -> bool:
-        return all(self.format.last_committed(b.table, txn.job) >= txn.batch for b in bindings)
+        return all(self.format.last_committed(b.table, self.app_id(txn.job)) >= txn.batch for b in bindings)
 
     def prepare_rows(self, txn: TransactionId, outputs: Sequence[BoundRows], files: Sequence[StagedFile]) -> None:
         """Write each binding's rows as data files outside the table, then journal them.
@@ -150,7 +153,7 @@ class LakehouseParticipant(SinkParticipant):
                     raise PrepareRejected(f"sink {self.name!r} cannot prepare {txn}: {problem}")
                 # Step 4
                 written.append(self.format.write(bound.binding, bound.rows, txn))
-            self._faults.at("files-written", sink=self.name, txn=txn)
+            self.faults.at("prepare-midway", sink=self.record_name, txn=txn)
             # Step 5
             self._journal.record(txn, files, [b.binding for b in outputs], {WRITTEN: _to_json(written)})
         except (TableStoreUnavailable, PrepareRejected, OSError) as exc:
@@ -159,7 +162,6 @@ class LakehouseParticipant(SinkParticipant):
             if isinstance(exc, PrepareRejected):
                 raise
             raise PrepareRejected(f"sink {self.name!r} cannot prepare {txn}: {exc}") from exc
-        self._faults.at("journaled", sink=self.name, txn=txn)
         rows = sum(b.rows.num_rows for b in outputs)
         _log.info("prepare.files_written", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=rows)
 
@@ -212,7 +214,7 @@ class LakehouseParticipant(SinkParticipant):
             # Step 2
             for binding, uris in zip(*prepared, strict=True):
                 self._commit_table(binding, txn, uris)
-                self._faults.at("table-committed", sink=self.name, txn=txn, table=binding.table)
+                self.faults.at("commit-midway", sink=self.record_name, txn=txn, table=binding.table)
             # Step 3
             for binding, uris in zip(*prepared, strict=True):
                 self._cleanup(binding, uris, committed=True)
@@ -234,12 +236,17 @@ class LakehouseParticipant(SinkParticipant):
         """
         retry = self._retry
         delay_s = retry.initial_backoff_ms / 1000
-        ids = {"sink": self.name, "job": txn.job, "batch": txn.batch, "txn": txn, "table": binding.table}
+        ids = {"sink": self.record_name, "job": txn.job, "batch": txn.batch, "txn": txn, "table": binding.table}
+        app_id = self.app_id(txn.job)
         for attempt in range(1, retry.attempts + 1):
             # Step 1
             try:
                 if self.format.commit(
-                    binding, txn, files, before_commit=lambda: self._faults.at("before-table-commit", **ids)
+                    binding,
+                    txn,
+                    files,
+                    app_id=app_id,
+                    before_commit=lambda: self.faults.at("before-table-commit", **ids),
                 ):
                     _log.info("commit.table_committed", **ids, files=len(files), attempt=attempt)
                 else:
@@ -267,7 +274,7 @@ class LakehouseParticipant(SinkParticipant):
         with self._lock(txn.job):
             entry = self._journal.entry(txn)
             tables = [b.table for b in entry[1] or self.default_bindings()] if entry else self.format.tables()
-            if any(self.format.last_committed(table, txn.job) >= txn.batch for table in tables):
+            if any(self.format.last_committed(table, self.app_id(txn.job)) >= txn.batch for table in tables):
                 raise TransactionAlreadyCommitted(self.name, txn)
             if entry is None:
                 _log.info("abort.unknown", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)

@@ -41,5 +41,5 @@ def open_sink(settings: SinkSettings) -> SinkParticipant:
     if isinstance(settings, DeltaSink | IcebergSink):
         from onceflow.sinks.lakehouse.open import open_participant
 
-        return open_participant(settings.name, settings.options)
+        return open_participant(settings.name, settings.options, shard=shard)
     raise TypeError(f"unknown sink settings {type(settings).__name__}")
