@@ -29,17 +29,19 @@ KEY_METADATA: Final = "onceflow.key"
 #: commitInfo entries of every onceflow commit (``delta.history()`` shows them).
 TXN_METADATA: Final = "onceflow.txn"
 SINK_METADATA: Final = "onceflow.sink"
+APP_METADATA: Final = "onceflow.app"
 
 
 @contextmanager
-def _storage_errors(uri: str) -> Iterator[None]:
-    """delta-rs and pyarrow failures of the object store as :class:`TableStoreUnavailable` naming the table."""
+def _storage_errors(uri: str, store: TableStore) -> Iterator[None]:
+    """delta-rs and pyarrow failures of the object store as :class:`TableStoreUnavailable` naming the
+    table (never a credential)."""
     try:
         yield
     except CommitFailedError:
         raise
     except (DeltaError, OSError) as exc:
-        raise TableStoreUnavailable(uri, f"Delta table {uri}: {exc}") from exc
+        raise TableStoreUnavailable(uri, store.redact(f"Delta table {uri}: {exc}")) from exc
 
 
 class DeltaFormat(TableFormat):
@@ -73,7 +75,7 @@ class DeltaFormat(TableFormat):
     def open(self, table: str, version: int | None = None) -> DeltaTable | None:
         """The table (at ``version``, else the latest), or None when it does not exist."""
         uri = self._uri(table)
-        with _storage_errors(uri):
+        with _storage_errors(uri, self.store):
             try:
                 return DeltaTable(uri, version=version, storage_options=self._options)
             except TableNotFoundError:
@@ -102,7 +104,7 @@ class DeltaFormat(TableFormat):
             else:
                 fields.append(field.remove_metadata())
         uri = self._uri(binding.table)
-        with _storage_errors(uri):
+        with _storage_errors(uri, self.store):
             DeltaTable.create(
                 uri,
                 schema=pa.schema(fields),
@@ -117,7 +119,7 @@ class DeltaFormat(TableFormat):
         delta = self.open(binding.table)
         assert delta is not None
         added = [Schema.from_arrow(pa.schema([binding.schema.field(name)])).fields[0] for name in names]
-        with _storage_errors(self._uri(binding.table)):
+        with _storage_errors(self._uri(binding.table), self.store):
             delta.alter.add_columns([Field(f.name, f.type, nullable=True) for f in added])
 
     def last_committed(self, table: str, app_id: str) -> int:
@@ -149,7 +151,7 @@ class DeltaFormat(TableFormat):
 
     def _properties(self, txn: TransactionId, app_id: str) -> CommitProperties:
         return CommitProperties(
-            custom_metadata={TXN_METADATA: str(txn), SINK_METADATA: self.sink},
+            custom_metadata={TXN_METADATA: str(txn), SINK_METADATA: self.sink, APP_METADATA: app_id},
             app_transactions=[Transaction(app_id, txn.batch)],
         )
 
@@ -174,7 +176,7 @@ class DeltaFormat(TableFormat):
         source = self._merge_source(delta, files) if binding.mode is SinkMode.UPSERT and files else None
         before_commit()
         try:
-            with _storage_errors(uri):
+            with _storage_errors(uri, self.store):
                 if source is not None:
                     self._merge(delta, binding, self._properties(txn, app_id), source)
                 else:
@@ -231,10 +233,20 @@ class DeltaFormat(TableFormat):
         delta = self.open(table)
         if delta is None:
             return []
-        with _storage_errors(self._uri(table)):
+        return [(version, txn) for version, txn, _, _ in self._entries(delta, table)]
+
+    def commits(self, table: str) -> list[tuple[str, str, str]]:
+        delta = self.open(table)
+        if delta is None:
+            return []
+        return [(sink, app, txn) for _, txn, sink, app in self._entries(delta, table) if txn and sink and app]
+
+    def _entries(self, delta: DeltaTable, table: str) -> list[tuple[int, str | None, str | None, str | None]]:
+        """Every version with the commitInfo onceflow wrote in it (None where it wrote none), oldest first."""
+        with _storage_errors(self._uri(table), self.store):
             entries = delta.history()
-        found = [(int(e["version"]), e.get(TXN_METADATA)) for e in entries]
-        return sorted(found)
+        found = [(int(e["version"]), e.get(TXN_METADATA), e.get(SINK_METADATA), e.get(APP_METADATA)) for e in entries]
+        return sorted(found, key=lambda entry: entry[0])
 
 
 def _relative(table_root: str, uri: str) -> str:

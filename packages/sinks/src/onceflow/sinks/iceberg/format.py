@@ -39,6 +39,7 @@ from onceflow.sinks.tables import Column
 #: Snapshot summary entries of every onceflow commit.
 TXN_SUMMARY: Final = "onceflow.txn"
 SINK_SUMMARY: Final = "onceflow.sink"
+APP_SUMMARY: Final = "onceflow.app"
 
 
 def batch_property(app_id: str) -> str:
@@ -67,12 +68,13 @@ def _without_library_retries(table: Table) -> Table:
 
 
 @contextmanager
-def _catalog_errors(what: str) -> Iterator[None]:
-    """Catalog database and object store failures as :class:`TableStoreUnavailable` naming the table."""
+def _catalog_errors(what: str, store: TableStore) -> Iterator[None]:
+    """Catalog database and object store failures as :class:`TableStoreUnavailable` naming the table
+    (never a credential)."""
     try:
         yield
     except (SQLAlchemyError, OSError) as exc:
-        raise TableStoreUnavailable(what, f"Iceberg table {what}: {exc}") from exc
+        raise TableStoreUnavailable(what, store.redact(f"Iceberg table {what}: {exc}")) from exc
 
 
 class IcebergFormat(TableFormat):
@@ -102,7 +104,7 @@ class IcebergFormat(TableFormat):
         return f"{self.namespace}.{table}"
 
     def open(self, table: str) -> Table | None:
-        with _catalog_errors(self._name(table)):
+        with _catalog_errors(self._name(table), self.store):
             try:
                 return self.catalog.load_table((self.namespace, table))
             except NoSuchTableError:
@@ -131,7 +133,7 @@ class IcebergFormat(TableFormat):
         location = self.store.table_uri(f"{self.namespace}/{binding.table}")
         if self.store.is_local:
             location = f"file://{location}"
-        with _catalog_errors(self._name(binding.table)):
+        with _catalog_errors(self._name(binding.table), self.store):
             try:
                 with self.catalog.create_table_transaction(
                     (self.namespace, binding.table),
@@ -150,7 +152,7 @@ class IcebergFormat(TableFormat):
         found = self.open(binding.table)
         assert found is not None
         added = pa.schema([binding.schema.field(name).with_nullable(True).remove_metadata() for name in names])
-        with _catalog_errors(self._name(binding.table)), found.update_schema() as update:
+        with _catalog_errors(self._name(binding.table), self.store), found.update_schema() as update:
             update.union_by_name(added)
 
     def last_committed(self, table: str, app_id: str) -> int:
@@ -177,7 +179,7 @@ class IcebergFormat(TableFormat):
         except (ValueError, TypeError, pa.ArrowInvalid) as exc:
             problem = f"rows do not fit Iceberg table {binding.table!r}: {exc}"
             raise PrepareRejected(f"sink {self.sink!r}: {problem}") from exc
-        with _catalog_errors(self._name(binding.table)):
+        with _catalog_errors(self._name(binding.table), self.store):
             written = list(_dataframe_to_data_files(table.metadata, rows, table.io, write_uuid=uuid.uuid4()))
         for data_file in written:
             self.store.make_durable(data_file.file_path)
@@ -200,10 +202,10 @@ class IcebergFormat(TableFormat):
         if int(table.properties.get(batch_property(app_id), NO_BATCH)) >= txn.batch:
             return False
         before_commit()
-        summary = {TXN_SUMMARY: str(txn), SINK_SUMMARY: self.sink}
+        summary = {TXN_SUMMARY: str(txn), SINK_SUMMARY: self.sink, APP_SUMMARY: app_id}
         rewritten: list[str] = []
         try:
-            with _catalog_errors(self._name(binding.table)):
+            with _catalog_errors(self._name(binding.table), self.store):
                 update = _without_library_retries(table).transaction()
                 update.set_properties({batch_property(app_id): str(txn.batch)})
                 if binding.mode is SinkMode.UPSERT and files:
@@ -284,11 +286,11 @@ class IcebergFormat(TableFormat):
         found = self.open(table)
         if found is None:
             return None
-        with _catalog_errors(self._name(table)):
+        with _catalog_errors(self._name(table), self.store):
             return found.scan(snapshot_id=version).to_arrow()
 
     def tables(self) -> list[str]:
-        with _catalog_errors(self.namespace):
+        with _catalog_errors(self.namespace, self.store):
             return sorted(name for _, name in self.catalog.list_tables(self.namespace))
 
     def history(self, table: str) -> list[tuple[int, str | None]]:
@@ -297,6 +299,14 @@ class IcebergFormat(TableFormat):
             return []
         snapshots = sorted(found.snapshots(), key=lambda s: (s.sequence_number or 0, s.timestamp_ms))
         return [(s.snapshot_id, s.summary.get(TXN_SUMMARY) if s.summary else None) for s in snapshots]
+
+    def commits(self, table: str) -> list[tuple[str, str, str]]:
+        found = self.open(table)
+        if found is None:
+            return []
+        summaries = [s.summary for s in found.snapshots() if s.summary]
+        fields = [(s.get(SINK_SUMMARY), s.get(APP_SUMMARY), s.get(TXN_SUMMARY)) for s in summaries]
+        return [(sink, app, txn) for sink, app, txn in fields if sink and app and txn]
 
     def close(self) -> None:
         self.catalog.engine.dispose()

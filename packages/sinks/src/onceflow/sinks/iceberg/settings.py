@@ -7,7 +7,8 @@ from typing import Self
 from pydantic import Field, field_validator, model_validator
 
 from onceflow.core.settings import Section
-from onceflow.sinks.lakehouse.settings import CommitRetrySettings, ObjectStoreSettings, check_table_root
+from onceflow.core.staging.settings import S3Settings
+from onceflow.sinks.lakehouse.settings import CommitRetrySettings, check_table_root
 
 
 class IcebergCatalogSettings(Section):
@@ -35,7 +36,8 @@ class IcebergOptions(Section):
     warehouse: str = Field(min_length=1)
     state_dir: str = Field(min_length=1)
     catalog: IcebergCatalogSettings
-    s3: ObjectStoreSettings = ObjectStoreSettings()
+    #: The S3 API store of an ``s3://`` root (as ``[staging.s3]``: empty fields from the AWS variables).
+    s3: S3Settings = S3Settings()
     commit_retry: CommitRetrySettings = CommitRetrySettings()
 
     @field_validator("warehouse")

@@ -4,7 +4,7 @@
 from onceflow.sinks.lakehouse.exceptions import CommitConflict, TableStoreUnavailable
 from onceflow.sinks.lakehouse.format import NO_BATCH, DataFile, TableFormat
 from onceflow.sinks.lakehouse.participant import LakehouseParticipant
-from onceflow.sinks.lakehouse.settings import CommitRetrySettings, ObjectStoreSettings
+from onceflow.sinks.lakehouse.settings import CommitRetrySettings
 from onceflow.sinks.lakehouse.storage import TableStore
 
 __all__ = [
@@ -13,7 +13,6 @@ __all__ = [
     "CommitRetrySettings",
     "DataFile",
     "LakehouseParticipant",
-    "ObjectStoreSettings",
     "TableFormat",
     "TableStore",
     "TableStoreUnavailable",

@@ -136,5 +136,10 @@ class TableFormat(abc.ABC):
         """Every version (Delta) or snapshot (Iceberg) of the table, oldest first, with the
         ``<job>:<batch>`` it committed (None: a version onceflow did not commit, say a schema change)."""
 
+    @abc.abstractmethod
+    def commits(self, table: str) -> list[tuple[str, str, str]]:
+        """``(sink, app_id, "<job>:<batch>")`` of every commit onceflow made to the table that the
+        table still keeps (its retained versions or snapshots)."""
+
     def close(self) -> None:  # noqa: B027 - nothing to release by default
         """Release clients and connections."""

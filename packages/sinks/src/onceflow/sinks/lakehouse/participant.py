@@ -11,6 +11,7 @@ from onceflow.core.contract import WHOLE_SINK, Shard, SinkBinding, TransactionId
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
 from onceflow.sinks.base import BoundRows, PreparedJournal, SinkParticipant
+from onceflow.sinks.base.txn import CommittedBatches
 from onceflow.sinks.exceptions import (
     BindingRejected,
     PrepareRejected,
@@ -287,6 +288,18 @@ class LakehouseParticipant(SinkParticipant):
 
     def list_prepared(self) -> list[TransactionId]:
         return self._journal.list()
+
+    def committed_batches(self, job: str | None, limit: int) -> list[CommittedBatches]:
+        """From the tables' own commit records (Delta commitInfo, Iceberg snapshot summaries) of this
+        sink and application id, newest first; only the versions the tables still retain."""
+        found: dict[str, set[int]] = {}
+        for table in self.format.tables():
+            for sink, app_id, txn_text in self.format.commits(table):
+                txn = TransactionId.parse(txn_text)
+                if sink == self.name and app_id == self.app_id(txn.job) and job in (None, txn.job):
+                    found.setdefault(txn.job, set()).add(txn.batch)
+        listed = {name: sorted(batches, reverse=True)[:limit] for name, batches in sorted(found.items())}
+        return [CommittedBatches(name, batches[0], tuple(batches)) for name, batches in listed.items()]
 
     def last_committed(self, table: str, job: str) -> int:
         """The job's last batch committed to ``table``, or -1."""

@@ -20,8 +20,10 @@ import pyarrow.parquet as pq
 
 from onceflow.core.confinement import PathNotAllowed, StagingConfinement
 from onceflow.core.fsync import fsync_file_and_directory, fsync_path
+from onceflow.core.staging.s3 import DEFAULT_REGION, S3Connection
+from onceflow.core.staging.settings import S3Settings
 from onceflow.sinks.lakehouse.exceptions import TableStoreUnavailable
-from onceflow.sinks.lakehouse.settings import TABLE_SCHEMES, ObjectStoreSettings
+from onceflow.sinks.lakehouse.settings import TABLE_SCHEMES
 
 FILE: Final = "file"
 S3: Final = "s3"
@@ -30,9 +32,10 @@ S3: Final = "s3"
 class TableStore:
     """The tables under ``root`` (a local path, ``file://`` or ``s3://bucket/prefix``) of one sink."""
 
-    def __init__(self, root: str, s3: ObjectStoreSettings | None = None, *, create: bool = True) -> None:
-        """``create``: make a missing local root (the participant); readers leave the disk as it is."""
-        self.s3 = s3 or ObjectStoreSettings()
+    def __init__(self, root: str, s3: S3Settings | None = None, *, create: bool = True) -> None:
+        """``create``: make a missing local root (the participant); readers leave the disk as it is.
+        An ``s3://`` root's store is staging's :class:`S3Connection` (``s3``, then the AWS variables)."""
+        self.s3 = S3Connection.resolve(s3, os.environ)
         parts = urlsplit(root)
         self.scheme = (parts.scheme or FILE).lower()
         if self.scheme == FILE:
@@ -88,7 +91,7 @@ class TableStore:
                 with self._fs.open_output_stream(path) as out:
                     out.write(data)
         except OSError as exc:
-            raise TableStoreUnavailable(uri, f"cannot write {uri}: {exc}") from exc
+            raise TableStoreUnavailable(uri, self.redact(f"cannot write {uri}: {exc}")) from exc
         return len(data)
 
     def make_durable(self, uri: str) -> None:
@@ -101,7 +104,7 @@ class TableStore:
         try:
             return pq.read_table(self._path(uri), filesystem=self._fs)
         except OSError as exc:
-            raise TableStoreUnavailable(uri, f"cannot read {uri}: {exc}") from exc
+            raise TableStoreUnavailable(uri, self.redact(f"cannot read {uri}: {exc}")) from exc
 
     def size(self, uri: str) -> int:
         info = self._fs.get_file_info(self._path(uri))
@@ -131,7 +134,7 @@ class TableStore:
         except FileNotFoundError:
             return False
         except OSError as exc:
-            raise TableStoreUnavailable(uri, f"cannot delete {uri}: {exc}") from exc
+            raise TableStoreUnavailable(uri, self.redact(f"cannot delete {uri}: {exc}")) from exc
         return True
 
     def tables(self) -> list[str]:
@@ -153,57 +156,52 @@ class TableStore:
     # --- what each library needs ----------------------------------------------------------------
 
     def _s3_filesystem(self) -> pafs.S3FileSystem:
-        s3 = self.s3
-        endpoint = urlsplit(s3.endpoint_url) if s3.endpoint_url else None
-        return pafs.S3FileSystem(
-            access_key=s3.access_key_id or None,
-            secret_key=s3.secret_access_key or None,
-            region=s3.region,
-            endpoint_override=endpoint.netloc if endpoint else None,
-            scheme=endpoint.scheme if endpoint else "https",
-            connect_timeout=s3.request_timeout_s,
-            request_timeout=s3.request_timeout_s,
-        )
+        return self.s3.filesystem()
+
+    def redact(self, text: str) -> str:
+        """``text`` without the store's credentials (for errors and logs)."""
+        return self.s3.redact(text)
 
     def delta_storage_options(self) -> dict[str, str]:
-        """delta-rs ``storage_options`` (object_store's AWS keys); empty for local tables."""
+        """delta-rs ``storage_options`` (object_store's AWS keys) for the same connection; empty locally."""
         if self.is_local:
             return {}
         s3 = self.s3
-        timeout = f"{s3.request_timeout_s}s"
         # object_store's client and retry settings: a dead store fails a call within a few timeouts
         # (the coordinator retries the Commit), instead of object_store's default 10 retries / 3 min.
         options = {
-            "AWS_REGION": s3.region,
-            "timeout": timeout,
-            "connect_timeout": timeout,
-            "max_retries": "2",
-            "retry_timeout": f"{3 * s3.request_timeout_s}s",
+            "timeout": f"{3 * s3.connect_timeout_s}s",
+            "connect_timeout": f"{s3.connect_timeout_s}s",
+            "max_retries": str(s3.max_attempts - 1),
+            "retry_timeout": f"{6 * s3.connect_timeout_s}s",
         }
-        if s3.endpoint_url:
-            options["AWS_ENDPOINT_URL"] = s3.endpoint_url
-            options["AWS_ALLOW_HTTP"] = str(s3.endpoint_url.startswith("http://")).lower()
-        if s3.access_key_id:
-            options["AWS_ACCESS_KEY_ID"] = s3.access_key_id
-        if s3.secret_access_key:
-            options["AWS_SECRET_ACCESS_KEY"] = s3.secret_access_key
+        pairs = {
+            "AWS_ENDPOINT_URL": s3.endpoint_url,
+            "AWS_REGION": s3.region or (DEFAULT_REGION if s3.endpoint_url else ""),
+            "AWS_ACCESS_KEY_ID": s3.access_key_id,
+            "AWS_SECRET_ACCESS_KEY": s3.secret_access_key,
+            "AWS_SESSION_TOKEN": s3.session_token,
+        }
+        options |= {name: value for name, value in pairs.items() if value}
+        if s3.endpoint_url.startswith("http://"):
+            options["AWS_ALLOW_HTTP"] = "true"
         return options
 
     def iceberg_properties(self) -> dict[str, str]:
-        """pyiceberg FileIO properties (pyarrow's S3 filesystem); empty for local tables."""
+        """pyiceberg FileIO properties (pyarrow's S3 filesystem) for the same connection; empty locally."""
         if self.is_local:
             return {}
         s3 = self.s3
         properties = {
             "py-io-impl": "pyiceberg.io.pyarrow.PyArrowFileIO",
-            "s3.region": s3.region,
-            "s3.connect-timeout": str(s3.request_timeout_s),
-            "s3.request-timeout": str(s3.request_timeout_s),
+            "s3.region": s3.region or DEFAULT_REGION,
+            "s3.connect-timeout": str(s3.connect_timeout_s),
+            "s3.request-timeout": str(3 * s3.connect_timeout_s),
         }
-        if s3.endpoint_url:
-            properties["s3.endpoint"] = s3.endpoint_url
-        if s3.access_key_id:
-            properties["s3.access-key-id"] = s3.access_key_id
-        if s3.secret_access_key:
-            properties["s3.secret-access-key"] = s3.secret_access_key
-        return properties
+        pairs = {
+            "s3.endpoint": s3.endpoint_url,
+            "s3.access-key-id": s3.access_key_id,
+            "s3.secret-access-key": s3.secret_access_key,
+            "s3.session-token": s3.session_token,
+        }
+        return properties | {name: value for name, value in pairs.items() if value}
