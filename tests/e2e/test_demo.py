@@ -15,16 +15,20 @@ import pytest
 from .demo_process import DemoProcess, verdicts
 
 SINKS = ("kafka", "sqlite", "postgres", "consumer")
+#: ``--lakehouse`` adds a Delta Lake table.
+LAKEHOUSE_SINKS = (*SINKS, "delta")
 
 
 @pytest.mark.slow
 def test_the_demo_runs_to_completion_with_an_exact_verdict(tmp_path: Path, demos: list[DemoProcess]) -> None:
-    demo = DemoProcess(tmp_path / "run", "--events", "20000", "--rate", "2000", "--postgres", "--timeout", "420")
+    demo = DemoProcess(
+        tmp_path / "run", "--events", "20000", "--rate", "2000", "--postgres", "--lakehouse", "--timeout", "420"
+    )
     demos.append(demo)
     code = demo.wait(600)
     output = demo.output
     assert code == 0, demo.tail()
-    assert verdicts(output) == {**dict.fromkeys(SINKS, "EXACT"), "overall": "EXACT"}, demo.tail()
+    assert verdicts(output) == {**dict.fromkeys(LAKEHOUSE_SINKS, "EXACT"), "overall": "EXACT"}, demo.tail()
     # Generator truth: all 20,000 events, and the source topic holds exactly them (its end-of-input
     # markers are not events): every window closed at the end of input, the last ones included.
     assert "generator seed=7 count=20000: 20000 events" in output

@@ -40,6 +40,7 @@ INTERNAL = [
     ("onceflow_pending", ""),
     ("ONCEFLOW_Commits", ""),
     ("consumer_offsets", ""),
+    ("iceberg_tables", ""),
     ("", "_onceflow_sink_commits"),
     ("", "_onceflow_coordinator_log"),
     ("", "__consumer_offsets"),

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from onceflow.core.settings import load_settings
-from onceflow.sinks.server import KafkaSink, ParticipantSettings, SqliteSink
+from onceflow.sinks.server import DeltaSink, IcebergSink, KafkaSink, ParticipantSettings, SqliteSink
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -46,8 +46,9 @@ def test_bad_config_names_the_setting(tmp_path: Path) -> None:
 def test_shipped_default_config_loads() -> None:
     settings = load_settings(ParticipantSettings, REPO / "services" / "participant" / "participant.toml", env={})
     kinds = {type(sink) for sink in settings.sinks}
-    # one machine, as it is: no PostgreSQL server is assumed (its sink is there, commented out)
-    assert kinds == {SqliteSink, KafkaSink}
+    # one machine, as it is: no PostgreSQL server is assumed (its sink is there, commented out); the
+    # lakehouse sinks keep their tables on local disk (the example jobs' Delta and Iceberg outputs)
+    assert kinds == {SqliteSink, KafkaSink, DeltaSink, IcebergSink}
     assert settings.server.port == 7101
 
 

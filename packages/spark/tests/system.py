@@ -1,7 +1,8 @@
 """The real system around the Spark job, for the tests: broker, coordinator and participants as processes.
 
 - :class:`SinkSystem` starts a coordinator (Kafka-logged) and one participant process that hosts the
-  three sinks of the job (``kafka`` -> ip_count_sink, ``sqlite``, ``postgres``) and reads them back.
+  three sinks of the job (``kafka`` -> ip_count_sink, ``sqlite``, ``postgres``; with ``lakehouse``
+  also ``delta`` and ``iceberg``, its catalog in the PostgreSQL database) and reads them back.
 - :func:`produce_events` writes generated AccessEvents (``onceflow.logproducer``'s traffic model) in
   Kafka transactions, so the source topic has control records between the data.
 - :func:`truth` is the generator's ground truth per (window, ip); :func:`end_input` ends the input,
@@ -19,7 +20,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,8 +41,11 @@ from onceflow.sinks.readback import KafkaReader, PostgresReader, SqliteReader
 from onceflow.testing.broker.clients import create_topic
 from onceflow.testing.coordinator import CoordinatorProcess
 
+from .conftest import TEST_SPARK, TEST_TRIGGER_MS
+
 Key = tuple[int, str]
 SINKS = ("kafka", "sqlite", "postgres")
+LAKEHOUSE_SINKS = ("delta", "iceberg")
 
 
 def recent_model(seed: int) -> TrafficModel:
@@ -126,6 +130,8 @@ class SinkSystem:
     coordinator: CoordinatorProcess = field(init=False)
     participant: subprocess.Popen[bytes] | None = field(init=False, default=None)
     participant_port: int = field(init=False, default=0)
+    #: Host the Delta Lake and Iceberg sinks too.
+    lakehouse: bool = False
 
     def __post_init__(self) -> None:
         self.work_dir.mkdir(parents=True, exist_ok=True)
@@ -146,8 +152,33 @@ class SinkSystem:
         )
 
     @property
+    def sinks(self) -> tuple[str, ...]:
+        return (*SINKS, *LAKEHOUSE_SINKS) if self.lakehouse else SINKS
+
+    @property
     def participants(self) -> list[dict[str, str]]:
-        return [{"sink": sink, "target": f"127.0.0.1:{self.participant_port}"} for sink in SINKS]
+        return [{"sink": sink, "target": f"127.0.0.1:{self.participant_port}"} for sink in self.sinks]
+
+    def lakehouse_sinks(self) -> list[dict[str, Any]]:
+        """The ``[[sinks]]`` entries of the Delta and Iceberg sinks (none unless ``lakehouse``)."""
+        if not self.lakehouse:
+            return []
+        return [
+            {
+                "name": "delta",
+                "kind": "delta",
+                "options": {"root": str(self.work_dir / "lake"), "state_dir": str(self.work_dir / "delta-sink")},
+            },
+            {
+                "name": "iceberg",
+                "kind": "iceberg",
+                "options": {
+                    "warehouse": str(self.work_dir / "warehouse"),
+                    "state_dir": str(self.work_dir / "iceberg-sink"),
+                    "catalog": {"postgres_dsn": self.postgres_dsn},
+                },
+            },
+        ]
 
     def start(self) -> SinkSystem:
         create_topic(self.broker.bootstrap_servers, SOURCE_TOPIC, partitions=2)
@@ -183,6 +214,7 @@ class SinkSystem:
                         },
                         {"name": "sqlite", "kind": "sqlite", "options": {"path": str(self.sqlite_path)}},
                         {"name": "postgres", "kind": "postgres", "options": {"dsn": self.postgres_dsn}},
+                        *self.lakehouse_sinks(),
                     ],
                 }
             )
@@ -222,6 +254,32 @@ class SinkSystem:
                 self.participant.wait()
             self.participant = None
         self.coordinator.stop()
+
+    def job_config(self, tmp_path: Path, job: str, own: Mapping[str, Any]) -> Path:
+        """A test job's config against this system (fast trigger, restarts, every sink), ``own`` on top."""
+        settings = {
+            "job": job,
+            "checkpoint_location": str(tmp_path / job / "checkpoint"),
+            "staging_root": str(self.staging_root),
+            "trigger_interval_ms": TEST_TRIGGER_MS,
+            "kafka": {"bootstrap_servers": self.broker.bootstrap_servers},
+            "source": {"max_offsets_per_trigger": 2_000},
+            "coordinator": {"target": self.coordinator.target, "register_timeout_ms": 120_000},
+            "spark": {**TEST_SPARK, "app_name": f"onceflow-{job}"},
+            "restart": {"attempts": 1000, "delay_ms": 1000},
+            "participants": self.participants,
+            "metrics": {"port": 0},
+            **own,
+        }
+        return spark_job_config(tmp_path / f"{job}.toml", settings)
+
+    def replay_audit(self, configs: list[Path]) -> subprocess.CompletedProcess[str]:
+        """``onceflow audit --replay`` of the jobs ``configs`` against this system's participant config."""
+        command = [
+            str(Path(sys.executable).parent / "onceflow"), "audit", "--replay", *map(str, configs),
+            "--participant-config", str(self.work_dir / "participant.toml"), "--master", "local[2]",
+        ]  # fmt: skip
+        return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
 
     def log_tail(self, name: str, chars: int = 4000) -> str:
         path = self.work_dir / name
@@ -289,6 +347,19 @@ class SinkSystem:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.5)
+
+
+def wait_until(check: Callable[[], None], timeout: float) -> None:
+    """Call ``check`` until it stops raising AssertionError; after ``timeout`` its error is raised."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            check()
+            return
+        except AssertionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
 
 
 def create_database(admin_dsn: str, name: str) -> str:

@@ -23,8 +23,6 @@ import json
 import os
 import random
 import sqlite3
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
@@ -40,9 +38,17 @@ from onceflow.core.traffic.model import TrafficModel, event
 from onceflow.testing.broker.clients import create_topic, read_topic
 from onceflow.testing.sinks.postgres import PostgresServer
 
-from .conftest import TEST_SPARK, TEST_TRIGGER_MS
 from .driver_process import DriverProcess
-from .system import SinkSystem, create_database, encoded_events, end_input, produce_events, recent_model, truth
+from .system import (
+    SinkSystem,
+    create_database,
+    encoded_events,
+    end_input,
+    produce_events,
+    recent_model,
+    truth,
+    wait_until,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -240,40 +246,6 @@ def dead_letter_rows(system: SinkSystem) -> list[Row]:
 # --- the test --------------------------------------------------------------------------------------
 
 
-def _config(system: SinkSystem, tmp_path: Path, job: str, own: dict[str, Any]) -> Path:
-    from onceflow.core.toml_writer import to_toml
-
-    settings = {
-        "job": job,
-        "checkpoint_location": str(tmp_path / job / "checkpoint"),
-        "staging_root": str(system.staging_root),
-        "trigger_interval_ms": TEST_TRIGGER_MS,
-        "kafka": {"bootstrap_servers": system.broker.bootstrap_servers},
-        "source": {"max_offsets_per_trigger": 2_000},
-        "coordinator": {"target": system.coordinator.target, "register_timeout_ms": 120_000},
-        "spark": {**TEST_SPARK, "app_name": f"onceflow-{job}"},
-        "restart": {"attempts": 1000, "delay_ms": 1000},
-        "participants": system.participants,
-        "metrics": {"port": 0},
-        **own,
-    }
-    path = tmp_path / f"{job}.toml"
-    path.write_text(to_toml(settings))
-    return path
-
-
-def _wait_until(check: Callable[[], None], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            check()
-            return
-        except AssertionError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(1.0)
-
-
 def test_three_jobs_through_one_coordinator_and_participant_stay_exact_across_kills(
     broker: EmbeddedBroker, system: SinkSystem, tmp_path: Path
 ) -> None:
@@ -285,7 +257,7 @@ def test_three_jobs_through_one_coordinator_and_participant_stay_exact_across_ki
     for topic in ("ipcount_results", "server_errors"):
         create_topic(broker.bootstrap_servers, topic, partitions=1)
     drivers = {
-        job: DriverProcess(_config(system, tmp_path, job, own), tmp_path / f"{job}.log")
+        job: DriverProcess(system.job_config(tmp_path, job, own), tmp_path / f"{job}.log")
         for job, own in _bindings_config(system).items()
     }
     produced = 0
@@ -368,7 +340,7 @@ def test_three_jobs_through_one_coordinator_and_participant_stay_exact_across_ki
         assert sorted(row[3] for row in letters) == sorted(GARBAGE * (ROUNDS + 1))
 
     try:
-        _wait_until(all_exact, timeout=420)
+        wait_until(all_exact, timeout=420)
     finally:
         for job, driver in drivers.items():
             code = driver.stop()
@@ -376,7 +348,7 @@ def test_three_jobs_through_one_coordinator_and_participant_stay_exact_across_ki
 
     # The replay audit: each job's query re-run as a batch over its checkpoint equals every sink.
     configs = [tmp_path / f"{job}.toml" for job in drivers]
-    exact = _replay_audit(configs, system)
+    exact = system.replay_audit(configs)
     assert exact.returncode == 0, exact.stdout + exact.stderr[-3000:]
     assert exact.stdout.endswith("verdict: EXACT\n"), exact.stdout
     for job in drivers:
@@ -385,21 +357,12 @@ def test_three_jobs_through_one_coordinator_and_participant_stay_exact_across_ki
     # A duplicate appended to one sink of the append-only job: that sink, and the job, are DIFFERENT.
     with psycopg.connect(system.postgres_dsn, autocommit=True) as conn:
         conn.execute("INSERT INTO server_errors SELECT * FROM server_errors LIMIT 1")
-    different = _replay_audit([tmp_path / "errors.toml"], system)
+    different = system.replay_audit([tmp_path / "errors.toml"])
     assert different.returncode == 1, different.stdout + different.stderr[-3000:]
     (line,) = [text for text in different.stdout.splitlines() if "results -> postgres/server_errors" in text]
     assert "DIFFERENT" in line and "duplicated=1" in line and "missing=0" in line, different.stdout
     assert "sinks of output results: DIFFER from one another" in different.stdout, different.stdout
     assert different.stdout.endswith("verdict: DIFFERENT\n"), different.stdout
-
-
-def _replay_audit(configs: list[Path], system: SinkSystem) -> subprocess.CompletedProcess[str]:
-    """``onceflow audit --replay`` of the jobs ``configs`` against the system's participant config."""
-    command = [
-        str(Path(sys.executable).parent / "onceflow"), "audit", "--replay", *map(str, configs),
-        "--participant-config", str(system.work_dir / "participant.toml"), "--master", "local[2]",
-    ]  # fmt: skip
-    return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
 
 
 def test_a_job_whose_table_does_not_fit_is_refused_at_start(
@@ -422,7 +385,7 @@ def test_a_job_whose_table_does_not_fit_is_refused_at_start(
     produce_events(broker.bootstrap_servers, encoded_events(recent_model(7), 0, 200))
     # Step 2
     own = _bindings_config(system)["errors"]
-    driver = DriverProcess(_config(system, tmp_path, "errors", own), tmp_path / "errors.log").start()
+    driver = DriverProcess(system.job_config(tmp_path, "errors", own), tmp_path / "errors.log").start()
     # Step 3
     code = driver.wait(180)
     log = driver.log()

@@ -114,10 +114,11 @@ class ApiSettings(Section):
 
 
 class AuditSinkSettings(Section):
-    """One sink the audit compares with the truth: a Kafka topic or a result table."""
+    """One sink the audit compares with the truth: a Kafka topic or a result table (``delta``: the
+    table ``table`` under the Delta sink's ``path``, its root)."""
 
     name: SinkName
-    kind: Literal["kafka", "sqlite", "postgres"]
+    kind: Literal["kafka", "sqlite", "postgres", "delta"]
     topic: str = SINK_TOPIC
     path: str = ""
     dsn: str = ""
@@ -129,6 +130,8 @@ class AuditSinkSettings(Section):
             raise ValueError(f"sink {self.name!r}: path is required for kind 'sqlite'")
         if self.kind == "postgres" and not self.dsn:
             raise ValueError(f"sink {self.name!r}: dsn is required for kind 'postgres'")
+        if self.kind == "delta" and not self.path:
+            raise ValueError(f"sink {self.name!r}: path (the Delta sink's root) is required for kind 'delta'")
         return self
 
 

@@ -88,6 +88,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--chaos-seed", type=int, default=None, help="seed of the chaos victims' draw")
     parser.add_argument("--postgres", action="store_true", help="start a local PostgreSQL server for its sink")
     parser.add_argument("--postgres-dsn", default="", help="use this PostgreSQL database for its sink")
+    parser.add_argument("--lakehouse", action="store_true",
+                        help="add a Delta Lake table (data/participant/lake) to the sinks and the audit")  # fmt: skip
     parser.add_argument("--timeout", type=_positive_float, default=None, metavar="SECONDS",
                         help="stop waiting for completion after this long, then audit anyway")  # fmt: skip
     parser.add_argument("--plain", action="store_true", default=None,
@@ -153,6 +155,7 @@ def options_from(args: argparse.Namespace) -> DemoOptions:
         chaos_seed=args.chaos_seed,
         postgres=args.postgres,
         postgres_dsn=args.postgres_dsn,
+        lakehouse=args.lakehouse,
         timeout_s=args.timeout,
         plain=args.plain,
         service_log_level=args.service_log_level,

@@ -8,7 +8,8 @@
    produced twice, or lost, by the log producer. The dead-letter topic is tallied with it.
 
 Sinks: ``kafka`` (ip_count_sink, read_committed, latest record per key), ``sqlite`` (the
-participant's table), ``postgres`` when enabled, and ``consumer`` (the consumer's store).
+participant's table), ``postgres`` and ``delta`` (``--lakehouse``) when enabled, and ``consumer``
+(the consumer's store).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from onceflow.core import defaults
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SINK_TOPIC, SOURCE_TOPIC
 from onceflow.demo.components import Context, generator_config
-from onceflow.demo.components.participant import KAFKA_SINK, POSTGRES_SINK, SQLITE_SINK
+from onceflow.demo.components.participant import DELTA_SINK, KAFKA_SINK, POSTGRES_SINK, SQLITE_SINK
 from onceflow.demo.run_dir import RunState
 
 
@@ -76,6 +77,8 @@ def auditor(context: Context) -> Auditor:
     ]
     if context.postgres_enabled:
         sinks.append(AuditSinkSettings(name=POSTGRES_SINK, kind="postgres", dsn=context.state.postgres_dsn))
+    if context.state.lakehouse:
+        sinks.append(AuditSinkSettings(name=DELTA_SINK, kind="delta", path=str(context.delta_root)))
     settings = AuditSettings(
         window_ms=defaults.WINDOW_MS,
         allowed_lateness_ms=defaults.ALLOWED_LATENESS_MS,

@@ -30,6 +30,8 @@ class DemoOptions:
     #: Start a local PostgreSQL server for the PostgreSQL sink, or use this DSN ("" = no PostgreSQL sink).
     postgres: bool = False
     postgres_dsn: str = ""
+    #: Add a Delta Lake table (``ip_counts`` under ``data/participant/lake``) to the sinks and the audit.
+    lakehouse: bool = False
     restart_delay_s: float = 1.0
     #: Give up waiting for the run to complete after this long (then audit anyway); None = no limit.
     timeout_s: float | None = None
@@ -69,6 +71,7 @@ class DemoOptions:
             source_partitions=self.source_partitions,
             postgres=postgres,
             postgres_dsn=self.postgres_dsn,
+            lakehouse=self.lakehouse,
             input_path=str(self.input_path.resolve()) if self.input_path is not None else "",
             bootstrap_servers=self.bootstrap_servers,
             kafka_properties=dict(self.kafka_properties),

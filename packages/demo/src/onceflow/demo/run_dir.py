@@ -75,6 +75,8 @@ class RunState:
     generator_tasks: int = 1
     postgres: str = "off"  # off | local | dsn
     postgres_dsn: str = ""
+    #: ``--lakehouse``: a Delta Lake sink too.
+    lakehouse: bool = False
     ports: dict[str, int] = field(default_factory=dict)
     created_at: float = field(default_factory=time.time)
     #: ``--bootstrap-servers``: an existing Kafka instead of the embedded broker ("" = embedded), and the

@@ -13,7 +13,13 @@ from onceflow.consumer.audit.compare import compare
 from onceflow.consumer.audit.dead_letters import DeadLetterTally, tally_dead_letters
 from onceflow.consumer.audit.logfile import FileRecount, merge_recounts, recount_file
 from onceflow.consumer.audit.model import Accounting, AuditReport, Key, SinkAudit, Truth
-from onceflow.consumer.audit.sinks import KafkaTopicReader, PostgresTableReader, SinkReader, SqliteTableReader
+from onceflow.consumer.audit.sinks import (
+    DeltaTableReader,
+    KafkaTopicReader,
+    PostgresTableReader,
+    SinkReader,
+    SqliteTableReader,
+)
 from onceflow.consumer.audit.truth import file_truth, generator_model, generator_truth, source_topic_truth
 from onceflow.consumer.exceptions import InvalidQuery
 from onceflow.consumer.settings import AuditSettings, StoreSettings
@@ -160,6 +166,8 @@ class Auditor:
                 readers.append(KafkaTopicReader(sink.name, self.kafka, sink.topic, timeout=timeout))
             elif sink.kind == "sqlite":
                 readers.append(SqliteTableReader(sink.name, sink.path, sink.table))
+            elif sink.kind == "delta":
+                readers.append(DeltaTableReader(sink.name, sink.path, sink.table))
             else:
                 readers.append(PostgresTableReader(sink.name, sink.dsn, sink.table))
         if self.store is not None and STORE_SINK in wanted:

@@ -1,5 +1,5 @@
 """What each sink holds, as the audit compares it: the IP-count results of a Kafka topic, or of a
-SQLite or PostgreSQL table, read through the sinks' read-back API (:mod:`onceflow.sinks.readback`)."""
+SQLite, PostgreSQL or Delta Lake table, read through the sinks' read-back API (:mod:`onceflow.sinks.readback`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from onceflow.core.kafka import TopicRecord
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SINK_COMMITS_TOPIC
-from onceflow.sinks.readback import KafkaReader, PostgresReader, Row, SqliteReader
+from onceflow.sinks.readback import KafkaReader, PostgresReader, Row, SqliteReader, delta_reader
 
 _log = get_logger(__name__)
 
@@ -86,3 +86,16 @@ class PostgresTableReader(SinkReader):
 
     def read(self) -> SinkRows:
         return SinkRows(_counts(self.reader.rows(ip_count_table_binding(self.name, self.table))))
+
+
+class DeltaTableReader(SinkReader):
+    """A result table of a Delta sink (``<root>/<table>``), its current version read through its log."""
+
+    def __init__(self, name: str, root: str, table: str = "ip_counts") -> None:
+        super().__init__(name)
+        self.root = root
+        self.table = table
+
+    def read(self) -> SinkRows:
+        with delta_reader(self.name, self.root) as reader:
+            return SinkRows(_counts(reader.rows(ip_count_table_binding(self.name, self.table))))

@@ -11,10 +11,14 @@ Examples::
     onceflow results rows server_errors --all                  # every row, page by page
     onceflow results watch-rows server_errors  # rows as the consumer stores them, until Ctrl-C
     onceflow results dump ip_count_sink --bootstrap-servers 127.0.0.1:9092 | head
+    onceflow results dump-table lake ip_counts --participant-config participant.toml [--version 3]
 
 ``dump`` reads a topic from Kafka directly (read_committed, from the start to its end) and prints one
 JSON object per record with its Avro single-object value decoded (AccessEvent, IpCount), so nobody
 needs Python to read a sink topic; undecodable values are printed as base64 with the reason.
+``dump-table`` prints a Delta Lake or Iceberg table of a participant's sink (from its config), one
+JSON object per row, at its current version or at ``--version`` (a Delta version, an Iceberg
+snapshot id: time travel).
 
 Every command takes ``--results HOST:PORT`` (default ``$ONCEFLOW_RESULTS_TARGET`` or
 127.0.0.1:7200); TLS with ``--tls-ca`` and, for mTLS, ``--tls-cert``/``--tls-key``. Output: ``counts``,
@@ -31,12 +35,14 @@ import base64
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 import grpc
 
 from onceflow.consumer.audit.topic import TopicRecord, read_committed
 from onceflow.core.avro import REGISTRY
+from onceflow.core.avro.arrow import json_value
 from onceflow.core.defaults import BOOTSTRAP_SERVERS
 from onceflow.core.end_of_input import is_marker
 from onceflow.core.errors import SerializationError
@@ -63,7 +69,8 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
-    """Entry point of the ``onceflow.cli`` group: adds ``results counts|top|watch|tables|rows|watch-rows|dump``."""
+    """Entry point of the ``onceflow.cli`` group: adds ``results counts|top|watch|tables|rows|watch-rows|dump``
+    and ``dump-table``."""
     common = argparse.ArgumentParser(add_help=False)
     add_target_arguments(common)
     parser = subparsers.add_parser(
@@ -111,6 +118,14 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     dump.add_argument("--limit", type=int, default=0, metavar="N", help="stop after N records (0: all)")
     dump.add_argument("--timeout", type=float, default=120.0, metavar="SECONDS")
     dump.set_defaults(func=_dump)
+
+    table = commands.add_parser("dump-table", help="print a Delta or Iceberg table of a sink, one JSON object per row")
+    table.add_argument("sink", help="the sink's name in the participant config")
+    table.add_argument("table")
+    table.add_argument("--participant-config", type=Path, required=True, metavar="FILE")
+    table.add_argument("--version", type=int, default=None, metavar="V", help="a Delta version / Iceberg snapshot id")
+    table.add_argument("--limit", type=int, default=0, metavar="N", help="stop after N rows (0: all)")
+    table.set_defaults(func=_dump_table)
 
 
 def results_stub(args: argparse.Namespace) -> tuple[grpc.Channel, results_pb2_grpc.ResultsStub]:
@@ -262,6 +277,36 @@ def record_json(record: TopicRecord) -> dict[str, Any]:
         doc["value_base64"] = base64.b64encode(record.value or b"").decode()
         doc["error"] = str(exc)
     return doc
+
+
+def _dump_table(args: argparse.Namespace) -> int:
+    from onceflow.core.settings import load_settings
+    from onceflow.sinks.readback import LakehouseReader, reader_for
+    from onceflow.sinks.server.settings import ParticipantSettings
+
+    settings = load_settings(ParticipantSettings, args.participant_config)
+    sinks = {sink.name: sink for sink in settings.sinks}
+    if args.sink not in sinks:
+        print(
+            f"onceflow results: no sink {args.sink!r} in {args.participant_config} ({', '.join(sinks)})",
+            file=sys.stderr,
+        )
+        return 2
+    reader = reader_for(sinks[args.sink])
+    if not isinstance(reader, LakehouseReader):
+        print(f"onceflow results: sink {args.sink!r} is not a Delta or Iceberg sink", file=sys.stderr)
+        return 2
+    with reader:
+        rows = reader.format.read(args.table, args.version)
+    if rows is None:
+        print(f"onceflow results: sink {args.sink!r} has no table {args.table!r}", file=sys.stderr)
+        return 1
+    for printed, row in enumerate(rows.to_pylist(), start=1):
+        print(json_value(row).decode())
+        if args.limit and printed >= args.limit:
+            break
+    sys.stdout.flush()
+    return 0
 
 
 def _dump(args: argparse.Namespace) -> int:

@@ -6,8 +6,10 @@ output were written there would corrupt them: another job's batches would read a
 none of their rows reach the sink. So a binding naming one is refused when it is made (the Spark
 runner, from ``[[outputs]]``) and again by the participant (a client may send anything):
 
-- tables: every name starting with ``onceflow_`` (a sink's ``onceflow_commits``, ``onceflow_pending``)
-  and the consumer's :data:`CONSUMER_BOOKKEEPING_TABLES`, compared without case as SQL does;
+- tables: every name starting with ``onceflow_`` (a sink's ``onceflow_commits``, ``onceflow_pending``),
+  the consumer's :data:`CONSUMER_BOOKKEEPING_TABLES` and the Iceberg sink's SQL catalog
+  (:data:`ICEBERG_CATALOG_TABLES`, which may share the PostgreSQL sink's database), compared
+  without case as SQL does;
 - topics: onceflow's internal ``_onceflow_*`` topics and Kafka's ``__*`` ones
   (:func:`onceflow.core.topics.is_internal`), plus the topics a participant names as its own
   (a Kafka sink's configured commits topic).
@@ -25,14 +27,17 @@ from onceflow.core.topics import is_internal
 INTERNAL_TABLE_PREFIX: Final = "onceflow_"
 #: The results consumer's own tables: stored offsets and the schemas of its tables.
 CONSUMER_BOOKKEEPING_TABLES: Final = ("consumer_offsets", "consumer_tables")
+#: pyiceberg's SQL catalog tables (the Iceberg sink's catalog, in a SQLite or PostgreSQL database).
+ICEBERG_CATALOG_TABLES: Final = ("iceberg_tables", "iceberg_namespace_properties")
 
 
 def internal_name(binding: SinkBinding, *, own_topics: Iterable[str] = ()) -> str | None:
     """Why ``binding`` writes onceflow's own bookkeeping (naming the table or topic), or None."""
     table = binding.table.casefold()
-    if table.startswith(INTERNAL_TABLE_PREFIX) or table in CONSUMER_BOOKKEEPING_TABLES:
+    reserved = (*CONSUMER_BOOKKEEPING_TABLES, *ICEBERG_CATALOG_TABLES)
+    if table.startswith(INTERNAL_TABLE_PREFIX) or table in reserved:
         return f"table {binding.table!r} is onceflow's own bookkeeping (tables {INTERNAL_TABLE_PREFIX}* and " \
-            f"{', '.join(CONSUMER_BOOKKEEPING_TABLES)} are reserved)"  # fmt: skip
+            f"{', '.join(reserved)} are reserved)"  # fmt: skip
     if binding.topic and (is_internal(binding.topic) or binding.topic in set(own_topics)):
         return f"topic {binding.topic!r} is onceflow's own bookkeeping (internal topics _onceflow_* and __* " \
             "and the sink's own topics are reserved)"  # fmt: skip

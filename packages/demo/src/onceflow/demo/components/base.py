@@ -68,6 +68,11 @@ class Context:
         return self.run.data("consumer") / "results.db"
 
     @property
+    def delta_root(self) -> Path:
+        """The Delta sink's root: one table per binding (the IP-count results: ``ip_counts``)."""
+        return self.run.data("participant") / "lake"
+
+    @property
     def postgres_enabled(self) -> bool:
         return self.state.postgres != "off" and bool(self.state.postgres_dsn)
 

@@ -1,5 +1,5 @@
 """The sink participants (``onceflow participant``): one server hosting the Kafka, SQLite and (optional)
-PostgreSQL sinks of the job."""
+PostgreSQL and Delta Lake sinks of the job."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from onceflow.demo.supervisor import ChildProcess
 KAFKA_SINK = "kafka"
 SQLITE_SINK = "sqlite"
 POSTGRES_SINK = "postgres"
+DELTA_SINK = "delta"
 
 
 class ParticipantComponent(Component):
@@ -21,7 +22,11 @@ class ParticipantComponent(Component):
 
     def sink_names(self) -> list[str]:
         names = [KAFKA_SINK, SQLITE_SINK]
-        return [*names, POSTGRES_SINK] if self.context.postgres_enabled else names
+        if self.context.postgres_enabled:
+            names.append(POSTGRES_SINK)
+        if self.context.state.lakehouse:
+            names.append(DELTA_SINK)
+        return names
 
     def settings(self) -> dict[str, Any]:
         context = self.context
@@ -39,6 +44,9 @@ class ParticipantComponent(Component):
         ]
         if context.postgres_enabled:
             sinks.append({"name": POSTGRES_SINK, "kind": "postgres", "options": {"dsn": context.state.postgres_dsn}})
+        if context.state.lakehouse:
+            options = {"root": str(context.delta_root), "state_dir": str(context.run.data("participant") / "delta")}
+            sinks.append({"name": DELTA_SINK, "kind": "delta", "options": options})
         return {
             "server": {"host": HOST, "port": context.port("participant")},
             "coordinator": {"target": context.target("coordinator"), "initial_backoff_s": 0.1, "max_backoff_s": 1.0},

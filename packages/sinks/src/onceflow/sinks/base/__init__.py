@@ -2,6 +2,7 @@
 ``onceflow.core.contract.TransactionId``)."""
 
 from onceflow.sinks.base.commits import MAX_LISTED_BATCHES, committed_batches_query, group_committed
+from onceflow.sinks.base.journal import PreparedJournal
 from onceflow.sinks.base.participant import SinkParticipant
 from onceflow.sinks.base.rows import BoundRows, last_row_per_key, load_outputs, output_rows
 from onceflow.sinks.base.txn import CommittedBatches, Outcome, PrepareResult
@@ -12,6 +13,7 @@ __all__ = [
     "CommittedBatches",
     "Outcome",
     "PrepareResult",
+    "PreparedJournal",
     "SinkParticipant",
     "committed_batches_query",
     "group_committed",

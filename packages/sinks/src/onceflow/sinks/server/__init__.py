@@ -5,6 +5,8 @@ from onceflow.sinks.server.recovery import CoordinatorOutcomes, RecoveryInterrup
 from onceflow.sinks.server.servicer import SERVICE_NAME, ParticipantServicer
 from onceflow.sinks.server.settings import (
     CoordinatorClientSettings,
+    DeltaSink,
+    IcebergSink,
     KafkaOptions,
     KafkaSink,
     ParticipantSettings,
@@ -19,6 +21,8 @@ __all__ = [
     "SERVICE_NAME",
     "CoordinatorClientSettings",
     "CoordinatorOutcomes",
+    "DeltaSink",
+    "IcebergSink",
     "KafkaOptions",
     "KafkaSink",
     "ParticipantServer",

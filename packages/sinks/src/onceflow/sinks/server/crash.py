@@ -6,11 +6,15 @@ they are given (none by default); ``onceflow participant`` builds one from the e
 sharded sink) sees it:
 
 - ``prepare-received``: a Prepare arrived and was checked; nothing is durable, no vote was sent;
+- ``prepare-midway``: inside the sink's prepare. Delta Lake and Iceberg: the batch's data files are
+  written, not yet journaled (no vote will be sent);
 - ``prepare-durable``: the batch is prepared durably and the yes vote is about to be sent;
 - ``commit-received``: the participant voted yes and the Commit arrived; nothing is committed yet;
 - ``commit-midway``: inside the sink's commit. Kafka: the Kafka transaction is committed, the
   journal entry not yet removed; SQLite: the rows are written in the open SQLite transaction, which
-  is not committed; PostgreSQL: just before ``COMMIT PREPARED``, which is atomic;
+  is not committed; PostgreSQL: just before ``COMMIT PREPARED``, which is atomic; Delta Lake and
+  Iceberg: a table commit landed, the journal entry not yet removed (``before-table-commit``: the
+  table was read and the table commit is next);
 - ``commit-applied``: the commit is done and the acknowledgement is about to be sent.
 """
 
@@ -21,7 +25,15 @@ from typing import Final
 from onceflow.core.faults import CRASH_EXIT_CODE, FaultInjector, faults_from_env
 
 CRASH_ENV: Final = "ONCEFLOW_PARTICIPANT_TEST_CRASH_AT"
-CRASH_POINTS: Final = ("prepare-received", "prepare-durable", "commit-received", "commit-midway", "commit-applied")
+CRASH_POINTS: Final = (
+    "prepare-received",
+    "prepare-midway",
+    "prepare-durable",
+    "commit-received",
+    "before-table-commit",
+    "commit-midway",
+    "commit-applied",
+)
 
 __all__ = ["CRASH_ENV", "CRASH_EXIT_CODE", "CRASH_POINTS", "participant_faults"]
 

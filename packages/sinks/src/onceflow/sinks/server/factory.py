@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onceflow.sinks.base import SinkParticipant
-from onceflow.sinks.server.settings import KafkaSink, PostgresSink, SinkSettings, SqliteSink
+from onceflow.sinks.server.settings import DeltaSink, IcebergSink, KafkaSink, PostgresSink, SinkSettings, SqliteSink
 
 
 def open_sink(settings: SinkSettings) -> SinkParticipant:
@@ -38,4 +38,8 @@ def open_sink(settings: SinkSettings) -> SinkParticipant:
             transaction_timeout_ms=options.transaction_timeout_ms,
             shard=shard,
         )
+    if isinstance(settings, DeltaSink | IcebergSink):
+        from onceflow.sinks.lakehouse.open import open_participant
+
+        return open_participant(settings.name, settings.options, shard=shard)
     raise TypeError(f"unknown sink settings {type(settings).__name__}")

@@ -30,6 +30,7 @@ from onceflow.core.staging import StagedFile, StagingError
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
 from onceflow.sinks.base import MAX_LISTED_BATCHES, SinkParticipant
 from onceflow.sinks.exceptions import ShardMismatch, SinkError
+from onceflow.sinks.lakehouse.exceptions import CommitConflict, TableStoreUnavailable
 from onceflow.sinks.server.metrics import ParticipantMetrics
 
 SERVICE_NAME: Final = participant_pb2.DESCRIPTOR.services_by_name["Participant"].full_name
@@ -42,6 +43,8 @@ STATUS_CODES: Final[Mapping[type[BaseException], grpc.StatusCode]] = {
     psycopg.OperationalError: grpc.StatusCode.UNAVAILABLE,
     KafkaException: grpc.StatusCode.UNAVAILABLE,
     NotImplementedError: grpc.StatusCode.UNIMPLEMENTED,
+    TableStoreUnavailable: grpc.StatusCode.UNAVAILABLE,
+    CommitConflict: grpc.StatusCode.UNAVAILABLE,
 }
 
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")

@@ -19,6 +19,8 @@ from onceflow.core.settings import (
 )
 from onceflow.core.staging import StagingStoreSettings
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
+from onceflow.sinks.delta.settings import DeltaOptions
+from onceflow.sinks.iceberg.settings import IcebergOptions
 
 #: The staging root of the shipped service configs (services/coordinator, services/spark-worker).
 DEFAULT_STAGING_ROOT = "./data/staging"
@@ -99,6 +101,16 @@ class KafkaSink(SinkSection):
     options: KafkaOptions
 
 
+class DeltaSink(SinkSection):
+    kind: Literal["delta"]
+    options: DeltaOptions
+
+
+class IcebergSink(SinkSection):
+    kind: Literal["iceberg"]
+    options: IcebergOptions
+
+
 class StagingSettings(StagingStoreSettings):
     """Where staged files may be read from: nothing outside these roots and schemes is ever opened.
 
@@ -113,7 +125,7 @@ class StagingSettings(StagingStoreSettings):
     allowed_schemes: list[str] = Field(default_factory=lambda: ["file"], min_length=1)
 
 
-SinkSettings = Annotated[SqliteSink | PostgresSink | KafkaSink, Field(discriminator="kind")]
+SinkSettings = Annotated[SqliteSink | PostgresSink | KafkaSink | DeltaSink | IcebergSink, Field(discriminator="kind")]
 
 
 class ParticipantSettings(Settings):

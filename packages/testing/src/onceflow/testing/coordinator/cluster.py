@@ -8,7 +8,8 @@
   ``sqlite`` (a file under the work dir) and ``postgres`` (a database the caller provides), so a
   ``kill -9`` of one of them is the crash of one sink's participant; or, for a sink given ``shards``,
   one process per shard (``participants["kafka#0"]``, ``participants["kafka#1"]``, ...), all
-  registered as the shards of that one sink;
+  registered as the shards of that one sink; on request also ``delta`` (Delta tables under the work
+  dir) and ``iceberg`` (Iceberg tables, their SQL catalog in SQLite);
 - a staging root shared by the driver (the test), the participants and the coordinator's GC: a
   local directory by default, or ``s3://bucket/prefix`` on an S3 API store (``staging_uri``, with
   the store's ``[staging.s3]`` section or its AWS variables in ``env``).
@@ -49,13 +50,15 @@ from onceflow.core.staging import S3Settings, StagedFile, StagingStore, StagingW
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
 from onceflow.proto.v1 import coordinator_pb2, coordinator_pb2_grpc
 from onceflow.sinks.postgres.schema import gid_prefix
-from onceflow.sinks.readback import BindingReader, KafkaReader, PostgresReader, SqliteReader
+from onceflow.sinks.readback import BindingReader, KafkaReader, LakehouseReader, PostgresReader, SqliteReader
 from onceflow.testing.coordinator.process import CoordinatorProcess
 from onceflow.testing.sinks.postgres import PostgresServer, fresh_database
 from onceflow.testing.sinks.process import ParticipantProcess
 
 #: The three real sinks, in the order they are registered with the coordinator.
 SINKS: Final = ("kafka", "sqlite", "postgres")
+#: The lakehouse sinks a cluster hosts when asked (``sinks=LAKEHOUSE_SINKS``, or with the others).
+LAKEHOUSE_SINKS: Final = ("delta", "iceberg")
 
 #: A result row as every sink stores it: ``(window_start, window_end, ip, count)``.
 Row = tuple[int, int, str, int]
@@ -133,6 +136,8 @@ class TwoPhaseCommitCluster:
     ``staging_uri`` replaces the local staging directory (``work_dir/staging``); ``staging_s3`` is the
     ``[staging.s3]`` section of every process (and of the driver's writes), ``env`` the environment
     every process gets on top of this one's (e.g. the AWS variables of the store).
+    ``participant_env`` is every participant's at the first start, on top of ``env``
+    (:mod:`onceflow.sinks.server.crash`); change ``participants[name].env`` between restarts.
     """
 
     def __init__(
@@ -145,15 +150,16 @@ class TwoPhaseCommitCluster:
         shards: Mapping[str, int] | None = None,
         coordinator_settings: Mapping[str, Any] | None = None,
         coordinator_env: Mapping[str, str] | None = None,
+        participant_env: Mapping[str, str] | None = None,
         participant_log_level: str = "INFO",
         standby: bool = False,
         staging_uri: str | None = None,
         staging_s3: Mapping[str, Any] | None = None,
         env: Mapping[str, str] | None = None,
     ) -> None:
-        unknown = set(sinks) - set(SINKS)
+        unknown = set(sinks) - {*SINKS, *LAKEHOUSE_SINKS}
         if unknown:
-            raise ValueError(f"unknown sinks {sorted(unknown)}; choose from {SINKS}")
+            raise ValueError(f"unknown sinks {sorted(unknown)}; choose from {SINKS + LAKEHOUSE_SINKS}")
         self.work_dir = Path(work_dir)
         self.bootstrap_servers = bootstrap_servers
         self.postgres_dsn = postgres_dsn
@@ -184,6 +190,7 @@ class TwoPhaseCommitCluster:
         if standby:
             self.coordinators.append(CoordinatorProcess(self.work_dir / "coordinator-standby", settings, env=self.env))
         self._participant_log_level = participant_log_level
+        self._participant_env = dict(participant_env or {})
         self.participants: dict[str, ParticipantProcess] = {}
         #: The broker process, when :func:`running_cluster` started it for this cluster.
         self.broker: EmbeddedBroker | None = None
@@ -205,7 +212,8 @@ class TwoPhaseCommitCluster:
         for sink in self.sinks:
             for index, name in enumerate(self.names_of(sink)):
                 settings = self.participant_settings(sink, index)
-                process = ParticipantProcess(self._participant_dir(name), settings, env=self.env)
+                env = {**self.env, **self._participant_env}
+                process = ParticipantProcess(self._participant_dir(name), settings, env=env)
                 self.participants[name] = process.start(wait=False)
         for process in self.participants.values():
             process.wait_ready()
@@ -217,11 +225,22 @@ class TwoPhaseCommitCluster:
     def _participant_dir(self, name: str) -> Path:
         return self.work_dir / f"participant-{name.replace('#', '-')}"
 
+    def lakehouse_options(self, sink: str, index: int = 0) -> dict[str, Any]:
+        """The options of the ``delta`` or ``iceberg`` sink: its tables under the work dir (shared by its
+        shards), its journal in the participant's (shard's) directory."""
+        state_dir = str(self._participant_dir(self.shard_of(sink, index).record_name(sink)) / "state")
+        if sink == "delta":
+            return {"root": str(self.work_dir / "lake"), "state_dir": state_dir}
+        catalog = {"sqlite": str(self.work_dir / "iceberg" / "catalog.db")}
+        return {"warehouse": str(self.work_dir / "iceberg" / "warehouse"), "state_dir": state_dir, "catalog": catalog}
+
     def participant_settings(self, sink: str, index: int = 0) -> dict[str, Any]:
         """The settings (nested dicts) of the participant process of ``sink`` (of its shard ``index``)."""
         options: dict[str, Any]
         name = self.shard_of(sink, index).record_name(sink)
-        if sink == "kafka":
+        if sink in LAKEHOUSE_SINKS:
+            options = self.lakehouse_options(sink, index)
+        elif sink == "kafka":
             options = {
                 "state_dir": str(self._participant_dir(name) / "state"),
                 "topic": SINK_TOPIC,
@@ -353,8 +372,20 @@ class TwoPhaseCommitCluster:
 
     # -- reading the sinks back ------------------------------------------------------------------
 
+    def lakehouse_reader(self, sink: str) -> LakehouseReader:
+        """The reader of the ``delta`` or ``iceberg`` sink's tables (read-only), whole (every shard)."""
+        from onceflow.sinks.delta.settings import DeltaOptions
+        from onceflow.sinks.iceberg.settings import IcebergOptions
+        from onceflow.sinks.lakehouse.open import open_format
+
+        kind = DeltaOptions if sink == "delta" else IcebergOptions
+        options = kind.model_validate(self.lakehouse_options(sink))
+        return LakehouseReader(sink, open_format(sink, options, create=False), shards=self.shards[sink])
+
     def reader(self, sink: str) -> BindingReader:
         """The read-back view of ``sink``, whole (every shard of it)."""
+        if sink in LAKEHOUSE_SINKS:
+            return self.lakehouse_reader(sink)
         if sink == "kafka":
             kafka = KafkaSettings(bootstrap_servers=self.bootstrap_servers)
             return KafkaReader(sink, kafka, SINK_TOPIC, SINK_COMMITS_TOPIC, timeout_s=60, shards=self.shards[sink])
@@ -379,9 +410,13 @@ class TwoPhaseCommitCluster:
             return sorted(_row(row) for row in reader.rows(binding))
 
     def sink_rows(self) -> dict[str, list[Row]]:
-        """Each sink's rows, read directly from the sink (Kafka topic, SQLite file, PostgreSQL table)."""
+        """Each sink's rows, read directly from the sink (Kafka topic, SQLite file, PostgreSQL table, the
+        current version of a Delta or Iceberg table)."""
         readers = {"kafka": self.kafka_rows, "sqlite": self.sqlite_rows, "postgres": self.postgres_rows}
-        return {sink: readers[sink]() for sink in self.sinks}
+        return {
+            sink: readers[sink]() if sink in readers else self.rows_of(ip_count_table_binding(sink))
+            for sink in self.sinks
+        }
 
     def last_committed(self, job: str) -> dict[str, int]:
         """Each sink's last batch of ``job`` committed by every shard of it (the readers' view)."""
@@ -415,7 +450,7 @@ class TwoPhaseCommitCluster:
 
     def prepared(self) -> dict[str, list[str]]:
         """What each participant (each shard) still holds prepared: SQLite's prepared table, PostgreSQL's
-        prepared transactions, the Kafka sink's journal of prepared batches."""
+        prepared transactions, the journal of prepared batches of the Kafka and lakehouse sinks."""
         import psycopg
 
         found: dict[str, list[str]] = {}
@@ -432,8 +467,8 @@ class TwoPhaseCommitCluster:
                 held = sorted(str(gid) for (gid,) in gids.fetchall())
                 for name in self.names_of("postgres"):
                     found[name] = [gid for gid in held if gid.startswith(gid_prefix(name))]
-        if "kafka" in self.sinks:
-            for name in self.names_of("kafka"):
+        for sink in ("kafka", *LAKEHOUSE_SINKS):
+            for name in self.names_of(sink) if sink in self.sinks else ():
                 journal = self._participant_dir(name) / "state" / name / "prepared"
                 found[name] = sorted(f"{p.parent.name}:{p.stem}" for p in journal.glob("*/*.json"))
         return found
