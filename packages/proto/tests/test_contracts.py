@@ -33,6 +33,7 @@ EXPECTED = {
         "CommitPreparedTransaction",
         "AbortPreparedTransaction",
         "ListPreparedTransactions",
+        "ListCommittedBatches",
         "PrepareBindings",
     },
     (connect_pb2, "Connect"): {
