@@ -25,6 +25,8 @@ class DemoProcess:
     def __init__(self, run_dir: Path, *args: str) -> None:
         self.run_dir = run_dir
         self.lines: list[str] = []
+        #: When each line arrived (time.monotonic()).
+        self.arrivals: list[float] = []
         self.started = time.monotonic()
         self.process = subprocess.Popen(
             [str(ONCEFLOW), "demo", "--plain", "--run-dir", str(run_dir), *args],
@@ -41,6 +43,7 @@ class DemoProcess:
     def _read(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
+            self.arrivals.append(time.monotonic())
             self.lines.append(line.rstrip("\n"))
 
     @property

@@ -1,0 +1,270 @@
+"""The whole pipeline on a three-broker Apache Kafka while brokers die: liveness is part of the guarantee.
+
+``onceflow demo --bootstrap-servers`` runs against ``apache_kafka_cluster`` (three KRaft nodes, each a
+broker and a controller; replication factor 3 and ``min.insync.replicas=2`` for every topic, the
+offsets topic and the transaction state log) and follows an access log that the test writes at
+:data:`LINES_PER_S` lines per second, so events flow for exactly as long as the disruptions take.
+One run, in this order (the tests of this module share it and run in order):
+
+(a)-(d) ``kill -9`` of the broker that leads a source partition, that leads the sink topic's
+        partition, that is the transaction coordinator of the decision log's producer
+        (``onceflow-coordinator``), that is the consumer group's coordinator; each restarted
+        :data:`RESTART_AFTER_S` later;
+(e)     a rolling restart: a controlled shutdown (SIGTERM) and a restart of every broker in turn, each
+        time until every partition is fully replicated again.
+
+After each disruption **every service resumed**: none of the demo's progress counters (lines
+read: the connect worker; micro-batches: Spark; transactions committed: the coordinator; rows in
+the SQLite sink: the participant; events counted from ``ip_count_sink``: the Kafka sink and the
+consumer) stands still for :data:`RESUME_BOUND_S` or more from the disruption until each has moved
+again after it (the longest stall of each is printed). At the end the writer stops, the input ends,
+and **every sink is EXACT** against a plain recount of the file and against the source topic, every
+line is accounted for (events + dead letters), and no service answered a gRPC call with a
+traceback. One run for all five keeps the module at one Spark start; a loss or a duplicate caused by
+any disruption stays in the sinks, so the final audit covers each of them.
+
+Slow (a Spark JVM and three Kafka JVMs, about 7 minutes on two cores); it runs in ``make test``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from onceflow.logproducer.sample import write_sample_log
+from onceflow.testing.broker.apache_kafka_cluster import ApacheKafkaCluster
+
+from .demo_process import DemoProcess, verdicts
+
+RESUME_BOUND_S = 60.0
+RESTART_AFTER_S = 10.0
+LINES_PER_S = 60
+#: Lines the writer has at hand (it writes them at LINES_PER_S): far more than the run takes.
+SAMPLE_LINES = 60_000
+CONSUMER_GROUP = "onceflow-demo-results"
+COORDINATOR_TRANSACTIONAL_ID = "onceflow-coordinator"
+#: Progress counters of the demo's plain output, by the service whose progress they show.
+COUNTERS = {
+    "connect": re.compile(r" lines=(\d+)"),
+    "spark": re.compile(r" batches=(\d+)"),
+    "coordinator": re.compile(r" txns committed=(\d+)"),
+    "participant": re.compile(r" sqlite=(\d+)"),
+    "consumer": re.compile(r" counted=(\d+)"),
+}
+SINKS = ("kafka", "sqlite", "consumer", "lines", "overall")
+
+
+class LogWriter:
+    """Appends the lines of ``source`` to ``target`` at ``rate`` lines per second on a thread, as a
+    web server writes its access log, until :meth:`stop`."""
+
+    def __init__(self, source: Path, target: Path, rate: int) -> None:
+        self._lines = source.read_bytes().splitlines(keepends=True)
+        self._target = target
+        self._rate = rate
+        self._stop = threading.Event()
+        self.written = 0
+        self._thread = threading.Thread(target=self._run, name="log-writer", daemon=True)
+
+    def start(self) -> LogWriter:
+        self._target.touch()
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        with self._target.open("ab") as out:
+            while not self._stop.wait(0.1) and self.written < len(self._lines):
+                due = min(len(self._lines), int((time.monotonic() - started) * self._rate))
+                out.write(b"".join(self._lines[self.written : due]))
+                out.flush()
+                self.written = max(self.written, due)
+
+    def stop(self) -> int:
+        """Stop writing; the number of lines written."""
+        self._stop.set()
+        self._thread.join(10)
+        return self.written
+
+    @property
+    def exhausted(self) -> bool:
+        return self.written >= len(self._lines)
+
+
+@dataclass
+class Run:
+    cluster: ApacheKafkaCluster
+    demo: DemoProcess
+    writer: LogWriter
+
+    def series(self, service: str) -> list[tuple[float, int]]:
+        """(arrival, value) of the service's counter on every progress line so far."""
+        pattern = COUNTERS[service]
+        lines = list(zip(self.demo.arrivals, self.demo.lines, strict=False))
+        return [(at, int(m.group(1))) for at, line in lines if (m := pattern.search(line))]
+
+    def latest(self, service: str) -> int:
+        """The service's counter on the last progress line (0 before the first)."""
+        series = self.series(service)
+        return series[-1][1] if series else 0
+
+    def moved_since(self, service: str, since: float) -> bool:
+        """Whether the service's counter changed on a progress line that arrived after ``since``."""
+        before = [value for at, value in self.series(service) if at <= since]
+        after = [value for at, value in self.series(service) if at > since]
+        return bool(after) and any(value != (before[-1] if before else 0) for value in after)
+
+    def longest_stalls(self, since: float, until: float) -> dict[str, float]:
+        """For each counter: the longest time it stood still between ``since`` and ``until``.
+
+        A value first seen on a progress line changed at most one line interval (5 s) earlier, so
+        the measure errs on the long side.
+        """
+        stalls: dict[str, float] = {}
+        for service in COUNTERS:
+            changes = [since]
+            current: int | None = None
+            for at, value in self.series(service):
+                if at <= since:
+                    current = value
+                elif at <= until and value != current:
+                    changes.append(at)
+                    current = value
+            changes.append(until)
+            stalls[service] = round(max(b - a for a, b in itertools.pairwise(changes)), 1)
+        return stalls
+
+    def timeline(self, since: float) -> str:
+        """The demo's output, each line with its time relative to ``since``."""
+        pairs = zip(self.demo.arrivals, self.demo.lines, strict=False)
+        return "\n".join(f"{at - since:+7.1f}s {line}" for at, line in pairs)
+
+    def wait_until(self, done: Callable[[], bool], timeout: float, what: str, since: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not done():
+            assert self.demo.process.poll() is None, f"the demo ended early:\n{self.timeline(since)}"
+            assert not self.writer.exhausted, "the writer ran out of lines: raise SAMPLE_LINES"
+            assert time.monotonic() < deadline, f"{what} within {timeout:.0f}s:\n{self.timeline(since)}"
+            time.sleep(0.5)
+
+    def wait_resumed(self, disrupted_at: float, back_at: float, what: str) -> None:
+        """Wait until every counter moved after ``back_at`` (the cluster whole again), then assert that
+        none stood still for RESUME_BOUND_S or more since ``disrupted_at``."""
+        self.wait_until(
+            lambda: all(self.moved_since(service, back_at) for service in COUNTERS),
+            2 * RESUME_BOUND_S,
+            f"every service did not move again after {what}",
+            disrupted_at,
+        )
+        stalls = self.longest_stalls(disrupted_at, time.monotonic())
+        print(f"{what}: longest stall per service {stalls} (bound {RESUME_BOUND_S:.0f}s)")
+        slow = {service: stall for service, stall in stalls.items() if stall >= RESUME_BOUND_S}
+        assert slow == {}, f"{what}: services stalled {slow}:\n{self.timeline(disrupted_at)}"
+
+
+@pytest.fixture(scope="module")
+def run(apache_kafka_cluster: ApacheKafkaCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
+    """The demo on the cluster, following a log written at LINES_PER_S, once every service made progress."""
+    base = tmp_path_factory.mktemp("kafka-cluster-run")
+    write_sample_log(base / "sample.log", SAMPLE_LINES, seed=21, lines_per_second=LINES_PER_S,
+                     start_ms=int(time.time() * 1000))  # fmt: skip
+    writer = LogWriter(base / "sample.log", base / "access.log", LINES_PER_S).start()
+    demo = DemoProcess(
+        base / "run",
+        "--bootstrap-servers", apache_kafka_cluster.bootstrap_servers,
+        "--input", str(base / "access.log"), "--follow", "--idle-timeout", "10",
+        "--trigger-ms", "2000", "--timeout", "900",
+    )  # fmt: skip
+    state = Run(apache_kafka_cluster, demo, writer)
+    try:
+        started = time.monotonic()
+        state.wait_until(
+            lambda: state.latest("participant") > 0 and state.latest("consumer") > 0,
+            420,
+            "no event reached the sinks",
+            started,
+        )
+        yield state
+    finally:
+        writer.stop()
+        if demo.process.poll() is None:
+            demo.interrupt()
+            try:
+                demo.process.wait(180)
+            except Exception:
+                demo.kill_everything()
+
+
+def source_leader(cluster: ApacheKafkaCluster) -> int:
+    return cluster.leader_of("ip_count_source", 0)
+
+
+def sink_leader(cluster: ApacheKafkaCluster) -> int:
+    return cluster.leader_of("ip_count_sink", 0)
+
+
+def decision_log_transaction_coordinator(cluster: ApacheKafkaCluster) -> int:
+    return cluster.transaction_coordinator(COORDINATOR_TRANSACTIONAL_ID)
+
+
+def consumer_group_coordinator(cluster: ApacheKafkaCluster) -> int:
+    return cluster.group_coordinator(CONSUMER_GROUP)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(
+    "victim",
+    [source_leader, sink_leader, decision_log_transaction_coordinator, consumer_group_coordinator],
+    ids=["a-source-leader", "b-sink-leader", "c-decision-log-txn-coordinator", "d-consumer-group-coordinator"],
+)
+def test_every_service_resumes_after_a_kill_of_the_broker(
+    run: Run, victim: Callable[[ApacheKafkaCluster], int]
+) -> None:
+    node = victim(run.cluster)
+    killed_at = time.monotonic()
+    run.cluster.kill(node)
+    time.sleep(RESTART_AFTER_S)
+    run.cluster.restart(node)
+    run.cluster.wait_fully_replicated()
+    run.wait_resumed(killed_at, time.monotonic(), f"kill -9 of node {node} ({victim.__name__})")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_every_service_resumes_through_a_rolling_restart(run: Run) -> None:
+    """Every broker in turn: a controlled shutdown, a start on the same data, and a wait until every
+    partition is fully replicated again, as an operator rolls a cluster."""
+    started = time.monotonic()
+    for node in sorted(run.cluster.nodes):
+        code = run.cluster.controlled_shutdown(node)
+        assert code != -9, f"node {node} did not shut down within its stop timeout:\n{run.cluster.log_tails()}"
+        run.cluster.restart(node)
+        run.cluster.wait_fully_replicated()
+    print(f"rolling restart took {time.monotonic() - started:.0f}s")
+    run.wait_resumed(started, time.monotonic(), "rolling restart")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_every_sink_is_exact_and_every_line_accounted_for(run: Run) -> None:
+    lines = run.writer.stop()
+    code = run.demo.wait(480)
+    output = run.demo.output
+    assert code == 0, run.demo.tail()
+    assert verdicts(output) == dict.fromkeys(SINKS, "EXACT"), run.demo.tail()
+    assert re.search(rf"input: {lines} lines = \d+ events \+ \d+ malformed", output), run.demo.tail()
+    tracebacks = [
+        f"{log.name}: {line[:300]}"
+        for log in sorted((run.demo.run_dir / "logs").glob("*.log"))
+        for line in log.read_text(errors="replace").splitlines()
+        if "Exception calling application" in line
+    ]
+    assert tracebacks == [], "a service answered a gRPC call with a traceback"
