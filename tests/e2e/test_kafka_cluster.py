@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
 
 from onceflow.logproducer.sample import write_sample_log
 from onceflow.testing.broker.apache_kafka_cluster import ApacheKafkaCluster
@@ -268,3 +269,24 @@ def test_every_sink_is_exact_and_every_line_accounted_for(run: Run) -> None:
         if "Exception calling application" in line
     ]
     assert tracebacks == [], "a service answered a gRPC call with a traceback"
+
+
+@pytest.mark.slow
+def test_every_topic_the_services_created_has_3_replicas_and_min_isr_2(run: Run) -> None:
+    admin = AdminClient({"bootstrap.servers": run.cluster.bootstrap_servers})
+    topics = {name: t for name, t in admin.list_topics(timeout=10).topics.items() if not name.startswith("__")}
+    internal = {"_onceflow_coordinator_log", "_onceflow_connect_offsets", "_onceflow_sink_commits"}
+    assert internal <= set(topics), sorted(topics)
+    replication = {name: {len(p.replicas) for p in t.partitions.values()} for name, t in topics.items()}
+    assert replication == {name: {3} for name in topics}
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, name) for name in topics]
+    entries = {resource.name: future.result(10) for resource, future in admin.describe_configs(resources).items()}
+    # set on each topic by the service that created it, not inherited from the brokers' default
+    min_isr = {
+        name: (
+            e["min.insync.replicas"].value,
+            getattr(e["min.insync.replicas"].source, "value", e["min.insync.replicas"].source),
+        )
+        for name, e in entries.items()
+    }
+    assert min_isr == dict.fromkeys(topics, ("2", ConfigSource.DYNAMIC_TOPIC_CONFIG.value))
