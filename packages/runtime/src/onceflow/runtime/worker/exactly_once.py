@@ -11,6 +11,7 @@ Transaction boundary (``transaction.boundary``): ``poll`` commits after every no
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
@@ -209,6 +210,10 @@ def fence_zombies(client_config: dict[str, Any], connector: str, tasks: int, tim
     alters the offsets of an exactly-once connector."""
     for task in range(tasks):
         producer = Producer({**client_config, "transactional.id": transactional_id(connector, task)})
-        producer.init_transactions(timeout)
+        retry_transient(
+            functools.partial(producer.init_transactions, timeout),
+            what=f"init_transactions of {transactional_id(connector, task)}",
+            policy=RetryPolicy(timeout_s=timeout),
+        )
         producer.flush(0)
         _log.info("task.fenced", connector=connector, task=task, transactional_id=transactional_id(connector, task))
