@@ -69,7 +69,7 @@ def _configs(admin: AdminClient, topic: str) -> dict[str, str | None]:
 
 
 def test_on_one_broker_topics_get_one_replica_and_an_impossible_factor_is_refused(broker: EmbeddedBroker) -> None:
-    config = {"bootstrap.servers": broker.bootstrap_servers}
+    config: dict[str, str | int | float | bool] = {"bootstrap.servers": broker.bootstrap_servers}
     spec = TopicSpec("_onceflow_example", 2, {"cleanup.policy": "compact"})
     assert ensure_topics(config, [spec]) == ["_onceflow_example"]
     admin = AdminClient(config)
