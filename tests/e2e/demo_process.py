@@ -74,6 +74,15 @@ class DemoProcess:
         if self.process.poll() is None:
             os.kill(self.process.pid, signal.SIGINT)
 
+    def stop(self, timeout: float = 180) -> None:
+        """If it still runs: Ctrl-C (it stops its services), and kill -9 everything if that takes too long."""
+        if self.process.poll() is None:
+            self.interrupt()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill_everything()
+
     def kill_everything(self) -> None:
         """Last resort after a failed test: kill -9 the demo's session (its services have their own)."""
         if self.process.poll() is None:

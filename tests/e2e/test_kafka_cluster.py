@@ -194,12 +194,7 @@ def run(apache_kafka_cluster: ApacheKafkaCluster, tmp_path_factory: pytest.TempP
         yield state
     finally:
         writer.stop()
-        if demo.process.poll() is None:
-            demo.interrupt()
-            try:
-                demo.process.wait(180)
-            except Exception:
-                demo.kill_everything()
+        demo.stop()
 
 
 def source_leader(cluster: ApacheKafkaCluster) -> int:
