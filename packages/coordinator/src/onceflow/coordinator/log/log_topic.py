@@ -32,7 +32,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
 
 from onceflow.coordinator.exceptions import TransactionLogError
 from onceflow.coordinator.log.refusals import LogTopicLost, LogTopicMisconfigured, LogTopicMissing
-from onceflow.core.kafka import DEFAULT_REPLICATION, Replication, RetryPolicy, TopicSpec, ensure_topics, retry_transient
+from onceflow.core.kafka import DEFAULT_REPLICATION, Replication, RetryPolicy, TopicSpec, ensure_topics, retry_admin
 from onceflow.core.logging import get_logger
 
 __all__ = ["LOG_TOPIC_CONFIG", "LogTopic", "LogTopicLost", "LogTopicMisconfigured", "LogTopicMissing"]
@@ -96,8 +96,9 @@ class LogTopic:
     def _verify_config(self) -> None:
         resource = ConfigResource(ConfigResource.Type.TOPIC, self.name)
         try:
-            entries = retry_transient(
-                lambda: self._admin.describe_configs([resource])[resource].result(self._timeout),
+            entries = retry_admin(
+                self._admin,
+                lambda t: self._admin.describe_configs([resource], request_timeout=t)[resource].result(t + 1),
                 what=f"configuration of {self.name}",
                 policy=self._retry,
             )
@@ -138,10 +139,14 @@ class LogTopic:
     def start_offset(self) -> int:
         """The partition's log start offset (0 unless records were deleted from its head)."""
         partition = TopicPartition(self.name, 0)
+
+        def earliest(timeout: float) -> int:
+            spec = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+            offsets = self._admin.list_offsets({partition: spec}, request_timeout=timeout)
+            return int(offsets[partition].result(timeout + 1).offset)
+
         try:
-            earliest = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
-            offsets = self._admin.list_offsets({partition: earliest}, request_timeout=self._timeout)
-            return int(offsets[partition].result(self._timeout).offset)
+            return retry_admin(self._admin, earliest, what=f"start offset of {self.name}", policy=self._retry)
         except KafkaException as exc:
             raise TransactionLogError(f"cannot read the start offset of log topic {self.name}: {exc}") from None
 
@@ -151,12 +156,12 @@ class LogTopic:
     def _describe_id(self) -> str | None:
         """The topic's id, or None when it does not exist."""
 
-        def describe() -> str:
-            future = self._admin.describe_topics(TopicCollection([self.name]), request_timeout=self._timeout)[self.name]
-            return str(future.result(self._timeout).topic_id)
+        def describe(timeout: float) -> str:
+            future = self._admin.describe_topics(TopicCollection([self.name]), request_timeout=timeout)[self.name]
+            return str(future.result(timeout + 1).topic_id)
 
         try:
-            return retry_transient(describe, what=f"topic id of {self.name}", policy=self._retry)
+            return retry_admin(self._admin, describe, what=f"topic id of {self.name}", policy=self._retry)
         except KafkaException as exc:
             if _error_code(exc) in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
                 return None

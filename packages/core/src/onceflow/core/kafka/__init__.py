@@ -7,9 +7,11 @@
   :class:`Replication` (default ``min(3, brokers)`` replicas, min ISR 2 from 3 on);
 - :func:`is_transient` / :func:`retry_transient`: the one list of transient errors (a broker, leader or
   coordinator away or moving) and the one retry loop through them, as Kafka's own clients retry;
-  :class:`KafkaUnavailable` once its deadline passed.
+  :class:`KafkaUnavailable` once its deadline passed; :func:`retry_admin` for AdminClient calls,
+  which librdkafka sends to a controller that may have died.
 """
 
+from onceflow.core.kafka.admin import retry_admin
 from onceflow.core.kafka.producer import FENCED_CODES, is_fenced, produce, raise_if_fenced
 from onceflow.core.kafka.read_to_end import TopicNotFound, TopicRecord, read_committed
 from onceflow.core.kafka.retry import (
@@ -41,5 +43,6 @@ __all__ = [
     "produce",
     "raise_if_fenced",
     "read_committed",
+    "retry_admin",
     "retry_transient",
 ]

@@ -18,6 +18,7 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from onceflow.core.errors import InvalidConfig
+from onceflow.core.kafka.admin import retry_admin
 from onceflow.core.kafka.retry import RetryPolicy, retry_transient
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
@@ -100,7 +101,8 @@ def ensure_topics(
         3. Resolve the replication on the live brokers (a bad setting is :class:`InvalidConfig`).
         4. Create the missing ones with that replication factor and ``min.insync.replicas`` (a
            topic's own ``min.insync.replicas`` in its spec wins). One that a concurrent caller created
-           first is left as it is; a transient failure is retried; any other failure raises a
+           first is left as it is; a transient failure is retried (:func:`retry_admin`: librdkafka
+           sends CreateTopics to a controller that may have died); any other failure raises a
            KafkaException naming the topic.
     """
     admin = AdminClient(dict(client_config))
@@ -119,7 +121,7 @@ def ensure_topics(
     for spec in missing:
         config = {"min.insync.replicas": str(min_isr), **spec.config}
         new = NewTopic(spec.name, spec.partitions, factor, config=config)
-        if retry_transient(functools.partial(_create, admin, new, timeout), what=f"create {spec.name}", policy=policy):
+        if retry_admin(admin, functools.partial(_create, admin, new), what=f"create {spec.name}", policy=policy):
             created.append(spec.name)
             _log.info("topic.created", topic=spec.name, partitions=spec.partitions, replication_factor=factor,
                       min_insync_replicas=config["min.insync.replicas"])  # fmt: skip
@@ -130,7 +132,7 @@ def _create(admin: AdminClient, topic: NewTopic, timeout: float) -> bool:
     """Create ``topic``; False when it exists already. Errors keep their code, the message names the topic."""
     future = admin.create_topics([topic], operation_timeout=timeout, request_timeout=timeout)[topic.topic]
     try:
-        future.result(timeout)
+        future.result(timeout + 1)
         return True
     except KafkaException as exc:
         error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
