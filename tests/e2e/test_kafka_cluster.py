@@ -253,7 +253,7 @@ def consumer_group_coordinator(cluster: ApacheKafkaCluster) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize(
     "victim",
     [source_leader, sink_leader, decision_log_transaction_coordinator, consumer_group_coordinator],
@@ -278,7 +278,7 @@ def test_every_service_resumes_after_a_kill_of_the_broker(
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_every_service_resumes_through_a_rolling_restart(run: Run) -> None:
     """Every broker in turn: a controlled shutdown, a start on the same data, and a wait until every
     partition is fully replicated again, as an operator rolls a cluster. No service stands still for
@@ -298,7 +298,7 @@ def test_every_service_resumes_through_a_rolling_restart(run: Run) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 def test_every_sink_is_exact_and_every_line_accounted_for(run: Run) -> None:
     lines = run.writer.stop()
     code = run.demo.wait(480)
