@@ -1,4 +1,4 @@
-"""The coordinator's log topic is created with the cluster's replication, and an impossible one is refused."""
+"""The decision log is created with the cluster's replication, and an impossible one is refused."""
 
 from __future__ import annotations
 
@@ -7,17 +7,29 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.toml_writer import to_toml
 
 
-def test_a_replication_factor_above_the_brokers_stops_the_coordinator_with_one_line(
-    broker: EmbeddedBroker, tmp_path: Path
+@pytest.mark.parametrize(
+    "command",
+    [["onceflow.cli.app", "txn", "init-log"], ["onceflow.coordinator"]],
+    ids=["txn-init-log", "coordinator-init-if-missing"],
+)
+def test_a_replication_factor_above_the_brokers_is_refused_with_one_line(
+    broker: EmbeddedBroker, tmp_path: Path, command: list[str]
 ) -> None:
     config = tmp_path / "coordinator.toml"
-    config.write_text(to_toml({"kafka": {"bootstrap_servers": broker.bootstrap_servers}, "server": {"port": 0}}))
+    settings = {
+        "kafka": {"bootstrap_servers": broker.bootstrap_servers},
+        "server": {"port": 0},
+        "transaction_log": {"init_if_missing": True},
+    }
+    config.write_text(to_toml(settings))
     result = subprocess.run(
-        [sys.executable, "-m", "onceflow.coordinator", "--config", str(config)],
+        [sys.executable, "-m", *command, "--config", str(config)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -25,6 +37,6 @@ def test_a_replication_factor_above_the_brokers_stops_the_coordinator_with_one_l
     )
     assert result.returncode == 2, result.stderr
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("onceflow coordinator: invalid setting 'kafka.replication_factor'"), result.stderr
+    assert "invalid setting 'kafka.replication_factor'" in last, result.stderr
     assert "3 is more than the 1 broker(s) the cluster has up" in last
     assert "Traceback" not in result.stderr
