@@ -120,3 +120,20 @@ def test_a_watermark_query_waits_through_a_broker_restart(broker: EmbeddedBroker
         assert bounds == (0, 0)
     finally:
         consumer.close()
+
+
+def test_refresh_runs_before_every_retry_and_its_errors_are_ignored() -> None:
+    events: list[str] = []
+
+    def call() -> str:
+        events.append("call")
+        if events.count("call") < 3:
+            raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+        return "done"
+
+    def refresh() -> None:
+        events.append("refresh")
+        raise KafkaException(KafkaError(KafkaError._TRANSPORT))
+
+    assert retry_transient(call, what="x", policy=FAST, refresh=refresh) == "done"
+    assert events == ["call", "refresh", "call", "refresh", "call"]

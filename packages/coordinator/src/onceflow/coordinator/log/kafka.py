@@ -26,7 +26,7 @@ from onceflow.coordinator.log.base import TransactionLog
 from onceflow.coordinator.log.log_topic import LogTopic
 from onceflow.coordinator.log.records import LogMarker, LogRecord, WireRecord, decode, encode
 from onceflow.coordinator.log.refusals import LogNotInitialised, LogTruncated
-from onceflow.core.kafka import Replication, RetryPolicy, is_fenced, is_transient, retry_transient
+from onceflow.core.kafka import Replication, RetryPolicy, is_fenced, is_transient, retry_transient, watermark_offsets
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC
@@ -205,11 +205,7 @@ class KafkaTransactionLog(TransactionLog):
         )
         try:
             partition = TopicPartition(self.topic, 0)
-            low, high = retry_transient(
-                lambda: consumer.get_watermark_offsets(partition, timeout=self._timeout, cached=False),
-                what=f"offsets of {self.topic}",
-                policy=self._retry,
-            )
+            low, high = watermark_offsets(consumer, partition, policy=self._retry)
             records: list[WireRecord] = []
             if high <= low:
                 return records

@@ -7,11 +7,11 @@
   :class:`Replication` (default ``min(3, brokers)`` replicas, min ISR 2 from 3 on);
 - :func:`is_transient` / :func:`retry_transient`: the one list of transient errors (a broker, leader or
   coordinator away or moving) and the one retry loop through them, as Kafka's own clients retry;
-  :class:`KafkaUnavailable` once its deadline passed; :func:`retry_admin` for AdminClient calls,
-  which librdkafka sends to a controller that may have died.
+  :class:`KafkaUnavailable` once its deadline passed;
+- :func:`watermark_offsets` and :func:`retry_admin`: partition offsets and AdminClient calls, which
+  librdkafka sends to a leader or controller that may have died (:mod:`~onceflow.core.kafka.routed`).
 """
 
-from onceflow.core.kafka.admin import retry_admin
 from onceflow.core.kafka.producer import FENCED_CODES, is_fenced, produce, raise_if_fenced
 from onceflow.core.kafka.read_to_end import TopicNotFound, TopicRecord, read_committed
 from onceflow.core.kafka.retry import (
@@ -23,6 +23,7 @@ from onceflow.core.kafka.retry import (
     kafka_error,
     retry_transient,
 )
+from onceflow.core.kafka.routed import retry_admin, watermark_offsets
 from onceflow.core.kafka.topics import DEFAULT_REPLICATION, Replication, TopicSpec, ensure_topics
 
 __all__ = [
@@ -45,4 +46,5 @@ __all__ = [
     "read_committed",
     "retry_admin",
     "retry_transient",
+    "watermark_offsets",
 ]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import time
 import uuid
 from collections.abc import Iterator
@@ -11,6 +10,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from onceflow.core.kafka.retry import RetryPolicy, is_transient, retry_transient
+from onceflow.core.kafka.routed import watermark_offsets
 from onceflow.core.settings import KafkaSettings
 
 
@@ -73,14 +73,7 @@ def read_committed(kafka: KafkaSettings, topic: str, *, timeout: float = 120.0) 
         # Step 1
         ends: dict[int, int] = {}
         for partition in sorted(described.partitions):
-            ask = functools.partial(
-                consumer.get_watermark_offsets, TopicPartition(topic, partition), timeout=timeout, cached=False
-            )
-            _, high = retry_transient(
-                ask,
-                what=f"end offset of {topic}[{partition}]",
-                policy=policy,
-            )
+            _, high = watermark_offsets(consumer, TopicPartition(topic, partition), policy=policy)
             ends[partition] = high
         # Step 2
         remaining = {p for p, end in ends.items() if end > 0}

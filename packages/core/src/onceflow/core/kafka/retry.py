@@ -22,6 +22,7 @@ Every service's Kafka calls go through here: one list of transient errors, one b
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Callable
@@ -148,13 +149,15 @@ def retry_transient(
     policy: RetryPolicy = DEFAULT_RETRY,
     stopping: Callable[[], bool] | None = None,
     transient: Callable[[BaseException], bool] = is_transient,
+    refresh: Callable[[], object] | None = None,
 ) -> T:
     """``call()``, again after each transient error, until it returns or the policy's deadline passes.
 
     Steps:
         1. Call. A result is returned; an error that is not ``transient`` is raised as it came.
         2. A transient error is logged (``kafka.retrying``, then every :data:`LOG_EVERY_S`), and the
-           call is made again after the policy's backoff.
+           call is made again after the policy's backoff, and after ``refresh()`` (if given; its
+           Kafka errors are ignored): see :mod:`onceflow.core.kafka.routed`.
         3. Past the deadline (or once ``stopping()`` says so) raise :class:`KafkaUnavailable` naming
            ``what``, the time spent and the last error. A call that succeeds after retries logs
            ``kafka.recovered``.
@@ -183,6 +186,9 @@ def retry_transient(
                 _log.warning("kafka.retrying", what=what, error=error.name(), reason=error.str(), attempt=attempt,
                              waited_s=round(now - started, 1))  # fmt: skip
             time.sleep(pause)
+            if refresh is not None:
+                with contextlib.suppress(KafkaException):
+                    refresh()
             continue
         if attempt > 1:
             _log.info("kafka.recovered", what=what, attempts=attempt, waited_s=round(time.monotonic() - started, 1))

@@ -18,8 +18,8 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from onceflow.core.errors import InvalidConfig
-from onceflow.core.kafka.admin import retry_admin
 from onceflow.core.kafka.retry import RetryPolicy, retry_transient
+from onceflow.core.kafka.routed import retry_admin
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 

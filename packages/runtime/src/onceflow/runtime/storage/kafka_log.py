@@ -29,6 +29,7 @@ from onceflow.core.kafka import (
     ensure_topics,
     is_transient,
     retry_transient,
+    watermark_offsets,
 )
 from onceflow.core.logging import get_logger
 
@@ -86,16 +87,18 @@ def _end_offsets(consumer: Consumer, topic: str, timeout: float) -> dict[int, in
     """The high watermarks, asked again while a partition's leader is away, being elected or has just
     moved (a topic just created, a broker down or restarting), until ``timeout``."""
 
-    def ask() -> dict[int, int]:
+    policy = RetryPolicy(timeout_s=timeout)
+
+    def partitions() -> list[int]:
         metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
         if metadata.error is not None:
             raise KafkaException(metadata.error)
-        return {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout, cached=False)[1]
-            for p in metadata.partitions
-        }
+        return list(metadata.partitions)
 
-    return retry_transient(ask, what=f"end offsets of {topic}", policy=RetryPolicy(timeout_s=timeout))
+    return {
+        p: watermark_offsets(consumer, TopicPartition(topic, p), what=f"end offsets of {topic}", policy=policy)[1]
+        for p in retry_transient(partitions, what=f"end offsets of {topic}", policy=policy)
+    }
 
 
 def position_after(msg: Message) -> tuple[int, int] | None:

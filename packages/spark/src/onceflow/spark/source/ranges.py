@@ -12,7 +12,7 @@ from pyspark.sql.datasource import InputPartition
 
 from onceflow.core.end_of_input import EndOfInputMarker, is_marker
 from onceflow.core.errors import SerializationError
-from onceflow.core.kafka import RetryPolicy, is_transient, retry_transient
+from onceflow.core.kafka import RetryPolicy, is_transient, watermark_offsets
 from onceflow.core.logging import get_logger
 from onceflow.spark.exceptions import OffsetsOutOfRange, SourceReadTimeout
 from onceflow.spark.source.options import SourceOptions
@@ -106,12 +106,7 @@ def read_range(options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordB
     retry = RetryPolicy(timeout_s=options.fetch_timeout_s)
 
     def earliest_offset() -> int:
-        bounds = retry_transient(
-            lambda: consumer.get_watermark_offsets(tp, timeout=30, cached=False),
-            what=f"offsets of {task.topic}[{task.partition}]",
-            policy=retry,
-        )
-        return int(bounds[0])
+        return watermark_offsets(consumer, tp, policy=retry)[0]
 
     try:
         # Step 1

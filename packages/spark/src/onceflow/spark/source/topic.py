@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from onceflow.core.kafka import RetryPolicy, retry_transient
+from onceflow.core.kafka import RetryPolicy, retry_transient, watermark_offsets
 from onceflow.core.logging import get_logger
 from onceflow.spark.source.options import SourceOptions
 
@@ -60,14 +60,7 @@ class TopicProbe:
 
     def bounds(self, partition: int) -> tuple[int, int]:
         """``(earliest, end)`` of one partition; ``end`` is the LSO under read_committed."""
-        tp = TopicPartition(self._options.topic, partition)
-        consumer = self._consumer
-        low, high = retry_transient(
-            lambda: consumer.get_watermark_offsets(tp, timeout=REQUEST_TIMEOUT_S, cached=False),
-            what=f"offsets of {tp.topic}[{partition}]",
-            policy=RETRY,
-        )
-        return int(low), int(high)
+        return watermark_offsets(self._consumer, TopicPartition(self._options.topic, partition), policy=RETRY)
 
     def all_bounds(self) -> dict[int, tuple[int, int]]:
         return {p: self.bounds(p) for p in self.partitions()}
