@@ -16,10 +16,5 @@ def demos() -> Iterator[list[DemoProcess]]:
     started: list[DemoProcess] = []
     yield started
     for demo in started:
-        if demo.process.poll() is None:
-            demo.interrupt()
-            try:
-                demo.process.wait(180)
-            except Exception:
-                demo.kill_everything()
+        demo.stop()
         demo.remove_postgres_fallback()

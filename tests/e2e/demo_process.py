@@ -25,6 +25,8 @@ class DemoProcess:
     def __init__(self, run_dir: Path, *args: str) -> None:
         self.run_dir = run_dir
         self.lines: list[str] = []
+        #: When each line arrived (time.monotonic()).
+        self.arrivals: list[float] = []
         self.started = time.monotonic()
         self.process = subprocess.Popen(
             [str(ONCEFLOW), "demo", "--plain", "--run-dir", str(run_dir), *args],
@@ -41,6 +43,7 @@ class DemoProcess:
     def _read(self) -> None:
         assert self.process.stdout is not None
         for line in self.process.stdout:
+            self.arrivals.append(time.monotonic())
             self.lines.append(line.rstrip("\n"))
 
     @property
@@ -70,6 +73,15 @@ class DemoProcess:
         """Ctrl-C."""
         if self.process.poll() is None:
             os.kill(self.process.pid, signal.SIGINT)
+
+    def stop(self, timeout: float = 180) -> None:
+        """If it still runs: Ctrl-C (it stops its services), and kill -9 everything if that takes too long."""
+        if self.process.poll() is None:
+            self.interrupt()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill_everything()
 
     def kill_everything(self) -> None:
         """Last resort after a failed test: kill -9 the demo's session (its services have their own)."""

@@ -201,3 +201,28 @@ def test_an_end_of_input_marker_ends_the_input_only_in_a_batch_that_read_all_of_
     assert len(ended) == 1
     assert EndOfInputMarker.decode(ended[0][0]).end_offsets == {0: 10, 1: 10}
     reader.stop()
+
+
+def test_a_restarted_query_gets_one_batch_without_new_records(
+    broker: EmbeddedBroker, reader_factory: Callable[..., KafkaStreamReader]
+) -> None:
+    """Spark runs no batch after a restart until a record comes; windows the last batch's watermark
+    closed (the end of the input) would never be emitted. The first answer forces one empty batch."""
+    create_topic(broker.bootstrap_servers, TOPIC, partitions=1)
+    produce_acked(broker.bootstrap_servers, TOPIC, [b"x"] * 3, partition=0)
+    checkpointed = {TOPIC: {"0": 3}}  # the last committed batch read everything
+    restarted = reader_factory()
+    forced = restarted.latestOffset(checkpointed, ReadAllAvailable())
+    assert forced == {TOPIC: {"0": 3}, "onceflow.restarts": 1}
+    assert list(restarted.partitions(checkpointed, forced)) == [], "the forced batch reads nothing"
+    assert restarted.latestOffset(forced, ReadAllAvailable()) == forced, "then no batch until a record comes"
+    produce_acked(broker.bootstrap_servers, TOPIC, [b"y"], partition=0)
+    later = restarted.latestOffset(forced, ReadAllAvailable())
+    assert later == {TOPIC: {"0": 4}, "onceflow.restarts": 1}
+    assert _values(restarted, forced, later) == [b"y"]
+    # a restart with new records needs no forced batch; a query without a checkpoint never gets one
+    assert reader_factory().latestOffset(checkpointed, ReadAllAvailable()) == {TOPIC: {"0": 4}}
+    fresh = reader_factory()
+    start = fresh.initialOffset()
+    end = fresh.latestOffset(start, ReadAllAvailable())
+    assert fresh.latestOffset(end, ReadAllAvailable()) == end == {TOPIC: {"0": 4}}

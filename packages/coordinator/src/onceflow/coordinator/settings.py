@@ -51,7 +51,9 @@ class TransactionLogSettings(Section):
     topic: str = COORDINATOR_LOG_TOPIC
     #: Fixed on purpose: a new coordinator instance with the same id fences the previous one.
     transactional_id: str = DEFAULT_TRANSACTIONAL_ID
-    replication_factor: int = Field(default=1, ge=1)
+    #: Replication factor of the log topic when it is created (``onceflow txn init-log``,
+    #: ``init_if_missing``); unset: ``kafka.replication_factor`` (default min(3, brokers in the cluster)).
+    replication_factor: int | None = Field(default=None, ge=1)
     #: Create (or initialise an empty) log topic at start. Only for disposable setups (tests, the
     #: demo): a lost log would then start over silently. Otherwise run ``onceflow txn init-log`` once.
     init_if_missing: bool = False

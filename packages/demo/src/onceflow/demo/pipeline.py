@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from confluent_kafka.admin import NewTopic
-
+from onceflow.core.kafka import TopicSpec
 from onceflow.core.kafka import ensure_topics as create_missing
 from onceflow.core.logging import get_logger
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SINK_TOPIC, SOURCE_TOPIC
@@ -26,18 +25,13 @@ _log = get_logger(__name__)
 TOPIC_CONFIG = {"retention.ms": "-1"}
 
 
-def ensure_topics(
-    client_config: dict[str, str], source_partitions: int, *, replication_factor: int = 1, timeout: float = 30.0
-) -> None:
-    """Create ``ip_count_source``, ``ip_count_sink`` and the dead-letter topic unless they exist (idempotent).
-
-    ``replication_factor=-1`` leaves it to the cluster's default (KIP-464), for an existing Kafka.
-    """
-    rf = replication_factor
+def ensure_topics(client_config: dict[str, str], source_partitions: int, *, timeout: float = 30.0) -> None:
+    """Create ``ip_count_source``, ``ip_count_sink`` and the dead-letter topic unless they exist (idempotent),
+    with the default replication: ``min(3, brokers)`` replicas (1 on the embedded broker), min ISR 2 from 3 on."""
     wanted = [
-        NewTopic(SOURCE_TOPIC, num_partitions=source_partitions, replication_factor=rf, config=TOPIC_CONFIG),
-        NewTopic(SINK_TOPIC, num_partitions=1, replication_factor=rf, config=TOPIC_CONFIG),
-        NewTopic(DEAD_LETTER_TOPIC, num_partitions=1, replication_factor=rf, config=TOPIC_CONFIG),
+        TopicSpec(SOURCE_TOPIC, source_partitions, TOPIC_CONFIG),
+        TopicSpec(SINK_TOPIC, 1, TOPIC_CONFIG),
+        TopicSpec(DEAD_LETTER_TOPIC, 1, TOPIC_CONFIG),
     ]
     for topic in create_missing(client_config, wanted, timeout=timeout):
         _log.info("pipeline.topic_created", topic=topic)
@@ -91,8 +85,7 @@ class Pipeline:
 
     def create_topics(self) -> None:
         """Step 2."""
-        rf = 1 if self.context.embedded_broker else -1
-        ensure_topics(self.context.client_config(), self.context.state.source_partitions, replication_factor=rf)
+        ensure_topics(self.context.client_config(), self.context.state.source_partitions)
 
     def stop(self) -> None:
         """Stop every service gracefully, producer first, broker last."""

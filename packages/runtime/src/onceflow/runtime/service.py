@@ -19,6 +19,7 @@ import grpc
 from grpc_health.v1 import health
 
 from onceflow.core.grpc import build_server
+from onceflow.core.kafka import Replication
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import MetricsEndpoint, ServiceMetrics, serve_metrics
 from onceflow.core.service import Service
@@ -65,8 +66,11 @@ class ConnectWorkerService(Service):
     def start(self) -> Self:
         s = self.settings
         client_config = dict(s.kafka.client_config())
+        replication = Replication.of(s.kafka)
         # Step 1
-        offsets = KafkaOffsetBackingStore(client_config, s.topics.offsets, partitions=s.topics.offsets_partitions)
+        offsets = KafkaOffsetBackingStore(
+            client_config, s.topics.offsets, partitions=s.topics.offsets_partitions, replication=replication
+        )
         configs: ConfigBackingStore
         statuses: StatusBackingStore
         if s.mode == "distributed":
@@ -79,9 +83,15 @@ class ConnectWorkerService(Service):
             def on_skipped(topic: str, key: str, reason: str) -> None:
                 skipped.labels(topic).inc()
 
-            configs = KafkaConfigBackingStore(client_config, s.topics.configs, on_skipped=on_skipped)
+            configs = KafkaConfigBackingStore(
+                client_config, s.topics.configs, on_skipped=on_skipped, replication=replication
+            )
             statuses = KafkaStatusBackingStore(
-                client_config, s.topics.status, partitions=s.topics.status_partitions, on_skipped=on_skipped
+                client_config,
+                s.topics.status,
+                partitions=s.topics.status_partitions,
+                on_skipped=on_skipped,
+                replication=replication,
             )
         else:
             configs, statuses = MemoryConfigBackingStore(), MemoryStatusBackingStore()
@@ -109,6 +119,7 @@ class ConnectWorkerService(Service):
                 slots=s.task_slots,
                 worker_id=self.worker_id,
                 session_timeout_ms=s.session_timeout_ms,
+                replication=replication,
             )
             self.herder = DistributedHerder(worker, configs, statuses, offsets, self.plugins, membership=membership)
         else:

@@ -31,7 +31,7 @@ from onceflow.coordinator.settings import CoordinatorSettings
 from onceflow.core.contract.clients import ParticipantClient
 from onceflow.core.contract.proto import shard_from_proto
 from onceflow.core.contract.shards import WHOLE_SINK
-from onceflow.core.errors import OnceflowError
+from onceflow.core.errors import InvalidConfig, OnceflowError
 from onceflow.core.settings import load_settings
 from onceflow.proto.v1 import participant_pb2
 
@@ -76,6 +76,9 @@ def _run(command: Any) -> Any:
             return 2
         try:
             return int(command(args, settings))
+        except InvalidConfig as exc:  # e.g. a replication factor the cluster cannot give the new topic
+            print(f"onceflow txn: {exc}", file=sys.stderr)
+            return 2
         except (Refused, TransactionLogError) as exc:
             print(f"onceflow txn: {exc}", file=sys.stderr)
             return 1

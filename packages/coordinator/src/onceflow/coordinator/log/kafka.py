@@ -26,7 +26,7 @@ from onceflow.coordinator.log.base import TransactionLog
 from onceflow.coordinator.log.log_topic import LogTopic
 from onceflow.coordinator.log.records import LogMarker, LogRecord, WireRecord, decode, encode
 from onceflow.coordinator.log.refusals import LogNotInitialised, LogTruncated
-from onceflow.core.kafka import is_fenced
+from onceflow.core.kafka import Replication, RetryPolicy, is_fenced, is_transient, retry_transient, watermark_offsets
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC
@@ -63,7 +63,10 @@ class KafkaTransactionLog(TransactionLog):
     """A :class:`TransactionLog` on ``topic`` (one partition, ``cleanup.policy=compact``).
 
     Every :meth:`append` is one Kafka transaction. ``timeout`` bounds each operation (topic
-    creation, init, one append, replay). The topic must stay the one :meth:`open` verified (see
+    creation, init, one append, replay); within it, transient errors (a broker down, the transaction
+    coordinator or the partition's leader moving) are retried. ``replication_factor`` (None: the
+    cluster default of ``kafka.replication_factor``, else ``min(3, brokers)``) is the topic's when
+    this log creates it. The topic must stay the one :meth:`open` verified (see
     :mod:`~onceflow.coordinator.log.log_topic`): it is checked before and after every append, and
     the producer never auto-creates it.
     """
@@ -74,7 +77,7 @@ class KafkaTransactionLog(TransactionLog):
         *,
         topic: str = COORDINATOR_LOG_TOPIC,
         transactional_id: str = DEFAULT_TRANSACTIONAL_ID,
-        replication_factor: int = 1,
+        replication_factor: int | None = None,
         timeout: float = 30.0,
         transaction_timeout_ms: int = 60_000,
         init_if_missing: bool = False,
@@ -85,12 +88,17 @@ class KafkaTransactionLog(TransactionLog):
         self.instance = uuid.uuid4().hex[:12]
         self.topic = topic
         self.transactional_id = transactional_id
-        self._replication_factor = replication_factor
         self._timeout = timeout
+        self._retry = RetryPolicy(timeout_s=timeout)
         self._transaction_timeout_ms = transaction_timeout_ms
         self._producer: Producer | None = None
         self._fenced: CoordinatorFenced | None = None
-        self._topic = LogTopic(kafka.client_config(), topic, replication_factor=replication_factor, timeout=timeout)
+        replication = Replication.of(kafka)
+        if replication_factor is not None:
+            replication = Replication(
+                replication_factor, kafka.min_insync_replicas, "transaction_log.replication_factor"
+            )
+        self._topic = LogTopic(kafka.client_config(), topic, replication=replication, timeout=timeout)
 
     @property
     def description(self) -> str:
@@ -126,7 +134,11 @@ class KafkaTransactionLog(TransactionLog):
             )
         )
         try:
-            producer.init_transactions(self._timeout)
+            retry_transient(
+                lambda: producer.init_transactions(self._timeout),
+                what=f"init_transactions of {self.transactional_id}",
+                policy=self._retry,
+            )
         except KafkaException as exc:
             raise TransactionLogError(f"cannot initialise the log producer on {self.description}: {exc}") from None
         self._producer = producer
@@ -193,7 +205,7 @@ class KafkaTransactionLog(TransactionLog):
         )
         try:
             partition = TopicPartition(self.topic, 0)
-            low, high = consumer.get_watermark_offsets(partition, timeout=self._timeout, cached=False)
+            low, high = watermark_offsets(consumer, partition, policy=self._retry)
             records: list[WireRecord] = []
             if high <= low:
                 return records
@@ -212,7 +224,7 @@ class KafkaTransactionLog(TransactionLog):
                     continue
                 error = message.error()
                 if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
+                    if error.code() == KafkaError._PARTITION_EOF or is_transient(error):
                         continue
                     raise TransactionLogError(f"replay of {self.topic} failed: {error}")
                 records.append(decode(message.key() or b"", message.value()))

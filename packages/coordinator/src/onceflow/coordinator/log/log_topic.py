@@ -17,6 +17,10 @@ Guarantees:
   decisions into a topic that lost the earlier ones, and notices a deletion at its next write.
 - :meth:`LogTopic.start_offset` is the partition's log start offset: above 0, records were deleted
   from its head (``kafka-delete-records``, or retention before the policy was fixed).
+- A topic it creates gets the cluster's :class:`~onceflow.core.kafka.Replication` (replication
+  factor ``min(3, brokers)`` and min ISR 2 unless configured), and every admin call is retried
+  through transient errors (a broker down, a leader moving) within the timeout, so a broker's death
+  is not mistaken for a lost or unreadable log.
 """
 
 from __future__ import annotations
@@ -24,11 +28,11 @@ from __future__ import annotations
 from typing import Any, Final
 
 from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
 
 from onceflow.coordinator.exceptions import TransactionLogError
 from onceflow.coordinator.log.refusals import LogTopicLost, LogTopicMisconfigured, LogTopicMissing
-from onceflow.core.kafka import ensure_topics
+from onceflow.core.kafka import DEFAULT_REPLICATION, Replication, RetryPolicy, TopicSpec, ensure_topics, retry_admin
 from onceflow.core.logging import get_logger
 
 __all__ = ["LOG_TOPIC_CONFIG", "LogTopic", "LogTopicLost", "LogTopicMisconfigured", "LogTopicMissing"]
@@ -48,12 +52,15 @@ def _error_code(exc: KafkaException) -> int | None:
 class LogTopic:
     """The log topic ``name``: creation, configuration check and identity (its topic id)."""
 
-    def __init__(self, config: dict[str, Any], name: str, *, replication_factor: int, timeout: float) -> None:
+    def __init__(
+        self, config: dict[str, Any], name: str, *, replication: Replication = DEFAULT_REPLICATION, timeout: float
+    ) -> None:
         self.name = name
         self._config = config
         self._admin = AdminClient(config)
-        self._replication_factor = replication_factor
+        self._replication = replication
         self._timeout = timeout
+        self._retry = RetryPolicy(timeout_s=timeout)
         self.topic_id: str | None = None
 
     def ensure(self, *, create: bool = False) -> str:
@@ -79,9 +86,9 @@ class LogTopic:
         return self.topic_id
 
     def _create(self) -> None:
-        spec = NewTopic(self.name, 1, self._replication_factor, config=dict(LOG_TOPIC_CONFIG))
+        spec = TopicSpec(self.name, 1, LOG_TOPIC_CONFIG)
         try:
-            if ensure_topics(self._config, [spec], timeout=self._timeout):
+            if ensure_topics(self._config, [spec], replication=self._replication, timeout=self._timeout):
                 _log.info("txnlog.topic_created", topic=self.name)
         except KafkaException as exc:
             raise TransactionLogError(f"cannot create log topic {self.name}: {exc}") from None
@@ -89,7 +96,12 @@ class LogTopic:
     def _verify_config(self) -> None:
         resource = ConfigResource(ConfigResource.Type.TOPIC, self.name)
         try:
-            entries = self._admin.describe_configs([resource])[resource].result(self._timeout)
+            entries = retry_admin(
+                self._admin,
+                lambda t: self._admin.describe_configs([resource], request_timeout=t)[resource].result(t + 1),
+                what=f"configuration of {self.name}",
+                policy=self._retry,
+            )
         except KafkaException as exc:
             raise TransactionLogError(f"cannot describe the configuration of log topic {self.name}: {exc}") from None
         entry = entries.get("cleanup.policy")
@@ -127,10 +139,14 @@ class LogTopic:
     def start_offset(self) -> int:
         """The partition's log start offset (0 unless records were deleted from its head)."""
         partition = TopicPartition(self.name, 0)
+
+        def earliest(timeout: float) -> int:
+            spec = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+            offsets = self._admin.list_offsets({partition: spec}, request_timeout=timeout)
+            return int(offsets[partition].result(timeout + 1).offset)
+
         try:
-            earliest = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
-            offsets = self._admin.list_offsets({partition: earliest}, request_timeout=self._timeout)
-            return int(offsets[partition].result(self._timeout).offset)
+            return retry_admin(self._admin, earliest, what=f"start offset of {self.name}", policy=self._retry)
         except KafkaException as exc:
             raise TransactionLogError(f"cannot read the start offset of log topic {self.name}: {exc}") from None
 
@@ -139,9 +155,13 @@ class LogTopic:
 
     def _describe_id(self) -> str | None:
         """The topic's id, or None when it does not exist."""
-        future = self._admin.describe_topics(TopicCollection([self.name]), request_timeout=self._timeout)[self.name]
+
+        def describe(timeout: float) -> str:
+            future = self._admin.describe_topics(TopicCollection([self.name]), request_timeout=timeout)[self.name]
+            return str(future.result(timeout + 1).topic_id)
+
         try:
-            return str(future.result(self._timeout).topic_id)
+            return retry_admin(self._admin, describe, what=f"topic id of {self.name}", policy=self._retry)
         except KafkaException as exc:
             if _error_code(exc) in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC):
                 return None

@@ -13,23 +13,36 @@ import threading
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import NewTopic
 
 from onceflow.core.avro.schemas import ACCESS_EVENT_SCHEMA, IP_COUNT_SCHEMA
 from onceflow.core.avro.single_object import HEADER_SIZE, MAGIC, SingleObjectSerde, schema_fingerprint
 from onceflow.core.errors import CorruptRecord, UnknownSchema
-from onceflow.core.kafka import TopicNotFound, ensure_topics, read_committed
+from onceflow.core.kafka import (
+    DEFAULT_REPLICATION,
+    Replication,
+    TopicNotFound,
+    TopicSpec,
+    ensure_topics,
+    read_committed,
+)
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SCHEMAS_TOPIC
 
 
 class SchemasTopic:
-    """Publish and resolve Avro writer schemas in ``topic`` of the cluster at ``bootstrap_servers``."""
+    """Publish and resolve Avro writer schemas in ``topic`` of the cluster at ``bootstrap_servers``
+    (created compacted, with ``replication``, by the first publisher)."""
 
     def __init__(
-        self, bootstrap_servers: str, topic: str = SCHEMAS_TOPIC, *, config: dict[str, Any] | None = None
+        self,
+        bootstrap_servers: str,
+        topic: str = SCHEMAS_TOPIC,
+        *,
+        config: dict[str, Any] | None = None,
+        replication: Replication = DEFAULT_REPLICATION,
     ) -> None:
         self.topic = topic
+        self._replication = replication
         self._config = {"bootstrap.servers": bootstrap_servers, **(config or {})}
         # onceflow's own record schemas resolve without the topic (the IP-count sink never publishes them);
         # their times read as epoch milliseconds, as everywhere in onceflow
@@ -40,8 +53,8 @@ class SchemasTopic:
         self._lock = threading.Lock()
 
     def ensure_topic(self, timeout: float = 30.0) -> None:
-        spec = NewTopic(self.topic, num_partitions=1, replication_factor=1, config={"cleanup.policy": "compact"})
-        ensure_topics(self._config, [spec], timeout=timeout)
+        spec = TopicSpec(self.topic, 1, {"cleanup.policy": "compact"})
+        ensure_topics(self._config, [spec], replication=self._replication, timeout=timeout)
 
     def publish(self, schema: dict[str, Any], timeout: float = 30.0) -> bytes:
         """Publish ``schema`` (idempotent: the same key and value again) and return its fingerprint."""

@@ -12,14 +12,18 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar, cast
 
 import grpc
+from confluent_kafka import KafkaException
 
 from onceflow.core.errors import InvalidConfig, ProducerFenced, WriterFenced
 
-#: Status codes of the shared errors; services extend this with their own exceptions.
+#: Status codes of the shared errors; services extend this with their own exceptions. A Kafka error
+#: that reaches a servicer (after the retries of :mod:`onceflow.core.kafka.retry`: Kafka is down or
+#: refused) is UNAVAILABLE with its one-line message, never UNKNOWN with a traceback.
 DEFAULT_STATUS_CODES: Final[Mapping[type[BaseException], grpc.StatusCode]] = {
     WriterFenced: grpc.StatusCode.FAILED_PRECONDITION,
     ProducerFenced: grpc.StatusCode.FAILED_PRECONDITION,
     InvalidConfig: grpc.StatusCode.INVALID_ARGUMENT,
+    KafkaException: grpc.StatusCode.UNAVAILABLE,
 }
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from onceflow.core.kafka.retry import RetryPolicy, is_transient, retry_transient
+from onceflow.core.kafka.routed import watermark_offsets
 from onceflow.core.settings import KafkaSettings
 
 
@@ -47,7 +49,9 @@ def read_committed(kafka: KafkaSettings, topic: str, *, timeout: float = 120.0) 
            (aborted records and control records are skipped) until it reaches its end offset.
 
     Records produced after step 1 are not returned, so the cut is consistent while writers go on.
+    Transient errors (a broker down, a leader moving) are retried within ``timeout``.
     """
+    policy = RetryPolicy(timeout_s=timeout)
     consumer = Consumer(
         kafka.client_config(
             **{
@@ -60,14 +64,16 @@ def read_committed(kafka: KafkaSettings, topic: str, *, timeout: float = 120.0) 
         )
     )
     try:
-        metadata = consumer.list_topics(topic, timeout=timeout)
+        metadata = retry_transient(
+            lambda: consumer.list_topics(topic, timeout=timeout), what=f"metadata of {topic}", policy=policy
+        )
         described = metadata.topics.get(topic)
         if described is None or described.error is not None:
             raise TopicNotFound(KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, f"topic {topic} does not exist"))
         # Step 1
         ends: dict[int, int] = {}
         for partition in sorted(described.partitions):
-            _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+            _, high = watermark_offsets(consumer, TopicPartition(topic, partition), policy=policy)
             ends[partition] = high
         # Step 2
         remaining = {p for p, end in ends.items() if end > 0}
@@ -79,13 +85,13 @@ def read_committed(kafka: KafkaSettings, topic: str, *, timeout: float = 120.0) 
             for message in consumer.consume(10_000, timeout=0.2):
                 partition, offset = message.partition(), message.offset()
                 error = message.error()
+                if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                    if is_transient(error):
+                        continue  # the client recovers by itself (consumer errors are informational)
+                    raise KafkaException(error)
                 if partition is None or offset is None:
-                    if error is not None:
-                        raise KafkaException(error)
                     continue
                 if error is not None:
-                    if error.code() != KafkaError._PARTITION_EOF:
-                        raise KafkaException(error)
                     if offset >= ends.get(partition, 0):
                         remaining.discard(partition)
                     continue

@@ -111,10 +111,17 @@ class KafkaSettings(Section):
 
     ``properties`` are passed through to librdkafka unchanged, with librdkafka's own names
     (``security.protocol``, ``sasl.mechanisms``, ``ssl.ca.location``, ...).
+
+    ``replication_factor`` and ``min_insync_replicas`` are those of the topics the service creates
+    (onceflow's internal ``_onceflow_*`` topics, a Kafka sink's topics): unset, the factor is
+    ``min(3, brokers in the cluster)`` and the min ISR 2 from 3 replicas on, else 1
+    (:mod:`onceflow.core.kafka.topics`). A topic that exists is never changed.
     """
 
     bootstrap_servers: str = defaults.BOOTSTRAP_SERVERS
     properties: dict[str, str] = Field(default_factory=dict)
+    replication_factor: int | None = Field(default=None, ge=1)
+    min_insync_replicas: int | None = Field(default=None, ge=1)
 
     @field_validator("bootstrap_servers")
     @classmethod

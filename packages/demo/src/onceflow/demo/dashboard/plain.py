@@ -17,7 +17,7 @@ def progress_line(snap: Snapshot) -> str:
     return (
         f"[{snap.elapsed_s:5.0f}s] {snap.phase} lines={snap.lines_read} events={snap.produced}{target} "
         f"({snap.produced_per_s:.0f}/s) dead_letters={snap.dead_letters} input_ended={str(snap.input_ended).lower()} "
-        f"counted={snap.counted_in_store} rows={snap.result_rows} "
+        f"counted={snap.counted_in_store} sqlite={snap.counted_in_sqlite} rows={snap.result_rows} "
         f"batches={batches} batch_duration={duration} watermark={watermark} "
         f"txns committed={snap.transactions_committed} aborted={snap.transactions_aborted} "
         f"in_doubt={snap.transactions_in_doubt} kills={snap.kills} recoveries={snap.recoveries}"

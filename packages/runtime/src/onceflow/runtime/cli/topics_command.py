@@ -1,9 +1,11 @@
 """``onceflow topics``: create the pipeline's topics, and end a topic's input.
 
-  onceflow topics create [--bootstrap-servers H:P] [--partitions N] [--config KEY=VALUE ...] [TOPIC ...]
+  onceflow topics create [--bootstrap-servers H:P] [--partitions N] [--replication-factor R]
+                         [--min-insync-replicas M] [--config KEY=VALUE ...] [TOPIC ...]
       Create the pipeline's topics unless they exist: ip_count_source (N partitions), ip_count_sink and
-      ip_count_dlq (1 partition each), or the TOPICs named. Idempotent: existing topics are left as they are
-      and reported. Services also create what they need at start (their internal topics), and the Spark
+      ip_count_dlq (1 partition each), or the TOPICs named, with R replicas (default min(3, brokers)) and
+      min.insync.replicas M (default 2 from 3 replicas on, else 1). Idempotent: existing topics are left
+      as they are and reported. Services also create what they need at start (their internal topics), and the Spark
       job waits for its source topic, so the services can start in any order.
 
   onceflow topics end-of-input TOPIC [--source NAME]
@@ -23,6 +25,7 @@ from typing import Any
 from onceflow.core import topics
 from onceflow.core.defaults import BOOTSTRAP_SERVERS
 from onceflow.core.errors import InvalidConfig
+from onceflow.core.kafka import Replication
 from onceflow.core.settings import parse_pairs
 from onceflow.runtime.storage.kafka_log import ensure_topic
 from onceflow.runtime.worker.end_of_input import write_end_of_input
@@ -40,6 +43,10 @@ def register(subparsers: Any) -> None:
     create = commands.add_parser("create", help="create the pipeline's topics (idempotent)")
     _client_arguments(create)
     create.add_argument("--partitions", type=int, default=2, help="partitions of ip_count_source (default 2)")
+    create.add_argument("--replication-factor", type=int, default=None, metavar="R",
+                        help="replicas of each topic (default: min(3, brokers in the cluster))")  # fmt: skip
+    create.add_argument("--min-insync-replicas", type=int, default=None, metavar="M",
+                        help="min.insync.replicas (default: 2 from 3 replicas on, else 1)")  # fmt: skip
     create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="topic config")
     create.add_argument("topics", nargs="*", metavar="TOPIC", help="topics to create (default: the pipeline's)")
     create.set_defaults(func=run_create)
@@ -65,9 +72,12 @@ def run_create(args: argparse.Namespace) -> int:
         raise InvalidConfig("--partitions", f"must be >= 1, got {args.partitions}")
     config = parse_pairs(args.config, "--config")
     client = _client_config(args)
+    replication = Replication(
+        args.replication_factor, args.min_insync_replicas, "--replication-factor", "--min-insync-replicas"
+    )
     for topic in args.topics or PIPELINE_TOPICS:
         partitions = args.partitions if topic == topics.SOURCE_TOPIC or args.topics else 1
-        ensure_topic(client, topic, partitions, config)
+        ensure_topic(client, topic, partitions, config, replication=replication)
         print(f"topic {topic}: ready", flush=True)
     return 0
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
+from onceflow.core.kafka import DEFAULT_REPLICATION, Replication
 from onceflow.core.logging import get_logger
 from onceflow.runtime.storage.kafka_log import ensure_topic
 
@@ -51,8 +52,10 @@ class SlotMembership:
         worker_id: str,
         session_timeout_ms: int = 6000,
         heartbeat_interval_ms: int = 1000,
+        replication: Replication = DEFAULT_REPLICATION,
     ) -> None:
         self.topic = topic
+        self._replication = replication
         self.slots = slots
         self._client_config = dict(client_config)
         self._consumer_config = {
@@ -81,7 +84,9 @@ class SlotMembership:
 
     def join(self, on_assign: SlotsListener, on_revoke: SlotsListener) -> None:
         """Create the assignment topic if needed and subscribe; callbacks run inside :meth:`poll`."""
-        ensure_topic(self._client_config, self.topic, self.slots, {"cleanup.policy": "delete"})
+        ensure_topic(
+            self._client_config, self.topic, self.slots, {"cleanup.policy": "delete"}, replication=self._replication
+        )
         self._on_assign = on_assign
         self._on_revoke = on_revoke
         self._consumer = Consumer(self._consumer_config)

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+from onceflow.core.kafka import DEFAULT_REPLICATION, Replication
 from onceflow.core.logging import get_logger
 from onceflow.runtime.status import TargetState
 from onceflow.runtime.storage.configs import ClusterConfig, ConfigBackingStore, ConnectorEntry
@@ -96,7 +97,12 @@ class KafkaConfigBackingStore(ConfigBackingStore):
     could not be decoded."""
 
     def __init__(
-        self, client_config: Mapping[str, Any], topic: str, *, on_skipped: SkippedRecordListener | None = None
+        self,
+        client_config: Mapping[str, Any],
+        topic: str,
+        *,
+        on_skipped: SkippedRecordListener | None = None,
+        replication: Replication = DEFAULT_REPLICATION,
     ) -> None:
         super().__init__()
         self.topic = topic
@@ -105,7 +111,7 @@ class KafkaConfigBackingStore(ConfigBackingStore):
         self._configs: dict[str, tuple[dict[str, str], list[dict[str, str]]]] = {}
         self._states: dict[str, TargetState] = {}
         self._started = False
-        self._log = KafkaBasedLog(client_config, topic, self._handle, partitions=1)
+        self._log = KafkaBasedLog(client_config, topic, self._handle, partitions=1, replication=replication)
 
     def start(self) -> None:
         self._log.start()

@@ -4,6 +4,11 @@
 position passes it. With ``read_committed`` this waits for every transaction that was open at that
 moment to finish, so a reader never misses a record committed before it started reading (the last
 stable offset alone would stop short of it while another producer's transaction is open).
+
+Transient errors (a broker down, a leader or coordinator moving) are retried the way Kafka Connect's
+``KafkaBasedLog`` and ``TopicAdmin`` retry them (:func:`onceflow.core.kafka.retry_transient`); the
+follower thread treats a consumer's transient errors as informational, as librdkafka intends, and
+keeps reading.
 """
 
 from __future__ import annotations
@@ -14,10 +19,18 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import NewTopic
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from onceflow.core.kafka import ensure_topics
+from onceflow.core.kafka import (
+    DEFAULT_REPLICATION,
+    Replication,
+    RetryPolicy,
+    TopicSpec,
+    ensure_topics,
+    is_transient,
+    retry_transient,
+    watermark_offsets,
+)
 from onceflow.core.logging import get_logger
 
 RecordHandler = Callable[[bytes | None, bytes | None], None]
@@ -36,13 +49,16 @@ def skip_record(topic: str, key: bytes, reason: str, listener: SkippedRecordList
 
 
 def ensure_topic(
-    client_config: Mapping[str, Any], topic: str, partitions: int, config: Mapping[str, str], timeout: float = 30
+    client_config: Mapping[str, Any],
+    topic: str,
+    partitions: int,
+    config: Mapping[str, str],
+    timeout: float = 30,
+    *,
+    replication: Replication = DEFAULT_REPLICATION,
 ) -> None:
-    """Create ``topic`` unless it exists (an existing topic is left as it is)."""
-    if ensure_topics(client_config, [NewTopic(topic, partitions, 1, config=dict(config))], timeout=timeout):
-        _log.info(
-            "topic.created", topic=topic, partitions=partitions, **{k.replace(".", "_"): v for k, v in config.items()}
-        )
+    """Create ``topic`` with ``replication`` unless it exists (an existing topic is left as it is)."""
+    ensure_topics(client_config, [TopicSpec(topic, partitions, config)], replication=replication, timeout=timeout)
 
 
 def _consumer(client_config: Mapping[str, Any], isolation_level: str) -> Consumer:
@@ -67,26 +83,40 @@ def end_offsets(client_config: Mapping[str, Any], topic: str, timeout: float = 3
         consumer.close()
 
 
-#: Answers of a partition whose leader is being elected or has just moved (a topic just created, a
-#: broker restarting): asked again until the timeout, as Kafka Connect's TopicAdmin does.
-_LEADER_MOVING = {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError._TIMED_OUT}
-
-
 def _end_offsets(consumer: Consumer, topic: str, timeout: float) -> dict[int, int]:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
-            if metadata.error is not None:
-                raise KafkaException(metadata.error)
-            return {
-                p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout, cached=False)[1]
-                for p in metadata.partitions
-            }
-        except KafkaException as exc:
-            if exc.args[0].code() not in _LEADER_MOVING or time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
+    """The high watermarks, asked again while a partition's leader is away, being elected or has just
+    moved (a topic just created, a broker down or restarting), until ``timeout``."""
+
+    policy = RetryPolicy(timeout_s=timeout)
+
+    def partitions() -> list[int]:
+        metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
+        if metadata.error is not None:
+            raise KafkaException(metadata.error)
+        return list(metadata.partitions)
+
+    return {
+        p: watermark_offsets(consumer, TopicPartition(topic, p), what=f"end offsets of {topic}", policy=policy)[1]
+        for p in retry_transient(partitions, what=f"end offsets of {topic}", policy=policy)
+    }
+
+
+def position_after(msg: Message) -> tuple[int, int] | None:
+    """``(partition, next position)`` a consumed message moves its partition to; None for a client error.
+
+    A transient client error (a broker down, a leader moving) is informational: librdkafka recovers
+    by itself, so it is logged and skipped. Any other error is raised.
+    """
+    err = msg.error()
+    partition, offset = msg.partition(), msg.offset()
+    if err is not None and err.code() != KafkaError._PARTITION_EOF:
+        if is_transient(err):
+            _log.debug("kafka_log.transient_error", topic=msg.topic(), error=err.name())
+            return None
+        raise KafkaException(err)
+    if partition is None or offset is None:
+        return None
+    return partition, offset if err is not None else offset + 1
 
 
 def read_to_end(
@@ -111,17 +141,12 @@ def read_to_end(
             if time.monotonic() > deadline:
                 raise TimeoutError(f"reading {topic} to its end timed out after {timeout}s (partitions {pending})")
             for msg in consumer.consume(10_000, timeout=0.2):
-                err = msg.error()
-                partition = msg.partition()
-                offset = msg.offset()
-                assert partition is not None and offset is not None
-                if err is not None:
-                    if err.code() != KafkaError._PARTITION_EOF:
-                        raise KafkaException(err)
-                    position = offset
-                else:
+                moved = position_after(msg)
+                if moved is None:
+                    continue
+                partition, position = moved
+                if msg.error() is None:
                     handle(msg.key(), msg.value())
-                    position = offset + 1
                 if position >= ends[partition]:
                     pending.discard(partition)
     finally:
@@ -144,8 +169,10 @@ class KafkaBasedLog:
         *,
         partitions: int = 1,
         topic_config: Mapping[str, str] | None = None,
+        replication: Replication = DEFAULT_REPLICATION,
     ) -> None:
         self.topic = topic
+        self._replication = replication
         self._client_config = dict(client_config)
         self._handle = handle
         self._partitions = partitions
@@ -162,11 +189,16 @@ class KafkaBasedLog:
         self._error: BaseException | None = None
 
     def start(self, timeout: float = 60) -> None:
-        ensure_topic(self._client_config, self.topic, self._partitions, self._topic_config)
+        ensure_topic(
+            self._client_config, self.topic, self._partitions, self._topic_config, replication=self._replication
+        )
         self._producer = Producer({**self._client_config, "enable.idempotence": True, "linger.ms": 0})
         self._consumer = _consumer(self._client_config, "read_uncommitted")
         self._end_query = _consumer(self._client_config, "read_uncommitted")
-        metadata = self._consumer.list_topics(self.topic, timeout=30).topics[self.topic]
+        consumer = self._consumer
+        metadata = retry_transient(
+            lambda: consumer.list_topics(self.topic, timeout=30).topics[self.topic], what=f"metadata of {self.topic}"
+        )
         self._positions = dict.fromkeys(metadata.partitions, 0)
         self._consumer.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in metadata.partitions])
         self._thread = threading.Thread(target=self._run, name=f"kafka-log-{self.topic}", daemon=True)
@@ -178,16 +210,12 @@ class KafkaBasedLog:
         try:
             while not self._stopping.is_set():
                 for msg in self._consumer.consume(1000, timeout=0.1):
-                    err = msg.error()
-                    partition, offset = msg.partition(), msg.offset()
-                    assert partition is not None and offset is not None
-                    if err is not None:
-                        if err.code() != KafkaError._PARTITION_EOF:
-                            raise KafkaException(err)
-                        position = offset
-                    else:
+                    moved = position_after(msg)
+                    if moved is None:
+                        continue
+                    partition, position = moved
+                    if msg.error() is None:
                         self._handle(msg.key(), msg.value())
-                        position = offset + 1
                     with self._cond:
                         self._positions[partition] = max(self._positions.get(partition, 0), position)
                         self._cond.notify_all()

@@ -7,6 +7,7 @@ from typing import Any
 
 from confluent_kafka import Producer
 
+from onceflow.core.kafka import DEFAULT_REPLICATION, Replication
 from onceflow.core.logging import get_logger
 from onceflow.runtime.storage.kafka_log import ensure_topic, read_to_end
 from onceflow.runtime.storage.offsets import (
@@ -26,14 +27,23 @@ class KafkaOffsetBackingStore(OffsetBackingStore):
     """Source offsets in ``topic``. Exactly-once source tasks write their offsets to the same topic
     themselves, inside their transactions; this store reads them and serves the admin API."""
 
-    def __init__(self, client_config: Mapping[str, Any], topic: str, *, partitions: int = 5) -> None:
+    def __init__(
+        self,
+        client_config: Mapping[str, Any],
+        topic: str,
+        *,
+        partitions: int = 5,
+        replication: Replication = DEFAULT_REPLICATION,
+    ) -> None:
         self.topic = topic
         self.client_config = dict(client_config)
         self._partitions = partitions
+        self._replication = replication
         self._producer: Producer | None = None
 
     def start(self) -> None:
-        ensure_topic(self.client_config, self.topic, self._partitions, {"cleanup.policy": "compact"})
+        config = {"cleanup.policy": "compact"}
+        ensure_topic(self.client_config, self.topic, self._partitions, config, replication=self._replication)
 
     def stop(self) -> None:
         if self._producer is not None:

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+from onceflow.core.kafka import DEFAULT_REPLICATION, Replication
 from onceflow.runtime.status import TaskId, TaskStatus
 from onceflow.runtime.storage.kafka_log import KafkaBasedLog, SkippedRecordListener, skip_record
 from onceflow.runtime.storage.status import StatusBackingStore
@@ -29,12 +30,13 @@ class KafkaStatusBackingStore(StatusBackingStore):
         *,
         partitions: int = 5,
         on_skipped: SkippedRecordListener | None = None,
+        replication: Replication = DEFAULT_REPLICATION,
     ) -> None:
         self.topic = topic
         self._on_skipped = on_skipped
         self._lock = threading.Lock()
         self._statuses: dict[bytes, TaskStatus] = {}
-        self._log = KafkaBasedLog(client_config, topic, self._handle, partitions=partitions)
+        self._log = KafkaBasedLog(client_config, topic, self._handle, partitions=partitions, replication=replication)
 
     def start(self) -> None:
         self._log.start()

@@ -11,13 +11,14 @@ Transaction boundary (``transaction.boundary``): ``poll`` commits after every no
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
 from onceflow.core import defaults
-from onceflow.core.kafka import raise_if_fenced
+from onceflow.core.kafka import RetryPolicy, raise_if_fenced, retry_transient
 from onceflow.core.logging import get_logger
 from onceflow.runtime.api.source import SourceRecord
 from onceflow.runtime.config.connector_config import TRANSACTION_BOUNDARY, TRANSACTION_BOUNDARY_INTERVAL_MS
@@ -87,15 +88,21 @@ class ExactlyOnceWorkerSourceTask(AbstractWorkerSourceTask):
 
     def prepare_to_initialize_task(self) -> None:
         """Step 1 of startup: ``init_transactions`` fences every older instance of this task and aborts
-        its open transaction, so the offsets read next (read_committed) are final."""
-        assert self.producer is not None
+        its open transaction, so the offsets read next (read_committed) are final. A transaction
+        coordinator that is down, loading or moving is waited for (librdkafka allows calling it again)."""
+        producer = self.producer
+        assert producer is not None
         started = time.monotonic()
         try:
-            self.producer.init_transactions(self.txn_call_timeout_s)
+            retry_transient(
+                lambda: producer.init_transactions(self.txn_call_timeout_s),
+                what=f"init_transactions of {self.transactional_id}",
+                policy=RetryPolicy(timeout_s=self.txn_call_timeout_s),
+            )
         except KafkaException as exc:
             raise_if_fenced(exc, self.transactional_id)
             raise
-        self.producer.poll(0)
+        producer.poll(0)
         _log.info(
             "task.producer_initialized",
             connector=self.id.connector,
@@ -203,6 +210,10 @@ def fence_zombies(client_config: dict[str, Any], connector: str, tasks: int, tim
     alters the offsets of an exactly-once connector."""
     for task in range(tasks):
         producer = Producer({**client_config, "transactional.id": transactional_id(connector, task)})
-        producer.init_transactions(timeout)
+        retry_transient(
+            functools.partial(producer.init_transactions, timeout),
+            what=f"init_transactions of {transactional_id(connector, task)}",
+            policy=RetryPolicy(timeout_s=timeout),
+        )
         producer.flush(0)
         _log.info("task.fenced", connector=connector, task=task, transactional_id=transactional_id(connector, task))

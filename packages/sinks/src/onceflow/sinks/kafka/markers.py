@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Final
 
-from confluent_kafka.admin import NewTopic
-
-from onceflow.core.kafka import TopicNotFound, read_committed
+from onceflow.core.kafka import Replication, TopicNotFound, TopicSpec, read_committed
 from onceflow.core.kafka import ensure_topics as create_missing
 from onceflow.core.settings import KafkaSettings
 
@@ -25,12 +23,10 @@ def marker_value(batch: int) -> bytes:
 
 
 def ensure_topics(kafka: KafkaSettings, topic: str, commits_topic: str, timeout: float = 30.0) -> None:
-    """Create the sink topic and the compacted commits topic if they do not exist yet."""
-    wanted = [
-        NewTopic(name, num_partitions=1, replication_factor=1, config=config)
-        for name, config in ((topic, {}), (commits_topic, {"cleanup.policy": "compact"}))
-    ]
-    create_missing(kafka.client_config(), wanted, timeout=timeout)
+    """Create the sink topic and the compacted commits topic if they do not exist yet, replicated as
+    ``kafka.replication_factor`` and ``kafka.min_insync_replicas`` say."""
+    wanted = [TopicSpec(topic), TopicSpec(commits_topic, 1, {"cleanup.policy": "compact"})]
+    create_missing(kafka.client_config(), wanted, replication=Replication.of(kafka), timeout=timeout)
 
 
 def read_last_committed_by_job(

@@ -25,7 +25,7 @@ from onceflow.core.contract import (
     check_supported,
     ip_count_topic_binding,
 )
-from onceflow.core.kafka import produce
+from onceflow.core.kafka import Replication, RetryPolicy, produce, retry_transient
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile
@@ -105,7 +105,9 @@ class KafkaParticipant(SinkParticipant):
         self._producers: dict[str, _JobProducer] = {}
         self._producers_lock = threading.Lock()
         self._encoders: dict[tuple[str, SinkBinding], Any] = {}
-        self._schemas = SchemasTopic(kafka.bootstrap_servers, config=_client_extras(kafka))
+        self._schemas = SchemasTopic(
+            kafka.bootstrap_servers, config=_client_extras(kafka), replication=Replication.of(kafka)
+        )
         ensure_topics(kafka, topic, commits_topic, timeout=timeout_s)
 
     def default_bindings(self) -> list[SinkBinding]:
@@ -180,7 +182,11 @@ class KafkaParticipant(SinkParticipant):
                 }
             )
         )
-        producer.init_transactions(self._timeout_s)
+        retry_transient(
+            lambda: producer.init_transactions(self._timeout_s),
+            what=f"init_transactions of {transactional_id}",
+            policy=RetryPolicy(timeout_s=self._timeout_s),
+        )
         last = read_last_committed(self.kafka, self.commits_topic, marker_key(self.record_name, job), self._timeout_s)
         _log.info("kafka.producer_ready", sink=self.name, job=job, transactional_id=transactional_id, last_batch=last)
         return _JobProducer(producer, transactional_id, last)

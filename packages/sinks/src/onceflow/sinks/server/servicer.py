@@ -10,7 +10,6 @@ from typing import Final
 
 import grpc
 import psycopg
-from confluent_kafka import KafkaException
 
 from onceflow.core.confinement import InvalidStagingUri, PathNotAllowed, StagingConfinement
 from onceflow.core.contract import Shard, SinkBinding, TransactionId, refuse_internal
@@ -41,7 +40,6 @@ STATUS_CODES: Final[Mapping[type[BaseException], grpc.StatusCode]] = {
     SinkError: grpc.StatusCode.FAILED_PRECONDITION,
     StagingError: grpc.StatusCode.FAILED_PRECONDITION,
     psycopg.OperationalError: grpc.StatusCode.UNAVAILABLE,
-    KafkaException: grpc.StatusCode.UNAVAILABLE,
     NotImplementedError: grpc.StatusCode.UNIMPLEMENTED,
     TableStoreUnavailable: grpc.StatusCode.UNAVAILABLE,
     CommitConflict: grpc.StatusCode.UNAVAILABLE,

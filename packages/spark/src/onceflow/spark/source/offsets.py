@@ -1,7 +1,9 @@
 """Source offsets: the per-partition positions Spark writes to its offset log, and admission control.
 
 A source offset is ``{"<topic>": {"<partition>": <next offset>}}`` (Spark's own Kafka source uses the
-same shape). A micro-batch reads ``[start[p], end[p])`` of every partition ``p``.
+same shape), plus, once a restarted query had to force a batch, ``"onceflow.restarts": <n>``
+(:data:`RESTARTS`, see ``KafkaStreamReader.latestOffset``). A micro-batch reads ``[start[p], end[p])``
+of every partition ``p``.
 """
 
 from __future__ import annotations
@@ -16,11 +18,23 @@ EARLIEST = -2
 LATEST = -1
 
 PartitionOffsets = dict[int, int]
+#: Key of the count of batches forced after a restart; readers of the partitions ignore it.
+RESTARTS = "onceflow.restarts"
 
 
 def to_spark(topic: str, offsets: Mapping[int, int]) -> dict[str, dict[str, int]]:
     """The offset dict Spark stores: partitions as strings, sorted."""
     return {topic: {str(p): int(offsets[p]) for p in sorted(offsets)}}
+
+
+def with_extras(start: Mapping[str, object], end: dict[str, object], *, bump_restarts: bool) -> dict[str, object]:
+    """``end`` with :data:`RESTARTS` carried over from ``start`` (an offset that changes only there is
+    still a new batch to Spark); ``bump_restarts`` adds one when ``end`` has no new record."""
+    restarts = start.get(RESTARTS)
+    count = int(restarts) if isinstance(restarts, int) else 0
+    if bump_restarts and all(end.get(key) == value for key, value in start.items() if key != RESTARTS):
+        count += 1
+    return {**end, RESTARTS: count} if count else end
 
 
 def from_spark(topic: str, offset: Mapping[str, object]) -> PartitionOffsets:

@@ -12,6 +12,7 @@ from pyspark.sql.datasource import InputPartition
 
 from onceflow.core.end_of_input import EndOfInputMarker, is_marker
 from onceflow.core.errors import SerializationError
+from onceflow.core.kafka import RetryPolicy, is_transient, watermark_offsets
 from onceflow.core.logging import get_logger
 from onceflow.spark.exceptions import OffsetsOutOfRange, SourceReadTimeout
 from onceflow.spark.source.options import SourceOptions
@@ -79,8 +80,9 @@ def read_range(options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordB
         2. Assign the partition at ``start`` and consume. Offsets missing from the output (control
            records, aborted transactions) are simply not there: the range is done when the consumer's
            *position* reaches ``end``, not when a record at ``end - 1`` shows up.
-        3. Records at or past ``end`` (prefetched) are dropped. A range that makes no progress for
-           ``fetch_timeout_s`` fails the task.
+        3. Records at or past ``end`` (prefetched) are dropped. A transient client error (a broker
+           down, a leader moving) is informational: the consumer recovers by itself. A range that
+           makes no progress for ``fetch_timeout_s`` fails the task.
         4. An end-of-input marker becomes a row with ``end_of_input = true`` when the batch reads every
            partition up to the marker's end offsets (no record of the input can come later), and is
            dropped otherwise (a later marker of the same input ends it).
@@ -101,10 +103,15 @@ def read_range(options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordB
             }
         )
     )
+    retry = RetryPolicy(timeout_s=options.fetch_timeout_s)
+
+    def earliest_offset() -> int:
+        return watermark_offsets(consumer, tp, policy=retry)[0]
+
     try:
         # Step 1
         start = task.start
-        earliest, _ = consumer.get_watermark_offsets(tp, timeout=30, cached=False)
+        earliest = earliest_offset()
         if start < earliest:
             start = _on_data_loss(options, task, start, earliest)
             if start >= task.end:
@@ -123,11 +130,10 @@ def read_range(options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordB
                 error = message.error()
                 if error is not None:
                     if error.code() in _OUT_OF_RANGE:
-                        earliest, _ = consumer.get_watermark_offsets(tp, timeout=30, cached=False)
-                        position = _on_data_loss(options, task, position, earliest)
+                        position = _on_data_loss(options, task, position, earliest_offset())
                         consumer.assign([TopicPartition(task.topic, task.partition, position)])
                         break
-                    if error.code() == KafkaError._PARTITION_EOF:
+                    if error.code() == KafkaError._PARTITION_EOF or is_transient(error):
                         continue
                     raise KafkaException(error)
                 offset = message.offset()

@@ -30,6 +30,8 @@ class KafkaStreamReader(DataSourceStreamReader):
     - ``latestOffset(start, limit)`` admits at most ``limit.max_rows`` offsets (``maxOffsetsPerTrigger``),
       shared across partitions in proportion to their backlog;
     - partitions added to the topic join at their earliest offset;
+    - a query restarted from its checkpoint runs one batch even when no record came since: see
+      :meth:`latestOffset`;
     - ``commit(end)`` copies the offsets to a consumer group for lag monitoring only.
     """
 
@@ -37,6 +39,10 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.options = options
         self.initial_offsets_path = initial_offsets_path
         self._probe: TopicProbe | None = None
+        #: Whether this reader has answered latestOffset yet (one reader per query run, on the driver).
+        self._planned = False
+        #: Whether this run started without a checkpoint (initialOffset was asked).
+        self._fresh = False
 
     # The reader is pickled into the read function Spark ships to executors; clients stay behind.
     def __getstate__(self) -> dict[str, Any]:
@@ -46,6 +52,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         self.options = state["options"]
         self.initial_offsets_path = state["initial_offsets_path"]
         self._probe = None
+        self._planned = self._fresh = False
 
     @property
     def probe(self) -> TopicProbe:
@@ -55,6 +62,7 @@ class KafkaStreamReader(DataSourceStreamReader):
         return self._probe
 
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802 - Spark's API
+        self._fresh = True
         bounds = self.probe.all_bounds()
         wanted = off.parse_starting_offsets(self.options.starting_offsets, self.options.topic)
         resolved: off.PartitionOffsets = {}
@@ -75,6 +83,20 @@ class KafkaStreamReader(DataSourceStreamReader):
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:  # noqa: N802 - Spark's API
+        """The end of the next batch: every partition's LSO, within ``limit``.
+
+        The first answer of a query restarted from its checkpoint moves :data:`~off.RESTARTS` on when
+        no record came since the last batch. Spark runs a batch without new data only when the
+        previous batch's plan says the watermark moved, and a restarted query has no previous plan:
+        without this, the windows that the last batch's watermark closed (the end of the input, say)
+        would wait for a record that may never come. The batch it forces reads nothing and runs with
+        the watermark Spark restored from its commit log, so it emits exactly those windows.
+        """
+        first, self._planned = not self._planned, True
+        restarted = first and not self._fresh
+        return off.with_extras(start, self._latest(start, limit), bump_restarts=restarted)
+
+    def _latest(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
         begin = off.from_spark(self.options.topic, start)
         available: off.PartitionOffsets = {}
         for partition, (earliest, end) in self.probe.all_bounds().items():

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from onceflow.core.kafka import RetryPolicy, retry_transient, watermark_offsets
 from onceflow.core.logging import get_logger
 from onceflow.spark.source.options import SourceOptions
 
@@ -15,6 +16,9 @@ _log = get_logger(__name__)
 
 #: Bound of one metadata or ListOffsets request.
 REQUEST_TIMEOUT_S = 30.0
+#: How long the driver's questions are retried through transient errors (a broker down, a leader
+#: moving) before ``latestOffset`` fails the query: Kafka's default.api.timeout.ms.
+RETRY = RetryPolicy(timeout_s=60.0)
 
 
 class TopicProbe:
@@ -23,6 +27,10 @@ class TopicProbe:
     ``end_offset`` is the last stable offset (LSO) under ``read_committed``: every offset below it
     belongs to a decided transaction (or none), so a range ending there reads the same records on
     every replay. Under ``read_uncommitted`` it is the high watermark.
+
+    A broker that dies, a partition without a leader for a moment (``_UNKNOWN_PARTITION``), a broker
+    handle librdkafka destroys (``_DESTROY_BROKER``) are retried for up to :data:`RETRY`'s timeout,
+    as Spark's own Kafka source retries its offset fetches, instead of failing the query.
     """
 
     def __init__(self, options: SourceOptions) -> None:
@@ -41,7 +49,10 @@ class TopicProbe:
     def partitions(self) -> list[int]:
         """The topic's partitions; fails when the topic does not exist."""
         topic = self._options.topic
-        metadata = self._consumer.list_topics(topic, timeout=REQUEST_TIMEOUT_S)
+        consumer = self._consumer
+        metadata = retry_transient(
+            lambda: consumer.list_topics(topic, timeout=REQUEST_TIMEOUT_S), what=f"metadata of {topic}", policy=RETRY
+        )
         info = metadata.topics.get(topic)
         if info is None or info.error is not None:
             raise KafkaException(info.error if info is not None else KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART))
@@ -49,10 +60,7 @@ class TopicProbe:
 
     def bounds(self, partition: int) -> tuple[int, int]:
         """``(earliest, end)`` of one partition; ``end`` is the LSO under read_committed."""
-        low, high = self._consumer.get_watermark_offsets(
-            TopicPartition(self._options.topic, partition), timeout=REQUEST_TIMEOUT_S, cached=False
-        )
-        return int(low), int(high)
+        return watermark_offsets(self._consumer, TopicPartition(self._options.topic, partition), policy=RETRY)
 
     def all_bounds(self) -> dict[int, tuple[int, int]]:
         return {p: self.bounds(p) for p in self.partitions()}

@@ -1,4 +1,4 @@
-"""A real single-node Apache Kafka (KRaft, broker and controller in one JVM) as a child process.
+"""A real Apache Kafka node (KRaft, broker and controller in one JVM) as a child process.
 
 It runs from the jars ``make setup`` (``make kafka``) copies from Maven Central into
 ``.cache/kafka/<version>/libs`` (see ``tools/kafka/pom.xml`` and docs/testing-on-apache-kafka.md).
@@ -12,10 +12,13 @@ PLAIN: those users log in, and so does the broker itself as :data:`BROKER_USER` 
 password of its own); pass ``settings={"authorizer.class.name": STANDARD_AUTHORIZER, "super.users":
 ..., "allow.everyone.if.no.acl.found": ...}`` to enforce ACLs as a secured deploy does.
 
+Alone, it is a one-node cluster. :class:`~onceflow.testing.broker.apache_kafka_cluster.ApacheKafkaCluster`
+runs several as one cluster: each gets its ``node_id``, the cluster's id and the controller quorum.
+
 ``start()`` steps:
     1. On the first start: pick free ports for the broker and controller listeners, write
        ``server.properties`` and ``log4j2.properties``, and format the storage
-       (``kafka.tools.StorageTool format``) with a fresh cluster id.
+       (``kafka.tools.StorageTool format``) with the cluster id (a fresh one when none is given).
     2. Spawn ``java -cp 'libs/*' kafka.Kafka server.properties``.
     3. Wait until a Metadata request on the broker listener lists the broker.
 
@@ -46,11 +49,14 @@ __all__ = [
     "DEFAULT_SETTINGS",
     "FAST_START_JVM_OPTIONS",
     "KAFKA_HOME_ENV",
+    "NODE_ID",
     "STANDARD_AUTHORIZER",
     "ApacheKafka",
     "KafkaJarsMissing",
     "find_kafka_libs",
+    "free_port",
     "kafka_version",
+    "new_cluster_id",
 ]
 
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -63,6 +69,7 @@ KAFKA_HOME_ENV = "ONCEFLOW_KAFKA_HOME"
 POM = Path("tools/kafka/pom.xml")
 STAMP = ".complete"
 NODE_ID = 1
+"""The node id of a one-node Kafka."""
 
 DEFAULT_SETTINGS: Mapping[str, object] = {
     "num.partitions": 1,
@@ -147,22 +154,27 @@ def find_kafka_libs() -> Path:
     return cache / "libs"
 
 
-def _free_port(host: str) -> int:
+def free_port(host: str) -> int:
+    """A TCP port free on ``host`` right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
 
 
-def _cluster_id() -> str:
+def new_cluster_id() -> str:
+    """A fresh KRaft cluster id (a base64url UUID, as ``kafka-storage random-uuid`` prints)."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
 class ApacheKafka(BrokerProcess):
     """Apache Kafka in KRaft combined mode on ``data_dir``, listening on ``host`` only.
 
-    ``settings`` override :data:`DEFAULT_SETTINGS` (``server.properties`` keys). The broker's node id
-    is 1. ``controller_port`` is fixed at the first start like ``port``. Raises
-    :class:`KafkaJarsMissing` from ``start()`` when the jars are not fetched.
+    ``settings`` override :data:`DEFAULT_SETTINGS` (``server.properties`` keys). ``node_id`` is the
+    broker's and controller's id (1 for a one-node Kafka); ``quorum_voters``
+    (``id@host:port,...``) names the cluster's controllers (default: this node alone) and
+    ``cluster_id`` the id its storage is formatted with (default: a fresh one). ``controller_port``
+    is fixed at the first start like ``port``. Raises :class:`KafkaJarsMissing` from ``start()``
+    when the jars are not fetched.
     """
 
     LOG_FILE = "kafka.log"
@@ -180,11 +192,17 @@ class ApacheKafka(BrokerProcess):
         jvm_options: Sequence[str] = FAST_START_JVM_OPTIONS,
         libs: Path | None = None,
         sasl_users: Mapping[str, str] | None = None,
+        node_id: int = NODE_ID,
+        cluster_id: str | None = None,
+        quorum_voters: str | None = None,
         startup_timeout: float = 60.0,
         stop_timeout: float = 30.0,
     ) -> None:
         super().__init__(data_dir, port, host=host, startup_timeout=startup_timeout, stop_timeout=stop_timeout)
         self.controller_port = controller_port
+        self._node_id = node_id
+        self._cluster_id = cluster_id
+        self._quorum_voters = quorum_voters
         self.settings = {**DEFAULT_SETTINGS, **(settings or {})}
         self._heap = heap
         self._jvm_options = tuple(jvm_options)
@@ -227,7 +245,7 @@ class ApacheKafka(BrokerProcess):
     @property
     def node_id(self) -> int:
         """The broker's (and controller's) node id."""
-        return NODE_ID
+        return self._node_id
 
     @property
     def properties_path(self) -> Path:
@@ -263,20 +281,20 @@ class ApacheKafka(BrokerProcess):
 
     def _format(self) -> None:
         if self._port == 0:
-            self._port = _free_port(self.host)
+            self._port = free_port(self.host)
         if self.controller_port == 0:
-            self.controller_port = _free_port(self.host)
+            self.controller_port = free_port(self.host)
         (self.data_dir / "log4j2.properties").write_text(LOG4J2.format(log=self.log_path))
         client = self.listener
         listeners = {
             "process.roles": "broker,controller",
-            "node.id": NODE_ID,
+            "node.id": self._node_id,
             "listeners": f"{client}://{self.host}:{self._port},CONTROLLER://{self.host}:{self.controller_port}",
             "advertised.listeners": f"{client}://{self.host}:{self._port}",
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": client,
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "controller.quorum.voters": f"{NODE_ID}@{self.host}:{self.controller_port}",
+            "controller.quorum.voters": self._quorum_voters or f"{self._node_id}@{self.host}:{self.controller_port}",
             "log.dirs": str(self.data_dir / "logs"),
         }
         merged = {**listeners, **self.settings, **self._sasl_settings()}
@@ -287,7 +305,7 @@ class ApacheKafka(BrokerProcess):
             # "--cluster-id=ID": a random id may start with "-", which a separate argument would read as an option
             "kafka.tools.StorageTool",
             "format",
-            f"--cluster-id={_cluster_id()}",
+            f"--cluster-id={self._cluster_id or new_cluster_id()}",
             "-c",
             str(staging),
             "--ignore-formatted",
@@ -314,7 +332,7 @@ class ApacheKafka(BrokerProcess):
                 answer = connection.request(request)
         except (OSError, ConnectionError):
             return None
-        return Readiness(port=self._port) if any(int(b.node_id) == NODE_ID for b in answer.brokers) else None
+        return Readiness(port=self._port) if any(int(b.node_id) == self._node_id for b in answer.brokers) else None
 
 
 def _property(value: object) -> str:

@@ -9,6 +9,9 @@
   transactional id names. It fails (never skips) when ``make setup`` has not fetched the jars.
 - ``apache_kafka_factory``: ``apache_kafka_factory(data_dir=None, **options)`` starts a private Apache
   Kafka (for tests that stop, ``kill -9`` or restart it); all are stopped after the test.
+- ``apache_kafka_cluster``: three KRaft Apache Kafka nodes (replication 3, ``min.insync.replicas=2``;
+  :class:`~onceflow.testing.broker.apache_kafka_cluster.ApacheKafkaCluster`), shared by the tests of a
+  module and stopped after them; tests that kill or stop nodes leave it whole again for the next.
 - ``kafka_broker``: a private broker process of the kind the test is parametrized with, ``embedded``
   or ``apache-kafka`` (both are :class:`~onceflow.broker.embedded.BrokerProcess`: start, stop,
   ``kill -9``, restart on the same data). A test module that requests it runs on the kinds named by
@@ -31,6 +34,7 @@ from onceflow.broker.embedded import EmbeddedBroker
 
 if TYPE_CHECKING:
     from onceflow.testing.broker.apache_kafka import ApacheKafka
+    from onceflow.testing.broker.apache_kafka_cluster import ApacheKafkaCluster
 
 BrokerFactory = Callable[..., EmbeddedBroker]
 ApacheKafkaFactory = Callable[..., "ApacheKafka"]
@@ -96,6 +100,24 @@ def apache_kafka_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
     yield factory
     for instance in started:
         instance.stop()
+
+
+@pytest.fixture(scope="module")
+def apache_kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKafkaCluster]:
+    """Three Apache Kafka nodes in one KRaft cluster, started once per module; stopped after it."""
+    from onceflow.testing.broker.apache_kafka import KafkaJarsMissing
+    from onceflow.testing.broker.apache_kafka_cluster import ApacheKafkaCluster
+
+    cluster = ApacheKafkaCluster(tmp_path_factory.mktemp("kafka-cluster"))
+    try:
+        cluster.start()
+    except KafkaJarsMissing as exc:
+        missing = str(exc)
+    else:
+        yield cluster
+        cluster.stop()
+        return
+    pytest.fail(missing, pytrace=False)
 
 
 #: The kinds of broker ``kafka_broker`` can start.

@@ -1,0 +1,64 @@
+"""A broker that goes away under a connect worker: the admin API waits for it, then answers one line.
+
+Issue 21: on a cluster whose broker was killed, the admin API answered GetConnectorOffsets with a
+``_UNKNOWN_PARTITION`` traceback. Reads of the worker's topics now retry transient errors, and what
+is still a Kafka error after the retries is UNAVAILABLE with the error's message.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+import pytest
+
+from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.proto.v1 import connect_pb2 as pb
+from onceflow.runtime.admin import ConnectClient
+from onceflow.runtime.service import ConnectWorkerService
+from onceflow.runtime.storage import kafka_log
+
+ServiceFactory = Callable[..., ConnectWorkerService]
+Waiter = Callable[..., Any]
+
+
+def _offsets(client: ConnectClient) -> int:
+    return len(client.call("GetConnectorOffsets", pb.GetConnectorOffsetsRequest(name="c")).offsets)
+
+
+def test_the_admin_api_waits_through_a_broker_restart_and_answers_unavailable_without_it(
+    broker: EmbeddedBroker, service_factory: ServiceFactory, waiter: Waiter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = service_factory()
+    with ConnectClient(f"127.0.0.1:{service.port}") as client:
+        config = {"connector.class": "counter", "topic": "outage-out", "rate": "50", "tasks.max": "1"}
+        client.call("CreateConnector", pb.CreateConnectorRequest(name="c", config=config))
+        waiter(lambda: _offsets(client) == 1, what="the task's first committed offset")
+        # down for 3 s: the read is retried and answers as if nothing happened
+        broker.kill()
+        restarter = threading.Timer(3.0, broker.start)
+        restarter.start()
+        started = time.monotonic()
+        assert _offsets(client) == 1
+        restarter.join()
+        assert time.monotonic() - started >= 2.5, "the broker was back before the read: the test proves nothing"
+        # down for longer than the read's retry deadline: one line, UNAVAILABLE, no traceback
+        monkeypatch.setattr(kafka_log, "end_offsets", _short(kafka_log.end_offsets))
+        broker.kill()
+        try:
+            with pytest.raises(grpc.RpcError) as info:
+                _offsets(client)
+            assert info.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert "end offsets of _onceflow_connect_offsets: Kafka unavailable for" in (info.value.details() or "")
+        finally:
+            broker.start()
+
+
+def _short(end_offsets: Callable[..., dict[int, int]]) -> Callable[..., dict[int, int]]:
+    def call(client_config: Any, topic: str, timeout: float = 30) -> dict[int, int]:
+        return end_offsets(client_config, topic, timeout=3)
+
+    return call
