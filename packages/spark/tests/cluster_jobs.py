@@ -8,20 +8,25 @@
 - ``hold_marks.py``, a helper module the job file imports, listed in ``spark.submit.pyFiles`` (the
   way a Spark user ships the modules of an application).
 
-:class:`Hold` arms the hold point. While it is armed, every write task of the job that has rows to
-write writes a mark (its pid, batch, partition, attempt, and where its Python worker imported the
-two modules from) and waits until the hold is released; a task attempt after the release writes
-through. The test kills a process while tasks wait, so the kill lands after the batch's state was
-read and before any of its rows were staged.
+:class:`Hold` arms the hold point (a :class:`~onceflow.testing.faults.HoldAt` in the executors'
+Python workers). While it is armed, every write task of the job that has rows to write writes a mark
+(its pid, batch, partition, attempt, and where its Python worker imported the two modules from) and
+waits until the hold is released; a task attempt after the release writes through. The test kills
+a process while tasks wait, so the kill lands after the batch's state was read and before any of its
+rows were staged.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from onceflow.testing.faults import HoldAt
 
 JOB_FILE = '''"""The IP-count job, held before it writes while a test's hold is armed (a test fixture)."""
 
@@ -52,15 +57,17 @@ HELPER_FILE = '''"""Marks and holds of a test's write tasks (shipped with spark.
 
 import json
 import os
-import time
 from pathlib import Path
 
 from pyspark import TaskContext
 
+from onceflow.testing.faults import HoldAt
+
 
 def hold_if_armed(folder, *, job_module):
-    hold = Path(folder) / "hold"
-    if not hold.exists():
+    try:
+        directory = (Path(folder) / "armed").read_text()
+    except FileNotFoundError:
         return
     task = TaskContext.get()
     mark = {
@@ -72,11 +79,10 @@ def hold_if_armed(folder, *, job_module):
         "helper_module": __file__,
     }
     name = f"mark-{mark['batch']}-{mark['partition']}-{mark['attempt']}-{mark['pid']}.json"
-    temporary = Path(folder) / f".{name}"
+    temporary = Path(directory) / f".{name}"
     temporary.write_text(json.dumps(mark))
-    temporary.rename(Path(folder) / name)
-    while hold.exists():
-        time.sleep(0.05)
+    temporary.rename(Path(directory) / name)
+    HoldAt("write", directory=directory).at("write")
 '''
 
 
@@ -102,31 +108,39 @@ def write_job_files(root: Path) -> JobFiles:
 
 
 class Hold:
-    """The hold point of the job's write tasks, in ``folder`` (``params.hold_dir`` of the job)."""
+    """The hold point of the job's write tasks under ``folder`` (``params.hold_dir`` of the job).
+
+    Each :meth:`arm` is a fresh :class:`~onceflow.testing.faults.HoldAt` whose directory the tasks
+    find in ``folder/armed``; a held task's mark (its pid, batch, partition, attempt, and the files its
+    Python worker imported) lies next to HoldAt's own marker.
+    """
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
+        self._hold: HoldAt | None = None
 
     def arm(self) -> None:
-        """Hold the next write tasks with rows; the marks of earlier holds are cleared."""
-        for mark in self.folder.glob("mark-*.json"):
-            mark.unlink()
-        (self.folder / "hold").touch()
+        """Hold the next write tasks that have rows to write."""
+        self._hold = HoldAt("write", directory=tempfile.mkdtemp(prefix="hold-", dir=self.folder))
+        (self.folder / "armed").write_text(self._hold.directory)
 
     def release(self) -> None:
-        (self.folder / "hold").unlink(missing_ok=True)
+        """Let the held tasks go on, and every later one pass."""
+        (self.folder / "armed").unlink(missing_ok=True)
+        if self._hold is not None:
+            self._hold.release()
 
-    def marks(self) -> list[dict[str, Any]]:
-        return [json.loads(path.read_text()) for path in sorted(self.folder.glob("mark-*.json"))]
-
-    def wait_for_mark(self, timeout: float, alive: Any = None) -> dict[str, Any]:
-        """The first task that is held; ``alive()`` False (the driver died) fails at once."""
+    def wait_for_mark(self, timeout: float, alive: Callable[[], bool]) -> dict[str, Any]:
+        """The mark of the first task held since :meth:`arm`; ``alive()`` False (the driver died) fails at once."""
+        hold = self._hold
+        assert hold is not None, "the hold is not armed"
         deadline = time.monotonic() + timeout
-        while not (marks := self.marks()):
-            if alive is not None and not alive():
+        while hold.held() == 0:
+            if not alive():
                 raise AssertionError("the driver exited before any write task was held")
             if time.monotonic() > deadline:
                 raise AssertionError(f"no write task was held within {timeout}s")
             time.sleep(0.1)
-        return marks[0]
+        marks = sorted(Path(hold.directory).glob("mark-*.json"))
+        return dict(json.loads(marks[0].read_text()))

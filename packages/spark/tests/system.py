@@ -38,6 +38,20 @@ from onceflow.runtime.worker.end_of_input import write_end_of_input
 from onceflow.sinks.readback import KafkaReader, PostgresReader, SqliteReader
 from onceflow.testing.broker.clients import create_topic
 from onceflow.testing.coordinator import CoordinatorProcess
+from onceflow.testing.spark.input import encoded_events, produce_events
+
+__all__ = [
+    "SINKS",
+    "Key",
+    "SinkSystem",
+    "create_database",
+    "encoded_events",
+    "end_input",
+    "produce_events",
+    "recent_model",
+    "spark_job_config",
+    "truth",
+]
 
 from .conftest import TEST_SPARK, TEST_TRIGGER_MS
 
