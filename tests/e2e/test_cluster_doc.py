@@ -3,8 +3,9 @@
 Its bash blocks run in order as one script (``onceflow.testing.runbook``, as for
 docs/running-the-services.md): a Spark standalone master and worker from PySpark's distribution
 with a shared secret, the onceflow services, and the IP-count job submitted with spark-submit,
-against a real Apache Kafka. The page's ports are mapped to free ones, and its Kafka address to
-the test's broker. The audit's verdict decides, and the job must have run on the cluster.
+against a real Apache Kafka, staging every batch on S3Proxy. The page's ports are mapped to free
+ones, its Kafka address to the test's broker, and the store's AWS variables are in the script's
+environment. The audit's verdict decides, and the job must have run on the cluster.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from onceflow.testing.runbook import bash_blocks, free_ports, run_page, section
+from onceflow.testing.s3 import S3ProxyProcess
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "cluster.md"
@@ -33,8 +35,9 @@ def test_the_section_has_the_steps() -> None:
     script = "\n".join(_blocks())
     commands = (
         "deploy.master.Master", "deploy.worker.Worker", "spark.authenticate.secret", "onceflow topics create",
-        "onceflow coordinator", "onceflow participant", "onceflow consumer", "spark-submit",
-        "checkpoint_shared = true", "staging_shared = true", "onceflow connect-worker", "onceflow audit",
+        "onceflow txn init-log", "onceflow coordinator", "onceflow participant", "onceflow consumer", "spark-submit",
+        "checkpoint_shared = true", 'staging_root = "$STAGING"', "ALLOWED_SCHEMES", "onceflow connect-worker",
+        "onceflow audit",
     )  # fmt: skip
     for command in commands:
         assert command in script
@@ -43,11 +46,14 @@ def test_the_section_has_the_steps() -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_the_ip_count_job_runs_on_a_standalone_cluster_as_the_page_says(
-    tmp_path: Path, apache_kafka_factory: Callable[..., Any]
+    tmp_path: Path, apache_kafka_factory: Callable[..., Any], s3proxy: S3ProxyProcess
 ) -> None:
     kafka = apache_kafka_factory()
+    s3proxy.create_bucket("onceflow-staging")
     ports = {**dict(zip(PORTS, free_ports(len(PORTS)), strict=True)), 9092: kafka.port}
-    code, output = run_page(_blocks(), tmp_path, ROOT / "services", ports, timeout=840)
+    # the store's AWS variables are in the environment of every command, as the page says
+    code, output = run_page(_blocks(), tmp_path, ROOT / "services", ports, timeout=840, env=s3proxy.client_env())
+    (tmp_path / "page.log").write_text(output)  # the whole output, for a failure's diagnosis
     run = tmp_path / "run"
     audit = output[output.find("truth: file") :]
     assert code == 0, output[-6000:] + (run / "driver.log").read_text(errors="replace")[-6000:]
