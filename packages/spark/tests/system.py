@@ -40,7 +40,10 @@ from onceflow.testing.broker.clients import create_topic
 from onceflow.testing.coordinator import CoordinatorProcess
 from onceflow.testing.spark.input import encoded_events, produce_events
 
+from .conftest import TEST_SPARK, TEST_TRIGGER_MS
+
 __all__ = [
+    "LAKEHOUSE_SINKS",
     "SINKS",
     "Key",
     "SinkSystem",
@@ -51,9 +54,8 @@ __all__ = [
     "recent_model",
     "spark_job_config",
     "truth",
+    "wait_until",
 ]
-
-from .conftest import TEST_SPARK, TEST_TRIGGER_MS
 
 Key = tuple[int, str]
 SINKS = ("kafka", "sqlite", "postgres")
