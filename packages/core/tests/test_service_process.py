@@ -179,6 +179,35 @@ def test_kill_of_a_new_session_child_takes_its_whole_process_tree(tmp_path: Path
     assert session_members(sid) == []
 
 
+class Burner(ServiceProcess):
+    """A child in a session of its own whose own child burns 0.3 s of CPU and exits (reaped), and
+    which then burns 0.2 s itself and waits: 0.5 s of CPU in the session, whatever the machine's load."""
+
+    NAME = "burner"
+    READY_FILE = None
+    NEW_SESSION = True
+
+    def command(self) -> list[str]:
+        burn = "import time\nwhile time.process_time() < {}: pass"
+        code = (
+            f"import subprocess, sys, time; subprocess.run([sys.executable, '-c', {burn.format(0.3)!r}]); "
+            f"exec({burn.format(0.2)!r}); open({str(self.work_dir / 'burnt')!r}, 'w').close(); time.sleep(120)"
+        )
+        return [sys.executable, "-c", code]
+
+
+def test_the_cpu_of_a_session_counts_its_live_members_and_the_children_they_reaped(tmp_path: Path) -> None:
+    from onceflow.core.process import session_cpu_seconds
+
+    burner = Burner(tmp_path)
+    burner.start()
+    assert burner.pid is not None
+    _until((tmp_path / "burnt").exists, timeout=120)
+    assert session_cpu_seconds(burner.pid) >= 0.5 - 0.04  # /proc counts whole clock ticks per field
+    burner.kill()
+    assert session_cpu_seconds(burner.pid) == 0.0
+
+
 def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():

@@ -1,16 +1,22 @@
-"""Fixtures of the Spark tests: one local[2] SparkSession per test session, and job settings."""
+"""Fixtures of the Spark tests: one local[2] SparkSession per test session, job settings, and the sink system."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from pyspark.sql import SparkSession
 
+from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner.session import build_session
+from onceflow.testing.sinks.postgres import PostgresServer
+
+if TYPE_CHECKING:
+    from .system import SinkSystem
 
 #: Trigger interval of the tests' queries (the default is 5 s).
 TEST_TRIGGER_MS = 1000
@@ -51,3 +57,14 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     for query in session.streams.active:
         query.stop()
     session.stop()
+
+
+@pytest.fixture
+def system(broker: EmbeddedBroker, tmp_path: Path, postgres_server: PostgresServer) -> Iterator[SinkSystem]:
+    """The sinks of a job on ``broker``: a coordinator, and a participant with Kafka, SQLite and PostgreSQL."""
+    from .system import SinkSystem, create_database  # system.py takes this module's test settings
+
+    dsn = create_database(postgres_server.dsn(), f"spark_{uuid.uuid4().hex[:12]}")
+    started = SinkSystem(broker, tmp_path / "system", dsn).start()
+    yield started
+    started.stop()

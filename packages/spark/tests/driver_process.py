@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Self
 
@@ -23,11 +23,15 @@ class DriverProcess(ServiceProcess):
     READY_FILE = None
     NEW_SESSION = True
 
-    def __init__(self, config: Path, log_path: Path) -> None:
+    def __init__(self, config: Path, log_path: Path, argv: Sequence[str] | None = None) -> None:
         super().__init__(log_path.parent, log_path=log_path, stop_timeout=60.0)
         self.config = config
+        self.argv = list(argv) if argv is not None else None
 
     def command(self) -> list[str]:
+        """``python -m onceflow.spark --config FILE``, or the command line given (``onceflow job run``, ...)."""
+        if self.argv is not None:
+            return self.argv
         return [sys.executable, "-m", "onceflow.spark", "--config", str(self.config)]
 
     def start(self, env: Mapping[str, str] | None = None, *, wait: bool = False) -> Self:

@@ -4,7 +4,8 @@
   three sinks of the job (``kafka`` -> ip_count_sink, ``sqlite``, ``postgres``; with ``lakehouse``
   also ``delta`` and ``iceberg``, its catalog in the PostgreSQL database) and reads them back.
 - :func:`produce_events` writes generated AccessEvents (``onceflow.logproducer``'s traffic model) in
-  Kafka transactions, so the source topic has control records between the data.
+  Kafka transactions, so the source topic has control records between the data
+  (:mod:`onceflow.testing.spark.input`, shared with the benchmarks).
 - :func:`truth` is the generator's ground truth per (window, ip); :func:`end_input` ends the input,
   which closes every window.
 """
@@ -18,30 +19,43 @@ import sqlite3
 import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psycopg
-from confluent_kafka import Producer
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.core.avro import ACCESS_EVENT_SERDE
 from onceflow.core.contract.ip_count import ip_count_table_binding, ip_count_topic_binding
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC, SOURCE_TOPIC
-from onceflow.core.traffic.model import TrafficModel, event
+from onceflow.core.traffic.model import TrafficModel
 from onceflow.core.traffic.truth import expected_counts
 from onceflow.runtime.worker.end_of_input import write_end_of_input
 from onceflow.sinks.readback import KafkaReader, PostgresReader, SqliteReader
 from onceflow.testing.broker.clients import create_topic
 from onceflow.testing.coordinator import CoordinatorProcess
+from onceflow.testing.spark.input import encoded_events, produce_events
 
 from .conftest import TEST_SPARK, TEST_TRIGGER_MS
+
+__all__ = [
+    "LAKEHOUSE_SINKS",
+    "SINKS",
+    "Key",
+    "SinkSystem",
+    "create_database",
+    "encoded_events",
+    "end_input",
+    "produce_events",
+    "recent_model",
+    "spark_job_config",
+    "truth",
+    "wait_until",
+]
 
 Key = tuple[int, str]
 SINKS = ("kafka", "sqlite", "postgres")
@@ -66,48 +80,6 @@ def truth(model: TrafficModel, count: int) -> dict[Key, int]:
 def end_input(bootstrap: str, topic: str = SOURCE_TOPIC) -> None:
     """End the test's input: an end-of-input marker in every partition closes every window."""
     write_end_of_input({"bootstrap.servers": bootstrap}, topic, "test")
-
-
-def produce_events(
-    bootstrap: str,
-    values: Iterable[bytes],
-    *,
-    topic: str = SOURCE_TOPIC,
-    transaction_size: int = 1000,
-    partitions: int = 2,
-) -> int:
-    """Produce ``values`` round-robin over ``partitions`` in committed transactions; returns the count."""
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "transactional.id": f"test-source-{uuid.uuid4().hex[:8]}",
-            "linger.ms": 5,
-        }
-    )
-    producer.init_transactions(30)
-    produced = 0
-    open_txn = False
-    for value in values:
-        if not open_txn:
-            producer.begin_transaction()
-            open_txn = True
-        while True:
-            try:
-                producer.produce(topic, value=value, partition=produced % partitions)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        produced += 1
-        if produced % transaction_size == 0:
-            producer.commit_transaction(60)
-            open_txn = False
-    if open_txn:
-        producer.commit_transaction(60)
-    return produced
-
-
-def encoded_events(model: TrafficModel, start: int, stop: int) -> list[bytes]:
-    return [ACCESS_EVENT_SERDE.encode(event(model, i)) for i in range(start, stop)]
 
 
 def spark_job_config(path: Path, settings: Mapping[str, Any]) -> Path:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 import random
 import subprocess
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,21 +15,11 @@ from onceflow.core.contract import TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.proto.v1 import common_pb2
 from onceflow.spark.sink import CRASH_ENV
-from onceflow.testing.sinks.postgres import PostgresServer
+from onceflow.testing.spark.input import encoded_events, produce_events
 
 from .conftest import TEST_SPARK, TEST_TRIGGER_MS
 from .driver_process import DriverProcess
-from .system import (
-    Key,
-    SinkSystem,
-    create_database,
-    encoded_events,
-    end_input,
-    produce_events,
-    recent_model,
-    spark_job_config,
-    truth,
-)
+from .system import Key, SinkSystem, end_input, recent_model, spark_job_config, truth
 
 pytestmark = pytest.mark.slow
 
@@ -39,14 +27,6 @@ ROUNDS = 2  # kill -9 at random points (the three-jobs test adds 12 more kills)
 EVENTS_PER_ROUND = 3_000
 MAX_OFFSETS = 1_500
 JOB = "ipcount"
-
-
-@pytest.fixture
-def system(broker: EmbeddedBroker, tmp_path: Path, postgres_server: PostgresServer) -> Iterator[SinkSystem]:
-    dsn = create_database(postgres_server.dsn(), f"spark_{uuid.uuid4().hex[:12]}")
-    started = SinkSystem(broker, tmp_path / "system", dsn).start()
-    yield started
-    started.stop()
 
 
 def _assert_only_exact_results(system: SinkSystem, expected: dict[Key, int]) -> None:

@@ -28,32 +28,16 @@ from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.replay import audit_job, render
 from onceflow.spark.runner import JobMetrics, ProgressListener, RestartLoop, start_query
 from onceflow.testing.sinks.postgres import PostgresServer
+from onceflow.testing.spark.input import encoded_events, produce_events
 
 from .conftest import TEST_SPARK, job_settings
-from .system import (
-    Key,
-    SinkSystem,
-    create_database,
-    encoded_events,
-    end_input,
-    produce_events,
-    recent_model,
-    truth,
-)
+from .system import Key, SinkSystem, create_database, end_input, recent_model, truth
 
 pytestmark = pytest.mark.slow
 
 EVENTS = 20_000
 MAX_OFFSETS = 4_000
 GARBAGE = [b"not avro", b"\xc3\x01" + b"\x00" * 8 + b"unknown fingerprint", b""]
-
-
-@pytest.fixture
-def system(broker: EmbeddedBroker, tmp_path: Path, postgres_server: PostgresServer) -> Iterator[SinkSystem]:
-    dsn = create_database(postgres_server.dsn(), f"spark_{uuid.uuid4().hex[:12]}")
-    started = SinkSystem(broker, tmp_path / "system", dsn).start()
-    yield started
-    started.stop()
 
 
 @dataclass

@@ -24,9 +24,8 @@ import os
 import random
 import sqlite3
 import time
-import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,19 +35,10 @@ import pytest
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.traffic.model import TrafficModel, event
 from onceflow.testing.broker.clients import create_topic, read_topic
-from onceflow.testing.sinks.postgres import PostgresServer
+from onceflow.testing.spark.input import encoded_events, produce_events
 
 from .driver_process import DriverProcess
-from .system import (
-    SinkSystem,
-    create_database,
-    encoded_events,
-    end_input,
-    produce_events,
-    recent_model,
-    truth,
-    wait_until,
-)
+from .system import SinkSystem, end_input, recent_model, truth, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -103,14 +93,6 @@ def _bindings_config(system: SinkSystem) -> dict[str, dict[str, Any]]:
             },
         },
     }
-
-
-@pytest.fixture
-def system(broker: EmbeddedBroker, tmp_path: Path, postgres_server: PostgresServer) -> Iterator[SinkSystem]:
-    dsn = create_database(postgres_server.dsn(), f"jobs_{uuid.uuid4().hex[:12]}")
-    started = SinkSystem(broker, tmp_path / "system", dsn).start()
-    yield started
-    started.stop()
 
 
 # --- the truth, from the generator's events -------------------------------------------------------

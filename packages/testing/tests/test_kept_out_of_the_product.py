@@ -47,4 +47,5 @@ def test_the_fixture_plugins_are_this_packages() -> None:
         "onceflow_broker": "onceflow.testing.broker.fixtures",
         "onceflow_postgres": "onceflow.testing.sinks.postgres",
         "onceflow_s3": "onceflow.testing.s3.fixtures",
+        "onceflow_spark": "onceflow.testing.spark.fixtures",
     }

@@ -4,7 +4,11 @@
         --config /etc/onceflow/job.toml [--entrypoint my_jobs.errors:job]
 
 The master (and every other Spark setting given to spark-submit) comes from spark-submit; the rest
-as for ``onceflow spark run``. Executors need the onceflow packages installed (the spark-worker image).
+as for ``onceflow spark run``, and onceflow's Spark defaults fill in only what spark-submit left
+unset. Executors need the onceflow packages installed (the spark-worker image) and run
+``PYSPARK_PYTHON``; a job file (``--entrypoint path/to/job.py:job``) is shipped to them, the modules
+it imports go in ``--py-files``. On a multi-host master the checkpoint and the staging root must be
+shared (docs/cluster.md).
 """
 
 from __future__ import annotations

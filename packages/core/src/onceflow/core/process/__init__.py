@@ -3,7 +3,7 @@
 from onceflow.core.process.ready_file import Readiness, read_ready_file
 from onceflow.core.process.server import ServerProcess
 from onceflow.core.process.service import ServiceProcess, ServiceStartError
-from onceflow.core.process.session import kill_session, session_members
+from onceflow.core.process.session import kill_session, session_cpu_seconds, session_members
 
 __all__ = [
     "Readiness",
@@ -12,5 +12,6 @@ __all__ = [
     "ServiceStartError",
     "kill_session",
     "read_ready_file",
+    "session_cpu_seconds",
     "session_members",
 ]

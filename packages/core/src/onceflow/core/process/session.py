@@ -36,6 +36,21 @@ def session_members(sid: int) -> list[int]:
     return members
 
 
+def session_cpu_seconds(sid: int) -> float:
+    """User + system CPU seconds of every live process of session ``sid``, and of the children they
+    reaped (a Spark daemon's exited Python workers, say): Linux ``/proc``, 0.0 elsewhere."""
+    total = 0
+    for pid in session_members(sid):
+        try:
+            stat = (PROC / str(pid) / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        # After "pid (comm)": ... utime stime cutime cstime are fields 14-17 of stat(5)
+        total += sum(int(value) for value in fields[11:15])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def kill_session(sid: int, attempts: int = 50) -> None:
     """SIGKILL every process of session ``sid`` until none is left (or ``attempts`` rounds passed)."""
     for _ in range(attempts):

@@ -14,6 +14,19 @@ if TYPE_CHECKING:
 
 #: What a job is: a function of its context returning a DataFrame or a mapping of named DataFrames.
 JobFunction = Callable[["JobContext"], Any]
+#: A job file ``path/to/name.py`` is the module ``onceflow_job_name`` (never the name of an installed one).
+JOB_MODULE_PREFIX = "onceflow_job_"
+
+
+def job_file(spec: str) -> Path | None:
+    """The job file a ``path/to/job.py:function`` entry point names (resolved), None for ``module:function``."""
+    target = spec.rpartition(":")[0]
+    return Path(target).expanduser().resolve() if target.endswith(".py") else None
+
+
+def job_module_name(path: Path) -> str:
+    """The module name a job file is loaded (and shipped to the executors) as."""
+    return f"{JOB_MODULE_PREFIX}{path.stem}"
 
 
 def load_entrypoint(spec: str) -> JobFunction:
@@ -21,11 +34,11 @@ def load_entrypoint(spec: str) -> JobFunction:
     target, sep, name = spec.rpartition(":")
     if not sep or not target or not name.isidentifier():
         raise ValueError(f"entry point {spec!r} must be module:function or path/to/job.py:function")
-    if target.endswith(".py"):
-        path = Path(target).expanduser().resolve()
+    path = job_file(spec)
+    if path is not None:
         if not path.is_file():
             raise ValueError(f"entry point {spec!r}: no file {path}")
-        module_name = f"onceflow_job_{path.stem}"
+        module_name = job_module_name(path)
         loader_spec = importlib.util.spec_from_file_location(module_name, path)
         if loader_spec is None or loader_spec.loader is None:
             raise ValueError(f"entry point {spec!r}: cannot load {path} as a Python module")

@@ -21,8 +21,12 @@ OUTPUT_COLUMNS = ("window_start", "window_end", "ip", "count")
 
 def job(context: JobContext) -> DataFrame:
     """Counts per (window, ip) of the AccessEvents of the source topic."""
+    return count_per_window(context, context.access_events(["event_time_ms", "ip"]))
+
+
+def count_per_window(context: JobContext, events: DataFrame) -> DataFrame:
+    """The IP-count output of decoded ``events`` (``event_time`` and ``ip``): the job after its decoder."""
     settings = context.settings
-    events = context.access_events(["event_time_ms", "ip"])
     counts = (
         context.until_end_of_input(events, "event_time", f"{settings.lateness_ms} milliseconds")
         .groupBy(F.window("event_time", f"{settings.window_ms} milliseconds"), "ip")

@@ -135,6 +135,10 @@ class SparkJobSettings(Settings):
     staging_root: str = "./var/spark/staging"
     #: How to reach the S3 API store (``[staging.s3]``; empty fields: the standard AWS variables).
     staging: StagingStoreSettings = StagingStoreSettings()
+    #: A local ``checkpoint_location`` / ``staging_root`` is on a filesystem every node mounts at the
+    #: same place (NFS, say). Without it a local path is refused on a multi-host master (docs/cluster.md).
+    checkpoint_shared: bool = False
+    staging_shared: bool = False
     dead_letter_topic: str = DEAD_LETTER_TOPIC
     coordinator: CoordinatorSettings = CoordinatorSettings()
     participants: list[ParticipantSettings] = Field(default_factory=list)

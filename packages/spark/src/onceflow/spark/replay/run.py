@@ -15,6 +15,7 @@ from onceflow.core.errors import InvalidConfig
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import delete_batch, describe_staged, list_staged, read_staged
 from onceflow.spark.api.entrypoint import load_entrypoint
+from onceflow.spark.api.shipping import ship_job_file
 from onceflow.spark.exceptions import JobDefinitionError
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.replay.checkpoint import ReadPlan
@@ -74,7 +75,9 @@ def replay_job(spark: SparkSession, settings: SparkJobSettings, plan: ReadPlan) 
     staging_job = f"{settings.job}.replay-{uuid.uuid4().hex[:12]}"
     context = ReplayContext(spark, settings, plan=plan, staging_job=staging_job)
     try:
-        result = load_entrypoint(settings.entrypoint)(context)
+        function = load_entrypoint(settings.entrypoint)
+        ship_job_file(spark, settings.entrypoint)
+        result = function(context)
     except (ValueError, InvalidConfig) as exc:
         raise JobDefinitionError(settings.job, str(exc)) from None
     values: Mapping[str, Any] = {DEFAULT_OUTPUT: result} if isinstance(result, DataFrame) else result

@@ -12,6 +12,7 @@ from onceflow.core.errors import InvalidConfig
 from onceflow.core.logging import get_logger
 from onceflow.spark.api import JobContext, JobOutputs, load_entrypoint, outputs_of
 from onceflow.spark.api.outputs import participants_with_bindings
+from onceflow.spark.api.shipping import ship_job_file
 from onceflow.spark.exceptions import JobDefinitionError
 from onceflow.spark.job.baseline import at_least_once_writer
 from onceflow.spark.job.settings import SparkJobSettings
@@ -23,9 +24,13 @@ _log = get_logger(__name__)
 
 
 def build_outputs(spark: SparkSession, settings: SparkJobSettings) -> JobOutputs:
-    """Run the job's function and check its outputs; a job that cannot run raises :class:`JobDefinitionError`."""
+    """Run the job's function and check its outputs; a job that cannot run raises :class:`JobDefinitionError`.
+
+    A job file (``path/to/job.py:function``) is shipped to the executors first (:func:`ship_job_file`).
+    """
     try:
         function = load_entrypoint(settings.entrypoint)
+        ship_job_file(spark, settings.entrypoint)
         context = JobContext(spark, settings)
         return outputs_of(function(context), context.side_outputs)
     except (ValueError, InvalidConfig) as exc:

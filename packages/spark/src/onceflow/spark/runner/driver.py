@@ -19,7 +19,8 @@ from onceflow.spark.runner.listener import ProgressListener
 from onceflow.spark.runner.metrics import JobMetrics
 from onceflow.spark.runner.object_store import prepare_staging
 from onceflow.spark.runner.restart import RestartLoop
-from onceflow.spark.runner.session import build_session
+from onceflow.spark.runner.session import build_session, submitted_master
+from onceflow.spark.runner.topology import check_shared_storage
 from onceflow.spark.source.topic import wait_for_topic
 
 _log = get_logger(__name__)
@@ -57,27 +58,32 @@ class SparkDriverService(Service):
         """Start the driver.
 
         Steps:
-            1. Probe the staging root and share its store with the Spark processes
+            1. Refuse a local checkpoint or staging root on a multi-host master unless declared
+               shared (:func:`check_shared_storage`: ``InvalidConfig``, exit 2), before any JVM
+               starts when the master is known (``--master`` or settings; spark-submit's otherwise).
+            2. Probe the staging root and share its store with the Spark processes
                (:func:`~onceflow.spark.runner.object_store.prepare_staging`; an unusable root is
                ``StagingRootUnusable``: exit 2 with one line naming the root and the cause).
-            2. Expose ``/metrics`` when ``metrics.port`` is set.
-            3. Build the Spark session (its JVM) and add the progress listener. PySpark installs a
+            3. Expose ``/metrics`` when ``metrics.port`` is set.
+            4. Build the Spark session (its JVM) and add the progress listener. PySpark installs a
                SIGINT handler of its own there; the serve loop's is put back.
-            4. Run the restart loop on a thread: wait for the source topic, then start the query
+            5. Run the restart loop on a thread: wait for the source topic, then start the query
                from its checkpoint and restart it after failures.
         """
         settings = self.settings
         # Step 1
-        prepare_staging(settings)
+        check_shared_storage(settings, self.master if self.master is not None else submitted_master())
         # Step 2
+        prepare_staging(settings)
+        # Step 3
         if settings.metrics.port:
             self._endpoint = serve_metrics(self.metrics.metrics, settings.metrics.host, settings.metrics.port)
-        # Step 3
+        # Step 4
         sigint = signal.getsignal(signal.SIGINT)
         spark = self._spark = build_session(settings, self.master)
         signal.signal(signal.SIGINT, sigint)
         spark.streams.addListener(ProgressListener(settings.job, self.metrics))
-        # Step 4
+        # Step 5
         self._thread = threading.Thread(target=self._run, name="restart-loop", daemon=True)
         self._thread.start()
         _log.info("driver.started", job=settings.job, guarantee=settings.guarantee, master=spark.sparkContext.master)

@@ -6,22 +6,28 @@ import logging
 import os
 import sys
 
+from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner.object_store import object_store_conf
+from onceflow.spark.runner.topology import is_single_host
 from onceflow.spark.sink import DRIVER_PID_ENV, TwoPhaseCommitSink
 from onceflow.spark.source import KafkaSource
 from onceflow.spark.worker_logging import LEVEL_ENV
 
-#: Defaults for a single-machine driver; anything in ``spark.conf`` (settings) wins.
-LOCAL_DEFAULTS: dict[str, str] = {
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
+#: Defaults of every driver; anything in ``spark.conf`` (settings) wins.
+DEFAULTS: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.streaming.noDataMicroBatches.enabled": "true",
     "spark.python.worker.reuse": "true",
+}
+#: Defaults of a driver whose executors all run on its machine (:func:`is_single_host`): it listens on
+#: loopback only. On a multi-host cluster Spark's own choice stands (the host's name), or ``spark.conf``'s.
+LOOPBACK_DEFAULTS: dict[str, str] = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
 }
 
 
@@ -31,24 +37,45 @@ def register_data_sources(spark: SparkSession) -> None:
     spark.dataSource.register(TwoPhaseCommitSink)
 
 
+#: Set by spark-submit for the Python application it launches: the port of its JVM's gateway.
+_GATEWAY_ENV = "PYSPARK_GATEWAY_PORT"
+
+
+def _submitted_conf() -> SparkConf | None:
+    """The configuration spark-submit gave this application (its JVM's), None when not under spark-submit."""
+    return SparkConf() if _GATEWAY_ENV in os.environ else None
+
+
+def submitted_master() -> str:
+    """The master spark-submit gave the application; PySpark's own default (``local[*]``) otherwise."""
+    submitted = _submitted_conf()
+    return (submitted.get("spark.master", None) if submitted is not None else None) or "local[*]"
+
+
 def build_session(settings: SparkJobSettings, master: str | None = None) -> SparkSession:
     """Get (or create) the session. ``master`` None leaves it to spark-submit; else it overrides settings.
 
     The workers run this interpreter (``PYSPARK_PYTHON``), and the driver publishes its pid for the
-    test-only crash hook of the sink.
+    test-only crash hook of the sink. A driver of a single-host master binds loopback only. Under
+    spark-submit, onceflow's defaults apply only to what spark-submit left unset.
     """
+    submitted = _submitted_conf() if master is None else None
+    effective_master = master if master is not None else submitted_master()
+    single_host = is_single_host(effective_master)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if single_host:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ[DRIVER_PID_ENV] = str(os.getpid())
     os.environ.setdefault(LEVEL_ENV, settings.log.level)
     builder = SparkSession.builder.appName(settings.spark.app_name)
     if master is not None:
         builder = builder.master(master)
+    defaults = {**DEFAULTS, **(LOOPBACK_DEFAULTS if single_host else {})}
     conf = {
-        **LOCAL_DEFAULTS,
+        **{key: value for key, value in defaults.items() if submitted is None or not submitted.contains(key)},
         "spark.sql.shuffle.partitions": str(settings.spark.shuffle_partitions),
-        **object_store_conf(settings, master or settings.spark.master, os.environ),
+        **object_store_conf(settings, effective_master, os.environ),
         **settings.spark.conf,
     }
     for key, value in conf.items():
