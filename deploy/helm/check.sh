@@ -17,6 +17,7 @@ CHART=deploy/helm/onceflow
 REQUIRED=(--set postgresql.existingSecret=onceflow-postgres)
 
 status=0
+shopt -s nullglob
 for values in "" deploy/helm/values/*.yaml; do
   args=("${REQUIRED[@]}")
   label=default
