@@ -149,21 +149,23 @@ audit replay job-traffic --replay /etc/onceflow/compose/traffic.toml \
 phase "audits"
 
 # Step 6
-broken() {  # broken SERVICE SETTING: never healthy, and its log names SETTING
-  local service=$1 setting=$2 deadline=$(( $(date +%s) + 120 )) container state
-  compose -f deploy/compose/test/broken-settings.yml up -d --no-deps "$service" >/dev/null
+broken() {  # broken SERVICE COMMAND SETTING: never healthy, and its log has the error naming SETTING
+  local service=$1 command=$2 setting=$3 deadline=$(( $(date +%s) + 120 )) container state error
+  compose -f deploy/compose/test/broken-settings.yml up -d --no-deps "$service" >/dev/null 2>&1
   container=$(compose -f deploy/compose/test/broken-settings.yml ps -a -q "$service")
   while :; do
     state=$(docker inspect -f '{{.State.Status}} exit={{.State.ExitCode}} restarts={{.RestartCount}} health={{if .State.Health}}{{.State.Health.Status}}{{end}}' "$container")
     case "$state" in *health=healthy*) fail "$service got healthy with a broken $setting" ;; esac
-    if docker logs "$container" 2>&1 | grep -q "$setting"; then
-      case "$state" in *exit=0*restarts=0*) ;; *) say "$service: $state; its log names $setting:"
-        docker logs "$container" 2>&1 | grep -m 1 "$setting" | cut -c1-300; return 0 ;; esac
+    # The service's own error line: "onceflow <command>: invalid setting '<setting>' ..."
+    error=$(docker logs "$container" 2>&1 | grep -m 1 "^onceflow $command: .*'$setting'" || true)
+    if [ -n "$error" ]; then
+      case "$state" in *restarts=0*exit=0*|running*restarts=0*) ;; *)
+        say "$service: $state; its log: $(printf '%s' "$error" | cut -c1-240)"; return 0 ;; esac
     fi
-    [ "$(date +%s)" -lt "$deadline" ] || fail "$service ($state) never named $setting in its log"
+    [ "$(date +%s)" -lt "$deadline" ] || fail "$service ($state) never logged an error naming $setting"
     sleep 2
   done
 }
-broken consumer-bad-dsn store.dsn
-broken coordinator-no-token server.auth.token_file
+broken consumer-bad-dsn consumer store.dsn
+broken coordinator-no-token coordinator server.auth.token_file
 phase "broken settings"

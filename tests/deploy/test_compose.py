@@ -421,5 +421,6 @@ def test_the_broken_settings_of_the_deploy_test_are_one_setting_each() -> None:
     }
     script = (COMPOSE_DIR / "deploy-test.sh").read_text()
     assert (
-        "broken consumer-bad-dsn store.dsn" in script and "broken coordinator-no-token server.auth.token_file" in script
+        "broken consumer-bad-dsn consumer store.dsn" in script
+        and "broken coordinator-no-token coordinator server.auth.token_file" in script
     )
