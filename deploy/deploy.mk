@@ -61,11 +61,18 @@ kubecheck: ## the strict manifest checker (tools/kubecheck, on k8s.io/api) into 
 helm-check: helm kubecheck ## helm lint --strict and helm template (default and cluster values), every manifest decoded strictly
 	@bash deploy/helm/check.sh
 
-deploy-test: images compose ## the compose cluster for real: kills, restarts, broken settings, EXACT audits
+deploy-test: images compose ## the compose cluster for real (make test runs it): kills, restarts, broken settings, EXACT audits
 	@bash deploy/compose/deploy-test.sh
 
 deploy-down: ## stop the compose deploy and remove its volumes
 	@docker compose -f deploy/compose/docker-compose.yml down -v --remove-orphans
 
-# The Helm tests of tests/deploy run helm and kubecheck.
+# The Helm tests of tests/deploy run helm and kubecheck; make test also runs the compose deploy test
+# last (DEPLOY_TEST=0 leaves it out, and says so, where no Docker engine can run).
 pytest: helm kubecheck
+ifeq ($(DEPLOY_TEST),0)
+test:
+	@echo "deploy-test: NOT RUN (DEPLOY_TEST=0): the compose deploy was not started"
+else
+test: deploy-test
+endif
