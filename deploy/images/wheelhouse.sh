@@ -8,7 +8,7 @@
 # 2. pip download: those wheels for the image's interpreter and platform, checked against the hashes
 #    (the host's own Python does not matter). Only when uv.lock changed.
 # 3. PySpark is published as a source distribution only: download it (hash-checked) and build it into
-#    a wheel once (uv build), also only when uv.lock changed.
+#    a wheel once (uv build), again only when its locked version changes.
 # 4. uv build: onceflow's packages as wheels, every time (seconds); the image installs them --no-deps.
 set -euo pipefail
 
@@ -48,21 +48,23 @@ else
   platforms=()
   for minor in $(seq 36 -1 5); do platforms+=(--platform "manylinux_2_${minor}_x86_64"); done
   platforms+=(--platform manylinux2014_x86_64 --platform manylinux2010_x86_64 --platform manylinux1_x86_64)
-  rm -rf "$DEPS" "$LOCAL"/pyspark-*; mkdir -p "$DEPS"
+  rm -rf "$DEPS"; mkdir -p "$DEPS"
   say "downloading the locked wheels for CPython $IMAGE_PYTHON (manylinux x86_64) into $DEPS"
   "$PYTHON" -m pip download --quiet --disable-pip-version-check --no-deps --require-hashes \
     --only-binary=:all: --python-version "$IMAGE_PYTHON" --implementation cp \
     --abi cp311 --abi abi3 --abi none "${platforms[@]}" -r "$OUT/requirements.txt" -d "$DEPS"
-  # Step 3
-  if [ -s "$OUT/pyspark.txt" ]; then
-    sdists=$(mktemp -d)
-    say "downloading PySpark's source distribution and building its wheel (once per uv.lock)"
-    "$PYTHON" -m pip download --quiet --disable-pip-version-check --no-deps --require-hashes \
-      --no-binary=:all: -r "$OUT/pyspark.txt" -d "$sdists"
-    $UV build --quiet --wheel "$sdists"/pyspark-*.tar.gz -o "$LOCAL"
-    rm -rf "$sdists"
-  fi
   cp "$OUT/all.txt" "$lock_stamp"
+fi
+# Step 3
+if [ -s "$OUT/pyspark.txt" ] && ! { cmp -s "$OUT/pyspark.txt" "$OUT/.pyspark" && ls "$LOCAL"/pyspark-*.whl >/dev/null 2>&1; }; then
+  rm -f "$LOCAL"/pyspark-*
+  sdists=$(mktemp -d)
+  say "downloading PySpark's source distribution and building its wheel (once per PySpark version)"
+  "$PYTHON" -m pip download --quiet --disable-pip-version-check --no-deps --require-hashes \
+    --no-binary=:all: -r "$OUT/pyspark.txt" -d "$sdists"
+  $UV build --quiet --wheel "$sdists"/pyspark-*.tar.gz -o "$LOCAL"
+  rm -rf "$sdists"
+  cp "$OUT/pyspark.txt" "$OUT/.pyspark"
 fi
 
 # Step 4
