@@ -17,7 +17,7 @@ PYTEST_WORKERS ?= 2
 .PHONY: help setup setup-env maven kafka s3proxy hadoop-aws check-python check-java postgres uv sync test lint fmt typecheck pytest proto demo clean
 
 help: ## show the targets
-	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 setup: setup-env kafka s3proxy hadoop-aws ## check prerequisites, get uv, create .venv from uv.lock, fetch the JVM test tools (idempotent)
 
@@ -146,3 +146,6 @@ demo: setup-env ## run the whole pipeline embedded, with a live dashboard and th
 
 clean: ## remove the venv and caches
 	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache .hypothesis
+
+# The deploys: Docker engine, images, the compose deploy test, Helm (make test runs deploy-test too).
+include deploy/deploy.mk

@@ -1,6 +1,7 @@
 """What tests/deploy reads: the compose file, the Helm chart and the services' settings classes.
 
-Neither docker nor helm can run here, so the deploys are checked as files. The compose file is YAML
+The deploys are checked as files here (`make deploy-test` runs the compose deploy, test_helm.py runs
+helm on the chart). The compose file is YAML
 with ``${VAR:-default}`` interpolation (done with the defaults of ``.env.example``). The chart's
 templates are read as text: :func:`template_env` picks out the environment variables a container
 gets, and :func:`render_env_value` renders the few template forms the chart uses for their values

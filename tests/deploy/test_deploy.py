@@ -1,9 +1,10 @@
-"""deploy/: the compose file and the Helm chart hold only settings the services really read.
+"""deploy/helm: the Helm chart holds only settings the services really read (read as files).
 
-Docker and helm cannot run here, so these tests read the files: every ``ONCEFLOW_...`` variable and
-every mounted TOML file is loaded through the service's own settings class (a misspelt or invalid
-setting raises InvalidConfig), the topics match the code's names, and the wiring (build contexts,
-ports, volumes, probes, dependencies, the chart's values) is consistent.
+These tests read the chart's files: every ``ONCEFLOW_...`` variable and every mounted TOML file is
+loaded through the service's own settings class (a misspelt or invalid setting raises InvalidConfig),
+the topics match the code's names, and the wiring (ports, volumes, probes, the chart's values) is
+consistent. test_helm.py runs Helm itself on the chart; test_compose.py checks the compose deploy,
+which `make deploy-test` runs.
 """
 
 from __future__ import annotations
@@ -21,13 +22,10 @@ from confluent_kafka.admin import AdminClient
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.exposure import INSECURE_ENV, listeners_of, refuse_unauthenticated
 from onceflow.core.settings import Settings
-from onceflow.runtime.config.files import load_connector_file
 
-from .deploy_checks import TopicSpec, check_connector, check_topics, check_wiring, traffic
+from .deploy_checks import check_connector, check_topics, check_wiring, traffic
 from .deploy_support import (
     CHART,
-    COMPOSE_DIR,
-    COMPOSE_FILE,
     FULLNAME,
     HELPERS,
     ROOT,
@@ -36,16 +34,10 @@ from .deploy_support import (
     Deploy,
     assert_setting_exists,
     bootstrap_servers,
-    compose_variables,
     container_env,
-    env_example,
-    host_path,
-    interpolate,
-    load_compose,
     load_service_settings,
     load_yaml,
     lookup,
-    metrics_port,
     served_ports,
     service_of,
     templates,
@@ -62,37 +54,13 @@ WORKLOADS = {
 
 
 @pytest.fixture(scope="module")
-def compose() -> dict[str, Any]:
-    return load_compose()
-
-
-@pytest.fixture(scope="module")
 def values() -> dict[str, Any]:
     return load_yaml(CHART / "values.yaml")
 
 
 @pytest.fixture(scope="module")
-def compose_deploy(compose: dict[str, Any]) -> Deploy:
-    return Deploy.load(lambda name: compose_settings(compose, name))
-
-
-@pytest.fixture(scope="module")
 def chart_deploy(values: dict[str, Any]) -> Deploy:
     return Deploy.load(lambda name: chart_settings(values, name)[0])
-
-
-def compose_env(service: dict[str, Any]) -> dict[str, str]:
-    variables = env_example()
-    return {key: interpolate(value, variables) for key, value in (service.get("environment") or {}).items()}
-
-
-def compose_settings(compose: dict[str, Any], name: str) -> Settings:
-    """What the service loads: the file its --config names (through its mounts) plus its environment."""
-    service = compose["services"][name]
-    command = service["command"]
-    assert command[0] == "--config", f"{name}: command must be --config FILE"
-    env = {k: v for k, v in compose_env(service).items() if k.startswith("ONCEFLOW_")}
-    return load_service_settings(name, host_path(service, command[1]), env)
 
 
 def chart_settings(values: Mapping[str, Any], name: str) -> tuple[Settings, dict[str, str], str]:
@@ -109,138 +77,19 @@ def chart_settings(values: Mapping[str, Any], name: str) -> tuple[Settings, dict
 # --- compose ----------------------------------------------------------------------------------
 
 
-def test_compose_runs_kafka_postgres_topic_init_and_every_service(compose: dict[str, Any]) -> None:
-    assert set(compose["services"]) == {"kafka", "postgres", "topic-init", *SETTINGS}
-
-
-@pytest.mark.parametrize("name", SETTINGS)
-def test_every_service_is_built_from_its_dockerfile(compose: dict[str, Any], name: str) -> None:
-    build = compose["services"][name]["build"]
-    context = (COMPOSE_DIR / build["context"]).resolve()
-    assert context == ROOT
-    assert (context / build["dockerfile"]).resolve() == ROOT / "services" / name / "Dockerfile"
-    assert (ROOT / "services" / name / "Dockerfile").is_file()
-
-
-@pytest.mark.parametrize("name", SETTINGS)
-def test_compose_config_and_environment_load_through_the_settings_class(compose: dict[str, Any], name: str) -> None:
-    for key in compose_env(compose["services"][name]):
-        assert key.startswith("ONCEFLOW_") or key == "PGPASSWORD", f"{name}: {key} is not a setting"
-        if key.startswith("ONCEFLOW_"):
-            assert service_of(key) == name, f"{name} sets {key}, a setting of {service_of(key)}"
-    compose_settings(compose, name)  # raises InvalidConfig naming a bad file key or variable
-
-
-def test_every_setting_name_in_the_compose_deploy_is_real() -> None:
-    names = set(SETTING_NAME.findall(COMPOSE_FILE.read_text() + (COMPOSE_DIR / ".env.example").read_text()))
-    assert len(names) >= 5
-    for name in sorted(names):
-        assert_setting_exists(name)
-
-
-def test_compose_variables_are_documented_with_the_same_defaults() -> None:
-    example = env_example()
-    for name, default in compose_variables().items():
-        assert name in example, f"${{{name}}} is not in .env.example"
-        assert default is None or default == example[name], f"{name}: default {default!r} != {example[name]!r}"
-    assert set(example) <= set(compose_variables()), "variables of .env.example that compose ignores"
-
-
-def test_compose_creates_the_topics_the_services_use(compose: dict[str, Any], compose_deploy: Deploy) -> None:
-    created: dict[str, TopicSpec] = {}
-    script = COMPOSE_DIR / "topics" / "create-topics.sh"
-    for line in script.read_text().splitlines():
-        if line.startswith("create "):
-            _, name, partitions, *configs = line.split()
-            spec = dict(config.split("=", 1) for config in configs)
-            created[name] = (int(interpolate(partitions.strip('"'), env_example())), spec)
-    check_topics(created, compose_deploy)
-    init = compose["services"]["topic-init"]
-    assert host_path(init, init["entrypoint"][-1]) == script.resolve()
-
-
-def test_kafka_is_one_kraft_node_where_transactions_work(compose: dict[str, Any]) -> None:
-    kafka = compose["services"]["kafka"]
-    env = compose_env(kafka)
-    assert interpolate(kafka["image"], env_example()).startswith("apache/kafka:")
-    assert set(env["KAFKA_PROCESS_ROLES"].split(",")) == {"broker", "controller"}
-    assert env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"] == "1"
-    assert env["KAFKA_TRANSACTION_STATE_LOG_MIN_ISR"] == "1"
-    assert env["KAFKA_ADVERTISED_LISTENERS"] == "PLAINTEXT://kafka:9092"
-    for name in SETTINGS:
-        assert bootstrap_servers(compose_settings(compose, name)) == {"kafka:9092"}, name
-
-
-def test_compose_services_reach_each_other(compose_deploy: Deploy) -> None:
-    check_wiring(compose_deploy, "")
-
-
-def test_postgres_allows_prepared_transactions(compose: dict[str, Any]) -> None:
-    command = " ".join(compose["services"]["postgres"]["command"])
-    match = re.search(r"max_prepared_transactions=(\d+)", command)
-    assert match is not None and int(match.group(1)) > 0
-
-
-def test_staging_is_one_volume_shared_at_the_staging_root(compose: dict[str, Any], compose_deploy: Deploy) -> None:
-    root = compose_deploy.spark.staging_root
-    assert compose_deploy.coordinator.staging_root == root
-    for name in ("coordinator", "participant", "spark-worker"):
-        assert f"staging:{root}" in compose["services"][name]["volumes"], name
-    assert "staging" in compose["volumes"]
-
-
-def test_only_results_api_and_metrics_are_published_on_loopback(
-    compose: dict[str, Any], compose_deploy: Deploy
-) -> None:
-    allowed = {name: {metrics_port(compose_settings(compose, name))} for name in SETTINGS}
-    allowed["consumer"].add(compose_deploy.consumer.server.port)
-    for name, service in compose["services"].items():
-        for port in service.get("ports", []):
-            host, _, container = interpolate(port, env_example()).rpartition(":")
-            assert host.startswith("127.0.0.1:"), f"{name}: {port} is not bound to 127.0.0.1"
-            assert int(container) in allowed.get(name, set()), f"{name} publishes {container}"
-
-
-def test_services_have_healthchecks_and_start_in_order(compose: dict[str, Any]) -> None:
-    services = compose["services"]
-    for name, service in services.items():
-        for dependency, spec in (service.get("depends_on") or {}).items():
-            if spec["condition"] == "service_healthy":
-                assert "healthcheck" in services[dependency], f"{name} waits for {dependency}'s health"
-            else:
-                assert spec["condition"] == "service_completed_successfully" and dependency == "topic-init"
-    for name in SETTINGS:
-        check = " ".join(services[name]["healthcheck"]["test"])
-        assert any(f"127.0.0.1:{port}" in check for port in served_ports(compose_settings(compose, name))), name
-        ancestors, todo = set(), [name]
-        while todo:
-            todo += [d for d in services[todo.pop()].get("depends_on", {}) if d not in ancestors]
-            ancestors |= set(todo)
-        assert "topic-init" in ancestors, f"{name} may start before the topics exist"
-    assert set(services["participant"]["depends_on"]) >= {"postgres", "coordinator"}
-    assert set(services["spark-worker"]["depends_on"]) >= {"coordinator", "participant"}
-
-
 # --- connectors and the audit ------------------------------------------------------------------
 
 
-def test_connectors_and_audit_generator_agree(
-    compose: dict[str, Any], compose_deploy: Deploy, values: dict[str, Any], chart_deploy: Deploy
-) -> None:
-    service = compose["services"]["connect-worker"]
-    compose_connectors = [load_connector_file(host_path(service, p))[1] for p in compose_deploy.connect.connectors]
-    assert compose_connectors, "the compose connect worker runs no connector"
-    chart_connectors = [dict(config, name=name) for name, config in values["connectWorker"]["connectors"].items()]
-    audits = {"compose": compose_deploy.consumer.audit.generator, "chart": chart_deploy.consumer.audit.generator}
+def test_connectors_and_audit_generator_agree(values: dict[str, Any], chart_deploy: Deploy) -> None:
+    connectors = [dict(config, name=name) for name, config in values["connectWorker"]["connectors"].items()]
     readme = (ROOT / "deploy" / "README.md").read_text()
-    for deploy, connectors in (("compose", compose_connectors), ("chart", chart_connectors)):
-        for config in connectors:
-            check_connector({k: str(v) for k, v in config.items()})
-            if config["connector.class"] == "access-log-generator":
-                assert traffic(config) == traffic(audits[deploy]), f"{deploy}: generator and [audit.generator] differ"
-                audit = f"--seed {config['seed']} --count {config['count']}"
-                assert audit in readme, f"deploy/README.md does not audit with {audit}"
-                assert audit in COMPOSE_FILE.read_text() + templates()["NOTES.txt"]
+    for config in connectors:
+        check_connector({k: str(v) for k, v in config.items()})
+        if config["connector.class"] == "access-log-generator":
+            assert traffic(config) == traffic(chart_deploy.consumer.audit.generator), "generator and [audit.generator]"
+            audit = f"--seed {config['seed']} --count {config['count']}"
+            assert audit in readme, f"deploy/README.md does not audit with {audit}"
+            assert audit in templates()["NOTES.txt"]
 
 
 # --- Helm -------------------------------------------------------------------------------------
@@ -362,28 +211,6 @@ def test_topic_script_creates_the_chart_topics(broker: EmbeddedBroker, values: d
 TOKEN_SECRET = "/run/secrets/grpc_token"
 
 
-def test_compose_servers_on_every_interface_require_the_token_and_clients_send_it(compose: dict[str, Any]) -> None:
-    """Issue 14: the container deploy binds 0.0.0.0 with authentication on."""
-    servers = ("coordinator", "participant", "consumer", "connect-worker")
-    for name in servers:
-        settings = compose_settings(compose, name)
-        server = getattr(settings, "server")  # noqa: B009 - every serving settings class has one
-        assert server.host == "0.0.0.0" and server.auth.token_file == TOKEN_SECRET, name
-        assert "grpc_token" in compose["services"][name].get("secrets", []), name
-    assert "grpc_token" in compose["services"]["spark-worker"].get("secrets", [])
-    clients: dict[str, tuple[str, ...]] = {
-        "spark-worker": ("coordinator", "tls"),
-        "participant": ("coordinator", "tls"),
-        "coordinator": ("participant_tls",),
-    }
-    for name, path in clients.items():
-        section: Any = compose_settings(compose, name)
-        for attribute in path:
-            section = getattr(section, attribute)
-        assert section.token_file == TOKEN_SECRET, name
-    assert compose["secrets"]["grpc_token"]["file"] == "./grpc-token"
-
-
 @pytest.mark.parametrize("name", SETTINGS)
 def test_chart_services_mount_the_grpc_token_their_config_names(values: dict[str, Any], name: str) -> None:
     """Issue 14: the chart's servers require the token and its clients send it, from grpcAuth's Secret."""
@@ -402,14 +229,12 @@ def test_chart_services_mount_the_grpc_token_their_config_names(values: dict[str
     assert values["grpcAuth"]["existingSecret"] and values["grpcAuth"]["secretKey"]
 
 
-@pytest.mark.parametrize("kind", ["compose", "chart"])
-def test_every_deployed_server_authenticates_without_onceflow_insecure(
-    kind: str, compose_deploy: Deploy, chart_deploy: Deploy, compose: dict[str, Any]
-) -> None:
+def test_every_deployed_server_authenticates_without_onceflow_insecure(chart_deploy: Deploy) -> None:
     """Issue 22: a service off loopback refuses to start without authentication (onceflow.core.exposure)
-    unless ONCEFLOW_INSECURE=1; the deploys pass the check without it, and never set it."""
-    deploy = compose_deploy if kind == "compose" else chart_deploy
+    unless ONCEFLOW_INSECURE=1; the chart passes the check without it, and never sets it
+    (tests/deploy/test_compose.py checks the compose deploy)."""
+    deploy = chart_deploy
     for settings in (deploy.coordinator, deploy.participant, deploy.connect, deploy.spark, deploy.consumer):
         refuse_unauthenticated(listeners_of(settings), env={})
-    files = [COMPOSE_FILE, *(CHART / "templates").iterdir(), CHART / "values.yaml", COMPOSE_DIR / ".env.example"]
+    files = [*(CHART / "templates").iterdir(), CHART / "values.yaml"]
     assert not [f.name for f in files if INSECURE_ENV in f.read_text()]

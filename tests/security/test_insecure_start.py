@@ -1,9 +1,9 @@
 """No service serves a network without authentication unless told to (issue 22, item 4).
 
-Attack: the service images listen on ``0.0.0.0`` (their Dockerfiles set it) with the default config:
+Attack: the service images listen on ``0.0.0.0`` (services/Dockerfile sets it) with the default config:
 no gRPC token, a PLAINTEXT broker listener. Run as built, every port was open to whoever reached it.
 
-Expected refusal: each service's command, run as its Dockerfile runs it (entry point, config, ENV),
+Expected refusal: each service's command, run as its image runs it (entry point, config, ENV),
 exits 2 before it starts anything, naming the address setting and ``ONCEFLOW_INSECURE=1``; the
 deploys (compose, Helm) set authentication and pass (tests/deploy). Only the check itself is run
 here: no test binds a non-loopback address.
@@ -49,10 +49,18 @@ SETTINGS: dict[str, type[Settings]] = {
 }
 
 
+def stage(name: str) -> str:
+    """The build target ``name`` of services/Dockerfile (one image per service), up to the next FROM."""
+    text = (ROOT / "services" / "Dockerfile").read_text()
+    start = text.index(f"\nFROM onceflow AS {name}\n")
+    end = text.find("\nFROM ", start + 1)
+    return text[start : end if end != -1 else len(text)]
+
+
 def image(name: str) -> tuple[list[str], dict[str, str]]:
-    """The command line the image ``services/<name>`` runs (its config taken from the repository) and
-    the environment its Dockerfile sets."""
-    text = (ROOT / "services" / name / "Dockerfile").read_text()
+    """The command line the image ``onceflow-<name>`` runs (its config taken from the repository) and
+    the environment its build target sets."""
+    text = stage(name)
     copies = {dest: src for src, dest in re.findall(r"^COPY (services/\S+\.toml) (\S+)$", text, re.M)}
     entrypoint, cmd = (json.loads(re.findall(rf"^{word} (\[.*\])$", text, re.M)[0]) for word in ("ENTRYPOINT", "CMD"))
     argv = [ONCEFLOW, *entrypoint[1:], *(str(ROOT / copies[arg]) if arg in copies else arg for arg in cmd)]
@@ -67,7 +75,7 @@ def image(name: str) -> tuple[list[str], dict[str, str]]:
 
 
 def test_no_image_allows_insecure_serving() -> None:
-    for dockerfile in (ROOT / "services").glob("*/Dockerfile"):
+    for dockerfile in [ROOT / "services" / "Dockerfile", *(ROOT / "deploy" / "images").glob("*/Dockerfile")]:
         assert not re.search(rf"^ENV .*{INSECURE_ENV}", dockerfile.read_text(), re.M), dockerfile
 
 

@@ -3,14 +3,16 @@ compare-and-set offsets, last-write-wins upserts, and the queries."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from onceflow.consumer.api import ResultsQuery
-from onceflow.consumer.exceptions import InvalidQuery, StaleOffsets
+from onceflow.consumer.exceptions import InvalidQuery, StaleOffsets, StoreUnreachable
 from onceflow.consumer.model import ResultRow
+from onceflow.consumer.settings import StoreSettings
 from onceflow.consumer.store import (
     PartitionBatch,
     PostgresResultsStore,
@@ -18,6 +20,7 @@ from onceflow.consumer.store import (
     ResultsStore,
     SqliteResultsStore,
     as_table_row,
+    open_store,
 )
 
 W0 = 1_767_225_600_000
@@ -103,3 +106,16 @@ def test_empty_store_queries(store: ResultsStore) -> None:
     query = ResultsQuery(store)
     assert query.latest_closed_window() is None
     assert query.top_ips(0, 5) == (0, [])
+
+
+def test_an_unreachable_store_names_the_setting_and_not_the_password() -> None:
+    """A deploy with a bad DSN ends with a log line that says which setting to fix (issue 23)."""
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    dsn = f"host=127.0.0.1 port={port} user=onceflow password=hunter2 dbname=results"
+    with pytest.raises(StoreUnreachable) as refused:
+        open_store(StoreSettings(backend="postgres", dsn=dsn, connect_timeout_s=2))
+    message = str(refused.value)
+    assert message.startswith("invalid setting 'store.dsn' (host=127.0.0.1 port=") and "dbname=results" in message
+    assert "cannot open the results store" in message and "hunter2" not in message

@@ -121,6 +121,17 @@ def test_a_bad_config_exits_2_naming_the_setting(tmp_path: Path, children: list[
     assert not child.ready_file.exists()
 
 
+def test_a_missing_token_file_exits_2_naming_the_setting_before_starting(tmp_path: Path, children: list[Child]) -> None:
+    missing = tmp_path / "no_such_token"
+    child = Child(tmp_path, f'[server]\nport = 0\n[server.auth]\ntoken_file = "{missing}"\n')
+    children.append(child)
+    assert child.process.wait(30) == 2
+    output = child.output()
+    assert output.startswith("onceflow health: ") and "server.auth.token_file" in output, output
+    assert "cannot read" in output and str(missing) in output
+    assert not child.ready_file.exists()
+
+
 def test_a_port_in_use_exits_2_naming_the_setting(tmp_path: Path, children: list[Child]) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -114,3 +114,36 @@ def test_settings_are_immutable() -> None:
     settings = load_settings(ExampleSettings, env={})
     with pytest.raises(Exception, match="frozen"):
         settings.job.window_ms = 1
+
+
+def test_kafka_properties_file_is_merged_over_properties(tmp_path: Path) -> None:
+    secret = tmp_path / "kafka.properties"
+    secret.write_text("# the coordinator's login\nsasl.username = coordinator\n\nsasl.password=s3cr=t\n")
+    config = write(
+        tmp_path,
+        f'[kafka]\nproperties_file = "{secret}"\n[kafka.properties]\n"security.protocol" = "SASL_PLAINTEXT"\n'
+        '"sasl.username" = "overridden"\n',
+    )
+    kafka = load_settings(ExampleSettings, config, env={}).kafka
+    assert kafka.client_config()["sasl.password"] == "s3cr=t"
+    assert kafka.properties == {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.username": "coordinator",
+        "sasl.password": "s3cr=t",
+    }
+
+
+def test_missing_or_malformed_kafka_properties_file_names_the_setting(tmp_path: Path) -> None:
+    env = {"ONCEFLOW_TEST__KAFKA__PROPERTIES_FILE": str(tmp_path / "missing.properties")}
+    with pytest.raises(InvalidConfig) as err:
+        load_settings(ExampleSettings, env=env)
+    assert err.value.setting == "kafka.properties_file"
+    assert "cannot read" in err.value.reason and "missing.properties" in err.value.reason
+    bad = tmp_path / "bad.properties"
+    bad.write_text("sasl.password hunter2\n")
+    with pytest.raises(InvalidConfig) as err:
+        load_settings(ExampleSettings, env={"ONCEFLOW_TEST__KAFKA__PROPERTIES_FILE": str(bad)})
+    assert "line 1: expected name=value" in err.value.reason and "hunter2" not in str(err.value)
+    bad.write_text("bootstrap.servers=elsewhere:9092\n")
+    with pytest.raises(InvalidConfig, match="set bootstrap_servers"):
+        load_settings(ExampleSettings, env={"ONCEFLOW_TEST__KAFKA__PROPERTIES_FILE": str(bad)})

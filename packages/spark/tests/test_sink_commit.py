@@ -21,6 +21,7 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.coordinator.model import TransactionId
 from onceflow.core.avro import IpCount
 from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA
+from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagingWriter
 from onceflow.spark.exceptions import TransactionAborted, WriterFencedError
 from onceflow.spark.sink import (
@@ -31,6 +32,7 @@ from onceflow.spark.sink import (
     SinkOptions,
     StagedFileMessage,
     TwoPhaseCommitWriter,
+    parse_sink_options,
 )
 from onceflow.testing.coordinator import CoordinatorProcess, FakeParticipantServer
 
@@ -187,3 +189,32 @@ def test_commit_rides_out_a_coordinator_restart(
         assert participants.sinks["kafka"].wait_for("committed", TransactionId(JOB, 0))
     finally:
         coordinator.stop()
+
+
+def test_the_commit_sends_the_token_of_the_sink_options(participants: FakeParticipantServer, tmp_path: Path) -> None:
+    token = tmp_path / "grpc_token"
+    token.write_text("s3cret\n")
+    process = CoordinatorProcess(
+        tmp_path / "coordinator",
+        {
+            "transaction_log": {"backend": "memory"},
+            "prepare_timeout_ms": 5000,
+            "server": {"auth": {"token_file": str(token)}},
+        },
+    )
+    process.start()
+    try:
+        with CoordinatorClient(process.target, TlsSettings(token_file=str(token))) as client:
+            epoch = client.register_writer(JOB, "test-driver").epoch
+            client.register_participants(JOB, epoch, [Participant(r.sink, r.target) for r in participants.refs])
+        options = {"job": JOB, "coordinator": process.target, "writerEpoch": str(epoch), "stagingRoot": str(tmp_path)}
+        without = TwoPhaseCommitWriter(parse_sink_options(options), IP_COUNT_ARROW_SCHEMA)
+        with pytest.raises(Exception, match="UNAUTHENTICATED"):
+            without.commit(_stage(tmp_path, 0, epoch), 0)
+        with_token = parse_sink_options({**options, "tls.token_file": str(token)})
+        assert with_token.tls.token_file == str(token)
+        TwoPhaseCommitWriter(with_token, IP_COUNT_ARROW_SCHEMA).commit(_stage(tmp_path, 1, epoch), 1)
+        for sink in participants.sinks.values():
+            assert sink.wait_for("committed", TransactionId(JOB, 1))
+    finally:
+        process.stop()

@@ -23,6 +23,15 @@ class StaleOffsets(ConsumerError):  # noqa: N818 - names the condition, like the
         )
 
 
+class StoreUnreachable(ConsumerError):  # noqa: N818 - names the condition
+    """The results store cannot be opened: the message names the setting (``store.dsn``) and where it
+    points, never a password."""
+
+    def __init__(self, setting: str, where: str, reason: str) -> None:
+        self.setting = setting
+        super().__init__(f"invalid setting '{setting}' ({where}): cannot open the results store: {reason}")
+
+
 class RecordRejected(ConsumerError):  # noqa: N818
     """A record cannot be stored: its value does not decode, or its row does not fit its table."""
 

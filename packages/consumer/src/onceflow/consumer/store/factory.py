@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+from onceflow.consumer.exceptions import StoreUnreachable
 from onceflow.consumer.settings import StoreSettings
 from onceflow.consumer.store.base import ResultsStore
 from onceflow.consumer.store.postgres import PostgresResultsStore
@@ -12,9 +16,21 @@ def open_store(settings: StoreSettings, *, create_schema: bool = True) -> Result
     """A connected store of ``settings.backend``, with its tables created unless ``create_schema`` is false."""
     store: ResultsStore
     if settings.backend == "postgres":
-        store = PostgresResultsStore(settings.dsn, connect_timeout_s=settings.connect_timeout_s)
+        try:
+            store = PostgresResultsStore(settings.dsn, connect_timeout_s=settings.connect_timeout_s)
+        except psycopg.OperationalError as exc:
+            raise StoreUnreachable("store.dsn", _where(settings.dsn), str(exc).strip().splitlines()[0]) from None
     else:
         store = SqliteResultsStore(settings.path, busy_timeout_ms=settings.busy_timeout_ms)
     if create_schema:
         store.create_schema()
     return store
+
+
+def _where(dsn: str) -> str:
+    """The DSN's host, port, database and user (never its password)."""
+    try:
+        parts = conninfo_to_dict(dsn)
+    except psycopg.ProgrammingError:
+        return "an unparsable DSN"
+    return " ".join(f"{key}={parts[key]}" for key in ("host", "port", "dbname", "user") if key in parts)

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from pydantic import BaseModel
 
 from onceflow.core.errors import InvalidConfig
 
@@ -50,6 +51,22 @@ def read_token(path: str, setting: str) -> str:
     if not token:
         raise InvalidConfig(setting, f"{path} holds no token")
     return token
+
+
+def check_token_files(settings: BaseModel, prefix: str = "") -> None:
+    """Read every ``token_file`` that ``settings`` name, at any depth (a server's ``auth.token_file``, a
+    client's ``tls.token_file``): a missing or empty one raises :class:`InvalidConfig` naming the
+    setting, so a service stops before it starts anything (a coordinator before it fences the one
+    that serves)."""
+    for name in type(settings).model_fields:
+        value = getattr(settings, name)
+        path = f"{prefix}.{name}" if prefix else name
+        if name == "token_file" and isinstance(value, str) and value:
+            read_token(value, path)
+        items = value if isinstance(value, list | tuple) else [value]
+        for index, item in enumerate(items):
+            if isinstance(item, BaseModel):
+                check_token_files(item, path if items is not value else f"{path}[{index}]")
 
 
 class AuthorizationInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]

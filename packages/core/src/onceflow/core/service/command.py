@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from onceflow.core.errors import OnceflowError
 from onceflow.core.exposure import listeners_of, refuse_unauthenticated
+from onceflow.core.grpc.auth import check_token_files
 from onceflow.core.logging import configure_logging
 from onceflow.core.service.base import EXIT_CONFIG, Service, ServiceStartFailed
 from onceflow.core.service.loop import serve_until_signalled
@@ -48,9 +49,9 @@ def run_service(
     Steps:
         1. Load the settings (``load``: file, environment, flags) and check that every listener
            they declare off loopback authenticates its clients (:mod:`onceflow.core.exposure`;
-           ``ONCEFLOW_INSECURE=1`` allows it); an :class:`OnceflowError` or a ``ValueError`` (a bad
-           flag value) prints ``onceflow <command>: <error>`` and returns 2, before the service
-           starts anything.
+           ``ONCEFLOW_INSECURE=1`` allows it), and that every token file they name can be read; an
+           :class:`OnceflowError` or a ``ValueError`` (a bad flag value) prints
+           ``onceflow <command>: <error>`` and returns 2, before the service starts anything.
         2. Configure logging to stderr as the settings' ``log`` section says.
         3. Build the service and serve it until signalled
            (:func:`~onceflow.core.service.serve_until_signalled`). A :class:`ServiceStartFailed`
@@ -62,6 +63,7 @@ def run_service(
     try:
         settings = load()
         refuse_unauthenticated(listeners_of(settings))
+        check_token_files(settings)
     except (OnceflowError, ValueError) as exc:
         print(f"onceflow {command}: {exc}", file=sys.stderr)
         return EXIT_CONFIG

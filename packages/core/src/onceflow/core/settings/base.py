@@ -7,9 +7,10 @@ errors, values are validated, and models are immutable once loaded.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from pathlib import Path
+from typing import ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from onceflow.core import defaults
 from onceflow.core.exposure import Listener
@@ -110,7 +111,10 @@ class KafkaSettings(Section):
     """How to reach Kafka (the embedded broker or Apache Kafka).
 
     ``properties`` are passed through to librdkafka unchanged, with librdkafka's own names
-    (``security.protocol``, ``sasl.mechanisms``, ``ssl.ca.location``, ...).
+    (``security.protocol``, ``sasl.mechanisms``, ``ssl.ca.location``, ...). ``properties_file`` names a
+    file of more of them (``name=value`` lines; ``#`` comments), read once at load and merged over
+    ``properties``: credentials such as ``sasl.password`` stay out of the config file and the
+    environment (a mounted secret, as Kafka's ``--command-config`` file).
 
     ``replication_factor`` and ``min_insync_replicas`` are those of the topics the service creates
     (onceflow's internal ``_onceflow_*`` topics, a Kafka sink's topics): unset, the factor is
@@ -122,6 +126,7 @@ class KafkaSettings(Section):
     properties: dict[str, str] = Field(default_factory=dict)
     replication_factor: int | None = Field(default=None, ge=1)
     min_insync_replicas: int | None = Field(default=None, ge=1)
+    properties_file: str = ""
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -139,8 +144,45 @@ class KafkaSettings(Section):
             raise ValueError("set bootstrap_servers, not properties.bootstrap.servers")
         return value
 
+    @field_validator("properties_file")
+    @classmethod
+    def _check_properties_file(cls, value: str) -> str:
+        if value:
+            read_properties_file(value)
+        return value
+
+    @model_validator(mode="after")
+    def _merge_properties_file(self) -> Self:
+        if self.properties_file:
+            # The model is frozen; its properties dict is filled once, here, while it is validated.
+            self.properties.update(read_properties_file(self.properties_file))
+            self._check_properties(self.properties)
+        return self
+
     def client_config(self, **overrides: object) -> dict[str, object]:
         """librdkafka configuration: bootstrap servers, passthrough properties, then ``overrides``."""
         config: dict[str, object] = {"bootstrap.servers": self.bootstrap_servers, **self.properties}
         config.update(overrides)
         return config
+
+
+def read_properties_file(path: str) -> dict[str, str]:
+    """The ``name=value`` lines of a librdkafka properties file (``#`` and ``!`` lines are comments).
+
+    Raises ValueError naming the file when it cannot be read or a line has no ``=``; the values are
+    never in the message (they are credentials).
+    """
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    properties: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#!":
+            continue
+        name, sep, value = stripped.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"{path} line {number}: expected name=value")
+        properties[name.strip()] = value.strip()
+    return properties

@@ -104,6 +104,8 @@ def start_query(spark: SparkSession, settings: SparkJobSettings) -> StreamingQue
             "tls.ca": coordinator.tls.ca,
             "tls.cert": coordinator.tls.cert,
             "tls.key": coordinator.tls.key,
+            # The token of the commits (the coordinator refuses them without it, off loopback).
+            "tls.token_file": coordinator.tls.token_file,
         }
         if settings.output_mode == "append" and not outputs.derived:
             writer = counts.writeStream.format("onceflow-2pc").options(**options)

@@ -19,6 +19,7 @@ for every commit, so registering inside the sink would re-register on every batc
 ``stageOnly``        ``true``: stage the rows and list them in a manifest, commit nothing (the writes
                      of derived outputs; the batch commits with the main output)
 ``tls.ca``, ``tls.cert``, ``tls.key``  TLS (mTLS with cert and key) to the coordinator
+``tls.token_file``   the bearer token file CommitTransaction and AbortTransaction send
 ===================  ============================================================================
 """
 
@@ -46,6 +47,7 @@ class SinkOptions:
     tls_ca: str = ""
     tls_cert: str = ""
     tls_key: str = ""
+    tls_token_file: str = ""
     output: str = DEFAULT_OUTPUT
     side_outputs: tuple[str, ...] = ()
     derived_outputs: tuple[str, ...] = ()
@@ -53,7 +55,7 @@ class SinkOptions:
 
     @property
     def tls(self) -> TlsSettings:
-        return TlsSettings(ca=self.tls_ca, cert=self.tls_cert, key=self.tls_key)
+        return TlsSettings(ca=self.tls_ca, cert=self.tls_cert, key=self.tls_key, token_file=self.tls_token_file)
 
 
 def _required(options: Mapping[str, str], name: str) -> str:
@@ -112,4 +114,5 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         tls_ca=lowered.get("tls.ca", ""),
         tls_cert=lowered.get("tls.cert", ""),
         tls_key=lowered.get("tls.key", ""),
+        tls_token_file=lowered.get("tls.token_file", ""),
     )

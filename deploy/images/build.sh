@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Builds every image of the deploys (`make images`), tagged IMAGE_TAG (default local), and reports how
+# long each took and how big it is (also in .cache/images/report.txt).
+#
+# 1. The base: BASE_IMAGE if it can be had, else Debian bookworm built by debootstrap (base.sh).
+# 2. The onceflow images: one per target of services/Dockerfile (onceflow-<service>; they share every
+#    layer but their last few). The wheelhouse must exist (make wheelhouse).
+# 3. The dependencies on the same base: Apache Kafka and S3Proxy from the jars in .cache (make kafka,
+#    make s3proxy), PostgreSQL and Prometheus from Debian's packages.
+# The engine's layer cache makes a second run take seconds; only what changed is rebuilt.
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+TAG=${IMAGE_TAG:-local}
+REPORT=.cache/images/report.txt
+SERVICES=(coordinator participant consumer connect-worker spark-worker broker)
+export DOCKER_BUILDKIT=${DOCKER_BUILDKIT:-0}
+
+say() { echo "images: $*"; }
+mkdir -p .cache/images
+[ -f .cache/wheelhouse/requirements.txt ] || { say "no wheelhouse: run 'make wheelhouse' first"; exit 1; }
+pom_version() { sed -n "s:.*<$2>\(.*\)</$2>.*:\1:p" "$1" | head -n 1; }
+KAFKA_VERSION=$(pom_version tools/kafka/pom.xml kafka.version)
+[ -f ".cache/kafka/$KAFKA_VERSION/.complete" ] || { say "no Kafka $KAFKA_VERSION jars: run 'make kafka' first"; exit 1; }
+
+start_all=$(date +%s)
+rows=()
+# build NAME DOCKERFILE [ARGS...]: docker build, its log in .cache/images/NAME.log, timed
+build() {
+  local name=$1 dockerfile=$2 start log
+  shift 2
+  log=.cache/images/$name.log
+  start=$(date +%s)
+  if ! docker build --build-arg "BASE_IMAGE=$BASE" -f "$dockerfile" -t "onceflow-$name:$TAG" "$@" . >"$log" 2>&1; then
+    say "building onceflow-$name failed (the end of $log:)"; tail -n 25 "$log" | sed 's/^/  /'; exit 1
+  fi
+  rows+=("$name $(( $(date +%s) - start ))")
+  say "onceflow-$name:$TAG built in $(( $(date +%s) - start ))s"
+}
+
+# Step 1
+start=$(date +%s)
+BASE=$(bash deploy/images/base.sh | tail -n 1)
+rows+=("base($BASE) $(( $(date +%s) - start ))")
+
+# Step 2
+for service in "${SERVICES[@]}"; do build "$service" services/Dockerfile --target "$service"; done
+
+# Step 3
+build kafka deploy/images/kafka/Dockerfile --build-arg "KAFKA_VERSION=$KAFKA_VERSION"
+build postgres deploy/images/postgres/Dockerfile
+build prometheus deploy/images/prometheus/Dockerfile
+if [ -f tools/s3proxy/pom.xml ]; then
+  S3PROXY_VERSION=$(pom_version tools/s3proxy/pom.xml s3proxy.version)
+  [ -f ".cache/s3proxy/$S3PROXY_VERSION/.complete" ] || { say "no S3Proxy $S3PROXY_VERSION jars: run 'make s3proxy' first"; exit 1; }
+  build s3proxy deploy/images/s3proxy/Dockerfile --build-arg "S3PROXY_VERSION=$S3PROXY_VERSION"
+fi
+
+{
+  echo "# make images: seconds to build (layer cache as it was) and image sizes; $(date -u +%FT%TZ)"
+  printf '%-24s %8s %10s\n' image seconds size
+  for row in "${rows[@]}"; do
+    read -r name seconds <<<"$row"
+    size=-
+    case "$name" in base*) ref=$BASE ;; *) ref=onceflow-$name:$TAG ;; esac
+    size=$(docker image inspect -f '{{.Size}}' "$ref" | numfmt --to=iec --format='%.1f')
+    printf '%-24s %8s %10s\n' "$name" "$seconds" "$size"
+  done
+  echo "total: $(( $(date +%s) - start_all ))s; layers on disk: $(docker system df --format '{{.Type}} {{.Size}}' | awk '$1 == "Images" {print $2}')"
+} | tee "$REPORT"

@@ -1,0 +1,426 @@
+"""deploy/compose: the cluster's compose file holds only settings the services really read, and its
+pieces fit together. `make deploy-test` runs it for real; these checks need no Docker and name the
+file and setting that is wrong.
+
+Every onceflow container's ``--config`` file and ``ONCEFLOW_...`` environment load through the
+service's own settings class (its Kafka login, a secret at run time, is a stand-in file here).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from onceflow.consumer.loop.metrics import ConsumerMetrics
+from onceflow.consumer.settings import ConsumerSettings
+from onceflow.coordinator.metrics import CoordinatorMetrics
+from onceflow.coordinator.settings import CoordinatorSettings
+from onceflow.core.exposure import INSECURE_ENV, listeners_of, refuse_unauthenticated
+from onceflow.core.settings import Settings, base
+from onceflow.runtime.config.worker_settings import WorkerSettings
+from onceflow.runtime.worker.metrics import WorkerMetrics
+from onceflow.sinks.server.metrics import ParticipantMetrics
+from onceflow.sinks.server.settings import KafkaSink, ParticipantSettings
+from onceflow.spark.job.settings import SparkJobSettings
+from onceflow.spark.runner.metrics import JobMetrics
+
+from .deploy_checks import check_connector, check_topics
+from .deploy_support import (
+    COMPOSE_DIR,
+    COMPOSE_FILE,
+    ROOT,
+    SETTING_NAME,
+    Deploy,
+    assert_setting_exists,
+    compose_variables,
+    env_example,
+    host_path,
+    interpolate,
+    load_compose,
+    load_service_settings,
+    served_ports,
+    service_of,
+)
+
+#: The onceflow images (targets of services/Dockerfile) and the other images `make images` builds.
+TARGETS = set(re.findall(r"^FROM onceflow AS ([\w-]+)$", (ROOT / "services" / "Dockerfile").read_text(), re.M))
+OTHER_IMAGES = {"kafka", "postgres", "prometheus", "s3proxy"}
+TOKEN_SECRET = "/run/secrets/grpc_token"
+KAFKA_LOGIN = "/run/secrets/kafka_client"
+BROKERS = ["kafka-1", "kafka-2", "kafka-3"]
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    return load_compose()
+
+
+@pytest.fixture(autouse=True)
+def kafka_logins(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Stand in for the Kafka login files (secrets at run time): the files read are recorded."""
+    read: list[str] = []
+
+    def fake(path: str) -> dict[str, str]:
+        read.append(path)
+        return {"sasl.username": "principal", "sasl.password": "secret"}
+
+    monkeypatch.setattr(base, "read_properties_file", fake)
+    yield read
+
+
+def image_target(service: dict[str, Any]) -> str:
+    """The image of a compose service, without its prefix and tag: a services/Dockerfile target or a
+    deploy/images one."""
+    image = interpolate(service["image"], env_example())
+    match = re.fullmatch(r"onceflow-([\w-]+):[\w.-]+", image)
+    assert match is not None, f"{image} is not an image of make images"
+    return match.group(1)
+
+
+def onceflow_services(compose: dict[str, Any]) -> dict[str, tuple[str, Path]]:
+    """Every container that runs an onceflow service: (settings class key, host path of its --config)."""
+    found = {}
+    for name, service in compose["services"].items():
+        argv = [*service.get("entrypoint", []), *service.get("command", [])]
+        if "--config" not in argv or image_target(service) not in TARGETS:
+            continue
+        config = argv[argv.index("--config") + 1]
+        kind = "spark-worker" if argv[:3] == ["onceflow", "job", "run"] else image_target(service)
+        if argv[:3] == ["onceflow", "txn", "init-log"]:
+            kind = "coordinator"
+        found[name] = (kind, host_path(service, config))
+    return found
+
+
+def settings_of(compose: dict[str, Any], name: str) -> Settings:
+    """What the container's process loads: its --config file plus its ONCEFLOW_ environment."""
+    kind, config = onceflow_services(compose)[name]
+    environment = compose["services"][name].get("environment") or {}
+    env = {key: interpolate(value, env_example()) for key, value in environment.items() if key.startswith("ONCEFLOW_")}
+    return load_service_settings(kind, config, env)
+
+
+def typed(compose: dict[str, Any], name: str, model: type[Any]) -> Any:
+    settings = settings_of(compose, name)
+    assert isinstance(settings, model), f"{name} loads {type(settings).__name__}, not {model.__name__}"
+    return settings
+
+
+# --- the services and their settings ----------------------------------------------------------------
+
+
+def test_the_cluster_runs_every_piece(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    assert {"kafka-1", "kafka-2", "kafka-3", "postgres", "prometheus", "spark-master"} <= set(services)
+    kinds: dict[str, list[str]] = {}
+    for name, (kind, _) in onceflow_services(compose).items():
+        kinds.setdefault(kind, []).append(name)
+    assert sorted(kinds["participant"]) == ["participant-0", "participant-1"]
+    assert {"coordinator-1", "coordinator-2"} <= set(kinds["coordinator"])
+    assert sorted(kinds["spark-worker"]) == ["job-ipcount", "job-traffic"]
+    assert kinds["consumer"] == ["consumer"] and kinds["connect-worker"] == ["connect-worker"]
+    workers = [
+        n for n, s in services.items() if s.get("entrypoint", [None])[-1] == "org.apache.spark.deploy.worker.Worker"
+    ]
+    assert sorted(workers) == ["spark-worker-1", "spark-worker-2"]
+
+
+def test_every_image_is_one_make_images_builds(compose: dict[str, Any]) -> None:
+    for name, service in compose["services"].items():
+        assert image_target(service) in TARGETS | OTHER_IMAGES, name
+        assert "build" not in service, f"{name}: images come from make images (deploy/images/build.sh)"
+    build = (ROOT / "deploy" / "images" / "build.sh").read_text()
+    for image in OTHER_IMAGES - {"s3proxy"}:
+        assert f"build {image} deploy/images/{image}/Dockerfile" in build
+        assert "ARG BASE_IMAGE=debian:bookworm-slim" in (ROOT / "deploy" / "images" / image / "Dockerfile").read_text()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["coordinator-1", "participant-0", "participant-1", "job-ipcount", "job-traffic", "consumer", "connect-worker"],
+)
+def test_config_and_environment_load_through_the_settings_class(compose: dict[str, Any], name: str) -> None:
+    kind, _ = onceflow_services(compose)[name]
+    for key in compose["services"][name].get("environment") or {}:
+        assert key.startswith("ONCEFLOW_"), f"{name}: {key} is not a setting"
+        assert service_of(key) == kind, f"{name} sets {key}, a setting of {service_of(key)}"
+    settings_of(compose, name)  # raises InvalidConfig naming a bad file key or variable
+
+
+def test_every_setting_name_in_the_compose_deploy_is_real() -> None:
+    text = COMPOSE_FILE.read_text() + (COMPOSE_DIR / ".env.example").read_text()
+    text += (COMPOSE_DIR / "test" / "broken-settings.yml").read_text()
+    names = set(SETTING_NAME.findall(text))
+    assert len(names) >= 8
+    for name in sorted(names):
+        assert_setting_exists(name)
+
+
+def test_compose_variables_are_documented_with_the_same_defaults() -> None:
+    example = env_example()
+    for name, default in compose_variables().items():
+        assert name in example, f"${{{name}}} is not in .env.example"
+        assert default in (None, "") or default == example[name], f"{name}: default {default!r} != {example[name]!r}"
+    assert set(example) <= set(compose_variables()), "variables of .env.example that compose ignores"
+
+
+# --- Kafka: three nodes, SASL, a login per service -------------------------------------------------
+
+
+def test_kafka_is_three_kraft_nodes_with_replication_three_and_two_in_sync(compose: dict[str, Any]) -> None:
+    voters = set()
+    for index, name in enumerate(BROKERS, start=1):
+        env = {k: interpolate(v, env_example()) for k, v in compose["services"][name]["environment"].items()}
+        assert env["KAFKA_NODE_ID"] == str(index)
+        assert set(env["KAFKA_PROCESS_ROLES"].split(",")) == {"broker", "controller"}
+        assert env["KAFKA_ADVERTISED_LISTENERS"] == f"CLIENT://{name}:9092"
+        voters.add(env["KAFKA_CONTROLLER_QUORUM_VOTERS"])
+        assert env["KAFKA_DEFAULT_REPLICATION_FACTOR"] == env["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR"] == "3"
+        assert env["KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"] == "3"
+        assert env["KAFKA_MIN_INSYNC_REPLICAS"] == env["KAFKA_TRANSACTION_STATE_LOG_MIN_ISR"] == "2"
+        # Every listener authenticates: SCRAM for clients and brokers, PLAIN between brokers and controllers.
+        protocols = dict(pair.split(":") for pair in env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].split(","))
+        assert set(protocols.values()) == {"SASL_PLAINTEXT"}
+        assert env["KAFKA_LISTENER_NAME_CLIENT_SASL_ENABLED_MECHANISMS"] == "SCRAM-SHA-512"
+        assert env["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false"
+        assert "./secrets/kafka:/etc/kafka/conf.d:ro" in compose["services"][name]["volumes"]
+    assert voters == {"1@kafka-1:9093,2@kafka-2:9093,3@kafka-3:9093"}
+
+
+def test_every_service_logs_in_to_kafka_as_its_own_principal(compose: dict[str, Any], kafka_logins: list[str]) -> None:
+    """SASL on every client, the login from a secret mounted into that service alone."""
+    principal_of: dict[str, str] = {}
+    for name, (kind, _) in onceflow_services(compose).items():
+        settings = settings_of(compose, name)
+        kafkas = [settings.kafka] if hasattr(settings, "kafka") else []
+        if isinstance(settings, ParticipantSettings):
+            kafkas = [sink.options.kafka for sink in settings.sinks if isinstance(sink, KafkaSink)]
+        for kafka in kafkas:
+            assert kafka.bootstrap_servers == ",".join(f"{b}:9092" for b in BROKERS), name
+            assert kafka.properties["security.protocol"] == "SASL_PLAINTEXT", name
+            assert kafka.properties["sasl.mechanisms"] == "SCRAM-SHA-512", name
+            assert kafka.properties_file == KAFKA_LOGIN, name
+        secrets = [s for s in compose["services"][name].get("secrets", []) if isinstance(s, dict)]
+        logins = [s["source"] for s in secrets if s.get("target") == "kafka_client"]
+        assert len(logins) == 1, f"{name} must mount exactly one Kafka login at {KAFKA_LOGIN}"
+        principal_of.setdefault(logins[0], kind)
+        assert principal_of[logins[0]] == kind, f"{logins[0]} is shared by {kind} and {principal_of[logins[0]]}"
+    assert KAFKA_LOGIN in kafka_logins
+    init = compose["services"]["kafka-init"]
+    assert init["environment"]["KAFKA_PROPERTIES_FILE"] == "/run/secrets/kafka_admin"
+
+
+def test_the_topics_the_services_use_are_created_with_replication_three(compose: dict[str, Any]) -> None:
+    init = compose["services"]["kafka-init"]
+    env = init["environment"]
+    assert env["REPLICATION_FACTOR"] == 3 and env["MIN_BROKERS"] == 3
+    topics = json.loads(interpolate(env["TOPICS"], env_example()))
+    created = {name: (spec["partitions"], spec.get("config", {})) for name, spec in topics.items()}
+    deploy = Deploy(
+        typed(compose, "coordinator-1", CoordinatorSettings),
+        typed(compose, "participant-0", ParticipantSettings),
+        typed(compose, "connect-worker", WorkerSettings),
+        typed(compose, "job-ipcount", SparkJobSettings),
+        typed(compose, "consumer", ConsumerSettings),
+    )
+    check_topics(created, deploy)
+    log = created[deploy.coordinator.transaction_log.topic][1]
+    assert log["retention.ms"] == log["retention.bytes"] == "-1", "the coordinator refuses a bounded log"
+    assert (
+        host_path(init, init["entrypoint"][-1]) == ROOT / "deploy" / "helm" / "onceflow" / "files" / "create_topics.py"
+    )
+    coordinator_init = compose["services"]["coordinator-init"]
+    assert coordinator_init["entrypoint"][:3] == ["onceflow", "txn", "init-log"]
+    assert typed(compose, "coordinator-1", CoordinatorSettings).transaction_log.init_if_missing is False
+
+
+# --- the wiring: shards, standby, staging ------------------------------------------------------------
+
+
+def test_the_participant_shards_split_kafka_and_postgres_and_the_jobs_name_them_in_order(
+    compose: dict[str, Any],
+) -> None:
+    shards = [typed(compose, f"participant-{i}", ParticipantSettings) for i in (0, 1)]
+    for index, settings in enumerate(shards):
+        by_name = {sink.name: sink for sink in settings.sinks}
+        for sink in ("kafka", "postgres"):
+            assert (by_name[sink].shard, by_name[sink].shards) == (index, 2), f"participant-{index} {sink}"
+    assert "sqlite" in {s.name for s in shards[0].sinks} and "sqlite" not in {s.name for s in shards[1].sinks}
+    targets = ["participant-0:7101", "participant-1:7101"]
+    for job in ("job-ipcount", "job-traffic"):
+        spark = typed(compose, job, SparkJobSettings)
+        for participant in spark.participants:
+            expected = targets if participant.sink in ("kafka", "postgres") else ["participant-0:7101"]
+            if participant.sink == "sqlite":
+                assert participant.target == "participant-0:7101" and not participant.targets, job
+                continue
+            assert (participant.targets or [participant.target]) == expected, f"{job}: {participant.sink}"
+        assert spark.spark.master == "spark://spark-master:7077"
+        assert spark.spark.conf["spark.driver.host"] == job, "executors reach the driver by its container name"
+
+
+def test_clients_name_both_coordinators_and_each_advertises_itself(compose: dict[str, Any]) -> None:
+    both = "coordinator-1:7100,coordinator-2:7100"
+    for name in ("participant-0", "participant-1", "job-ipcount", "job-traffic"):
+        assert settings_of(compose, name).coordinator.target == both, name  # type: ignore[attr-defined]
+    for name in ("coordinator-1", "coordinator-2"):
+        settings = typed(compose, name, CoordinatorSettings)
+        assert settings.standby.enabled and settings.standby.advertised_target == f"{name}:7100"
+        assert settings.transaction_log.replication_factor == 3
+
+
+def test_staging_and_checkpoints_are_volumes_every_node_mounts(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    root = typed(compose, "job-ipcount", SparkJobSettings).staging_root
+    for name in (
+        "coordinator-1",
+        "coordinator-2",
+        "participant-0",
+        "participant-1",
+        "job-ipcount",
+        "job-traffic",
+        "spark-worker-1",
+        "spark-worker-2",
+    ):
+        assert f"staging:{root}" in services[name]["volumes"], name
+    for name in ("coordinator-1", "coordinator-2"):
+        assert typed(compose, name, CoordinatorSettings).staging_root == root
+    for name in ("job-ipcount", "job-traffic", "spark-worker-1", "spark-worker-2"):
+        assert "spark-checkpoints:/var/lib/onceflow/spark/checkpoints" in services[name]["volumes"], name
+    for name in ("participant-0", "participant-1"):
+        assert typed(compose, name, ParticipantSettings).staging.roots == [root]
+
+
+def test_the_log_producer_tails_the_input_volume_the_audit_recounts(compose: dict[str, Any]) -> None:
+    worker = typed(compose, "connect-worker", WorkerSettings)
+    assert worker.mode == "distributed", "a restarted worker must find its connector in Kafka"
+    document = json.loads((COMPOSE_DIR / "config" / "access-log-file.json").read_text())
+    connector = document["config"]
+    check_connector({**connector, "name": document["name"]})
+    assert connector["end.of.input"] == "eof"
+    assert Path(connector["file"]).parent == Path(worker.allowed_paths[0])
+    assert "input:/var/lib/onceflow/input" in compose["services"]["connect-worker"]["volumes"]
+    assert "input:/var/lib/onceflow/input:ro" in compose["services"]["consumer"]["volumes"]
+    consumer = typed(compose, "consumer", ConsumerSettings)
+    sqlite = [sink for sink in consumer.audit.sinks if sink.kind == "sqlite"]
+    assert (
+        sqlite and "participant-0-data:/var/lib/onceflow/participant:ro" in compose["services"]["consumer"]["volumes"]
+    )
+
+
+# --- security and exposure -------------------------------------------------------------------------
+
+
+def test_servers_off_loopback_require_the_token_and_clients_send_it(compose: dict[str, Any]) -> None:
+    for name, (kind, _) in onceflow_services(compose).items():
+        settings: Any = settings_of(compose, name)
+        refuse_unauthenticated(listeners_of(settings), env={})  # no ONCEFLOW_INSECURE needed
+        if hasattr(settings, "server"):
+            assert settings.server.host == "0.0.0.0" and settings.server.auth.token_file == TOKEN_SECRET, name
+        for client in ("coordinator", "participant_tls"):
+            section = getattr(settings, client, None)
+            tls = getattr(section, "tls", section)
+            if tls is not None and hasattr(tls, "token_file") and kind != "consumer":
+                assert tls.token_file == TOKEN_SECRET, f"{name}: {client}"
+        assert "grpc_token" in compose["services"][name].get("secrets", []), name
+    text = COMPOSE_FILE.read_text() + (COMPOSE_DIR / ".env.example").read_text()
+    assert INSECURE_ENV not in text
+
+
+def test_only_the_results_api_and_prometheus_are_published_on_loopback(compose: dict[str, Any]) -> None:
+    published = {}
+    for name, service in compose["services"].items():
+        for port in service.get("ports", []):
+            host, _, container = interpolate(port, env_example()).rpartition(":")
+            assert host.startswith("127.0.0.1:"), f"{name}: {port} is not bound to 127.0.0.1"
+            published[name] = int(container)
+    assert published == {"consumer": 7200, "prometheus": 9090}
+
+
+def test_services_have_healthchecks_and_start_in_order(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    one_shots = {name for name, s in services.items() if s.get("restart") == "no"}
+    assert one_shots == {"kafka-init", "coordinator-init"}
+    for name, service in services.items():
+        if name not in one_shots:
+            assert "healthcheck" in service, f"{name} has no health check"
+            assert service.get("restart") == "unless-stopped", name
+        for dependency, spec in (service.get("depends_on") or {}).items():
+            expected = "service_completed_successfully" if dependency in one_shots else "service_healthy"
+            assert spec["condition"] == expected, f"{name} -> {dependency}"
+    for name, (_, _) in onceflow_services(compose).items():
+        if name in one_shots:
+            continue
+        check = " ".join(services[name]["healthcheck"]["test"])
+        assert any(f"127.0.0.1:{port}" in check for port in served_ports(settings_of(compose, name))), name
+    assert set(services["participant-0"]["depends_on"]) >= {"postgres", "coordinator-1", "coordinator-2"}
+    assert set(services["job-ipcount"]["depends_on"]) >= {"participant-0", "participant-1", "spark-worker-1"}
+
+
+# --- Prometheus ------------------------------------------------------------------------------------
+
+
+def test_prometheus_scrapes_every_onceflow_service(compose: dict[str, Any]) -> None:
+    config = yaml.safe_load((COMPOSE_DIR / "prometheus" / "prometheus.yml").read_text())
+    scraped = {t for job in config["scrape_configs"] for group in job["static_configs"] for t in group["targets"]}
+    expected = set()
+    for name, (_, _) in onceflow_services(compose).items():
+        if compose["services"][name].get("restart") != "no":
+            expected.add(f"{name}:{settings_of(compose, name).metrics.port}")  # type: ignore[attr-defined]
+    assert scraped == expected
+    assert config["rule_files"] == ["/etc/prometheus/rules.yml"]
+    assert "./prometheus:/etc/prometheus:ro" in compose["services"]["prometheus"]["volumes"]
+
+
+def exported_metrics() -> set[str]:
+    """The name of every sample the onceflow services export (their metrics classes' registries)."""
+    names = set()
+    services = [m.service for m in (CoordinatorMetrics(), ParticipantMetrics(), ConsumerMetrics(), WorkerMetrics())]
+    for service in [*services, JobMetrics().metrics]:
+        for family in service.registry.collect():
+            suffixes = {"counter": ["_total"], "histogram": ["_bucket", "_sum", "_count"]}.get(family.type, [""])
+            names |= {family.name + suffix for suffix in suffixes}
+    return names
+
+
+def test_the_alert_rules_and_the_dashboard_use_metrics_the_services_export() -> None:
+    rules = (COMPOSE_DIR / "prometheus" / "rules.yml").read_text()
+    dashboard = json.loads((COMPOSE_DIR / "grafana" / "onceflow.json").read_text())
+    expressions = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    used = set(re.findall(r"\bonceflow_[a-z_]+", rules + "\n".join(expressions)))
+    assert len(used) >= 10
+    assert used <= exported_metrics(), f"no service exports {sorted(used - exported_metrics())}"
+    groups = yaml.safe_load(rules)["groups"]
+    alerts = {rule["alert"] for group in groups for rule in group["rules"]}
+    assert alerts == {"OnceflowInDoubtTransactionsStuck", "OnceflowJobStalled", "OnceflowConsumerLagging",
+                      "OnceflowServiceDown"}  # fmt: skip
+    tested = (COMPOSE_DIR / "prometheus" / "rules.test.yml").read_text()
+    assert all(f"alertname: {alert}" in tested for alert in alerts), "promtool tests every alert"
+
+
+class ComposeLoader(yaml.SafeLoader):
+    """YAML with compose's ``!reset`` tag (an override that empties a list)."""
+
+
+ComposeLoader.add_constructor("!reset", lambda loader, node: None)
+
+
+def test_the_broken_settings_of_the_deploy_test_are_one_setting_each() -> None:
+    text = (COMPOSE_DIR / "test" / "broken-settings.yml").read_text()
+    broken = yaml.load(text, Loader=ComposeLoader)["services"]  # a SafeLoader with one more tag
+    assert set(broken) == {"consumer-bad-dsn", "coordinator-no-token"}
+    assert "ONCEFLOW_CONSUMER__STORE__DSN" in broken["consumer-bad-dsn"]["environment"]
+    assert broken["coordinator-no-token"]["environment"] == {
+        "ONCEFLOW_COORDINATOR__SERVER__AUTH__TOKEN_FILE": "/run/secrets/no_such_token"
+    }
+    script = (COMPOSE_DIR / "deploy-test.sh").read_text()
+    assert (
+        "broken consumer-bad-dsn consumer store.dsn" in script
+        and "broken coordinator-no-token coordinator server.auth.token_file" in script
+    )

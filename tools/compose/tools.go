@@ -1,0 +1,4 @@
+//go:build tools
+
+// Package tools pins the command `make compose` builds (github.com/docker/compose/v2/cmd).
+package tools
