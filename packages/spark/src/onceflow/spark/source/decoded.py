@@ -88,9 +88,11 @@ class DecodingStreamReader(KafkaStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         from onceflow.spark.job.dead_letters import DeadLetterPublisher, DeadLetterSink, StagedDeadLetters
-        from onceflow.spark.job.decode import decode_batch
+        from onceflow.spark.job.decode import decode_batch, decoded_schema
 
         ensure_worker_logging()
+        # Spark checks a data source's batches against its schema, nullability included
+        schema = pa.schema([field.with_nullable(False) for field in decoded_schema(self.fields)])
         destination = self._destination()
         sink: DeadLetterSink
         if "topic" in destination:
@@ -104,5 +106,5 @@ class DecodingStreamReader(KafkaStreamReader):
             # Step 3
             sink.add(dead)
             if decoded.num_rows:
-                yield decoded
+                yield pa.RecordBatch.from_arrays(decoded.columns, schema=schema)
         sink.close()
