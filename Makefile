@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 # so any two can run side by side (an end-to-end run and a Spark test included).
 PYTEST_WORKERS ?= 2
 
-.PHONY: help setup setup-env maven kafka s3proxy hadoop-aws check-python check-java postgres uv sync test lint fmt typecheck pytest proto demo clean
+.PHONY: help setup setup-env maven kafka s3proxy hadoop-aws check-python check-java postgres uv sync test lint fmt typecheck pytest proto demo clean flink-env flink-anchor spark-bench
 
 help: ## show the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -143,6 +143,30 @@ proto: setup-env ## regenerate the gRPC stubs from proto/onceflow/v1
 DEMO_ARGS ?=
 demo: setup-env ## run the whole pipeline embedded, with a live dashboard and the final audit (DEMO_ARGS="--chaos")
 	$(VENV)/onceflow demo --postgres $(DEMO_ARGS)
+
+# The Flink anchor (docs/benchmarks.md): Apache Flink 2.3 in a virtualenv of its own (apache-flink from PyPI,
+# fastavro for its Python decoder) and its Kafka connector and Avro format jars (tools/flink/pom.xml). Neither is a
+# dependency of onceflow; `make setup` and `make test` never build them.
+FLINK_VERSION := $(shell sed -n 's:.*<flink.version>\(.*\)</flink.version>.*:\1:p' tools/flink/pom.xml)
+FLINK_HOME := .cache/flink/$(FLINK_VERSION)
+FLINK_VENV := .cache/flink/venv
+FLINK_PIP := apache-flink==$(FLINK_VERSION) fastavro==$(shell sed -n '/^name = "fastavro"$$/{n;s/^version = "\(.*\)"$$/\1/p}' uv.lock)
+FLINK_ANCHOR_ARGS ?=
+SPARK_BENCH_ARGS ?=
+
+flink-env: maven
+	$(call fetch_jars,Flink connectors $(FLINK_VERSION),tools/flink/pom.xml,$(FLINK_HOME),the Flink anchor runs on them)
+	@if [ -x $(FLINK_VENV)/bin/python ] && [ "$$(cat $(FLINK_VENV)/.complete 2>/dev/null)" = "$(FLINK_PIP)" ]; then \
+	  echo "setup: Flink virtualenv ok ($(FLINK_VENV): $(FLINK_PIP))"; exit 0; fi; \
+	echo "setup: building the Flink virtualenv $(FLINK_VENV) ($(FLINK_PIP), about 700 MB)"; \
+	rm -rf $(FLINK_VENV) && $(UV) venv -q $(FLINK_VENV) && $(UV) pip install -q --python $(FLINK_VENV)/bin/python $(FLINK_PIP) \
+	  && echo "$(FLINK_PIP)" > $(FLINK_VENV)/.complete
+
+flink-anchor: setup flink-env ## onceflow next to Flink 2.3 on the same job, both brokers (FLINK_ANCHOR_ARGS="--events 500000")
+	$(VENV)/python bench/flink_anchor.py --flink-python $(FLINK_VENV)/bin/python --flink-jars $(FLINK_HOME)/libs $(FLINK_ANCHOR_ARGS)
+
+spark-bench: setup ## the Spark job to the last result, exactly-once vs at-least-once, and result latency (SPARK_BENCH_ARGS=...)
+	$(VENV)/python bench/spark_job.py $(SPARK_BENCH_ARGS)
 
 clean: ## remove the venv and caches
 	rm -rf .venv .mypy_cache .ruff_cache .pytest_cache .hypothesis

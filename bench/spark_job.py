@@ -1,89 +1,62 @@
-"""The IP-count Spark job: sustained throughput and result latency, exactly-once vs the at-least-once baseline.
+"""The IP-count Spark job: throughput to the last result and result latency, exactly-once vs at-least-once.
 
-Assumptions: one machine (2 cores here), everything on loopback: the embedded broker, the
-coordinator (Kafka-logged) and one participant process hosting the job's sinks (``--sinks``; the
-Kafka sink writes ``ip_count_sink``, SQLite a file, PostgreSQL a throwaway server started here),
-and the Spark driver in this process (``--master``, ``local[2]``) with its executors' Python
-workers. The broker, the participant and Spark share the same cores, so the numbers are the
-whole pipeline's on this machine, not Spark's alone.
+Assumptions: one machine (2 cores here), everything on loopback: the embedded broker (or Apache Kafka,
+``--broker apache-kafka``), the coordinator (Kafka-logged) and one participant process hosting the
+job's sinks (Kafka, SQLite, PostgreSQL: a throwaway server started here), and the Spark driver in
+this process (``--master``, ``local[2]``) with its executors' Python workers. They share the same
+cores, so the numbers are the whole pipeline's on this machine, not Spark's alone.
 
-Input: the log producer's traffic model (``onceflow.logproducer``), Avro single-object AccessEvents
-on ``ip_count_source`` (2 partitions) written in Kafka transactions of 1,000 events.
-
-1. **Throughput.** ``--events`` events are preloaded with event times at ``--event-rate``/s (a
-   real-time-like stream: few windows per batch, ~1,000 ips per window). The job then reads them
-   from the earliest offset with ``maxOffsetsPerTrigger = --batch`` (500,000: one 5 s checkpoint
-   interval of a 100,000 events/s stream) and a 100 ms trigger, so micro-batches run back to back.
-   Sustained events/s = input rows / trigger time over every batch after the first (the first
-   pays the JVM and Python-worker warm-up). The exactly-once job (2PC through the coordinator to
-   every sink), exactly-once into ``ip_count_sink`` only (the baseline's single output: the cost of
-   the guarantee itself) and the at-least-once baseline (foreachBatch with a plain producer to
-   ``ip_count_sink``, no 2PC) read the same input, back to back, each ``--repeats`` times with a
-   fresh checkpoint; medians and the median of the per-repeat ratios are reported.
-2. **Result latency.** A producer process writes ``--latency-rate`` events/s with event time =
-   wall-clock time for ``--latency-seconds``; the job runs with the default trigger (5 s =
-   checkpoint interval) and lateness (5 s). For each complete 5 s window, latency = the wall time
-   its first count is readable in ``ip_count_sink`` with read_committed, minus (window end +
-   lateness): the earliest moment any watermark-based job may emit it. p50/p99 over windows.
+1. **Throughput** (``bench/onceflow_runs.py``): ``--events`` AccessEvents preloaded with event times at
+   ``--event-rate``/s, followed by the runtime's end-of-input markers. Each run reads them from the
+   earliest offset with ``maxOffsetsPerTrigger = --batch`` and a 100 ms trigger into outputs of its
+   own, and is timed from the first record read until the last window is committed in every sink;
+   its rows are then compared with the truth, or the run is void. The steady-state rate (batches
+   after the first) is a second column, labelled as such. The variants alternate, ``--repeats``
+   times; medians, and the median of the per-repeat ratios. CPU µs per event of every process.
+2. **Result latency**: a producer process writes ``--latency-rate`` events/s with event time =
+   wall-clock time for ``--latency-seconds``; the job runs with ``--latency-trigger-ms`` (5 s =
+   the default checkpoint interval) and the default lateness (5 s). For each complete 5 s window,
+   latency = the wall time its first count is readable in ``ip_count_sink`` with read_committed,
+   minus (window end + lateness): the earliest moment any watermark-based job may emit it.
 
 Usage:
     .venv/bin/python bench/spark_job.py [--events 2000000] [--batch 500000] [--repeats 3]
         [--latency-seconds 60] [--latency-rate 20000] [--sinks kafka,sqlite,postgres]
+        [--broker embedded|apache-kafka] [--variants exactly-once,exactly-once-kafka,at-least-once]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import multiprocessing
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+from cpu_meter import CpuMeter, format_cpu
+from ip_count_rig import LATENESS_MS, WINDOW_MS, broker, preload, sink_services
+from onceflow_runs import BENCH_SPARK_CONF, VARIANTS, job_settings, run_variant, spark_jvm_pid
 
-from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IP_COUNT_SERDE
-from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import SINK_TOPIC
 from onceflow.core.traffic.model import TrafficModel, event
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner import build_session, start_query
 from onceflow.testing.broker.clients import create_topic
-from onceflow.testing.coordinator import CoordinatorProcess
-
-LATENESS_MS = 5_000
-WINDOW_MS = 5_000
 
 
 def percentile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def produce_preloaded(bootstrap: str, topic: str, model: TrafficModel, count: int) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"bench-{uuid.uuid4().hex[:8]}"})
-    producer.init_transactions(30)
-    for start in range(0, count, 1000):
-        producer.begin_transaction()
-        for i in range(start, min(count, start + 1000)):
-            while True:
-                try:
-                    producer.produce(topic, value=ACCESS_EVENT_SERDE.encode(event(model, i)), partition=i % 2)
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-        producer.commit_transaction(60)
 
 
 def produce_wall_clock(bootstrap: str, topic: str, rate: int, seconds: float) -> None:
@@ -140,94 +113,6 @@ class WindowWatcher:
         self._consumer.close()
 
 
-@contextmanager
-def sink_system(broker: EmbeddedBroker, work: Path, sinks: list[str]) -> Iterator[tuple[str, list[dict[str, str]]]]:
-    """Coordinator + one participant process with ``sinks``; yields (coordinator target, participants)."""
-    with ExitStack() as stack:
-        staging = work / "staging"
-        coordinator = CoordinatorProcess(
-            work / "coordinator",
-            {"kafka": {"bootstrap_servers": broker.bootstrap_servers}, "staging_root": str(staging)},
-        )
-        stack.enter_context(coordinator)
-        hosted: list[dict[str, Any]] = []
-        for sink in sinks:
-            options: dict[str, Any]
-            if sink == "kafka":
-                options = {
-                    "state_dir": str(work / "kafka-sink"),
-                    "kafka": {"bootstrap_servers": broker.bootstrap_servers},
-                }
-            elif sink == "sqlite":
-                options = {"path": str(work / "results.db")}
-            else:
-                from onceflow.testing.sinks.postgres import running_postgres
-
-                server = stack.enter_context(running_postgres())
-                options = {"dsn": server.dsn()}
-            hosted.append({"name": sink, "kind": sink, "options": options})
-        settings = {
-            "server": {"host": "127.0.0.1", "port": 0},
-            "coordinator": {"target": coordinator.target},
-            "staging": {"roots": [str(staging)]},
-            "sinks": hosted,
-        }
-        config = work / "participant.toml"
-        config.write_text(to_toml(settings))
-        ready = work / "participant.ready.json"
-        log = (work / "participant.log").open("ab")
-        process = subprocess.Popen(
-            [sys.executable, "-m", "onceflow.sinks", "--config", str(config), "--ready-file", str(ready)],
-            stdout=log,
-            stderr=log,
-        )
-        stack.callback(process.wait, 30)
-        stack.callback(process.terminate)
-        deadline = time.monotonic() + 120
-        while not ready.exists():
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"participant did not start; see {work / 'participant.log'}")
-            time.sleep(0.1)
-        port = json.loads(ready.read_text())["port"]
-        yield coordinator.target, [{"sink": sink, "target": f"127.0.0.1:{port}"} for sink in sinks]
-
-
-def job_settings(base: dict[str, Any], guarantee: str, work: Path, name: str, **overrides: Any) -> SparkJobSettings:
-    return SparkJobSettings.model_validate(
-        {
-            **base,
-            "job": name,
-            "guarantee": guarantee,
-            "checkpoint_location": str(work / "checkpoints" / name),
-            "spark": {**base["spark"], "query_name": name},
-            **overrides,
-        }
-    )
-
-
-def throughput_run(spark: Any, settings: SparkJobSettings, events: int) -> dict[str, float]:
-    query = start_query(spark, settings)
-    seen: list[dict[str, Any]] = []
-    try:
-        deadline = time.monotonic() + 900
-        while sum(p["numInputRows"] for p in seen) < events:
-            if time.monotonic() > deadline or query.exception() is not None:
-                raise RuntimeError(f"run {settings.job} did not finish: {query.exception()}")
-            time.sleep(0.2)
-            seen = [dict(p) for p in query.recentProgress]
-    finally:
-        query.stop()
-    steady = [p for p in seen[1:] if p["numInputRows"] > 0]
-    rows = sum(p["numInputRows"] for p in steady)
-    seconds = sum(p["durationMs"]["triggerExecution"] for p in steady) / 1000
-    return {
-        "events_per_s": rows / seconds,
-        "batch_s": statistics.median(p["durationMs"]["triggerExecution"] / 1000 for p in steady),
-        "first_batch_s": seen[0]["durationMs"]["triggerExecution"] / 1000,
-        "batches": len(steady),
-    }
-
-
 def latency_run(
     spark: Any, settings: SparkJobSettings, watcher: WindowWatcher, rate: int, seconds: float
 ) -> list[float]:
@@ -264,94 +149,115 @@ def latency_run(
     ]
 
 
+def load_average() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def report(results: dict[str, list[dict[str, Any]]], events: int) -> None:
+    print(f"{'variant':<20}{'to last result':>16}{'from submission':>17}{'steady state':>14}"
+          f"{'first batch s':>15}{'batches':>9}")  # fmt: skip
+    for variant, runs in results.items():
+        if not runs:
+            continue
+        print(
+            f"{variant:<20}{statistics.median(r['to_last_result'] for r in runs):>16,.0f}"
+            f"{statistics.median(r['from_submission'] for r in runs):>17,.0f}"
+            f"{statistics.median(r['steady'] for r in runs):>14,.0f}"
+            f"{statistics.median(r['first_batch_s'] for r in runs):>15.1f}"
+            f"{statistics.median(r['batches'] for r in runs):>9.0f}"
+        )
+        cpu = {k: statistics.median(r["cpu"][k] for r in runs) for k in runs[0]["cpu"]}
+        print(f"{'':<20}{format_cpu(cpu, events)}")
+    baseline = results.get("at-least-once")
+    if not baseline:
+        return
+    for variant, runs in results.items():
+        if variant == "at-least-once" or not runs:
+            continue
+        # Each repeat ran the variants back to back: the ratio within a repeat shares the machine's state.
+        paired = [r["to_last_result"] / b["to_last_result"] for r, b in zip(runs, baseline, strict=False)]
+        print(
+            f"{variant} / at-least-once, to the last result: median of paired ratios "
+            f"{statistics.median(paired):.2f} ({', '.join(f'{x:.2f}' for x in paired)})"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=2_000_000)
     parser.add_argument("--event-rate", type=int, default=100_000, help="events per second of event time")
     parser.add_argument("--batch", type=int, default=500_000, help="maxOffsetsPerTrigger of the throughput runs")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--latency-seconds", type=float, default=60.0)
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--latency-seconds", type=float, default=60.0, help="0: no latency runs")
     parser.add_argument("--latency-rate", type=int, default=20_000)
+    parser.add_argument("--latency-trigger-ms", type=int, default=5_000)
     parser.add_argument("--sinks", default="kafka,sqlite,postgres")
+    parser.add_argument("--broker", default="embedded", choices=("embedded", "apache-kafka"))
     parser.add_argument("--master", default="local[2]")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     sinks = [s.strip() for s in args.sinks.split(",") if s.strip()]
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     work = Path(tempfile.mkdtemp(prefix="onceflow-bench-spark-"))
+    print(f"load average at the start: {load_average()}", flush=True)
+    results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
+    latencies: dict[str, list[float]] = {}
     with ExitStack() as stack:
-        broker = stack.enter_context(EmbeddedBroker(work / "broker", 0))
-        create_topic(broker.bootstrap_servers, "bench_source", partitions=2)
-        create_topic(broker.bootstrap_servers, SINK_TOPIC, partitions=1)
-        target, participants = stack.enter_context(sink_system(broker, work / "system", sinks))
+        bootstrap, broker_pid = stack.enter_context(broker(args.broker, work))
+        create_topic(bootstrap, SINK_TOPIC, partitions=1)
+        services = stack.enter_context(sink_services(bootstrap, work / "system", sinks))
         started = time.monotonic()
-        produce_preloaded(
-            broker.bootstrap_servers, "bench_source", TrafficModel(seed=7, event_rate=args.event_rate), args.events
-        )
+        data = preload(bootstrap, "bench_source", args.events, args.event_rate)
         print(f"preloaded {args.events} events in {time.monotonic() - started:.1f}s", flush=True)
         base: dict[str, Any] = {
-            "kafka": {"bootstrap_servers": broker.bootstrap_servers},
+            "kafka": {"bootstrap_servers": bootstrap},
             "staging_root": str(work / "system" / "staging"),
-            "coordinator": {"target": target},
-            "participants": participants,
-            "spark": {"master": args.master, "shuffle_partitions": 2},
+            "coordinator": {"target": services.coordinator},
+            "participants": services.participants,
+            "spark": {"master": args.master, "shuffle_partitions": 2, "conf": BENCH_SPARK_CONF},
             "log": {"level": "WARNING"},
         }
         spark = build_session(job_settings(base, "exactly-once", work, "bench"), args.master)
         stack.callback(spark.stop)
-        # (variant, guarantee, participants): exactly-once into the same single output as the
-        # baseline (ip_count_sink) is the cost of the guarantee; into every sink, the whole job's.
-        kafka_only = [p for p in participants if p["sink"] == "kafka"]
-        variants = [("exactly-once", "exactly-once", participants), ("at-least-once", "at-least-once", participants)]
-        if kafka_only and len(participants) > 1:
-            variants.insert(1, ("exactly-once-kafka", "exactly-once", kafka_only))
-        results: dict[str, list[dict[str, float]]] = {v: [] for v, _, _ in variants}
+        meter = CpuMeter()
+        meter.add("spark", spark_jvm_pid(spark))
+        meter.add("broker", broker_pid)
+        for name, pid in services.pids.items():
+            meter.add(name, pid)
         for repeat in range(args.repeats):
-            for variant, guarantee, sinks_of_run in variants:
+            for variant in variants:
                 name = f"tp-{variant}-{repeat}"
+                outcome = run_variant(
+                    spark, base, variant, name, work=work, data=data, services=services, meter=meter, batch=args.batch
+                )
+                results[variant].append(outcome)
+                print(f"{name}: load {load_average()} {outcome}", flush=True)
+        if args.latency_seconds > 0:
+            watcher = WindowWatcher(bootstrap)
+            stack.callback(watcher.close)
+            for guarantee in ("exactly-once", "at-least-once"):
+                name = f"lat-{guarantee}"
                 settings = job_settings(
                     base,
                     guarantee,
                     work,
                     name,
-                    participants=sinks_of_run,
-                    trigger_interval_ms=100,
-                    source={"topic": "bench_source", "max_offsets_per_trigger": args.batch},
+                    source={"topic": f"live_{guarantee}"},
+                    trigger_interval_ms=args.latency_trigger_ms,
                 )
-                outcome = throughput_run(spark, settings, args.events)
-                results[variant].append(outcome)
-                print(f"{name}: {outcome}", flush=True)
-        guarantees = ("exactly-once", "at-least-once")
-        watcher = WindowWatcher(broker.bootstrap_servers)
-        stack.callback(watcher.close)
-        latencies: dict[str, list[float]] = {}
-        for guarantee in guarantees:
-            name = f"lat-{guarantee}"
-            settings = job_settings(base, guarantee, work, name, source={"topic": f"live_{guarantee}"})
-            latencies[guarantee] = latency_run(spark, settings, watcher, args.latency_rate, args.latency_seconds)
-            print(f"{name}: {len(latencies[guarantee])} windows", flush=True)
+                latencies[guarantee] = latency_run(spark, settings, watcher, args.latency_rate, args.latency_seconds)
+                print(f"{name}: {len(latencies[guarantee])} windows", flush=True)
 
-    print(f"\nspark job: {args.events} events, batch {args.batch}, sinks {','.join(sinks)}, master {args.master}")
-    print(f"{'variant':<20}{'events/s (median)':>20}{'batch s':>10}{'first batch s':>15}{'batches':>9}")
-    medians: dict[str, float] = {}
-    for variant, runs in results.items():
-        medians[variant] = statistics.median(r["events_per_s"] for r in runs)
+    print(f"\nspark job: {args.events} events, batch {args.batch}, sinks {','.join(sinks)}, master {args.master}, "
+          f"broker {args.broker}; load average at the end: {load_average()}")  # fmt: skip
+    print("events/s, medians (to last result = first record read until the last window committed in every sink)")
+    report(results, args.events)
+    if latencies:
         print(
-            f"{variant:<20}{medians[variant]:>20,.0f}"
-            f"{statistics.median(r['batch_s'] for r in runs):>10.2f}"
-            f"{statistics.median(r['first_batch_s'] for r in runs):>15.1f}"
-            f"{statistics.median(r['batches'] for r in runs):>9.0f}"
+            f"\nresult latency after window end + lateness, {args.latency_rate} events/s at wall-clock time, "
+            f"trigger {args.latency_trigger_ms} ms"
         )
-    baseline = results["at-least-once"]
-    for variant, runs in results.items():
-        if variant == "at-least-once":
-            continue
-        # Each repeat ran the variants back to back: the ratio within a repeat shares the machine's state.
-        paired = [r["events_per_s"] / b["events_per_s"] for r, b in zip(runs, baseline, strict=True)]
-        print(
-            f"{variant} / at-least-once: ratio of medians {medians[variant] / medians['at-least-once']:.2f}, "
-            f"median of paired ratios {statistics.median(paired):.2f} ({', '.join(f'{x:.2f}' for x in paired)})"
-        )
-    print(f"\nresult latency after window end + lateness, {args.latency_rate} events/s at wall-clock time, trigger 5 s")
     for guarantee, samples in latencies.items():
         if samples:
             print(

@@ -15,7 +15,7 @@ from onceflow.spark.job.dead_letters import DEAD_LETTER_SCHEMA, DeadLetterPublis
 from onceflow.spark.job.decode import access_event_decoder, decoded_schema_ddl
 from onceflow.spark.job.end_of_input import END_OF_INPUT_COLUMN, watermark_until_end_of_input
 from onceflow.spark.job.settings import SparkJobSettings
-from onceflow.spark.job.source import source_frame
+from onceflow.spark.job.source import decoded_source_frame, source_frame
 from onceflow.spark.source.batch import BATCH_WATERMARK_COLUMN
 
 
@@ -56,13 +56,16 @@ class JobContext:
         Fields: event_time_ms, ip, method, path, status, bytes, user_agent. The end-of-input row
         passes with the end of time as its event time (use :meth:`until_end_of_input`).
         """
-        source = records if records is not None else self.source()
-        # a replay's rows carry their micro-batch's watermark through the decoder (onceflow.spark.replay)
-        carried = [c for c in (BATCH_WATERMARK_COLUMN,) if c in source.columns]
-        needed = source.select("key", "value", "topic", "partition", "offset", END_OF_INPUT_COLUMN, *carried)
-        decoded = needed.mapInArrow(
-            access_event_decoder(fields, self._dead_letter_sink(), carried), decoded_schema_ddl(fields, carried)
-        )
+        decoded = self._decoded_source(fields) if records is None else None
+        carried: list[str] = []
+        if decoded is None:
+            source = records if records is not None else self.source()
+            # a replay's rows carry their micro-batch's watermark through the decoder (onceflow.spark.replay)
+            carried = [c for c in (BATCH_WATERMARK_COLUMN,) if c in source.columns]
+            needed = source.select("key", "value", "topic", "partition", "offset", END_OF_INPUT_COLUMN, *carried)
+            decoded = needed.mapInArrow(
+                access_event_decoder(fields, self._dead_letter_sink(), carried), decoded_schema_ddl(fields, carried)
+            )
         if "event_time_ms" in fields:
             columns = [
                 F.timestamp_millis("event_time_ms").alias("event_time") if f == "event_time_ms" else F.col(f)
@@ -74,6 +77,18 @@ class JobContext:
     def until_end_of_input(self, events: DataFrame, event_time: str, delay: str) -> DataFrame:
         """``events.withWatermark(event_time, delay)``, closing every window at the end of the input."""
         return watermark_until_end_of_input(events, event_time, delay)
+
+    def _decoded_source(self, fields: Sequence[str]) -> DataFrame | None:
+        """The source decoding AccessEvents as it reads them (one Python pass per record instead of two), or
+        None where the records come from elsewhere (a replay decodes its batch read with ``mapInArrow``)."""
+        settings = self.settings
+        dead_letters: dict[str, str]
+        if settings.guarantee == "exactly-once" and DEAD_LETTERS_OUTPUT in settings.outputs:
+            self.side_outputs[DEAD_LETTERS_OUTPUT] = DEAD_LETTER_SCHEMA
+            dead_letters = {"staging_root": settings.staging_root, "job": settings.job}
+        else:
+            dead_letters = {"topic": settings.dead_letter_topic}
+        return decoded_source_frame(self.spark, settings, fields, dead_letters)
 
     def _dead_letter_sink(self) -> Callable[[], DeadLetterSink]:
         settings = self.settings

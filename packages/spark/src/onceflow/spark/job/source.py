@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
+
 from pyspark.sql import DataFrame, SparkSession
 
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.source import INITIAL_OFFSETS_OPTION
+from onceflow.spark.source.decoded import ACCESS_EVENT_FIELDS_OPTION, DEAD_LETTERS_OPTION
 
 
 def initial_offsets_path(settings: SparkJobSettings) -> str:
@@ -35,3 +39,16 @@ def source_options(settings: SparkJobSettings) -> dict[str, str]:
 def source_frame(spark: SparkSession, settings: SparkJobSettings) -> DataFrame:
     """The raw Kafka records of the source topic (key, value, topic, partition, offset, timestamp)."""
     return spark.readStream.format("onceflow-kafka").options(**source_options(settings)).load()
+
+
+def decoded_source_frame(
+    spark: SparkSession, settings: SparkJobSettings, fields: Sequence[str], dead_letters: Mapping[str, str]
+) -> DataFrame:
+    """The AccessEvent ``fields`` of the source topic's records, decoded by the source as it reads them;
+    undecodable records go to ``dead_letters`` (see :mod:`onceflow.spark.source.decoded`)."""
+    options = {
+        **source_options(settings),
+        ACCESS_EVENT_FIELDS_OPTION: ",".join(fields),
+        DEAD_LETTERS_OPTION: json.dumps(dict(dead_letters)),
+    }
+    return spark.readStream.format("onceflow-kafka").options(**options).load()

@@ -65,6 +65,9 @@ class ReplayContext(JobContext):
         options[BATCHES_OPTION] = batches_option(plan.boundaries)
         return self.spark.read.format("onceflow-kafka").options(**options).load()
 
+    def _decoded_source(self, fields: Sequence[str]) -> DataFrame | None:
+        return None  # the batch read of source() is decoded with mapInArrow, each row with its batch's watermark
+
     def until_end_of_input(self, events: DataFrame, event_time: str, delay: str) -> DataFrame:
         end = F.col(event_time) < F.timestamp_millis(F.lit(END_OF_INPUT_TIME_MS))
         if BATCH_WATERMARK_COLUMN in events.columns:

@@ -1,5 +1,6 @@
 """``spark.readStream.format("onceflow-kafka")``: the Kafka streaming source as a Python Data Source.
 
+With ``accessEventFields`` the stream's rows are decoded AccessEvents (:mod:`onceflow.spark.source.decoded`).
 ``spark.read.format("onceflow-kafka")`` reads given micro-batches' ranges again (the replay audit;
 see :mod:`onceflow.spark.source.batch`).
 """
@@ -10,6 +11,12 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStrea
 from pyspark.sql.types import StructType
 
 from onceflow.spark.source.batch import BATCH_SCHEMA, BATCHES_OPTION, batch_reader
+from onceflow.spark.source.decoded import (
+    DEAD_LETTERS_OPTION,
+    DecodingStreamReader,
+    access_event_fields,
+    decoded_source_schema,
+)
 from onceflow.spark.source.options import parse_source_options
 from onceflow.spark.source.reader import KafkaStreamReader
 from onceflow.spark.source.schema import SOURCE_SCHEMA
@@ -26,11 +33,18 @@ class KafkaSource(DataSource):
         return "onceflow-kafka"
 
     def schema(self) -> StructType:
-        return BATCH_SCHEMA if BATCHES_OPTION in self.options else SOURCE_SCHEMA
+        if BATCHES_OPTION in self.options:
+            return BATCH_SCHEMA
+        fields = access_event_fields(self.options)
+        return decoded_source_schema(fields) if fields else SOURCE_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return batch_reader(parse_source_options(self.options), self.options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802 - Spark's API
         options = parse_source_options(self.options)
-        return KafkaStreamReader(options, self.options.get(INITIAL_OFFSETS_OPTION.lower(), ""))
+        initial = self.options.get(INITIAL_OFFSETS_OPTION.lower(), "")
+        fields = access_event_fields(self.options)
+        if fields:
+            return DecodingStreamReader(options, initial, fields, self.options.get(DEAD_LETTERS_OPTION.lower(), ""))
+        return KafkaStreamReader(options, initial)
