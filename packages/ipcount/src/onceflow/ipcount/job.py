@@ -13,6 +13,9 @@ Its ``[params]``: ``window_ms`` (default 5000) and ``lateness_ms`` (default 5000
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's convention
 
@@ -31,8 +34,7 @@ def job(context: JobContext) -> DataFrame:
 
 def count_per_window(context: JobContext, events: DataFrame) -> DataFrame:
     """The IP-count output of decoded ``events`` (``event_time`` and ``ip``): the job after its decoder."""
-    window_ms = _param(context, "window_ms", defaults.WINDOW_MS, least=1)
-    lateness_ms = _param(context, "lateness_ms", defaults.ALLOWED_LATENESS_MS, least=0)
+    window_ms, lateness_ms = windowing(context.params)
     counts = (
         context.until_end_of_input(events, "event_time", f"{lateness_ms} milliseconds")
         .groupBy(F.window("event_time", f"{window_ms} milliseconds"), "ip")
@@ -46,9 +48,17 @@ def count_per_window(context: JobContext, events: DataFrame) -> DataFrame:
     )
 
 
-def _param(context: JobContext, name: str, default: int, *, least: int) -> int:
+def windowing(params: Mapping[str, Any]) -> tuple[int, int]:
+    """``(window_ms, lateness_ms)`` of the job's ``[params]`` (5000 each by default)."""
+    return (
+        _param(params, "window_ms", defaults.WINDOW_MS, least=1),
+        _param(params, "lateness_ms", defaults.ALLOWED_LATENESS_MS, least=0),
+    )
+
+
+def _param(params: Mapping[str, Any], name: str, default: int, *, least: int) -> int:
     """The integer ``params.<name>`` (``default`` when absent), at least ``least``."""
-    value = context.params.get(name, default)
+    value = params.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise InvalidConfig(f"params.{name}", f"must be an integer >= {least}, got {value!r}")
     return value
