@@ -42,7 +42,7 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.avro import ACCESS_EVENT_SERDE
 from onceflow.core.avro.single_object import HEADER_SIZE, MAGIC
 from onceflow.core.toml_writer import to_toml
-from onceflow.core.traffic.model import TrafficModel, event, ip_and_time
+from onceflow.ipcount.traffic.model import TrafficModel, event, ip_and_time
 from onceflow.runtime.storage.kafka_log import end_offsets
 from onceflow.runtime.worker.end_of_input import write_end_of_input
 from onceflow.testing.broker.apache_kafka import ApacheKafka

@@ -24,8 +24,9 @@ import grpc
 import pytest
 
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import SinkBinding, SinkMode, ip_count_table_binding, ip_count_topic_binding
+from onceflow.core.contract import SinkBinding, SinkMode
 from onceflow.core.staging import StagedFile
+from onceflow.ipcount.schema import ip_count_table_binding, ip_count_topic_binding
 from onceflow.sinks.server.crash import CRASH_ENV, CRASH_EXIT_CODE
 from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster, running_cluster
 from onceflow.testing.sinks.postgres import PostgresServer

@@ -16,8 +16,9 @@ from onceflow.coordinator.log import MemoryLogStorage
 from onceflow.coordinator.log.records import decode, encode
 from onceflow.coordinator.model import JobState, ParticipantRef, TransactionId, TransactionState
 from onceflow.coordinator.service.convert import participants_from_proto
-from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA, Shard, SinkBinding, SinkMode
+from onceflow.core.contract import Shard, SinkBinding, SinkMode
 from onceflow.core.contract.proto import shard_to_proto
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.proto.v1 import common_pb2, coordinator_pb2
 from onceflow.testing.coordinator import FakeParticipants, staged_files
 

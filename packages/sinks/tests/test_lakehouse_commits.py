@@ -13,8 +13,8 @@ import pyarrow as pa
 import pytest
 
 from onceflow.core.contract import Shard, TransactionId
-from onceflow.core.contract.ip_count import IP_COUNT_ARROW_SCHEMA
 from onceflow.core.faults import FaultInjector
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.sinks.base import Outcome
 from onceflow.sinks.delta.format import DeltaFormat
 from onceflow.sinks.iceberg.format import IcebergFormat

@@ -20,9 +20,9 @@ from pyspark.sql.datasource import WriterCommitMessage
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.coordinator.model import TransactionId
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagingWriter
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.spark.exceptions import TransactionAborted, WriterFencedError
 from onceflow.spark.sink import (
     CRASH_ENV,
@@ -71,7 +71,7 @@ def _stage(root: Path, batch: int, epoch: int) -> list[WriterCommitMessage | Non
     messages: list[WriterCommitMessage | None] = []
     for partition in range(2):
         rows = [IpCount(window_start=0, window_end=5000, ip=f"10.0.0.{partition}", count=partition + 1)]
-        staged = writer.write(f"part-{partition:05d}-epoch-{epoch}-attempt-{partition}", rows)
+        staged = writer.write(f"part-{partition:05d}-epoch-{epoch}-attempt-{partition}", rows, IP_COUNT_ARROW_SCHEMA)
         messages.append(StagedFileMessage(staged, partition, partition))
     return messages
 

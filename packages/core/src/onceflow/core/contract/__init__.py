@@ -14,13 +14,6 @@ from onceflow.core.contract.bindings import (
     SinkMode,
     ValueFormat,
 )
-from onceflow.core.contract.ip_count import (
-    IP_COUNT_ARROW_SCHEMA,
-    IP_COUNT_RECORD_NAME,
-    IP_COUNT_TABLE,
-    ip_count_table_binding,
-    ip_count_topic_binding,
-)
 from onceflow.core.contract.participant_ref import ParticipantRef
 from onceflow.core.contract.reserved import refuse_internal
 from onceflow.core.contract.schema import (
@@ -36,9 +29,6 @@ from onceflow.core.contract.txn import TransactionId
 __all__ = [
     "DEAD_LETTERS_OUTPUT",
     "DEFAULT_OUTPUT",
-    "IP_COUNT_ARROW_SCHEMA",
-    "IP_COUNT_RECORD_NAME",
-    "IP_COUNT_TABLE",
     "MAX_SHARDS",
     "WHOLE_SINK",
     "InvalidBinding",
@@ -52,8 +42,6 @@ __all__ = [
     "UnsupportedColumnType",
     "ValueFormat",
     "check_supported",
-    "ip_count_table_binding",
-    "ip_count_topic_binding",
     "refuse_internal",
     "schema_from_bytes",
     "schema_to_bytes",

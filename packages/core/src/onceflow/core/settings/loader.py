@@ -25,6 +25,7 @@ def load_settings(
     path: str | Path | None = None,
     *,
     env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> S:
     """Return validated settings of type ``model``.
 
@@ -35,6 +36,9 @@ def load_settings(
            deployment never goes unnoticed. Each override of a file value is logged.
         3. Validate. The first problem becomes an :class:`InvalidConfig` naming the setting
            (dotted path, or the environment variable that supplied it) and what is wrong.
+
+    ``overrides`` (top-level settings a command line gives, e.g. ``onceflow job run ENTRYPOINT``) apply
+    after the environment, before validation.
     """
     # Step 1
     data: dict[str, Any] = {}
@@ -55,6 +59,9 @@ def load_settings(
             _log.info("settings.override setting=%s source=env var=%s", ".".join(key_path), name)
         _set_path(data, key_path, value)
         source_of[key_path] = f"environment variable {name}"
+    for key, value in (overrides or {}).items():
+        data[key] = value
+        source_of[(key,)] = "the command line"
     # Step 3
     try:
         return model.model_validate(data)

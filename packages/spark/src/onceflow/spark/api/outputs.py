@@ -133,10 +133,8 @@ def bindings_of(settings: SparkJobSettings, schemas: Mapping[str, pa.Schema]) ->
 
 def participants_with_bindings(settings: SparkJobSettings, outputs: JobOutputs) -> list[Participant]:
     """The job's participants, each with the bindings of the outputs ``[[outputs.<name>]]`` puts there
-    (:func:`bindings_of`); with no ``[outputs]`` at all the participants keep their default bindings
-    (the IP-count results). A sink with ``targets`` is one participant per shard.
+    (:func:`bindings_of`; the settings refuse an exactly-once job without ``[outputs]``). A sink with
+    ``targets`` is one participant per shard; a sink no output goes to is left out.
     """
-    if not settings.outputs:
-        return [ref for p in settings.participants for ref in p.refs()]
     bindings = bindings_of(settings, outputs.schemas)
     return [ref for p in settings.participants if bindings[p.sink] for ref in p.refs(tuple(bindings[p.sink]))]

@@ -59,15 +59,12 @@ def run(args: argparse.Namespace) -> int:
     from onceflow.spark.runner.driver import SparkDriverService
 
     def load() -> SparkJobSettings:
-        settings = load_settings(SparkJobSettings, args.config)
         overrides = {
             key: value
             for key, value in (("guarantee", args.guarantee), ("entrypoint", getattr(args, "entrypoint", None)))
             if value
         }
-        if overrides:
-            settings = SparkJobSettings.model_validate({**settings.model_dump(), **overrides})
-        return settings
+        return load_settings(SparkJobSettings, args.config, overrides=overrides)
 
     def build(settings: SparkJobSettings) -> SparkDriverService:
         master = getattr(args, "master", None)

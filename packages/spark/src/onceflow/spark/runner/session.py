@@ -68,7 +68,7 @@ def build_session(settings: SparkJobSettings, master: str | None = None) -> Spar
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ[DRIVER_PID_ENV] = str(os.getpid())
     os.environ.setdefault(LEVEL_ENV, settings.log.level)
-    builder = SparkSession.builder.appName(settings.spark.app_name)
+    builder = SparkSession.builder.appName(settings.spark.app_name or f"onceflow-{settings.job}")
     if master is not None:
         builder = builder.master(master)
     defaults = {**DEFAULTS, **(LOOPBACK_DEFAULTS if single_host else {})}

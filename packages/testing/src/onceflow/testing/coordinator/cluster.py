@@ -43,11 +43,11 @@ from onceflow.coordinator.model import ParticipantRef
 from onceflow.core.avro import IpCount
 from onceflow.core.contract import Shard, SinkBinding, TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
-from onceflow.core.contract.ip_count import ip_count_table_binding, ip_count_topic_binding
 from onceflow.core.contract.proto import state_name
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import S3Settings, StagedFile, StagingStore, StagingWriter, parse_staging_uri
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding, ip_count_topic_binding
 from onceflow.proto.v1 import coordinator_pb2, coordinator_pb2_grpc
 from onceflow.sinks.postgres.schema import gid_prefix
 from onceflow.sinks.readback import BindingReader, KafkaReader, LakehouseReader, PostgresReader, SqliteReader
@@ -344,7 +344,9 @@ class TwoPhaseCommitCluster:
     def stage(self, job: str, batch: int, *files: Sequence[IpCount], attempt: int = 0) -> list[StagedFile]:
         """Write each list of rows as one staged file of ``job``'s ``batch``, as Spark tasks do."""
         writer = StagingWriter(self.staging_uri, job, batch, store=self.store)
-        return [writer.write(f"part-{i}-attempt-{attempt}", rows) for i, rows in enumerate(files)]
+        return [
+            writer.write(f"part-{i}-attempt-{attempt}", rows, IP_COUNT_ARROW_SCHEMA) for i, rows in enumerate(files)
+        ]
 
     def commit(
         self, job: str, epoch: int, batch: int, files: Iterable[StagedFile], *, timeout: float = 60.0
