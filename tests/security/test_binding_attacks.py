@@ -30,7 +30,8 @@ from onceflow.core.contract.clients import CoordinatorClient, ParticipantClient
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.staging import StagingWriter
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
-from onceflow.sinks.server import ParticipantServer, ParticipantSettings
+from onceflow.sinks.server import ParticipantSettings
+from onceflow.sinks.service import ParticipantServer
 from onceflow.spark.api.outputs import bindings_of
 from onceflow.spark.job.settings import SparkJobSettings
 

@@ -11,8 +11,9 @@ import trustme
 
 from onceflow.core.contract.clients import ParticipantClient
 from onceflow.core.settings import GrpcServerSettings, TlsSettings
-from onceflow.sinks.server import ParticipantServer, ParticipantSettings, SqliteOptions, SqliteSink
+from onceflow.sinks.server import ParticipantSettings, SqliteOptions, SqliteSink
 from onceflow.sinks.server.settings import StagingSettings
+from onceflow.sinks.service import ParticipantServer
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -28,6 +27,7 @@ from typing import Any
 import psycopg
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.core.service import read_ready_file
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC, SOURCE_TOPIC
@@ -206,13 +206,13 @@ class SinkSystem:
                 env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
             )
         deadline = time.monotonic() + 90
-        while not ready.exists():
+        while (readiness := read_ready_file(ready, self.participant.pid)) is None:
             if self.participant.poll() is not None:
                 raise AssertionError(f"participant exited:\n{self.log_tail('participant.log')}")
             if time.monotonic() > deadline:
                 raise AssertionError(f"participant not ready:\n{self.log_tail('participant.log')}")
             time.sleep(0.05)
-        self.participant_port = int(json.loads(ready.read_text())["port"])
+        self.participant_port = readiness.port
 
     def restart_participant(self) -> None:
         """``kill -9`` the participant server and start it again on the same port."""

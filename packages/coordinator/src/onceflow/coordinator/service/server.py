@@ -210,3 +210,11 @@ class CoordinatorServer(Service):
         if failure is None or isinstance(failure, CoordinatorStopped):
             return ExitStatus(EXIT_OK)
         return ExitStatus(EXIT_LOG_FAILED, str(failure))
+
+
+def coordinator_service(settings: CoordinatorSettings) -> CoordinatorServer:
+    """``onceflow coordinator``'s service: the server with the faults its environment asks for (none in
+    production, see :mod:`onceflow.coordinator.crash`)."""
+    from onceflow.coordinator.crash import coordinator_faults
+
+    return CoordinatorServer(settings, faults=coordinator_faults())

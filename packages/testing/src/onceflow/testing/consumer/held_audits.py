@@ -4,34 +4,25 @@ of a consumer process in the middle of an audit that must not depend on the mach
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import os
 from typing import Final
 
 from onceflow.consumer.audit.bounded import AUDIT_STARTED
-from onceflow.consumer.cli.serve import add_arguments
+from onceflow.consumer.command import COMMAND
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
-from onceflow.core.service import run_service
-from onceflow.core.settings import load_settings
 from onceflow.testing.faults import HoldAt
 
 #: The environment variable naming the hold's directory (:attr:`HoldAt.directory`).
 HOLD_DIR_ENV: Final = "ONCEFLOW_TEST_AUDIT_HOLD_DIR"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m onceflow.testing.consumer.held_audits", description=__doc__)
-    add_arguments(parser)
-    args = parser.parse_args()
-    hold = HoldAt(AUDIT_STARTED, directory=os.environ[HOLD_DIR_ENV])
-    return run_service(
-        "consumer",
-        lambda: load_settings(ConsumerSettings, args.config),
-        lambda settings: ConsumerService(settings, faults=hold),
-        ready_file=args.ready_file,
-    )
+def held_consumer(settings: ConsumerSettings) -> ConsumerService:
+    """The consumer service, its audits held at their start."""
+    return ConsumerService(settings, faults=HoldAt(AUDIT_STARTED, directory=os.environ[HOLD_DIR_ENV]))
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    held = dataclasses.replace(COMMAND, service="onceflow.testing.consumer.held_audits:held_consumer")
+    raise SystemExit(held.main("python -m onceflow.testing.consumer.held_audits"))

@@ -10,7 +10,8 @@ from typing import Any
 
 import grpc
 
-from onceflow.core.process import Readiness, ServiceProcess
+from onceflow.core.process import ServiceProcess
+from onceflow.core.service import Readiness
 from onceflow.proto.v1 import connect_pb2 as pb
 from onceflow.runtime.admin.client import ConnectClient
 

@@ -1,4 +1,4 @@
-"""The participant server: open the sinks, recover them, then serve the Participant RPCs."""
+"""``onceflow participant``'s service: open the sinks, recover them, then serve the Participant RPCs."""
 
 from __future__ import annotations
 
@@ -160,3 +160,11 @@ class ParticipantServer(Service):
 
     def ready_info(self) -> Mapping[str, object]:
         return {"port": self.port, "metrics_port": self.metrics_port}
+
+
+def participant_service(settings: ParticipantSettings) -> ParticipantServer:
+    """``onceflow participant``'s service: the server with the faults its environment asks for (none in
+    production, see :mod:`onceflow.sinks.server.crash`)."""
+    from onceflow.sinks.server.crash import participant_faults
+
+    return ParticipantServer(settings, faults=participant_faults())
