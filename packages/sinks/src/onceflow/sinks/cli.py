@@ -33,13 +33,13 @@ def register(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     """Load the settings and serve; returns the process exit code."""
+    from onceflow.core.faults import installed_faults
     from onceflow.core.settings import load_settings
     from onceflow.sinks.server import ParticipantServer, ParticipantSettings
-    from onceflow.sinks.server.crash import participant_faults
 
     return run_service(
         "participant",
         lambda: load_settings(ParticipantSettings, args.config),
-        lambda settings: ParticipantServer(settings, faults=participant_faults()),
+        lambda settings: ParticipantServer(settings, faults=installed_faults("participant")),
         ready_file=args.ready_file,
     )

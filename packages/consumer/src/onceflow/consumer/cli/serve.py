@@ -37,12 +37,13 @@ def run(args: argparse.Namespace) -> int:
 
     from onceflow.consumer.service import ConsumerService
     from onceflow.consumer.settings import ConsumerSettings
+    from onceflow.core.faults import installed_faults
     from onceflow.core.settings import load_settings
 
     return run_service(
         "consumer",
         lambda: load_settings(ConsumerSettings, args.config),
-        ConsumerService,
+        lambda settings: ConsumerService(settings, faults=installed_faults("consumer")),
         ready_file=args.ready_file,
         fatal=(OnceflowError, psycopg.OperationalError),
     )

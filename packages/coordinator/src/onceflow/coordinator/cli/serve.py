@@ -32,15 +32,15 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load the settings and serve; returns the process exit code."""
-    from onceflow.coordinator.crash import coordinator_faults
     from onceflow.coordinator.service.server import CoordinatorServer
     from onceflow.coordinator.settings import CoordinatorSettings
+    from onceflow.core.faults import installed_faults
     from onceflow.core.settings import load_settings
 
     return run_service(
         "coordinator",
         lambda: load_settings(CoordinatorSettings, args.config),
-        lambda settings: CoordinatorServer(settings, faults=coordinator_faults()),
+        lambda settings: CoordinatorServer(settings, faults=installed_faults("coordinator")),
         ready_file=args.ready_file,
     )
 
