@@ -43,6 +43,7 @@ class Counting(FaultInjector):
 
 def test_the_plugin_is_built_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
     _plugins(monkeypatch, f"{__name__}:Counting")
+    monkeypatch.setattr(Counting, "built", 0)
     first = installed_faults("svc")
     assert isinstance(first, Counting)
     assert installed_faults("svc") is first and Counting.built == 1
