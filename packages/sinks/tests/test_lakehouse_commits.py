@@ -139,7 +139,7 @@ def test_a_participant_dying_at_each_step_recovers_exactly_once(
     tmp_path: Path, stage: Stage, kind: str, point: str
 ) -> None:
     """Steps:
-    1. Batch 0 commits; batch 1 dies at ``point`` (:mod:`onceflow.sinks.server.crash`): after writing
+    1. Batch 0 commits; batch 1 dies at ``point`` (:mod:`onceflow.testing.faults.participant`): after writing
        its data files (no journal entry: no yes vote, the coordinator presumes abort), after
        journaling them (a yes vote: the servicer's ``prepare-durable``), or after the table commit
        but before the journal entry is dropped.

@@ -15,7 +15,7 @@ from onceflow.core.contract import TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.ipcount.schema import ENTRYPOINT
 from onceflow.proto.v1 import common_pb2
-from onceflow.spark.sink import CRASH_ENV
+from onceflow.testing.faults.spark import CRASH_ENV
 from onceflow.testing.spark.input import encoded_events, produce_events
 
 from .conftest import TEST_SPARK, TEST_TRIGGER_MS

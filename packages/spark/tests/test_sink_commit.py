@@ -6,9 +6,6 @@ broker; the writer's ``commit``/``abort`` are called as Spark's commit runner ca
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -25,8 +22,6 @@ from onceflow.core.staging import StagingWriter
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.spark.exceptions import TransactionAborted, WriterFencedError
 from onceflow.spark.sink import (
-    CRASH_ENV,
-    DRIVER_PID_ENV,
     CoordinatorClient,
     Participant,
     SinkOptions,
@@ -117,18 +112,6 @@ def test_an_older_driver_is_fenced_with_an_error_that_says_who_owns_the_job(
     _register(coordinator, participants)  # a second driver of the same job
     with pytest.raises(WriterFencedError, match="another driver owns the job"):
         _writer(coordinator, old, tmp_path).commit(_stage(tmp_path, 0, old), 0)
-
-
-def test_the_crash_hook_fires_only_for_its_batch() -> None:
-    code = (
-        "from onceflow.spark.sink.crash import commit_point as p, driver_faults as f\n"
-        "f().at(p(3)); f().at(p(4)); print('alive')"
-    )
-    # the child is its own "driver" here: without DRIVER_PID_ENV the hook only ends itself
-    env = {k: v for k, v in os.environ.items() if k != DRIVER_PID_ENV} | {CRASH_ENV: "4"}
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 137
-    assert "alive" not in result.stdout
 
 
 def test_a_driver_fenced_while_its_batch_prepares_is_fenced_not_restarted(

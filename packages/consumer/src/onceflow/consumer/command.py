@@ -16,6 +16,6 @@ COMMAND = ServiceCommand(
     description=__doc__ or "",
     config_file="services/consumer/consumer.toml",
     settings="onceflow.consumer.settings:ConsumerSettings",
-    service="onceflow.consumer.service:ConsumerService",
+    service="onceflow.consumer.service:consumer_service",
     unreachable=("psycopg:OperationalError",),
 )

@@ -163,8 +163,8 @@ class ParticipantServer(Service):
 
 
 def participant_service(settings: ParticipantSettings) -> ParticipantServer:
-    """``onceflow participant``'s service: the server with the faults its environment asks for (none in
-    production, see :mod:`onceflow.sinks.server.crash`)."""
-    from onceflow.sinks.server.crash import participant_faults
+    """``onceflow participant``'s service: the server with the process's installed faults (a test
+    plug-in's, :mod:`onceflow.core.faults`; none in production)."""
+    from onceflow.core.faults import installed_faults
 
-    return ParticipantServer(settings, faults=participant_faults())
+    return ParticipantServer(settings, faults=installed_faults("participant"))

@@ -102,10 +102,13 @@ class TwoPhaseCommitEngine:
         return recover(self.state, self._aborts, self._deliveries, verify)
 
     def close(self) -> None:
-        """Stop serving. COMMITTING transactions stay in the log; the next instance delivers them."""
+        """Stop serving. COMMITTING and ABORTING transactions stay in the log; the next instance
+        finishes them."""
         self.state.close()
-        # a delivery waits at most one Commit call (commit_call_timeout) before it sees the stop
+        # a delivery waits at most one Commit call (commit_call_timeout) before it sees the stop, and
+        # recovery's aborts at most one Abort fan-out (abort_timeout)
         self._deliveries.stop_all(timeout=self.config.commit_call_timeout + 1.0)
+        self._aborts.join(timeout=self.config.abort_timeout + 1.0)
         self.fanout.close()
 
     # -- writers and participants ---------------------------------------------------------------

@@ -213,8 +213,8 @@ class CoordinatorServer(Service):
 
 
 def coordinator_service(settings: CoordinatorSettings) -> CoordinatorServer:
-    """``onceflow coordinator``'s service: the server with the faults its environment asks for (none in
-    production, see :mod:`onceflow.coordinator.crash`)."""
-    from onceflow.coordinator.crash import coordinator_faults
+    """``onceflow coordinator``'s service: the server with the process's installed faults (a test
+    plug-in's, :mod:`onceflow.core.faults`; none in production)."""
+    from onceflow.core.faults import installed_faults
 
-    return CoordinatorServer(settings, faults=coordinator_faults())
+    return CoordinatorServer(settings, faults=installed_faults("coordinator"))

@@ -18,7 +18,6 @@ from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile, StagingWriter, read_manifest
 from onceflow.spark.exceptions import TransactionAborted
 from onceflow.spark.sink.coordinator import COMMITTED_STATES, CoordinatorClient
-from onceflow.spark.sink.crash import commit_point
 from onceflow.spark.sink.messages import StagedFileMessage
 from onceflow.spark.sink.options import SinkOptions
 from onceflow.spark.sink.side_outputs import side_output_files
@@ -107,7 +106,8 @@ def commit_batch(
         2. CommitTransaction(job, writer epoch, batch, files): the coordinator prepares every sink
            participant, logs the decision, and commits them.
         3. COMMITTED or COMMITTING (decided, acks in flight) is success, also for a batch that an
-           earlier driver already committed (a replay after a crash). Spark then logs the batch.
+           earlier driver already committed (a replay after a crash): ``faults`` reaches
+           ``commit-returned``, and Spark then logs the batch.
         4. ABORTED raises :class:`TransactionAborted`: Spark fails the batch, and the restart loop
            re-runs it from the checkpoint. A fenced writer raises ``WriterFencedError``.
     """
@@ -136,7 +136,7 @@ def commit_batch(
             files=len(files),
             rows=rows,
         )
-        faults.at(commit_point(batch), job=job, batch=batch)
+        faults.at("commit-returned", job=job, batch=batch)
         return
     # Step 4
     _log.warning("sink.batch_aborted", job=job, batch=batch, epoch=epoch, txn=txn, reason=reason)

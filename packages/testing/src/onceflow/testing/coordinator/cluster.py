@@ -132,12 +132,12 @@ class TwoPhaseCommitCluster:
     :attr:`participants` is keyed by participant name: the sink, or ``<sink>#<index>`` for a shard.
     ``coordinator_settings`` override :data:`FAST_COORDINATOR_SETTINGS` (nested keys merge);
     ``coordinator_env`` is the coordinator's extra environment (e.g. the crash hook, see
-    :mod:`onceflow.coordinator.crash`); change ``cluster.coordinator.env`` between restarts.
+    :mod:`onceflow.testing.faults.coordinator`); change ``cluster.coordinator.env`` between restarts.
     ``staging_uri`` replaces the local staging directory (``work_dir/staging``); ``staging_s3`` is the
     ``[staging.s3]`` section of every process (and of the driver's writes), ``env`` the environment
     every process gets on top of this one's (e.g. the AWS variables of the store).
     ``participant_env`` is every participant's at the first start, on top of ``env``
-    (:mod:`onceflow.sinks.server.crash`); change ``participants[name].env`` between restarts.
+    (:mod:`onceflow.testing.faults.participant`); change ``participants[name].env`` between restarts.
     """
 
     def __init__(

@@ -43,8 +43,9 @@ class FakeSink:
         self.calls: list[tuple[str, TransactionId]] = []
         #: Vote no with this reason.
         self.vote_no: str | None = None
-        #: Sleep this long in prepare.
+        #: Sleep this long in prepare, and in abort.
         self.prepare_delay = 0.0
+        self.abort_delay = 0.0
         #: False: every call fails as unavailable.
         self.available = True
         #: Fail this many of the next commit calls as unavailable.
@@ -96,6 +97,8 @@ class FakeSink:
 
     def abort(self, txn: TransactionId) -> None:
         self._record("abort", txn)
+        if self.abort_delay:
+            time.sleep(self.abort_delay)
         with self._changed:
             self.prepared.pop(txn, None)
             self.aborted[txn] = self.aborted.get(txn, 0) + 1
