@@ -5,7 +5,7 @@ Sub-packages, one concept each:
 - :mod:`~onceflow.coordinator.engine`: :class:`TwoPhaseCommitEngine`, the protocol as a plain object
   (commit, abort, resolve, recovery, commit delivery with backoff);
 - :mod:`~onceflow.coordinator.log`: the :class:`TransactionLog` ABC, in-memory and Kafka backends;
-- :mod:`~onceflow.coordinator.participants`: the :class:`ParticipantClient` ABC and its gRPC client;
+- :mod:`~onceflow.coordinator.participants`: the :class:`ParticipantConnection` ABC and its gRPC client;
 - :mod:`~onceflow.coordinator.service`: the gRPC servicer (to_proto/from_proto) and the server;
 - :mod:`~onceflow.coordinator.cli`: ``onceflow coordinator`` and ``onceflow txn``;
 - (tests) :mod:`onceflow.testing.coordinator`, in the separate onceflow-testing package: fakes, CoordinatorProcess.
@@ -25,7 +25,7 @@ from onceflow.coordinator.model import (
     TransactionOutcome,
     TransactionState,
 )
-from onceflow.coordinator.participants import GrpcParticipantConnector, ParticipantClient, ParticipantConnector
+from onceflow.coordinator.participants import GrpcParticipantConnector, ParticipantConnection, ParticipantConnector
 from onceflow.coordinator.settings import CoordinatorSettings
 
 __all__ = [
@@ -38,7 +38,7 @@ __all__ = [
     "JobState",
     "KafkaTransactionLog",
     "MemoryTransactionLog",
-    "ParticipantClient",
+    "ParticipantConnection",
     "ParticipantConnector",
     "ParticipantRef",
     "Resolution",

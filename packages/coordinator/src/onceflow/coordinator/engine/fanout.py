@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from onceflow.coordinator.model import ParticipantRef, StagedFile, Transaction
-from onceflow.coordinator.participants.base import ParticipantClient, ParticipantConnector, PrepareVote
+from onceflow.coordinator.participants.base import ParticipantConnection, ParticipantConnector, PrepareVote
 from onceflow.core.contract.shards import shard_files
 from onceflow.core.errors import OnceflowError
 
@@ -48,12 +48,12 @@ class ParticipantFanout:
     def _call_all(
         self,
         refs: Sequence[ParticipantRef],
-        call: Callable[[ParticipantClient], T],
+        call: Callable[[ParticipantConnection], T],
         timeout: float,
         what: str,
         on_done: Callable[[str, T | None, str], None] | None = None,
     ) -> dict[str, tuple[T | None, str]]:
-        def run(client: ParticipantClient) -> tuple[T | None, str]:
+        def run(client: ParticipantConnection) -> tuple[T | None, str]:
             try:
                 answer: tuple[T | None, str] = (call(client), "")
             except OnceflowError as exc:

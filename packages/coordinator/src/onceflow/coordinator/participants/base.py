@@ -46,7 +46,7 @@ class BindingsRefused(OnceflowError):  # noqa: N818
         super().__init__(f"participant {sink!r} at {target} refused the job's bindings: {reason}")
 
 
-class ParticipantClient(ABC):
+class ParticipantConnection(ABC):
     """One sink of a participant server, with Flink's two-phase-commit lifecycle.
 
     Contract (what the coordinator relies on):
@@ -101,10 +101,10 @@ class ParticipantClient(ABC):
 
 
 class ParticipantConnector(ABC):
-    """Hands out (and caches) a :class:`ParticipantClient` per participant reference."""
+    """Hands out (and caches) a :class:`ParticipantConnection` per participant reference."""
 
     @abstractmethod
-    def connect(self, ref: ParticipantRef) -> ParticipantClient:
+    def connect(self, ref: ParticipantRef) -> ParticipantConnection:
         """A client for ``ref``; cheap to call repeatedly (implementations cache)."""
 
     def close(self) -> None:  # noqa: B027 - optional hook

@@ -1,4 +1,4 @@
-"""The gRPC :class:`ParticipantClient` over ``onceflow.v1.Participant`` (participant.proto), through the
+"""The gRPC :class:`ParticipantConnection` over ``onceflow.v1.Participant`` (participant.proto), through the
 contract's typed client (:class:`onceflow.core.contract.clients.ParticipantClient`)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import grpc
 from onceflow.coordinator.model import ParticipantRef, StagedFile, TransactionId
 from onceflow.coordinator.participants.base import (
     BindingsRefused,
-    ParticipantClient,
+    ParticipantConnection,
     ParticipantConnector,
     ParticipantFailed,
     ParticipantUnavailable,
@@ -26,7 +26,7 @@ _UNAVAILABLE_CODES = frozenset(
 )
 
 
-class GrpcParticipantClient(ParticipantClient):
+class GrpcParticipantConnection(ParticipantConnection):
     """One sink of a participant server, reached through the typed client of its target (shared by the
     sinks the server hosts)."""
 
@@ -93,16 +93,16 @@ class GrpcParticipantConnector(ParticipantConnector):
         self._tls = tls
         self._lock = threading.Lock()
         self._rpcs: dict[str, clients.ParticipantClient] = {}
-        self._clients: dict[ParticipantRef, GrpcParticipantClient] = {}
+        self._clients: dict[ParticipantRef, GrpcParticipantConnection] = {}
 
-    def connect(self, ref: ParticipantRef) -> ParticipantClient:
+    def connect(self, ref: ParticipantRef) -> ParticipantConnection:
         with self._lock:
             client = self._clients.get(ref)
             if client is None:
                 rpc = self._rpcs.get(ref.target)
                 if rpc is None:
                     rpc = self._rpcs[ref.target] = clients.ParticipantClient(ref.target, self._tls)
-                client = self._clients[ref] = GrpcParticipantClient(ref, rpc)
+                client = self._clients[ref] = GrpcParticipantConnection(ref, rpc)
             return client
 
     def close(self) -> None:

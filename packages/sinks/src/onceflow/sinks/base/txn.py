@@ -1,16 +1,9 @@
-"""Outcomes and votes as the sink participants see them (transaction ids: ``onceflow.core.contract``)."""
+"""Votes and commit records as the sink participants see them (transaction ids and the coordinator's
+decision, :class:`~onceflow.core.contract.Resolution`: ``onceflow.core.contract``)."""
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
-
-
-class Outcome(enum.Enum):
-    """The coordinator's decision for a transaction (presumed abort: no decision means ABORT)."""
-
-    COMMIT = "commit"
-    ABORT = "abort"
 
 
 @dataclass(frozen=True)

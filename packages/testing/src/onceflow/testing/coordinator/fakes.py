@@ -17,7 +17,7 @@ import grpc
 from onceflow.coordinator.model import ParticipantRef, StagedFile, TransactionId
 from onceflow.coordinator.participants.base import (
     BindingsRefused,
-    ParticipantClient,
+    ParticipantConnection,
     ParticipantConnector,
     ParticipantUnavailable,
     PrepareVote,
@@ -123,8 +123,8 @@ class FakeSink:
             return self._changed.wait_for(lambda: txn in table, timeout)
 
 
-class FakeParticipantClient(ParticipantClient):
-    """A :class:`ParticipantClient` calling a :class:`FakeSink` directly."""
+class FakeParticipantConnection(ParticipantConnection):
+    """A :class:`ParticipantConnection` calling a :class:`FakeSink` directly."""
 
     def __init__(self, ref: ParticipantRef, sink: FakeSink) -> None:
         super().__init__(ref)
@@ -184,8 +184,8 @@ class FakeParticipants(ParticipantConnector):
     def __getitem__(self, name: str) -> FakeSink:
         return self.sinks[name]
 
-    def connect(self, ref: ParticipantRef) -> ParticipantClient:
-        return FakeParticipantClient(ref, self.sinks[ref.name])
+    def connect(self, ref: ParticipantRef) -> ParticipantConnection:
+        return FakeParticipantConnection(ref, self.sinks[ref.name])
 
 
 def _txn(
