@@ -12,8 +12,8 @@ import pytest
 from google.protobuf import struct_pb2
 
 from onceflow.cli.app import main as onceflow
+from onceflow.core.contract.clients import ConnectClient
 from onceflow.proto.v1 import connect_pb2 as pb
-from onceflow.runtime.admin import ConnectClient
 from onceflow.runtime.service import ConnectWorkerService
 
 ServiceFactory = Callable[..., ConnectWorkerService]

@@ -11,6 +11,7 @@ from typing import Any
 import grpc
 
 from onceflow.core.contract.clients.base import ServiceClient, check_txn
+from onceflow.core.contract.clients.errors import RpcFailed, rpc_failed
 from onceflow.core.contract.participant_ref import ParticipantRef
 from onceflow.core.contract.proto import (
     bindings_to_proto,
@@ -48,8 +49,9 @@ class CoordinatorClient(ServiceClient):
 
     Arguments are the contract's values (:class:`TransactionId`, :class:`StagedFile`,
     :class:`ParticipantRef`, :class:`TransactionState`, :class:`Resolution`); answers are the
-    ``onceflow.v1`` response messages. A failed call raises the :class:`grpc.RpcError` as it came
-    (its code and details say what the coordinator refused): what a failure means is the caller's call.
+    ``onceflow.v1`` response messages. A failed call raises its typed error
+    (:mod:`~onceflow.core.contract.clients.errors`: a fenced writer is :class:`WriterFenced`, a
+    refusal :class:`RequestRefused` whose details say what the coordinator refused).
     A transaction id that is not a :class:`TransactionId` is a TypeError before anything is sent.
     """
 
@@ -82,7 +84,7 @@ class CoordinatorClient(ServiceClient):
         deadline = time.monotonic() + self._timeout(timeout_s)
         with self._lock:
             first = self._current
-        failure: grpc.RpcError | None = None
+        failure: RpcFailed | None = None
         for step in range(len(self._stubs)):
             index = (first + step) % len(self._stubs)
             remaining = deadline - time.monotonic()
@@ -91,20 +93,21 @@ class CoordinatorClient(ServiceClient):
             try:
                 response = getattr(self._stubs[index], method)(request, timeout=max(remaining, 0.001))
             except grpc.RpcError as exc:
-                code = exc.code() if isinstance(exc, grpc.Call) else None
+                failed = rpc_failed(exc, method, self.targets[index])
+                code = failed.code()
                 if code == grpc.StatusCode.DEADLINE_EXCEEDED:
                     with self._lock:
                         if self._current == index:
                             self._current = (index + 1) % len(self._stubs)
                 if code != grpc.StatusCode.UNAVAILABLE:
-                    raise
-                failure = exc
+                    raise failed from None
+                failure = failed
                 continue
             with self._lock:
                 self._current = index
             return response
         assert failure is not None
-        raise failure
+        raise failure from None
 
     def register_writer(
         self, job: str, writer_id: str, *, timeout_s: float | None = None
