@@ -20,15 +20,14 @@ from pyspark.sql.datasource import WriterCommitMessage
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.coordinator.model import TransactionId
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA
+from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA, ParticipantRef
+from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagingWriter
 from onceflow.spark.exceptions import TransactionAborted, WriterFencedError
 from onceflow.spark.sink import (
     CRASH_ENV,
     DRIVER_PID_ENV,
-    CoordinatorClient,
-    Participant,
     SinkOptions,
     StagedFileMessage,
     TwoPhaseCommitWriter,
@@ -61,7 +60,7 @@ def _register(coordinator: CoordinatorProcess, participants: FakeParticipantServ
     with CoordinatorClient(coordinator.target) as client:
         registration = client.register_writer(JOB, "test-driver")
         client.register_participants(
-            JOB, registration.epoch, [Participant(r.sink, r.target) for r in participants.refs]
+            JOB, registration.epoch, [ParticipantRef(r.sink, r.target) for r in participants.refs]
         )
     return registration.epoch
 
@@ -206,7 +205,7 @@ def test_the_commit_sends_the_token_of_the_sink_options(participants: FakePartic
     try:
         with CoordinatorClient(process.target, TlsSettings(token_file=str(token))) as client:
             epoch = client.register_writer(JOB, "test-driver").epoch
-            client.register_participants(JOB, epoch, [Participant(r.sink, r.target) for r in participants.refs])
+            client.register_participants(JOB, epoch, [ParticipantRef(r.sink, r.target) for r in participants.refs])
         options = {"job": JOB, "coordinator": process.target, "writerEpoch": str(epoch), "stagingRoot": str(tmp_path)}
         without = TwoPhaseCommitWriter(parse_sink_options(options), IP_COUNT_ARROW_SCHEMA)
         with pytest.raises(Exception, match="UNAUTHENTICATED"):

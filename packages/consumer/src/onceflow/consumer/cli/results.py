@@ -38,6 +38,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import grpc
+
 from onceflow.consumer.audit.topic import TopicRecord, read_committed
 from onceflow.core.avro import REGISTRY
 from onceflow.core.avro.arrow import json_value
@@ -133,7 +135,7 @@ def results_client(args: argparse.Namespace) -> ResultsClient:
 
 def _fail(exc: RpcFailed, target: str) -> int:
     print(f"onceflow results: {target}: {exc.code().name}: {exc.details()}", file=sys.stderr)
-    return 2 if exc.code().name == "INVALID_ARGUMENT" else 1
+    return 2 if exc.code() == grpc.StatusCode.INVALID_ARGUMENT else 1
 
 
 def _print_rows(rows: Any) -> None:

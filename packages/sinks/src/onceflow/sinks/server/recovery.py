@@ -8,7 +8,7 @@ from typing import Final
 import grpc
 
 from onceflow.core.contract import Resolution, TransactionId
-from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.core.contract.clients import CoordinatorClient, RpcFailed
 from onceflow.core.contract.proto import state_from_proto
 from onceflow.core.logging import get_logger
 from onceflow.sinks.exceptions import SinkError
@@ -68,8 +68,8 @@ class CoordinatorOutcomes:
                 _log.info(
                     "recover.undecided", job=txn.job, batch=txn.batch, txn=txn, state=state.value, attempt=attempt
                 )
-            except grpc.RpcError as exc:
-                code = exc.code() if isinstance(exc, grpc.Call) else grpc.StatusCode.UNKNOWN
+            except RpcFailed as exc:
+                code = exc.code()
                 if code not in _RETRYABLE:
                     raise
                 _log.warning(

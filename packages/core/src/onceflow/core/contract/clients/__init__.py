@@ -8,7 +8,7 @@ typed error for a failed call (:mod:`~onceflow.core.contract.clients.errors`), a
 
 from onceflow.core.contract.clients.base import ServiceClient, retrying
 from onceflow.core.contract.clients.connect import ConnectClient
-from onceflow.core.contract.clients.coordinator import CoordinatorClient
+from onceflow.core.contract.clients.coordinator import CoordinatorClient, WriterRegistration
 from onceflow.core.contract.clients.errors import (
     AccessDenied,
     CallCancelled,
@@ -32,5 +32,6 @@ __all__ = [
     "ServiceClient",
     "ServiceUnavailable",
     "WriterFenced",
+    "WriterRegistration",
     "retrying",
 ]

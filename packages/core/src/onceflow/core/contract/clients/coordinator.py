@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -36,6 +37,15 @@ def split_targets(target: str) -> list[str]:
     return targets
 
 
+@dataclass(frozen=True, slots=True)
+class WriterRegistration:
+    """What RegisterWriter answers: the writer's new epoch (it fences every earlier writer of the job)
+    and the job's last committed batch (-1: none)."""
+
+    epoch: int
+    last_committed_batch: int
+
+
 class CoordinatorClient(ServiceClient):
     """Calls on the coordinators at ``target``, each with a deadline (``timeout_s`` per call, or the client's).
 
@@ -48,10 +58,10 @@ class CoordinatorClient(ServiceClient):
     next coordinator.
 
     Arguments are the contract's values (:class:`TransactionId`, :class:`StagedFile`,
-    :class:`ParticipantRef`, :class:`TransactionState`, :class:`Resolution`); answers are the
-    ``onceflow.v1`` response messages. A failed call raises its typed error
-    (:mod:`~onceflow.core.contract.clients.errors`: a fenced writer is :class:`WriterFenced`, a
-    refusal :class:`RequestRefused` whose details say what the coordinator refused).
+    :class:`ParticipantRef`, :class:`TransactionState`, :class:`Resolution`); RegisterWriter answers a
+    :class:`WriterRegistration`, the other calls the ``onceflow.v1`` response messages. A failed call
+    raises its typed error (:mod:`~onceflow.core.contract.clients.errors`: a fenced writer is
+    :class:`WriterFenced`, a refusal :class:`RequestRefused` whose details say what was refused).
     A transaction id that is not a :class:`TransactionId` is a TypeError before anything is sent.
     """
 
@@ -109,14 +119,12 @@ class CoordinatorClient(ServiceClient):
         assert failure is not None
         raise failure from None
 
-    def register_writer(
-        self, job: str, writer_id: str, *, timeout_s: float | None = None
-    ) -> coordinator_pb2.RegisterWriterResponse:
+    def register_writer(self, job: str, writer_id: str, *, timeout_s: float | None = None) -> WriterRegistration:
         """Become ``job``'s writer: the answer's ``epoch`` fences every earlier writer; it also carries
         the job's ``last_committed_batch`` (-1: none)."""
         request = coordinator_pb2.RegisterWriterRequest(job=job, writer_id=writer_id)
         response: coordinator_pb2.RegisterWriterResponse = self._call("RegisterWriter", request, timeout_s)
-        return response
+        return WriterRegistration(epoch=int(response.epoch), last_committed_batch=int(response.last_committed_batch))
 
     def register_participants(
         self, job: str, epoch: int, participants: Iterable[ParticipantRef], *, timeout_s: float | None = None
