@@ -17,7 +17,7 @@ from onceflow.cli.app import main as onceflow
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.core.avro.arrow import json_value
-from onceflow.core.grpc import open_channel
+from onceflow.core.contract.clients import ResultsClient
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
 
 from .conftest import Transaction, TransactionalWriter, ip_count, wait_until
@@ -61,8 +61,8 @@ def service(
 
 @pytest.fixture
 def stub(service: tuple[ConsumerService, Any, Any]) -> Iterator[results_pb2_grpc.ResultsStub]:
-    with open_channel(f"127.0.0.1:{service[0].port}") as channel:
-        yield results_pb2_grpc.ResultsStub(channel)  # type: ignore[no-untyped-call]
+    with ResultsClient(f"127.0.0.1:{service[0].port}") as client:
+        yield client.stub
 
 
 def rows_of(response: Any) -> list[dict[str, Any]]:
