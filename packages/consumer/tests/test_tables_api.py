@@ -17,7 +17,7 @@ from onceflow.cli.app import main as onceflow
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.core.avro.arrow import json_value
-from onceflow.core.contract.clients import ResultsClient
+from onceflow.core.contract.clients import RequestRefused, ResultsClient
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
 
 from .conftest import Transaction, TransactionalWriter, ip_count, wait_until
@@ -151,6 +151,36 @@ def test_watch_rows_receives_rows_stored_after_it_started(
     thread.join(5)
     assert sorted(json.loads(row.json)["seq"] for r in received for row in r.rows) == [100, 101]
     assert all(r.offsets for r in received[1:])
+
+
+def test_the_results_client_watches_rows_until_it_is_closed(
+    service: tuple[ConsumerService, TransactionalWriter, TransactionalWriter],
+) -> None:
+    _, writer, _ = service
+    with ResultsClient(f"127.0.0.1:{service[0].port}", timeout_s=10) as client:
+        with pytest.raises(RequestRefused, match="NOT_FOUND: table: 'missing' is not a stored table"):
+            next(client.watch_rows("missing"))
+        assert [t.table for t in client.list_tables().tables] == ["results", "events"]
+        stream = client.watch_rows("events")
+        received: list[results_pb2.WatchRowsResponse] = []
+        live = threading.Event()
+
+        def collect() -> None:
+            for response in stream:  # ends without an error once the stream is closed
+                received.append(response)
+                live.set()
+                if sum(len(r.rows) for r in received) >= 1:
+                    return
+
+        thread = threading.Thread(target=collect, daemon=True)
+        thread.start()
+        assert live.wait(10), "the first (empty) message says the stream is live"
+        writer.write_values([json_value(event(200))])
+        thread.join(20)
+        assert not thread.is_alive(), "the watched row"
+        stream.close()  # cancels the call
+        assert [json.loads(row.json)["seq"] for r in received for row in r.rows] == [200]
+        assert client.list_rows("events", limit=1).rows  # the channel still serves
 
 
 def test_results_table_commands(service: tuple[ConsumerService, Any, Any], capsys: pytest.CaptureFixture[str]) -> None:
