@@ -18,9 +18,8 @@ import pytest
 from pyspark.sql.datasource import WriterCommitMessage
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.coordinator.model import TransactionId
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA, ParticipantRef
+from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA, ParticipantRef, TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagingWriter

@@ -26,8 +26,8 @@ import grpc
 from onceflow.coordinator.exceptions import TransactionLogError
 from onceflow.coordinator.log.kafka import KafkaTransactionLog
 from onceflow.coordinator.log.rebuild import RebuildPlan, SinkCommits, SinkEvidence, plan_rebuild
-from onceflow.coordinator.model import TransactionId
 from onceflow.coordinator.settings import CoordinatorSettings
+from onceflow.core.contract import TransactionId
 from onceflow.core.contract.clients import ParticipantClient, RpcFailed
 from onceflow.core.contract.proto import shard_from_proto
 from onceflow.core.contract.shards import WHOLE_SINK

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from onceflow.coordinator.cli import log_admin
-from onceflow.coordinator.model import Resolution, TransactionId, TransactionState
+from onceflow.core.contract import Resolution, TransactionId, TransactionState
 from onceflow.core.contract.clients import CoordinatorClient, RpcFailed
 from onceflow.core.contract.proto import state_name, txn_id_from_proto
 from onceflow.core.settings import TlsSettings

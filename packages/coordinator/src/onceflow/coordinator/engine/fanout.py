@@ -9,10 +9,12 @@ from concurrent import futures
 from dataclasses import dataclass
 from typing import TypeVar
 
-from onceflow.coordinator.model import ParticipantRef, StagedFile, Transaction
+from onceflow.coordinator.model import Transaction
 from onceflow.coordinator.participants.base import ParticipantConnection, ParticipantConnector, PrepareVote
+from onceflow.core.contract import ParticipantRef
 from onceflow.core.contract.shards import shard_files
 from onceflow.core.errors import OnceflowError
+from onceflow.core.staging import StagedFile
 
 T = TypeVar("T")
 

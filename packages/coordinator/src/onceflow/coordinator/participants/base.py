@@ -6,8 +6,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from onceflow.coordinator.model import ParticipantRef, StagedFile, TransactionId
+from onceflow.core.contract import ParticipantRef, TransactionId
 from onceflow.core.errors import OnceflowError
+from onceflow.core.staging import StagedFile
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,6 @@ from collections.abc import Sequence
 
 import grpc
 
-from onceflow.coordinator.model import ParticipantRef, StagedFile, TransactionId
 from onceflow.coordinator.participants.base import (
     BindingsRefused,
     ParticipantConnection,
@@ -17,9 +16,10 @@ from onceflow.coordinator.participants.base import (
     ParticipantUnavailable,
     PrepareVote,
 )
-from onceflow.core.contract import clients
+from onceflow.core.contract import ParticipantRef, TransactionId, clients
 from onceflow.core.contract.clients import CallCancelled, RequestRefused, RpcFailed, ServiceUnavailable
 from onceflow.core.settings import TlsSettings
+from onceflow.core.staging import StagedFile
 
 
 class GrpcParticipantConnection(ParticipantConnection):

@@ -39,9 +39,8 @@ from typing import Any, Final
 import grpc
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.coordinator.model import ParticipantRef
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import Shard, SinkBinding, TransactionId
+from onceflow.core.contract import ParticipantRef, Shard, SinkBinding, TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.contract.ip_count import ip_count_table_binding, ip_count_topic_binding
 from onceflow.core.contract.proto import state_name

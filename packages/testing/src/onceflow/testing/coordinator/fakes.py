@@ -14,7 +14,6 @@ from collections.abc import Container, Iterable, Sequence
 
 import grpc
 
-from onceflow.coordinator.model import ParticipantRef, StagedFile, TransactionId
 from onceflow.coordinator.participants.base import (
     BindingsRefused,
     ParticipantConnection,
@@ -22,10 +21,11 @@ from onceflow.coordinator.participants.base import (
     ParticipantUnavailable,
     PrepareVote,
 )
-from onceflow.core.contract import SinkBinding
+from onceflow.core.contract import ParticipantRef, SinkBinding, TransactionId
 from onceflow.core.contract.proto import bindings_from_proto, files_from_proto
 from onceflow.core.grpc import build_server
 from onceflow.core.settings import GrpcServerSettings
+from onceflow.core.staging import StagedFile
 from onceflow.proto.v1 import participant_pb2, participant_pb2_grpc
 
 PARTICIPANT_SERVICE = participant_pb2.DESCRIPTOR.services_by_name["Participant"].full_name
