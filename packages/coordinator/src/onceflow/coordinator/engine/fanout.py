@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from onceflow.coordinator.model import Transaction
-from onceflow.coordinator.participants.base import ParticipantConnection, ParticipantConnector, PrepareVote
-from onceflow.core.contract import ParticipantRef
+from onceflow.coordinator.participants.base import ParticipantConnection, ParticipantConnector
+from onceflow.core.contract import ParticipantRef, PrepareVote
 from onceflow.core.contract.shards import shard_files
 from onceflow.core.errors import OnceflowError
 from onceflow.core.staging import StagedFile

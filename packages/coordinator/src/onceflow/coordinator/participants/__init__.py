@@ -5,7 +5,6 @@ from onceflow.coordinator.participants.base import (
     ParticipantConnector,
     ParticipantFailed,
     ParticipantUnavailable,
-    PrepareVote,
 )
 from onceflow.coordinator.participants.grpc_client import GrpcParticipantConnection, GrpcParticipantConnector
 
@@ -16,5 +15,4 @@ __all__ = [
     "ParticipantConnector",
     "ParticipantFailed",
     "ParticipantUnavailable",
-    "PrepareVote",
 ]

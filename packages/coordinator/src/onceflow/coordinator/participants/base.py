@@ -4,20 +4,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from onceflow.core.contract import ParticipantRef, TransactionId
+from onceflow.core.contract import ParticipantRef, PrepareVote, TransactionId
 from onceflow.core.errors import OnceflowError
 from onceflow.core.staging import StagedFile
-
-
-@dataclass(frozen=True, slots=True)
-class PrepareVote:
-    """A participant's answer to Prepare: yes (``vote_commit``) or no with a ``reason``."""
-
-    vote_commit: bool
-    reason: str = ""
-    rows: int = 0
 
 
 class ParticipantUnavailable(OnceflowError):  # noqa: N818

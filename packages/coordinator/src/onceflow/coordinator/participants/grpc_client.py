@@ -14,9 +14,8 @@ from onceflow.coordinator.participants.base import (
     ParticipantConnector,
     ParticipantFailed,
     ParticipantUnavailable,
-    PrepareVote,
 )
-from onceflow.core.contract import ParticipantRef, TransactionId, clients
+from onceflow.core.contract import ParticipantRef, PrepareVote, TransactionId, clients
 from onceflow.core.contract.clients import CallCancelled, RequestRefused, RpcFailed, ServiceUnavailable
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagedFile
@@ -46,7 +45,7 @@ class GrpcParticipantConnection(ParticipantConnection):
             if isinstance(exc, RequestRefused) and exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
                 return PrepareVote(vote_commit=False, reason=exc.details() or "voted no")
             raise self._error(exc, "PrepareTransaction") from None
-        return PrepareVote(vote_commit=response.vote_commit, reason=response.reason, rows=response.rows)
+        return response
 
     def commit(self, txn: TransactionId, files: Sequence[StagedFile], timeout: float) -> None:
         try:

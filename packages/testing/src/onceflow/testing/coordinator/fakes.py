@@ -19,9 +19,8 @@ from onceflow.coordinator.participants.base import (
     ParticipantConnection,
     ParticipantConnector,
     ParticipantUnavailable,
-    PrepareVote,
 )
-from onceflow.core.contract import ParticipantRef, SinkBinding, TransactionId
+from onceflow.core.contract import ParticipantRef, PrepareVote, SinkBinding, TransactionId
 from onceflow.core.contract.proto import bindings_from_proto, files_from_proto
 from onceflow.core.grpc import build_server
 from onceflow.core.settings import GrpcServerSettings

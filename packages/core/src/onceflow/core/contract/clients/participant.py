@@ -15,6 +15,7 @@ from onceflow.core.contract.proto import (
 )
 from onceflow.core.contract.shards import WHOLE_SINK, Shard
 from onceflow.core.contract.txn import TransactionId
+from onceflow.core.contract.vote import PrepareVote
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagedFile
 from onceflow.proto.v1 import participant_pb2, participant_pb2_grpc
@@ -65,8 +66,8 @@ class ParticipantClient(ServiceClient):
         *,
         shard: Shard = WHOLE_SINK,
         timeout_s: float | None = None,
-    ) -> participant_pb2.PrepareTransactionResponse:
-        """Phase one: the answer is the vote (``vote_commit``, a no vote's ``reason``, ``rows``)."""
+    ) -> PrepareVote:
+        """Phase one: the participant's :class:`PrepareVote` (``vote_commit``, a no vote's ``reason``, ``rows``)."""
         check_txn(txn)
         request = participant_pb2.PrepareTransactionRequest(
             sink=sink,
@@ -75,10 +76,8 @@ class ParticipantClient(ServiceClient):
             bindings=bindings_to_proto(bindings),
             shard=shard_to_proto(shard),
         )
-        response: participant_pb2.PrepareTransactionResponse = self._unary(
-            self._stub, "PrepareTransaction", request, timeout_s
-        )
-        return response
+        response = self._unary(self._stub, "PrepareTransaction", request, timeout_s)
+        return PrepareVote(vote_commit=response.vote_commit, reason=response.reason, rows=response.rows)
 
     def commit_prepared_transaction(
         self,
