@@ -199,3 +199,5 @@ def test_results_table_commands(service: tuple[ConsumerService, Any, Any], capsy
     assert "NOT_FOUND: table: 'nope' is not a stored table" in capsys.readouterr().err
     assert onceflow(["results", "rows", "events", "--limit", "0", "--page-token", "zz", "--results", target]) == 2
     assert "INVALID_ARGUMENT: page_token" in capsys.readouterr().err
+    assert onceflow(["results", "tables", "--results", target, "--timeout", "0"]) == 2
+    assert "timeout must be a positive number of seconds, got 0.0" in capsys.readouterr().err

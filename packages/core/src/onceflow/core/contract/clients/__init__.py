@@ -6,7 +6,7 @@ typed error for a failed call (:mod:`~onceflow.core.contract.clients.errors`), a
 ``close()`` or ``with``.
 """
 
-from onceflow.core.contract.clients.base import ServiceClient, retrying
+from onceflow.core.contract.clients.base import ServiceClient, UnusableClientArgument, retrying
 from onceflow.core.contract.clients.connect import ConnectClient
 from onceflow.core.contract.clients.coordinator import CoordinatorClient, WriterRegistration
 from onceflow.core.contract.clients.errors import (
@@ -31,6 +31,7 @@ __all__ = [
     "RpcFailed",
     "ServiceClient",
     "ServiceUnavailable",
+    "UnusableClientArgument",
     "WriterFenced",
     "WriterRegistration",
     "retrying",

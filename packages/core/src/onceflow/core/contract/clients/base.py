@@ -14,6 +14,7 @@ import grpc
 
 from onceflow.core.contract.clients.errors import CallCancelled, RpcFailed, rpc_failed
 from onceflow.core.contract.txn import TransactionId
+from onceflow.core.errors import OnceflowError
 from onceflow.core.grpc import open_channel
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import TlsSettings
@@ -22,17 +23,23 @@ T = TypeVar("T")
 _log = get_logger(__name__)
 
 
+class UnusableClientArgument(OnceflowError, ValueError):  # noqa: N818 - the condition's name
+    """A client's target or deadline that cannot be used (a ValueError; an onceflow error, so the
+    command line reports it as one)."""
+
+
 class ServiceClient:
     """A channel to one service target (TLS, mTLS and the bearer token as :func:`open_channel` sets them
     up) and a default deadline for its calls. Close it, or use ``with``, to release the channel.
 
     A failed call raises the typed error of its status (:mod:`onceflow.core.contract.clients.errors`).
-    ValueError for an empty target or a deadline that is not a positive number of seconds.
+    :class:`UnusableClientArgument` (a ValueError) for an empty target or a deadline that is not a
+    positive number of seconds.
     """
 
     def __init__(self, target: str, tls: TlsSettings | None = None, *, timeout_s: float = 30.0) -> None:
         if not target:
-            raise ValueError("target must be HOST:PORT, got an empty string")
+            raise UnusableClientArgument("target must be HOST:PORT, got an empty string")
         self.target = target
         self.timeout_s = _checked_timeout(timeout_s)
         self.channel: grpc.Channel = open_channel(target, tls)
@@ -76,7 +83,7 @@ class ServiceClient:
 
 def _checked_timeout(timeout_s: float) -> float:
     if not isinstance(timeout_s, int | float) or not math.isfinite(timeout_s) or timeout_s <= 0:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout_s!r}")
+        raise UnusableClientArgument(f"timeout must be a positive number of seconds, got {timeout_s!r}")
     return float(timeout_s)
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import grpc
 
-from onceflow.core.contract.clients.base import ServiceClient, check_txn
+from onceflow.core.contract.clients.base import ServiceClient, UnusableClientArgument, check_txn
 from onceflow.core.contract.clients.errors import RpcFailed, rpc_failed
 from onceflow.core.contract.participant_ref import ParticipantRef
 from onceflow.core.contract.proto import (
@@ -33,7 +33,7 @@ def split_targets(target: str) -> list[str]:
     """``HOST:PORT[,HOST:PORT...]`` as a list; ValueError for an empty entry."""
     targets = [part.strip() for part in target.split(",")]
     if not all(targets):
-        raise ValueError(f"coordinator targets must be HOST:PORT[,HOST:PORT...], got {target!r}")
+        raise UnusableClientArgument(f"coordinator targets must be HOST:PORT[,HOST:PORT...], got {target!r}")
     return targets
 
 
