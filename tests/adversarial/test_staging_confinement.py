@@ -22,11 +22,10 @@ import pytest
 
 from onceflow.core.avro import IpCount
 from onceflow.core.confinement import PathNotAllowed, StagingConfinement
-from onceflow.core.contract import TransactionId
+from onceflow.core.contract import PrepareVote, TransactionId
 from onceflow.core.contract.clients import ParticipantClient
 from onceflow.core.staging import StagedFile, StagingWriter
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
-from onceflow.proto.v1 import participant_pb2
 from onceflow.testing.sinks.process import ParticipantProcess
 
 pytestmark = pytest.mark.slow
@@ -37,7 +36,7 @@ class Participant:
     def __init__(self, process: ParticipantProcess, client: ParticipantClient, staging: Path, db: Path) -> None:
         self.process, self.client, self.staging, self.db = process, client, staging, db
 
-    def prepare(self, batch: int, *files: StagedFile) -> participant_pb2.PrepareTransactionResponse:
+    def prepare(self, batch: int, *files: StagedFile) -> PrepareVote:
         return self.client.prepare_transaction("sqlite", TransactionId("job", batch), files)
 
     def prepared(self) -> list[int]:
@@ -72,7 +71,7 @@ def _rows(ip: str = "10.0.0.1") -> list[IpCount]:
     return [IpCount(window_start=W0, window_end=W0 + 5000, ip=ip, count=7)]
 
 
-def _assert_refused(response: participant_pb2.PrepareTransactionResponse, *secrets: str) -> None:
+def _assert_refused(response: PrepareVote, *secrets: str) -> None:
     assert not response.vote_commit, response
     assert "staged file refused" in response.reason and "is not allowed" in response.reason, response.reason
     for secret in secrets:

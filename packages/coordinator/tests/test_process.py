@@ -14,8 +14,8 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.coordinator.model import TransactionId
 from onceflow.coordinator.service.server import EXIT_FENCED
+from onceflow.core.contract import TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.proto.v1 import common_pb2
 from onceflow.testing.coordinator import CoordinatorProcess, FakeParticipantServer, staged_files

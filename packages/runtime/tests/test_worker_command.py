@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.core.contract.clients import ConnectClient
 from onceflow.core.service import read_ready_file
 from onceflow.core.toml_writer import to_toml
 from onceflow.proto.v1 import connect_pb2 as pb
-from onceflow.runtime.admin.client import ConnectClient
 
 
 def _worker(tmp_path: Path, settings: dict[str, Any]) -> tuple[subprocess.Popen[bytes], Path, Path]:
@@ -41,7 +41,7 @@ def test_the_worker_publishes_its_ready_file_and_stops_on_sigterm(broker: Embedd
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
         assert info.metrics_port == 0
-        with ConnectClient(f"127.0.0.1:{info.port}", timeout=10) as client:
+        with ConnectClient(f"127.0.0.1:{info.port}", timeout_s=10) as client:
             client.call("ListConnectors", pb.ListConnectorsRequest())
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0, log.read_text()

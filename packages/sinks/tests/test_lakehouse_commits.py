@@ -12,10 +12,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from onceflow.core.contract import Shard, TransactionId
+from onceflow.core.contract import Resolution, Shard, TransactionId
 from onceflow.core.faults import FaultInjector
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
-from onceflow.sinks.base import Outcome
 from onceflow.sinks.delta.format import DeltaFormat
 from onceflow.sinks.iceberg.format import IcebergFormat
 from onceflow.sinks.lakehouse.open import open_participant
@@ -164,7 +163,7 @@ def test_a_participant_dying_at_each_step_recovers_exactly_once(
     reopened = open_lakehouse(kind, tmp_path)
     try:
         assert reopened.list_prepared() == ([TransactionId("job", 1)] if voted_yes else [])
-        reopened.recover(lambda txn: Outcome.COMMIT if voted_yes else Outcome.ABORT)
+        reopened.recover(lambda txn: Resolution.COMMIT if voted_yes else Resolution.ABORT)
         # Step 3
         expected = [(W0, "a", 2), (W0, "b", 3)] if voted_yes else [(W0, "a", 1)]
         assert _held(reopened) == expected

@@ -15,15 +15,16 @@ import pytest
 from pyspark.sql.datasource import WriterCommitMessage
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.coordinator.model import TransactionId
 from onceflow.core.avro import IpCount
+from onceflow.core.contract import ParticipantRef, SinkBinding, SinkMode, TransactionId
+from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagingWriter
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
-from onceflow.spark.exceptions import TransactionAborted, WriterFencedError
+from onceflow.spark.exceptions import CoordinatorUnavailable, JobDefinitionError, TransactionAborted, WriterFencedError
+from onceflow.spark.job.settings import SparkJobSettings
+from onceflow.spark.runner.attempt import register_driver
 from onceflow.spark.sink import (
-    CoordinatorClient,
-    Participant,
     SinkOptions,
     StagedFileMessage,
     TwoPhaseCommitWriter,
@@ -56,7 +57,7 @@ def _register(coordinator: CoordinatorProcess, participants: FakeParticipantServ
     with CoordinatorClient(coordinator.target) as client:
         registration = client.register_writer(JOB, "test-driver")
         client.register_participants(
-            JOB, registration.epoch, [Participant(r.sink, r.target) for r in participants.refs]
+            JOB, registration.epoch, [ParticipantRef(r.sink, r.target) for r in participants.refs]
         )
     return registration.epoch
 
@@ -112,6 +113,29 @@ def test_an_older_driver_is_fenced_with_an_error_that_says_who_owns_the_job(
     _register(coordinator, participants)  # a second driver of the same job
     with pytest.raises(WriterFencedError, match="another driver owns the job"):
         _writer(coordinator, old, tmp_path).commit(_stage(tmp_path, 0, old), 0)
+
+
+def test_register_driver_fences_the_last_driver_and_says_why_it_cannot_start(
+    coordinator: CoordinatorProcess, participants: FakeParticipantServer
+) -> None:
+    sinks = [{"sink": r.sink, "target": r.target} for r in participants.refs]
+
+    def settings(target: str, register_timeout_ms: int) -> SparkJobSettings:
+        coordinator = {"target": target, "register_timeout_ms": register_timeout_ms}
+        return SparkJobSettings.model_validate({"job": JOB, "coordinator": coordinator, "participants": sinks})
+
+    refs = [ParticipantRef(r.sink, r.target) for r in participants.refs]
+    first = register_driver(settings(coordinator.target, 20_000))  # the participants of the settings
+    second = register_driver(settings(coordinator.target, 20_000), refs)
+    assert (second.epoch, second.last_committed_batch) == (first.epoch + 1, -1)
+    participants.sinks["sqlite"].refuse_bindings = "column ip is an INTEGER"
+    bound = [ParticipantRef(r.sink, r.target, (SinkBinding(r.sink, table="hits", mode=SinkMode.APPEND),)) for r in refs]
+    with pytest.raises(JobDefinitionError, match="column ip is an INTEGER"):
+        register_driver(settings(coordinator.target, 20_000), bound)
+    with pytest.raises(
+        CoordinatorUnavailable, match=r"RegisterWriter for job .* UNAVAILABLE: .*coordinator 127\.0\.0\.1:1\)"
+    ):
+        register_driver(settings("127.0.0.1:1", 500), refs)
 
 
 def test_a_driver_fenced_while_its_batch_prepares_is_fenced_not_restarted(
@@ -189,7 +213,7 @@ def test_the_commit_sends_the_token_of_the_sink_options(participants: FakePartic
     try:
         with CoordinatorClient(process.target, TlsSettings(token_file=str(token))) as client:
             epoch = client.register_writer(JOB, "test-driver").epoch
-            client.register_participants(JOB, epoch, [Participant(r.sink, r.target) for r in participants.refs])
+            client.register_participants(JOB, epoch, [ParticipantRef(r.sink, r.target) for r in participants.refs])
         options = {"job": JOB, "coordinator": process.target, "writerEpoch": str(epoch), "stagingRoot": str(tmp_path)}
         without = TwoPhaseCommitWriter(parse_sink_options(options), IP_COUNT_ARROW_SCHEMA)
         with pytest.raises(Exception, match="UNAUTHENTICATED"):

@@ -10,7 +10,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2
 
 from onceflow.core.confinement import StagingConfinement
-from onceflow.core.contract import TransactionId
+from onceflow.core.contract import Resolution, TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.faults import NO_FAULTS, FaultInjector
@@ -20,7 +20,7 @@ from onceflow.core.metrics import MetricsEndpoint, serve_metrics
 from onceflow.core.service import Service
 from onceflow.core.staging import StagingStore, install_store, probe_staging_root
 from onceflow.proto.v1 import participant_pb2_grpc
-from onceflow.sinks.base import Outcome, SinkParticipant
+from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.server.factory import open_sink
 from onceflow.sinks.server.metrics import ParticipantMetrics
 from onceflow.sinks.server.recovery import CoordinatorOutcomes
@@ -136,7 +136,7 @@ class ParticipantServer(Service):
                 stop=self._stop,
             )
             for name, sink in self.sinks.items():
-                done: dict[TransactionId, Outcome] = sink.recover(outcomes)
+                done: dict[TransactionId, Resolution] = sink.recover(outcomes)
                 for outcome in done.values():
                     self.metrics.recovered.labels(name, outcome.value).inc()
 

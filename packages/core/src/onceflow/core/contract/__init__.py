@@ -1,5 +1,5 @@
 """The cross-process contract: what the Spark driver, the coordinator, the sink participants, the
-consumer and the demo agree on. Transaction ids and states, participant refs, sink bindings (which
+consumer and the demo agree on. Transaction ids and states, participants' votes, participant refs, sink bindings (which
 output goes to which table or topic, how), the output schemas they carry and how a sink served by
 several participant processes splits a batch (:mod:`onceflow.core.contract.shards`) live here, and
 :mod:`onceflow.core.contract.clients` holds the typed clients of the coordinator and the participants;
@@ -25,6 +25,7 @@ from onceflow.core.contract.schema import (
 from onceflow.core.contract.shards import MAX_SHARDS, WHOLE_SINK, Shard
 from onceflow.core.contract.state import Resolution, TransactionState
 from onceflow.core.contract.txn import TransactionId
+from onceflow.core.contract.vote import PrepareVote
 
 __all__ = [
     "DEAD_LETTERS_OUTPUT",
@@ -33,6 +34,7 @@ __all__ = [
     "WHOLE_SINK",
     "InvalidBinding",
     "ParticipantRef",
+    "PrepareVote",
     "Resolution",
     "Shard",
     "SinkBinding",

@@ -32,7 +32,7 @@ class SourceSettings(Section):
     fetch_timeout_ms: int = Field(default=120_000, gt=0)
 
 
-class ParticipantSettings(Section):
+class JobParticipantSettings(Section):
     """One sink of the job and the ``onceflow participant`` server(s) hosting it: ``target``, or
     ``targets`` for a sink served by several participant processes (shards): shard ``i`` is the
     server at ``targets[i]``, each started with ``shard = i`` and ``shards = len(targets)``."""
@@ -42,7 +42,7 @@ class ParticipantSettings(Section):
     targets: list[str] = Field(default_factory=list, max_length=MAX_SHARDS)
 
     @model_validator(mode="after")
-    def _one_way_to_name_targets(self) -> ParticipantSettings:
+    def _one_way_to_name_targets(self) -> JobParticipantSettings:
         if bool(self.target) == bool(self.targets):
             raise ValueError(f"sink {self.sink!r}: set target (one participant) or targets (its shards), not both")
         if any(not target for target in self.targets):
@@ -76,7 +76,7 @@ class BindingSettings(Section):
     record_name: str = ""
 
 
-class CoordinatorSettings(Section):
+class JobCoordinatorSettings(Section):
     """Where the transaction coordinator listens, and the deadline of one commit."""
 
     #: ``HOST:PORT``, or an active coordinator and its standbys: ``HOST:PORT,HOST:PORT`` (fail-over).
@@ -139,8 +139,8 @@ class SparkJobSettings(Settings):
     checkpoint_shared: bool = False
     staging_shared: bool = False
     dead_letter_topic: str = DEAD_LETTER_TOPIC
-    coordinator: CoordinatorSettings = CoordinatorSettings()
-    participants: list[ParticipantSettings] = Field(default_factory=list)
+    coordinator: JobCoordinatorSettings = JobCoordinatorSettings()
+    participants: list[JobParticipantSettings] = Field(default_factory=list)
     #: The topic the at-least-once baseline writes the job's output to directly (the Kafka sink's topic),
     #: as Avro single-object records keyed by ``sink_keys`` (none: no key) of the record ``sink_record_name``
     #: (empty: ``onceflow.<job>.<output>``), as a Kafka binding of the output would.
@@ -167,8 +167,8 @@ class SparkJobSettings(Settings):
     @field_validator("participants")
     @classmethod
     def _check_participants(
-        cls, participants: list[ParticipantSettings], info: ValidationInfo
-    ) -> list[ParticipantSettings]:
+        cls, participants: list[JobParticipantSettings], info: ValidationInfo
+    ) -> list[JobParticipantSettings]:
         names = [p.sink for p in participants]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:

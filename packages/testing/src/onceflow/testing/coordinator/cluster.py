@@ -39,9 +39,8 @@ from typing import Any, Final
 import grpc
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.coordinator.model import ParticipantRef
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import Shard, SinkBinding, TransactionId
+from onceflow.core.contract import ParticipantRef, Shard, SinkBinding, TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.contract.proto import state_name
 from onceflow.core.settings import KafkaSettings
@@ -370,7 +369,9 @@ class TwoPhaseCommitCluster:
                 return txn
             time.sleep(0.05)
         seen = state_name(txn.state) if txn is not None else "no answer"
-        raise AssertionError(f"{job}:{batch} is {seen}, not {state_name(state)} after {timeout}s\n{self.logs()}")
+        raise AssertionError(
+            f"{TransactionId(job, batch)} is {seen}, not {state_name(state)} after {timeout}s\n{self.logs()}"
+        )
 
     # -- reading the sinks back ------------------------------------------------------------------
 
@@ -462,7 +463,7 @@ class TwoPhaseCommitCluster:
                     rows = db.execute(
                         "SELECT job, batch FROM onceflow_pending WHERE sink = ? ORDER BY job, batch", (name,)
                     )
-                    found[name] = [f"{job}:{batch}" for job, batch in rows]
+                    found[name] = [str(TransactionId(job, batch)) for job, batch in rows]
         if "postgres" in self.sinks:
             with psycopg.connect(self.postgres_dsn) as conn:
                 gids = conn.execute("SELECT gid FROM pg_prepared_xacts WHERE database = current_database()")
@@ -472,7 +473,7 @@ class TwoPhaseCommitCluster:
         for sink in ("kafka", *LAKEHOUSE_SINKS):
             for name in self.names_of(sink) if sink in self.sinks else ():
                 journal = self._participant_dir(name) / "state" / name / "prepared"
-                found[name] = sorted(f"{p.parent.name}:{p.stem}" for p in journal.glob("*/*.json"))
+                found[name] = sorted(str(TransactionId(p.parent.name, int(p.stem))) for p in journal.glob("*/*.json"))
         return found
 
     def names_of(self, sink: str) -> list[str]:

@@ -14,18 +14,17 @@ from collections.abc import Container, Iterable, Sequence
 
 import grpc
 
-from onceflow.coordinator.model import ParticipantRef, StagedFile, TransactionId
 from onceflow.coordinator.participants.base import (
     BindingsRefused,
-    ParticipantClient,
+    ParticipantConnection,
     ParticipantConnector,
     ParticipantUnavailable,
-    PrepareVote,
 )
-from onceflow.core.contract import SinkBinding
+from onceflow.core.contract import ParticipantRef, PrepareVote, SinkBinding, TransactionId
 from onceflow.core.contract.proto import bindings_from_proto, files_from_proto
 from onceflow.core.grpc import build_server
 from onceflow.core.settings import GrpcServerSettings
+from onceflow.core.staging import StagedFile
 from onceflow.proto.v1 import participant_pb2, participant_pb2_grpc
 
 PARTICIPANT_SERVICE = participant_pb2.DESCRIPTOR.services_by_name["Participant"].full_name
@@ -126,8 +125,8 @@ class FakeSink:
             return self._changed.wait_for(lambda: txn in table, timeout)
 
 
-class FakeParticipantClient(ParticipantClient):
-    """A :class:`ParticipantClient` calling a :class:`FakeSink` directly."""
+class FakeParticipantConnection(ParticipantConnection):
+    """A :class:`ParticipantConnection` calling a :class:`FakeSink` directly."""
 
     def __init__(self, ref: ParticipantRef, sink: FakeSink) -> None:
         super().__init__(ref)
@@ -187,8 +186,8 @@ class FakeParticipants(ParticipantConnector):
     def __getitem__(self, name: str) -> FakeSink:
         return self.sinks[name]
 
-    def connect(self, ref: ParticipantRef) -> ParticipantClient:
-        return FakeParticipantClient(ref, self.sinks[ref.name])
+    def connect(self, ref: ParticipantRef) -> ParticipantConnection:
+        return FakeParticipantConnection(ref, self.sinks[ref.name])
 
 
 def _txn(
