@@ -164,9 +164,11 @@ def test_processed_offsets_are_committed_to_the_monitoring_group(exact_run: Run)
 def test_progress_reaches_the_metrics(exact_run: Run) -> None:
     registry = exact_run.metrics.metrics.registry
     input_rows = registry.get_sample_value("onceflow_spark_input_rows_total", {"job": "ipcount"})
-    # plus one end-of-input row per partition whose marker came in a batch that read the whole input
+    # The source decodes in the task that reads (onceflow.spark.source.decoded): an undecodable record is
+    # a dead letter there, never a row of the stream (the dead-letter test counts them). Plus one
+    # end-of-input row per partition whose marker came in a batch that read the whole input.
     assert input_rows is not None
-    assert EVENTS + len(GARBAGE) + 1 <= input_rows <= EVENTS + len(GARBAGE) + 2
+    assert EVENTS + 1 <= input_rows <= EVENTS + 2
     assert registry.get_sample_value("onceflow_spark_watermark_seconds", {"job": "ipcount"})
     assert registry.get_sample_value("onceflow_spark_rows_dropped_by_watermark_total", {"job": "ipcount"}) == 0
 
