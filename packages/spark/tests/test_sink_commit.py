@@ -20,7 +20,7 @@ from onceflow.core.contract import ParticipantRef, SinkBinding, SinkMode, Transa
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagingWriter
-from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
+from onceflow.ipcount.schema import ENTRYPOINT, IP_COUNT_ARROW_SCHEMA, results_outputs
 from onceflow.spark.exceptions import CoordinatorUnavailable, JobDefinitionError, TransactionAborted, WriterFencedError
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner.attempt import register_driver
@@ -122,7 +122,15 @@ def test_register_driver_fences_the_last_driver_and_says_why_it_cannot_start(
 
     def settings(target: str, register_timeout_ms: int) -> SparkJobSettings:
         coordinator = {"target": target, "register_timeout_ms": register_timeout_ms}
-        return SparkJobSettings.model_validate({"job": JOB, "coordinator": coordinator, "participants": sinks})
+        return SparkJobSettings.model_validate(
+            {
+                "job": JOB,
+                "entrypoint": ENTRYPOINT,
+                "outputs": results_outputs(["sqlite"], ["kafka"]),
+                "coordinator": coordinator,
+                "participants": sinks,
+            }
+        )
 
     refs = [ParticipantRef(r.sink, r.target) for r in participants.refs]
     first = register_driver(settings(coordinator.target, 20_000))  # the participants of the settings
