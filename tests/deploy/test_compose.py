@@ -29,6 +29,7 @@ from onceflow.sinks.server.metrics import ParticipantMetrics
 from onceflow.sinks.server.settings import KafkaSink, ParticipantSettings
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner.metrics import JobMetrics
+from onceflow.spark.runner.topology import check_shared_storage
 
 from .deploy_checks import check_connector, check_topics
 from .deploy_support import (
@@ -295,6 +296,11 @@ def test_staging_and_checkpoints_are_volumes_every_node_mounts(compose: dict[str
         assert "spark-checkpoints:/var/lib/onceflow/spark/checkpoints" in services[name]["volumes"], name
     for name in ("participant-0", "participant-1"):
         assert typed(compose, name, ParticipantSettings).staging.roots == [root]
+    for name in ("job-ipcount", "job-traffic"):
+        # what the driver checks at start on its standalone master: local paths must be declared shared
+        job = typed(compose, name, SparkJobSettings)
+        assert job.spark.master.startswith("spark://"), name
+        check_shared_storage(job, job.spark.master)
 
 
 def test_the_log_producer_tails_the_input_volume_the_audit_recounts(compose: dict[str, Any]) -> None:
