@@ -19,7 +19,6 @@ Flink). Everything runs on loopback, every service a child process.
 from __future__ import annotations
 
 import io
-import json
 import sqlite3
 import subprocess
 import sys
@@ -41,8 +40,9 @@ from cpu_meter import postmaster_pid
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.avro import ACCESS_EVENT_SERDE
 from onceflow.core.avro.single_object import HEADER_SIZE, MAGIC
+from onceflow.core.service import read_ready_file
 from onceflow.core.toml_writer import to_toml
-from onceflow.core.traffic.model import TrafficModel, event, ip_and_time
+from onceflow.ipcount.traffic.model import TrafficModel, event, ip_and_time
 from onceflow.runtime.storage.kafka_log import end_offsets
 from onceflow.runtime.worker.end_of_input import write_end_of_input
 from onceflow.testing.broker.apache_kafka import ApacheKafka
@@ -176,12 +176,12 @@ def sink_services(bootstrap: str, work: Path, sinks: list[str]) -> Iterator[Sink
         stack.callback(process.wait, 30)
         stack.callback(process.terminate)
         deadline = time.monotonic() + 180
-        while not ready.exists():
+        while (readiness := read_ready_file(ready, process.pid)) is None:
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"participant did not start; see {work / 'participant.log'}")
             time.sleep(0.1)
         pids["participant"] = partial(int, process.pid)
-        port = json.loads(ready.read_text())["port"]
+        port = readiness.port
         yield SinkServices(
             coordinator.target,
             [{"sink": sink, "target": f"127.0.0.1:{port}"} for sink in sinks],

@@ -40,8 +40,8 @@ from psycopg import sql
 
 from onceflow.core.avro import IpCount
 from onceflow.core.contract import SinkBinding, SinkMode, TransactionId
-from onceflow.core.contract.ip_count import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding
 from onceflow.core.staging import StagedFile, StagingWriter
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding
 from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.delta.format import DeltaFormat
 from onceflow.sinks.delta.settings import DeltaOptions
@@ -138,7 +138,12 @@ def run_once(args: argparse.Namespace, work: Path, dsn: str) -> tuple[dict[str, 
         rows = batch_rows(batch, args.rows, args.update_share if args.mode == "upsert" else 0.0)
         writer = StagingWriter(str(work / "staging"), JOB, batch)
         per_file = -(-len(rows) // args.files)
-        staged.append([writer.write(f"part-{i}", rows[i * per_file : (i + 1) * per_file]) for i in range(args.files)])
+        staged.append(
+            [
+                writer.write(f"part-{i}", rows[i * per_file : (i + 1) * per_file], IP_COUNT_ARROW_SCHEMA)
+                for i in range(args.files)
+            ]
+        )
     timings = {name: Timings() for name in SINKS}
     checkpoints = {10, 50, 100, 200, 500, args.batches}
     try:

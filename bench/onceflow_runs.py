@@ -29,6 +29,7 @@ from typing import Any
 from cpu_meter import CpuMeter
 from ip_count_rig import Preloaded, ResultWatcher, RunOutputs, SinkServices
 
+from onceflow.ipcount.schema import ENTRYPOINT, IP_COUNT_RECORD_NAME, results_outputs
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner import start_query
 from onceflow.testing.broker.clients import create_topic
@@ -40,8 +41,16 @@ _BEFORE_TASKS = ("latestOffset", "getBatch", "queryPlanning", "walCommit")
 
 
 def job_settings(base: dict[str, Any], guarantee: str, work: Path, name: str, **overrides: Any) -> SparkJobSettings:
+    """The IP-count job's settings: ``base`` and ``overrides``, by default its results in every participant."""
+    example: dict[str, Any] = {"entrypoint": ENTRYPOINT}
+    if guarantee == "at-least-once":  # IpCount records keyed by ip, as the Kafka binding of the results writes
+        example.update(sink_keys=["ip"], sink_record_name=IP_COUNT_RECORD_NAME)
+    else:
+        sinks = [p["sink"] for p in overrides.get("participants", base.get("participants", []))]
+        example["outputs"] = results_outputs([s for s in sinks if s != "kafka"], [s for s in sinks if s == "kafka"])
     return SparkJobSettings.model_validate(
         {
+            **example,
             **base,
             "job": name,
             "guarantee": guarantee,

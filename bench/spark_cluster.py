@@ -3,7 +3,7 @@
 Assumptions: one machine (2 cores here), everything on loopback: the embedded broker, the
 coordinator (Kafka-logged) and one participant process with the SQLite sink
 (``onceflow.testing``'s ``TwoPhaseCommitCluster``), and the job's driver as its own process (``onceflow job run
-onceflow.spark.examples.ip_count:job --master M``), as a user runs it. Three masters, side by side:
+onceflow.ipcount.job:job --master M``), as a user runs it. Three masters, side by side:
 
 - ``local[2]``: the executors are threads of the driver's JVM;
 - ``cluster-1x2``: a standalone cluster (``onceflow.testing.spark``) of one worker with 2 cores: one
@@ -50,7 +50,8 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.process import kill_session, session_cpu_seconds
 from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import SINK_TOPIC
-from onceflow.core.traffic.model import TrafficModel
+from onceflow.ipcount.schema import ENTRYPOINT
+from onceflow.ipcount.traffic.model import TrafficModel
 from onceflow.runtime.worker.end_of_input import write_end_of_input
 from onceflow.testing.broker.clients import create_topic
 from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster
@@ -113,7 +114,7 @@ def run_once(
     config.write_text(to_toml(settings))
     config.chmod(0o600)  # a cluster's secret
     log_path = work / f"{name}.log"
-    command = [ONCEFLOW, "job", "run", "onceflow.spark.examples.ip_count:job", "--config", str(config)]
+    command = [ONCEFLOW, "job", "run", "onceflow.ipcount.job:job", "--config", str(config)]
     baseline_cpu = variant.daemons_cpu_s()
     started = time.monotonic()
     with log_path.open("wb") as log:
@@ -181,6 +182,7 @@ def main() -> int:
             cluster_variant("cluster-2x1", two_workers, 1),
         ]
         base: dict[str, Any] = {
+            "entrypoint": ENTRYPOINT,
             "kafka": {"bootstrap_servers": broker.bootstrap_servers},
             "staging_root": str(sinks.staging_root),
             "coordinator": {"target": sinks.coordinator.target},

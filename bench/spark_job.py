@@ -48,7 +48,7 @@ from onceflow_runs import BENCH_SPARK_CONF, VARIANTS, job_settings, run_variant,
 
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IP_COUNT_SERDE
 from onceflow.core.topics import SINK_TOPIC
-from onceflow.core.traffic.model import TrafficModel, event
+from onceflow.ipcount.traffic.model import TrafficModel, event
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner import build_session, start_query
 from onceflow.testing.broker.clients import create_topic

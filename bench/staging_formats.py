@@ -39,8 +39,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from onceflow.core.avro import IP_COUNT_SCHEMA
-from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA
 from onceflow.core.staging import StagingWriter, read_staged
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 
 WIDE = pa.schema(
     [

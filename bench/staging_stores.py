@@ -32,8 +32,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA
 from onceflow.core.staging import S3Settings, StagingStore, StagingWriter, delete_batch, read_staged
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.testing.s3 import CLIENT_CHECKSUM_ENV, S3ProxyProcess
 
 OPERATIONS = ("write", "read", "gc")

@@ -47,11 +47,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import SinkBinding, SinkMode, ip_count_topic_binding
+from onceflow.core.contract import SinkBinding, SinkMode
 from onceflow.core.kafka import read_committed
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile
 from onceflow.core.topics import SINK_TOPIC
+from onceflow.ipcount.schema import ip_count_topic_binding
 from onceflow.proto.v1 import common_pb2
 from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster, running_cluster
 from onceflow.testing.sinks.postgres import PostgresServer, running_postgres

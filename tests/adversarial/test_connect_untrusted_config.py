@@ -22,8 +22,8 @@ import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core import topics
+from onceflow.core.contract.clients import ConnectClient
 from onceflow.proto.v1 import connect_pb2 as pb
-from onceflow.runtime.admin.client import ConnectClient
 from onceflow.testing.broker.clients import create_topic
 from onceflow.testing.runtime import WorkerProcess, read_records
 

@@ -26,7 +26,8 @@ from onceflow.core.settings import TlsSettings
 from onceflow.proto.v1 import connect_pb2, connect_pb2_grpc, results_pb2, results_pb2_grpc
 from onceflow.runtime.config.worker_settings import WorkerSettings
 from onceflow.runtime.service import ConnectWorkerService
-from onceflow.sinks.server import ParticipantServer, ParticipantSettings
+from onceflow.sinks.server import ParticipantSettings
+from onceflow.sinks.service import ParticipantServer
 
 TOKEN = "s3cret-token"
 #: (a mutating call, a read-only call) of a service, given its client.

@@ -22,10 +22,10 @@ import pytest
 
 from onceflow.core.avro import IpCount
 from onceflow.core.confinement import PathNotAllowed, StagingConfinement
-from onceflow.core.contract import TransactionId
+from onceflow.core.contract import PrepareVote, TransactionId
 from onceflow.core.contract.clients import ParticipantClient
 from onceflow.core.staging import StagedFile, StagingWriter
-from onceflow.proto.v1 import participant_pb2
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.testing.sinks.process import ParticipantProcess
 
 pytestmark = pytest.mark.slow
@@ -36,7 +36,7 @@ class Participant:
     def __init__(self, process: ParticipantProcess, client: ParticipantClient, staging: Path, db: Path) -> None:
         self.process, self.client, self.staging, self.db = process, client, staging, db
 
-    def prepare(self, batch: int, *files: StagedFile) -> participant_pb2.PrepareTransactionResponse:
+    def prepare(self, batch: int, *files: StagedFile) -> PrepareVote:
         return self.client.prepare_transaction("sqlite", TransactionId("job", batch), files)
 
     def prepared(self) -> list[int]:
@@ -71,7 +71,7 @@ def _rows(ip: str = "10.0.0.1") -> list[IpCount]:
     return [IpCount(window_start=W0, window_end=W0 + 5000, ip=ip, count=7)]
 
 
-def _assert_refused(response: participant_pb2.PrepareTransactionResponse, *secrets: str) -> None:
+def _assert_refused(response: PrepareVote, *secrets: str) -> None:
     assert not response.vote_commit, response
     assert "staged file refused" in response.reason and "is not allowed" in response.reason, response.reason
     for secret in secrets:
@@ -91,7 +91,7 @@ def test_system_files_and_dot_dot_paths_are_refused_unread(participant: Particip
 def test_a_valid_staged_file_outside_the_root_is_not_committed(participant: Participant, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    outside = StagingWriter(str(elsewhere), "job", 0).write("part-0", _rows())
+    outside = StagingWriter(str(elsewhere), "job", 0).write("part-0", _rows(), IP_COUNT_ARROW_SCHEMA)
     _assert_refused(participant.prepare(0, outside), outside.sha256)
 
     # a symlink inside the root pointing at it is resolved, and refused too
@@ -108,7 +108,7 @@ def test_a_valid_staged_file_outside_the_root_is_not_committed(participant: Part
     assert participant.prepared() == [] and participant.results() == []
 
     # the same rows staged under the root are prepared as before
-    inside = StagingWriter(str(participant.staging), "job", 2).write("part-0", _rows())
+    inside = StagingWriter(str(participant.staging), "job", 2).write("part-0", _rows(), IP_COUNT_ARROW_SCHEMA)
     assert participant.prepare(2, inside).vote_commit
     assert participant.prepared() == [2]
 
@@ -127,7 +127,7 @@ def test_an_ftp_uri_does_not_make_the_participant_dial_out(participant: Particip
 
 
 def test_a_data_uri_is_not_read(participant: Participant, tmp_path: Path) -> None:
-    staged = StagingWriter(str(tmp_path / "scratch"), "job", 0).write("part-0", _rows())
+    staged = StagingWriter(str(tmp_path / "scratch"), "job", 0).write("part-0", _rows(), IP_COUNT_ARROW_SCHEMA)
     payload = Path(staged.uri.removeprefix("file://")).read_bytes()
     uri = "data:application/octet-stream;base64," + base64.b64encode(payload).decode()
     response = participant.prepare(0, StagedFile(uri, staged.count, staged.sha256))

@@ -298,6 +298,22 @@ def _spark_participants(values: Mapping[str, Any]) -> str:
     return json.dumps([{"sink": sink["name"], "target": target} for sink in values["participant"]["sinks"]])
 
 
+def _spark_outputs(values: Mapping[str, Any]) -> str:
+    results: list[dict[str, Any]] = []
+    for sink in values["participant"]["sinks"]:
+        if sink["kind"] == "kafka":
+            topic = (sink.get("options") or {}).get("topic") or "ip_count_sink"
+            results.append(
+                {"sink": sink["name"], "topic": topic, "keys": ["ip"], "value_format": "avro",
+                 "record_name": "io.onceflow.v1.IpCount"}
+            )  # fmt: skip
+        else:
+            results.append(
+                {"sink": sink["name"], "table": "ip_counts", "mode": "upsert", "keys": ["window_start", "ip"]}
+            )
+    return json.dumps({"results": results})
+
+
 def _audit_sinks(values: Mapping[str, Any]) -> str:
     sinks: list[dict[str, str]] = []
     for sink in values["participant"]["sinks"]:
@@ -314,5 +330,6 @@ HELPERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
     "onceflow.participant.target": lambda values: f"{_component('participant')}:7101",
     "onceflow.participant.sinks": _participant_sinks,
     "onceflow.spark.participants": _spark_participants,
+    "onceflow.spark.outputs": _spark_outputs,
     "onceflow.consumer.auditSinks": _audit_sinks,
 }

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from onceflow.core.toml_writer import to_toml
+from onceflow.ipcount.schema import ENTRYPOINT, results_outputs
 from onceflow.testing.s3 import S3ProxyProcess
 
 pytestmark = pytest.mark.slow
@@ -77,6 +78,8 @@ def test_a_missing_bucket_stops_the_coordinator(s3proxy: S3ProxyProcess, tmp_pat
 def test_an_unreachable_endpoint_stops_the_spark_driver_before_its_jvm(s3proxy: S3ProxyProcess, tmp_path: Path) -> None:
     root = s3proxy.uri(f"{tmp_path.name}/staging")
     settings = {
+        "entrypoint": ENTRYPOINT,
+        "outputs": results_outputs(["sqlite"]),
         "staging_root": root,
         "participants": [{"sink": "sqlite", "target": "127.0.0.1:1"}],
         "staging": {"s3": {**s3proxy.s3_settings(), "endpoint_url": "http://127.0.0.1:1"}},

@@ -25,11 +25,13 @@ import pytest
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.coordinator.service.server import CoordinatorServer
 from onceflow.coordinator.settings import CoordinatorSettings
-from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA, ParticipantRef, SinkBinding, SinkMode, TransactionId
+from onceflow.core.contract import ParticipantRef, SinkBinding, SinkMode, TransactionId
 from onceflow.core.contract.clients import CoordinatorClient, ParticipantClient
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.staging import StagingWriter
-from onceflow.sinks.server import ParticipantServer, ParticipantSettings
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
+from onceflow.sinks.server import ParticipantSettings
+from onceflow.sinks.service import ParticipantServer
 from onceflow.spark.api.outputs import bindings_of
 from onceflow.spark.job.settings import SparkJobSettings
 
@@ -62,6 +64,7 @@ def test_the_job_runner_refuses_the_binding_at_bind_time(table: str, topic: str)
     where = {"table": table} if table else {"topic": topic}
     settings = SparkJobSettings.model_validate(
         {
+            "entrypoint": "my_jobs.counts:job",
             "participants": [{"sink": "db", "target": "127.0.0.1:1"}],
             "outputs": {"results": [{"sink": "db", "mode": "append", **where}]},
         }
@@ -140,7 +143,9 @@ def test_the_participant_refuses_them_on_every_rpc(servers: Servers, sink: str, 
     name = table or topic
     txn = TransactionId("hostile", 1)
     staged = StagingWriter(str(servers.staging), "hostile", 1).write(
-        f"part-{sink}-{name}", [{"window_start": W0, "window_end": W0 + 5000, "ip": "10.0.0.1", "count": 1}]
+        f"part-{sink}-{name}",
+        [{"window_start": W0, "window_end": W0 + 5000, "ip": "10.0.0.1", "count": 1}],
+        IP_COUNT_ARROW_SCHEMA,
     )
     with ParticipantClient(servers.participant_target(), timeout_s=30) as client:
         with pytest.raises(grpc.RpcError) as exc:

@@ -25,9 +25,9 @@ import pytest
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
-from onceflow.core.grpc import open_channel
+from onceflow.core.contract.clients import ResultsClient
 from onceflow.core.settings import TlsSettings
-from onceflow.proto.v1 import results_pb2, results_pb2_grpc
+from onceflow.proto.v1 import results_pb2
 from onceflow.testing.broker.clients import create_topic
 from onceflow.testing.faults import HoldAt
 
@@ -54,19 +54,19 @@ def consumer(broker: EmbeddedBroker, tmp_path: Path, **extra: Any) -> ConsumerSe
 @pytest.fixture
 def stubs(tmp_path: Path) -> Iterator[Callable[[ConsumerService], tuple[Any, Any]]]:
     """(anonymous stub, stub sending the token) of a started consumer; channels closed at teardown."""
-    channels: list[grpc.Channel] = []
+    clients: list[ResultsClient] = []
 
     def make(service: ConsumerService) -> tuple[Any, Any]:
         target = f"127.0.0.1:{service.port}"
         (tmp_path / "client-token").write_text(TOKEN)
-        anonymous = open_channel(target)
-        authenticated = open_channel(target, TlsSettings(token_file=str(tmp_path / "client-token")))
-        channels.extend([anonymous, authenticated])
-        return results_pb2_grpc.ResultsStub(anonymous), results_pb2_grpc.ResultsStub(authenticated)  # type: ignore[no-untyped-call]
+        anonymous = ResultsClient(target)
+        authenticated = ResultsClient(target, TlsSettings(token_file=str(tmp_path / "client-token")))
+        clients.extend([anonymous, authenticated])
+        return anonymous.stub, authenticated.stub
 
     yield make
-    for channel in channels:
-        channel.close()
+    for client in clients:
+        client.close()
 
 
 def first_message(call: Any) -> grpc.StatusCode:

@@ -32,6 +32,7 @@ from onceflow.core.avro import IpCount
 from onceflow.core.contract import TransactionId
 from onceflow.core.contract.clients import ParticipantClient
 from onceflow.core.staging import S3Settings, StagedFile, StagingStore, StagingWriter
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster, wait_for_log
 from onceflow.testing.s3 import S3ProxyProcess
 from onceflow.testing.sinks.process import ParticipantProcess
@@ -76,10 +77,12 @@ def participant(tmp_path: Path) -> Iterator[Participant]:
 
 def test_a_localhost_file_uri_opens_the_path_it_names(participant: Participant) -> None:
     """The decoy under ``<cwd>/localhost/<root>/...`` is never read: the URI names ``/<root>/...``."""
-    real = StagingWriter(str(participant.root), "job", 0).write("part-0", _rows("10.0.0.1"))
+    real = StagingWriter(str(participant.root), "job", 0).write("part-0", _rows("10.0.0.1"), IP_COUNT_ARROW_SCHEMA)
     path = real.uri.removeprefix("file://")
     decoy_dir = participant.cwd / "localhost" / Path(path).parent.relative_to("/")
-    decoy = StagingWriter(str(participant.cwd / "scratch"), "job", 0).write("part-0", _rows("6.6.6.6", 1000))
+    decoy = StagingWriter(str(participant.cwd / "scratch"), "job", 0).write(
+        "part-0", _rows("6.6.6.6", 1000), IP_COUNT_ARROW_SCHEMA
+    )
     decoy_dir.mkdir(parents=True)
     (decoy_dir / Path(path).name).write_bytes(Path(decoy.uri.removeprefix("file://")).read_bytes())
     uri = f"file://localhost{path}"
@@ -177,7 +180,7 @@ def test_an_s3_participant_accepts_only_its_bucket_and_prefix(s3proxy: S3ProxyPr
     allowed = s3proxy.uri(f"{tmp_path.name}/allowed")
     store = StagingStore(S3Settings.model_validate(s3proxy.s3_settings()), environ={})
     staged = {
-        place: StagingWriter(root, "job", 0, store=store).write("part-0", _rows("10.0.0.9"))
+        place: StagingWriter(root, "job", 0, store=store).write("part-0", _rows("10.0.0.9"), IP_COUNT_ARROW_SCHEMA)
         for place, root in (
             ("allowed", allowed),
             ("sibling", s3proxy.uri(f"{tmp_path.name}/allowed-not")),

@@ -14,8 +14,9 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from onceflow.coordinator.crash import CRASH_ENV, CRASH_EXIT_CODE
 from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster
+from onceflow.testing.faults import CRASH_EXIT_CODE
+from onceflow.testing.faults.coordinator import CRASH_ENV
 
 from .conftest import ClusterFactory
 from .driver import ABORTED, COMMITTED, JOB, NO_ROWS, NOTHING_PREPARED, batch_rows, expected_rows

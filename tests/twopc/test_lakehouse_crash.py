@@ -5,7 +5,7 @@ Two kinds of crash points are reused:
 - the coordinator's (``ONCEFLOW_COORDINATOR_TEST_CRASH_AFTER``): it dies before or after its
   decision while both participants hold the batch prepared (data files written outside the
   tables, journaled), and the participants are ``kill -9``-ed too;
-- the participants' own (``ONCEFLOW_PARTICIPANT_TEST_CRASH_AT``, :mod:`onceflow.sinks.server.crash`): each
+- the participants' own (``ONCEFLOW_PARTICIPANT_TEST_CRASH_AT``, :mod:`onceflow.testing.faults.participant`): each
   dies (exit 137, as after ``kill -9``) at a step of its prepare, its commit, or its recovery.
 
 Each test walks through its crash points on one cluster (a restart arms the next point), because a
@@ -19,10 +19,11 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from onceflow.coordinator.crash import CRASH_ENV, CRASH_EXIT_CODE
 from onceflow.core.staging import StagedFile
-from onceflow.sinks.server.crash import CRASH_ENV as PARTICIPANT_CRASH_ENV
 from onceflow.testing.coordinator.cluster import LAKEHOUSE_SINKS, TwoPhaseCommitCluster, wait_for_log
+from onceflow.testing.faults import CRASH_EXIT_CODE
+from onceflow.testing.faults.coordinator import CRASH_ENV
+from onceflow.testing.faults.participant import CRASH_ENV as PARTICIPANT_CRASH_ENV
 
 from .conftest import ClusterFactory
 from .driver import ABORTED, COMMITTED, COMMITTING, JOB, batch_rows, commit_until_decided, expected_rows

@@ -16,12 +16,13 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from onceflow.broker.embedded import BrokerProcess
-from onceflow.coordinator.crash import CRASH_ENV, CRASH_EXIT_CODE
 from onceflow.core.service import EXIT_CONFIG
 from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC
 from onceflow.testing.coordinator import log_topic_exists
 from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster, wait_for_log
+from onceflow.testing.faults import CRASH_EXIT_CODE
+from onceflow.testing.faults.coordinator import CRASH_ENV
 
 from .driver import COMMITTED, COMMITTING, JOB, batch_rows, expected_rows
 

@@ -19,8 +19,9 @@ from typing import Any
 import grpc
 import pytest
 
-from onceflow.coordinator.crash import CRASH_ENV, CRASH_EXIT_CODE
 from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster, wait_for_log
+from onceflow.testing.faults import CRASH_EXIT_CODE
+from onceflow.testing.faults.coordinator import CRASH_ENV
 
 from .conftest import ClusterFactory
 from .driver import (

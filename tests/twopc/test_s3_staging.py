@@ -14,9 +14,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from onceflow.coordinator.crash import CRASH_ENV, CRASH_EXIT_CODE
 from onceflow.core.staging import parse_staging_uri
 from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster, wait_for_log
+from onceflow.testing.faults import CRASH_EXIT_CODE
+from onceflow.testing.faults.coordinator import CRASH_ENV
 from onceflow.testing.s3 import S3ProxyProcess
 from onceflow.testing.s3.fixtures import S3ProxyFactory
 

@@ -7,7 +7,7 @@ its own writing tables and topics of its own, so each checks its sinks exactly:
 - a batch split over the two shards of every kind, by key (the default IP-count bindings, and the
   SQLite binding: upsert) and by file (the Kafka and PostgreSQL bindings: append);
 - a ``kill -9`` of one shard of every sink at each step of the protocol, each ending with every
-  sink exact (crash points of :mod:`onceflow.sinks.server.crash`; the variants beyond one before and
+  sink exact (crash points of :mod:`onceflow.testing.faults.participant`; the variants beyond one before and
   one after the vote are marked slow);
 - a participant started with the wrong shard count, refused when the job registers.
 """
@@ -24,10 +24,12 @@ import grpc
 import pytest
 
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import SinkBinding, SinkMode, ip_count_table_binding, ip_count_topic_binding
+from onceflow.core.contract import SinkBinding, SinkMode
 from onceflow.core.staging import StagedFile
-from onceflow.sinks.server.crash import CRASH_ENV, CRASH_EXIT_CODE
+from onceflow.ipcount.schema import ip_count_table_binding, ip_count_topic_binding
 from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster, running_cluster
+from onceflow.testing.faults import CRASH_EXIT_CODE
+from onceflow.testing.faults.participant import CRASH_ENV
 from onceflow.testing.sinks.postgres import PostgresServer
 from onceflow.testing.sinks.process import ParticipantProcess
 

@@ -20,6 +20,7 @@ import grpc
 import pytest
 
 from onceflow.core.avro import IpCount
+from onceflow.core.contract.clients import RpcFailed
 from onceflow.core.staging import StagedFile
 from onceflow.proto.v1 import coordinator_pb2
 from onceflow.testing.coordinator.cluster import SINKS, Row, TwoPhaseCommitCluster
@@ -84,8 +85,8 @@ class Driver:
                 self._epoch = self.cluster.register(JOB, "soak-driver", timeout=10)
                 self.stats.registrations += 1
             response = self.cluster.commit(JOB, self._epoch, batch, files, timeout=30)
-        except grpc.RpcError as exc:
-            code = exc.code() if isinstance(exc, grpc.Call) else grpc.StatusCode.UNKNOWN
+        except RpcFailed as exc:
+            code = exc.code()
             self.stats.errors[code.name] += 1
             if code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
                 self._epoch = None

@@ -17,12 +17,13 @@ from typing import Final
 import grpc
 import pytest
 
-from onceflow.coordinator.crash import CRASH_ENV, CRASH_EXIT_CODE
 from onceflow.coordinator.service.server import EXIT_FENCED
 from onceflow.core.contract import TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.testing.coordinator import CoordinatorProcess
 from onceflow.testing.coordinator.cluster import SINKS
+from onceflow.testing.faults import CRASH_EXIT_CODE
+from onceflow.testing.faults.coordinator import CRASH_ENV
 
 from .conftest import ClusterFactory
 from .driver import COMMITTED, JOB, NOTHING_PREPARED, batch_rows, expected_rows

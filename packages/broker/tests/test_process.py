@@ -9,7 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from onceflow.broker.readiness import ReadyInfo, read_ready
+from onceflow.broker.config import READY_FILE
+from onceflow.core.service import Readiness, read_ready_file
 
 
 def _broker(data_dir: Path, *flags: str) -> subprocess.Popen[str]:
@@ -21,9 +22,9 @@ def _broker(data_dir: Path, *flags: str) -> subprocess.Popen[str]:
     )
 
 
-def _wait_ready(process: subprocess.Popen[str], data_dir: Path) -> ReadyInfo:
+def _wait_ready(process: subprocess.Popen[str], data_dir: Path) -> Readiness:
     deadline = time.monotonic() + 60
-    while (info := read_ready(data_dir)) is None or info.pid != process.pid:
+    while (info := read_ready_file(data_dir / READY_FILE, process.pid)) is None:
         assert process.poll() is None, process.communicate()[1]
         assert time.monotonic() < deadline
         time.sleep(0.05)
@@ -41,13 +42,15 @@ def test_ready_file_then_a_second_broker_is_refused_and_sigterm_stops_cleanly(tm
         _, stderr = second.communicate(timeout=60)
         assert second.returncode == 1, stderr
         assert f"onceflow broker: data dir {data_dir} is locked" in stderr
-        assert read_ready(data_dir) == info, "the refused broker leaves the running one's ready file alone"
+        assert read_ready_file(data_dir / READY_FILE) == info, (
+            "the refused broker leaves the running one's ready file alone"
+        )
 
         first.send_signal(signal.SIGTERM)
         _, stderr = first.communicate(timeout=60)
         assert first.returncode == 0, stderr
         assert "broker.signal" in stderr and "broker.stopped" in stderr
-        assert read_ready(data_dir) is None
+        assert read_ready_file(data_dir / READY_FILE) is None
     finally:
         if first.poll() is None:
             first.kill()

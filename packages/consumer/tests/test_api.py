@@ -18,7 +18,7 @@ from onceflow.consumer.audit import generator_model, source_topic_truth
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IpCount
-from onceflow.core.grpc import open_channel
+from onceflow.core.contract.clients import ResultsClient
 from onceflow.core.settings import KafkaSettings
 from onceflow.logproducer.generator import event, expected_counts
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
@@ -60,8 +60,8 @@ def service(
 
 @pytest.fixture
 def stub(service: tuple[ConsumerService, TransactionalWriter]) -> Iterator[results_pb2_grpc.ResultsStub]:
-    with open_channel(f"127.0.0.1:{service[0].port}") as channel:
-        yield results_pb2_grpc.ResultsStub(channel)  # type: ignore[no-untyped-call]
+    with ResultsClient(f"127.0.0.1:{service[0].port}") as client:
+        yield client.stub
 
 
 def test_counts_top_and_invalid_arguments(stub: results_pb2_grpc.ResultsStub) -> None:

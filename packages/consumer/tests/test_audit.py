@@ -28,6 +28,7 @@ from onceflow.core.avro import IP_COUNT_SERDE, IpCount
 from onceflow.core.contract import TransactionId
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagingWriter
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.logproducer.encoding import AccessEventEncoder
 from onceflow.logproducer.generator import event, expected_counts
 from onceflow.sinks.base import SinkParticipant
@@ -82,7 +83,7 @@ def commit_to_sinks(rows: list[IpCount], participants: list[SinkParticipant], st
     """Two batches through each participant's prepare/commit, as the coordinator drives them."""
     half = len(rows) // 2
     for batch, part in enumerate((rows[:half], rows[half:])):
-        files = [StagingWriter(str(staging), "ipcount", batch).write("part-0", part)]
+        files = [StagingWriter(str(staging), "ipcount", batch).write("part-0", part, IP_COUNT_ARROW_SCHEMA)]
         for participant in participants:
             txn = TransactionId("ipcount", batch)
             assert participant.prepare(txn, files).vote_commit

@@ -26,7 +26,7 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.consumer.audit.bounded import AUDIT_STARTED
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
-from onceflow.core.grpc import open_channel
+from onceflow.core.contract.clients import ResultsClient
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
 from onceflow.testing.consumer import HeldAuditsConsumerProcess
 from onceflow.testing.faults import HoldAt
@@ -58,17 +58,17 @@ def start(
 ) -> Iterator[Callable[..., Stub]]:
     """Start a consumer whose audits ``held`` holds (audit settings as keywords); its Results stub."""
     services: list[ConsumerService] = []
-    channels: list[grpc.Channel] = []
+    clients: list[ResultsClient] = []
 
     def start_service(**audit: object) -> Stub:
         model = ConsumerSettings.model_validate(settings(broker, make_topic(), tmp_path, **audit))
         services.append(ConsumerService(model, faults=held).start())
-        channels.append(open_channel(f"127.0.0.1:{services[-1].port}"))
-        return Stub(channels[-1])  # type: ignore[no-untyped-call]
+        clients.append(ResultsClient(f"127.0.0.1:{services[-1].port}"))
+        return clients[-1].stub
 
     yield start_service
-    for channel in channels:
-        channel.close()
+    for client in clients:
+        client.close()
     for service in services:
         service.stop()
 
@@ -140,8 +140,8 @@ def test_sigterm_stops_a_consumer_in_the_middle_of_an_audit(
 ) -> None:
     process = HeldAuditsConsumerProcess(tmp_path / "consumer", settings(broker, make_topic(), tmp_path), held).start()
     try:
-        with open_channel(process.target) as channel:
-            stub = Stub(channel)  # type: ignore[no-untyped-call]
+        with ResultsClient(process.target) as client:
+            stub = client.stub
             future = stub.RunAudit.future(generator(10), timeout=300)
             held.wait_held(1, timeout=60)
             assert process.pid is not None

@@ -9,10 +9,10 @@ import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.consumer.audit import KafkaTopicReader
-from onceflow.core.contract.ip_count import ip_count_topic_binding
 from onceflow.core.errors import SerializationError
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SINK_COMMITS_TOPIC
+from onceflow.ipcount.schema import ip_count_topic_binding
 from onceflow.sinks.readback import KafkaReader
 
 from .conftest import W0, Transaction, TransactionalWriter, ip_count

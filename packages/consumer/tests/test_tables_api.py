@@ -17,7 +17,7 @@ from onceflow.cli.app import main as onceflow
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.core.avro.arrow import json_value
-from onceflow.core.grpc import open_channel
+from onceflow.core.contract.clients import RequestRefused, ResultsClient
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
 
 from .conftest import Transaction, TransactionalWriter, ip_count, wait_until
@@ -61,8 +61,8 @@ def service(
 
 @pytest.fixture
 def stub(service: tuple[ConsumerService, Any, Any]) -> Iterator[results_pb2_grpc.ResultsStub]:
-    with open_channel(f"127.0.0.1:{service[0].port}") as channel:
-        yield results_pb2_grpc.ResultsStub(channel)  # type: ignore[no-untyped-call]
+    with ResultsClient(f"127.0.0.1:{service[0].port}") as client:
+        yield client.stub
 
 
 def rows_of(response: Any) -> list[dict[str, Any]]:
@@ -153,6 +153,36 @@ def test_watch_rows_receives_rows_stored_after_it_started(
     assert all(r.offsets for r in received[1:])
 
 
+def test_the_results_client_watches_rows_until_it_is_closed(
+    service: tuple[ConsumerService, TransactionalWriter, TransactionalWriter],
+) -> None:
+    _, writer, _ = service
+    with ResultsClient(f"127.0.0.1:{service[0].port}", timeout_s=10) as client:
+        with pytest.raises(RequestRefused, match="NOT_FOUND: table: 'missing' is not a stored table"):
+            next(client.watch_rows("missing"))
+        assert [t.table for t in client.list_tables().tables] == ["results", "events"]
+        stream = client.watch_rows("events")
+        received: list[results_pb2.WatchRowsResponse] = []
+        live = threading.Event()
+
+        def collect() -> None:
+            for response in stream:  # ends without an error once the stream is closed
+                received.append(response)
+                live.set()
+                if sum(len(r.rows) for r in received) >= 1:
+                    return
+
+        thread = threading.Thread(target=collect, daemon=True)
+        thread.start()
+        assert live.wait(10), "the first (empty) message says the stream is live"
+        writer.write_values([json_value(event(200))])
+        thread.join(20)
+        assert not thread.is_alive(), "the watched row"
+        stream.close()  # cancels the call
+        assert [json.loads(row.json)["seq"] for r in received for row in r.rows] == [200]
+        assert client.list_rows("events", limit=1).rows  # the channel still serves
+
+
 def test_results_table_commands(service: tuple[ConsumerService, Any, Any], capsys: pytest.CaptureFixture[str]) -> None:
     target = f"127.0.0.1:{service[0].port}"
     assert onceflow(["results", "tables", "--results", target]) == 0
@@ -169,3 +199,5 @@ def test_results_table_commands(service: tuple[ConsumerService, Any, Any], capsy
     assert "NOT_FOUND: table: 'nope' is not a stored table" in capsys.readouterr().err
     assert onceflow(["results", "rows", "events", "--limit", "0", "--page-token", "zz", "--results", target]) == 2
     assert "INVALID_ARGUMENT: page_token" in capsys.readouterr().err
+    assert onceflow(["results", "tables", "--results", target, "--timeout", "0"]) == 2
+    assert "timeout must be a positive number of seconds, got 0.0" in capsys.readouterr().err

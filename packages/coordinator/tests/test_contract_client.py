@@ -12,7 +12,13 @@ from onceflow.coordinator.log import MemoryTransactionLog
 from onceflow.coordinator.service import CoordinatorServer
 from onceflow.coordinator.settings import CoordinatorSettings
 from onceflow.core.contract import ParticipantRef, Resolution, TransactionId, TransactionState
-from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.core.contract.clients import (
+    AccessDenied,
+    CoordinatorClient,
+    RequestRefused,
+    ServiceUnavailable,
+    WriterFenced,
+)
 from onceflow.core.contract.proto import state_from_proto
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagedFile
@@ -75,8 +81,11 @@ def test_every_coordinator_rpc_through_the_client(client: CoordinatorClient, fak
     assert [t.id.batch for t in listed] == [1]
     assert [t.id.batch for t in client.list_transactions(JOB, limit=1)] == [1]
     assert client.register_writer(JOB, "driver-2").last_committed_batch == 0
+    with pytest.raises(WriterFenced, match="fenced") as fenced:  # driver-2 took the job over
+        client.commit_transaction(TransactionId(JOB, 2), epoch, staged_files(JOB, 2))
+    assert fenced.value.code() == grpc.StatusCode.FAILED_PRECONDITION and isinstance(fenced.value, grpc.RpcError)
 
-    with pytest.raises(grpc.RpcError) as refused:
+    with pytest.raises(RequestRefused) as refused:
         client.resolve_transaction(TransactionId(JOB, 0), Resolution.ABORT, "operator")
     assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
     assert "cannot be made to abort" in refused.value.details()
@@ -93,11 +102,11 @@ def test_bad_arguments_are_refused_with_what_is_wrong(client: CoordinatorClient,
         CoordinatorClient("")
     # what only the coordinator can check comes back as its status, naming the field
     epoch = _register(client, fakes)
-    with pytest.raises(grpc.RpcError) as refused:
+    with pytest.raises(RequestRefused) as refused:
         client.commit_transaction(TransactionId(JOB, 0), epoch, [StagedFile("file:///s/part-0", 1, "xyz")])
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "files[0].sha256: must be 64 hex characters, got 'xyz'" in refused.value.details()
-    with pytest.raises(grpc.RpcError) as unknown:
+    with pytest.raises(RequestRefused) as unknown:
         client.commit_transaction(TransactionId("nojob", 0), 1, staged_files("nojob", 0))
     assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
     assert "unknown job 'nojob'" in unknown.value.details()
@@ -113,7 +122,7 @@ def test_the_client_sends_the_token_of_its_tls_settings(fakes: FakeParticipants,
             assert client.register_writer(JOB, "driver").epoch == 1
         with CoordinatorClient(target) as anonymous:
             assert anonymous.list_transactions(JOB) == []  # read-only: no token needed
-            with pytest.raises(grpc.RpcError) as refused:
+            with pytest.raises(AccessDenied) as refused:
                 anonymous.register_writer(JOB, "driver")
             assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
     finally:
@@ -121,7 +130,7 @@ def test_the_client_sends_the_token_of_its_tls_settings(fakes: FakeParticipants,
 
 
 def test_a_call_that_gets_no_answer_fails_within_its_deadline() -> None:
-    with CoordinatorClient("127.0.0.1:1", timeout_s=0.2) as client, pytest.raises(grpc.RpcError) as failed:
+    with CoordinatorClient("127.0.0.1:1", timeout_s=0.2) as client, pytest.raises(ServiceUnavailable) as failed:
         client.list_transactions(JOB)
     assert failed.value.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
 
@@ -139,7 +148,10 @@ def test_the_client_fails_over_to_the_coordinator_that_answers(fakes: FakePartic
             assert client.register_writer(JOB, "driver").epoch == 1
             assert client.register_writer(JOB, "driver").epoch == 2
             assert client.stub.ListTransactions(coordinator_pb2.ListTransactionsRequest(), timeout=5) is not None
-        with CoordinatorClient(f"127.0.0.1:1,127.0.0.1:{stopped.port}") as nobody, pytest.raises(grpc.RpcError) as down:
+        with (
+            CoordinatorClient(f"127.0.0.1:1,127.0.0.1:{stopped.port}") as nobody,
+            pytest.raises(ServiceUnavailable) as down,
+        ):
             nobody.list_transactions(JOB)
         assert down.value.code() == grpc.StatusCode.UNAVAILABLE
         assert "the coordinator was closed" in (down.value.details() or "")

@@ -12,8 +12,9 @@ import pytest
 from onceflow.coordinator.engine import TwoPhaseCommitEngine
 from onceflow.coordinator.exceptions import InvalidRequest, NoParticipants, UnknownEpoch, UnknownJob
 from onceflow.coordinator.log import MemoryLogStorage
-from onceflow.coordinator.model import StagedFile, TransactionId, TransactionState
+from onceflow.core.contract import TransactionId, TransactionState
 from onceflow.core.errors import WriterFenced
+from onceflow.core.staging import StagedFile
 from onceflow.testing.coordinator import FAST_ENGINE_CONFIG, FakeParticipants, staged_files
 
 JOB = "ipcount"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -11,7 +12,8 @@ from onceflow.coordinator.engine import TwoPhaseCommitEngine
 from onceflow.coordinator.engine.consistency import LogBehindParticipants
 from onceflow.coordinator.exceptions import CoordinatorFenced, CoordinatorStopped
 from onceflow.coordinator.log import MemoryLogStorage, MemoryTransactionLog
-from onceflow.coordinator.model import JobState, Transaction, TransactionId, TransactionState
+from onceflow.coordinator.model import JobState, Transaction
+from onceflow.core.contract import TransactionId, TransactionState
 from onceflow.testing.coordinator import FakeParticipants, staged_files
 
 JOB = "ipcount"
@@ -149,3 +151,26 @@ def test_a_zombie_does_not_presume_abort_from_its_stale_memory(
         zombie.get_transaction(JOB, 0)
     assert zombie.stopped.is_set()
     assert successor.get_transaction(JOB, 1).state is TransactionState.ABORTED  # the owner may presume abort
+
+
+def test_close_waits_for_the_recovery_aborts_and_nothing_logs_after_it(
+    storage: MemoryLogStorage, fakes: FakeParticipants, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 24: recovery's aborts outlived a closed engine and logged 'recovery.abort_failed ... the
+    coordinator was closed' (with its traceback) into a later test's output."""
+    _log_as_crashed_coordinator(storage, fakes, TransactionState.PREPARING)
+    fakes["sqlite"].abort_delay = 0.5  # the abort is in flight when the engine closes
+    engine = TwoPhaseCommitEngine(MemoryTransactionLog(storage), fakes)
+    assert engine.start().presumed_aborted == 1
+    engine.close()
+    closed = len(caplog.records)
+    assert not [t.name for t in threading.enumerate() if t.name == "recovery-aborts"], "an abort outlived close"
+    time.sleep(0.5)  # as long as the abort's delay: a thread still running would have logged by now
+    assert [r.getMessage() for r in caplog.records[closed:] if r.name.startswith("onceflow.coordinator")] == []
+    assert not [r for r in caplog.records if r.getMessage() == "recovery.abort_failed"]
+    # the abort stayed in the log: the next instance finishes it
+    fakes["sqlite"].abort_delay = 0.0
+    successor = TwoPhaseCommitEngine(MemoryTransactionLog(storage), fakes)
+    successor.start()
+    _wait_state(successor, 0, TransactionState.ABORTED)
+    successor.close()

@@ -9,7 +9,7 @@ import pytest
 
 from onceflow.coordinator.engine import TwoPhaseCommitEngine
 from onceflow.coordinator.exceptions import ResolutionRefused, TransactionDecided, UnknownJob
-from onceflow.coordinator.model import Resolution, TransactionId, TransactionState
+from onceflow.core.contract import Resolution, TransactionId, TransactionState
 from onceflow.testing.coordinator import FakeParticipants, staged_files
 
 JOB = "ipcount"

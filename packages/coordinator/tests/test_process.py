@@ -14,12 +14,13 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.coordinator.crash import CRASH_ENV, CRASH_EXIT_CODE
-from onceflow.coordinator.model import TransactionId
 from onceflow.coordinator.service.server import EXIT_FENCED
+from onceflow.core.contract import TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.proto.v1 import common_pb2
 from onceflow.testing.coordinator import CoordinatorProcess, FakeParticipantServer, staged_files
+from onceflow.testing.faults import CRASH_EXIT_CODE
+from onceflow.testing.faults.coordinator import CRASH_ENV
 
 JOB = "ipcount"
 TXN = TransactionId(JOB, 0)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from onceflow.coordinator.log.rebuild import SinkCommits, SinkEvidence, plan_rebuild
-from onceflow.coordinator.model import JobState, ParticipantRef, TransactionId, TransactionState
+from onceflow.coordinator.model import JobState
+from onceflow.core.contract import ParticipantRef, TransactionId, TransactionState
 from onceflow.core.contract.shards import Shard
 
 JOB = "ipcount"

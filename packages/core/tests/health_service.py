@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 import threading
 import time
@@ -20,8 +19,8 @@ from pydantic import Field
 
 from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
-from onceflow.core.service import ExitStatus, Service, add_service_arguments, run_service
-from onceflow.core.settings import GrpcServerSettings, LoggingSettings, Settings, load_settings
+from onceflow.core.service import ExitStatus, Service, ServiceCommand
+from onceflow.core.settings import GrpcServerSettings, LoggingSettings, Settings
 
 SERVICE_NAME = "onceflow.test.Health"
 FAILED_EXIT = 4
@@ -82,17 +81,15 @@ class HealthService(Service):
             self._server = None
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(prog="health_service")
-    add_service_arguments(parser, "nothing")
-    args = parser.parse_args()
-    return run_service(
-        "health",
-        lambda: load_settings(HealthServiceSettings, args.config),
-        HealthService,
-        ready_file=args.ready_file,
-    )
+COMMAND = ServiceCommand(
+    name="health",
+    help="a minimal test service",
+    description=__doc__ or "",
+    config_file="nothing",
+    settings=f"{__name__}:HealthServiceSettings",
+    service=f"{__name__}:HealthService",
+)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(COMMAND.main("health_service"))

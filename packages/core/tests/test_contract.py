@@ -7,7 +7,6 @@ import pyarrow as pa
 import pytest
 
 from onceflow.core.contract import (
-    IP_COUNT_ARROW_SCHEMA,
     InvalidBinding,
     Resolution,
     SinkBinding,
@@ -17,8 +16,6 @@ from onceflow.core.contract import (
     UnsupportedColumnType,
     ValueFormat,
     check_supported,
-    ip_count_table_binding,
-    ip_count_topic_binding,
     schema_from_bytes,
     schema_to_bytes,
 )
@@ -37,6 +34,7 @@ from onceflow.core.contract.proto import (
     txn_id_to_proto,
 )
 from onceflow.core.staging import StagedFile
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding, ip_count_topic_binding
 from onceflow.proto.v1 import common_pb2, coordinator_pb2
 
 WIDE = pa.schema(

@@ -11,16 +11,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from onceflow.core.contract import (
-    DEFAULT_OUTPUT,
-    IP_COUNT_ARROW_SCHEMA,
-    InvalidBinding,
-    ParticipantRef,
-    Shard,
-    SinkBinding,
-    SinkMode,
-    ip_count_table_binding,
-)
+from onceflow.core.contract import DEFAULT_OUTPUT, InvalidBinding, ParticipantRef, Shard, SinkBinding, SinkMode
 from onceflow.core.contract.proto import shard_from_proto, shard_to_proto
 from onceflow.core.contract.shards import (
     assign_files,
@@ -31,6 +22,7 @@ from onceflow.core.contract.shards import (
     shard_files,
 )
 from onceflow.core.staging import StagedFile
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding
 from onceflow.proto.v1 import common_pb2
 
 

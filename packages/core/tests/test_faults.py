@@ -1,31 +1,58 @@
-"""Fault injection: nothing by default, a crash (exit 137, the point logged) only at the named point."""
+"""The product's fault injection: one interface, nothing by default, a plug-in only where one is installed."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from collections.abc import Iterator
+from importlib.metadata import EntryPoint
 
-from onceflow.core.faults import CRASH_EXIT_CODE, NO_FAULTS, CrashAt, faults_from_env
+import pytest
+
+from onceflow.core import faults
+from onceflow.core.faults import NO_FAULTS, PLUGIN_GROUP, FaultInjector, installed_faults
 
 
-def test_no_environment_means_no_faults() -> None:
-    assert faults_from_env("ONCEFLOW_X", env={}) is NO_FAULTS
-    assert faults_from_env("ONCEFLOW_X", env={"ONCEFLOW_X": "  "}) is NO_FAULTS
+@pytest.fixture(autouse=True)
+def fresh_lookup() -> Iterator[None]:
+    installed_faults.cache_clear()
+    yield
+    installed_faults.cache_clear()
+
+
+def test_a_process_without_a_plugin_has_no_faults() -> None:
+    assert installed_faults("no-such-process") is NO_FAULTS
     NO_FAULTS.at("anything", txn="j:1")  # does nothing
-    crash = faults_from_env("ONCEFLOW_X", point=lambda v: f"after:{v}", env={"ONCEFLOW_X": "4"})
-    assert isinstance(crash, CrashAt) and crash.point == "after:4"
-    crash.at("after:3")  # another point: nothing happens
 
 
-def test_the_named_point_crashes_the_process_after_logging_it() -> None:
-    code = (
-        "from onceflow.core.logging import configure_logging\n"
-        "from onceflow.core.faults import CrashAt\n"
-        "configure_logging()\n"
-        "faults = CrashAt('b', before_exit=lambda: print('before exit', flush=True))\n"
-        "faults.at('a'); faults.at('b', txn='job:7'); print('alive')\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
-    assert result.returncode == CRASH_EXIT_CODE
-    assert "fault.crash point=b txn=job:7" in result.stderr
-    assert result.stdout == "before exit\n"
+def _plugins(monkeypatch: pytest.MonkeyPatch, *values: str) -> None:
+    def entry_points(*, group: str, name: str) -> list[EntryPoint]:
+        assert group == PLUGIN_GROUP
+        return [EntryPoint(name, value, group) for value in values]
+
+    monkeypatch.setattr(faults, "entry_points", entry_points)
+
+
+class Counting(FaultInjector):
+    built = 0
+
+    def __init__(self) -> None:
+        Counting.built += 1
+
+    def at(self, point: str, **ids: object) -> None:
+        return None
+
+
+def test_the_plugin_is_built_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    _plugins(monkeypatch, f"{__name__}:Counting")
+    monkeypatch.setattr(Counting, "built", 0)
+    first = installed_faults("svc")
+    assert isinstance(first, Counting)
+    assert installed_faults("svc") is first and Counting.built == 1
+
+
+def test_a_plugin_that_is_no_injector_or_ambiguous_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    _plugins(monkeypatch, "builtins:object")
+    with pytest.raises(TypeError, match=r"builtins:object returned .* not a FaultInjector"):
+        installed_faults("svc")
+    _plugins(monkeypatch, f"{__name__}:Counting", "other:Counting")
+    with pytest.raises(RuntimeError, match=r"2 onceflow\.faults plug-ins for 'other-svc'"):
+        installed_faults("other-svc")

@@ -59,6 +59,17 @@ def test_environment_overrides_file(tmp_path: Path) -> None:
     assert settings.kafka.client_config()["security.protocol"] == "SSL"
 
 
+def test_command_line_overrides_apply_last_and_before_validation(tmp_path: Path) -> None:
+    path = write(tmp_path, "[job]\nwindow_ms = 0\n")  # invalid alone: the override replaces it first
+    env = {"ONCEFLOW_TEST__JOB__WINDOW_MS": "2000"}
+    settings = load_settings(ExampleSettings, path, env=env, overrides={"job": {"window_ms": 3000}})
+    assert settings.job.window_ms == 3000
+    with pytest.raises(InvalidConfig) as err:
+        load_settings(ExampleSettings, env={}, overrides={"job": {"window_ms": -1}})
+    assert err.value.setting == "job.window_ms"
+    assert "from the command line" in str(err.value)
+
+
 def test_bad_value_in_file_names_setting_and_file(tmp_path: Path) -> None:
     path = write(tmp_path, '[job]\nwindow_ms = "soon"\n')
     with pytest.raises(InvalidConfig) as err:

@@ -29,6 +29,15 @@ from onceflow.core.staging import (
     read_staged,
 )
 
+#: The rows' schema (any schema does: staging stores what the job's output is).
+SCHEMA = pa.schema(
+    [
+        pa.field("window_start", pa.int64(), nullable=False),
+        pa.field("window_end", pa.int64(), nullable=False),
+        pa.field("ip", pa.string(), nullable=False),
+        pa.field("count", pa.int64(), nullable=False),
+    ]
+)
 ROWS = [
     IpCount(window_start=1_700_000_000_000, window_end=1_700_000_005_000, ip="10.0.0.1", count=3),
     IpCount(window_start=1_700_000_000_000, window_end=1_700_000_005_000, ip="10.0.0.2", count=1),
@@ -42,7 +51,7 @@ def _local(uri: str) -> Path:
 
 
 def test_round_trip_writes_under_job_and_batch(tmp_path: Path) -> None:
-    staged = StagingWriter(str(tmp_path), "ipcount", 7).write("part-0-attempt-0", ROWS)
+    staged = StagingWriter(str(tmp_path), "ipcount", 7).write("part-0-attempt-0", ROWS, SCHEMA)
 
     path = _local(staged.uri)
     assert path == tmp_path / "ipcount" / "7" / "part-0-attempt-0.arrow"
@@ -53,15 +62,15 @@ def test_round_trip_writes_under_job_and_batch(tmp_path: Path) -> None:
 
 
 def test_file_uri_root_and_empty_file(tmp_path: Path) -> None:
-    staged = StagingWriter(f"file://{tmp_path}", "job", 0).write("empty", [])
+    staged = StagingWriter(f"file://{tmp_path}", "job", 0).write("empty", [], SCHEMA)
     assert staged.count == 0
     assert read_staged(staged).to_pylist() == []
 
 
 def test_rewrite_of_an_attempt_replaces_the_file(tmp_path: Path) -> None:
     writer = StagingWriter(str(tmp_path), "job", 1)
-    first = writer.write("part-0", ROWS)
-    second = writer.write("part-0", ROWS[:1])
+    first = writer.write("part-0", ROWS, SCHEMA)
+    second = writer.write("part-0", ROWS[:1], SCHEMA)
     assert first.uri == second.uri
     assert read_staged(second).to_pylist() == ROWS[:1]
     with pytest.raises(StagedFileChecksumMismatch):
@@ -77,7 +86,7 @@ def test_missing_file_names_the_uri(tmp_path: Path) -> None:
 
 
 def test_checksum_mismatch_names_uri_expected_and_actual(tmp_path: Path) -> None:
-    staged = StagingWriter(str(tmp_path), "job", 2).write("part-0", ROWS)
+    staged = StagingWriter(str(tmp_path), "job", 2).write("part-0", ROWS, SCHEMA)
     path = _local(staged.uri)
     data = bytearray(path.read_bytes())
     data[-1] ^= 0xFF
@@ -92,7 +101,7 @@ def test_checksum_mismatch_names_uri_expected_and_actual(tmp_path: Path) -> None
 
 
 def test_truncated_file_is_corrupt_and_names_the_uri(tmp_path: Path) -> None:
-    staged = StagingWriter(str(tmp_path), "job", 2).write("part-0", ROWS)
+    staged = StagingWriter(str(tmp_path), "job", 2).write("part-0", ROWS, SCHEMA)
     path = _local(staged.uri)
     cut = path.read_bytes()[:-20]
     path.write_bytes(cut)
@@ -103,7 +112,7 @@ def test_truncated_file_is_corrupt_and_names_the_uri(tmp_path: Path) -> None:
 
 
 def test_fewer_rows_than_reported_is_truncated(tmp_path: Path) -> None:
-    staged = StagingWriter(str(tmp_path), "job", 2).write("part-0", ROWS)
+    staged = StagingWriter(str(tmp_path), "job", 2).write("part-0", ROWS, SCHEMA)
     with pytest.raises(StagedFileTruncated, match=f"{staged.uri} holds 3 rows, expected 5"):
         read_staged(StagedFile(staged.uri, 5, staged.sha256))
     with pytest.raises(StagedFileCorrupt, match="holds 3 rows, expected 2"):
@@ -119,8 +128,8 @@ def test_not_arrow_is_corrupt(tmp_path: Path) -> None:
 
 
 def test_delete_batch_is_idempotent_and_keeps_other_batches(tmp_path: Path) -> None:
-    StagingWriter(str(tmp_path), "job", 1).write("a", ROWS)
-    kept = StagingWriter(str(tmp_path), "job", 2).write("a", ROWS)
+    StagingWriter(str(tmp_path), "job", 1).write("a", ROWS, SCHEMA)
+    kept = StagingWriter(str(tmp_path), "job", 2).write("a", ROWS, SCHEMA)
 
     assert delete_batch(str(tmp_path), "job", 1) is True
     assert delete_batch(str(tmp_path), "job", 1) is False
@@ -134,13 +143,13 @@ def test_bad_names_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="batch must be >= 0"):
         StagingWriter(str(tmp_path), "job", -1)
     with pytest.raises(ValueError, match="file name"):
-        StagingWriter(str(tmp_path), "job", 1).write("../x", ROWS)
+        StagingWriter(str(tmp_path), "job", 1).write("../x", ROWS, SCHEMA)
 
 
 def test_unencodable_rows_name_the_file(tmp_path: Path) -> None:
     bad: list[Any] = [{"window_start": "soon", "window_end": 1, "ip": "x", "count": 1}]
     with pytest.raises(StagingError, match=r"part-9\.arrow"):
-        StagingWriter(str(tmp_path), "job", 1).write("part-9", bad)
+        StagingWriter(str(tmp_path), "job", 1).write("part-9", bad, SCHEMA)
 
 
 @pytest.mark.parametrize("root", ["memory://staging", "hdfs://nn/staging", "ftp://host/staging", "x::file:///tmp"])
@@ -181,8 +190,8 @@ def test_any_schema_round_trips_with_the_schema_in_the_file(tmp_path: Path) -> N
 
 def test_side_files_are_listed_and_described(tmp_path: Path) -> None:
     writer = StagingWriter(str(tmp_path), "job", 5)
-    written = writer.write("side-dead_letters-part-00001", ROWS, output="dead_letters")
-    writer.write("part-00000-epoch-1-attempt-7", ROWS)
+    written = writer.write("side-dead_letters-part-00001", ROWS, SCHEMA, output="dead_letters")
+    writer.write("part-00000-epoch-1-attempt-7", ROWS, SCHEMA)
     (tmp_path / "job" / "5" / ".side-x.tmp").write_bytes(b"partial")
     assert [name for name, _ in list_staged(str(tmp_path), "job", 5, prefix="side-")] == [
         "side-dead_letters-part-00001"
@@ -193,7 +202,7 @@ def test_side_files_are_listed_and_described(tmp_path: Path) -> None:
 
 def test_a_manifest_lists_staged_files_and_is_not_a_staged_file(tmp_path: Path) -> None:
     writer = StagingWriter(str(tmp_path), "job", 5)
-    files = [writer.write(f"part-0000{i}", ROWS, output="by_ip") for i in range(2)]
+    files = [writer.write(f"part-0000{i}", ROWS, SCHEMA, output="by_ip") for i in range(2)]
     uri = writer.write_manifest("manifest-by_ip-epoch-3", files)
     assert uri.endswith("/job/5/manifest-by_ip-epoch-3.files.json")
     assert read_manifest(str(tmp_path), "job", 5, "manifest-by_ip-epoch-3") == files

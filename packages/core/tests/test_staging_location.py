@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from onceflow.core.confinement import PathNotAllowed, StagingConfinement
@@ -20,6 +21,8 @@ from onceflow.core.staging import (
 )
 from onceflow.core.staging.s3 import S3Connection
 from onceflow.core.staging.settings import S3Settings
+
+SCHEMA = pa.schema([pa.field("n", pa.int64())])
 
 
 @pytest.mark.parametrize(
@@ -109,7 +112,7 @@ def test_delete_batch_removes_links_inside_a_batch_without_following_them(tmp_pa
     root, outside = tmp_path / "root", tmp_path / "outside"
     outside.mkdir()
     (outside / "precious").write_text("keep")
-    StagingWriter(str(root), "job", 1).write("part-0", [])
+    StagingWriter(str(root), "job", 1).write("part-0", [], SCHEMA)
     (root / "job" / "1" / "escape").symlink_to(outside)
     assert delete_batch(str(root), "job", 1) is True
     assert not (root / "job" / "1").exists()
@@ -120,7 +123,7 @@ def test_a_symlinked_root_is_allowed(tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir()
     (tmp_path / "link").symlink_to(real, target_is_directory=True)
-    StagingWriter(str(tmp_path / "link"), "job", 2).write("part-0", [])
+    StagingWriter(str(tmp_path / "link"), "job", 2).write("part-0", [], SCHEMA)
     assert delete_batch(str(tmp_path / "link"), "job", 2) is True
     assert not (real / "job" / "2").exists()
 

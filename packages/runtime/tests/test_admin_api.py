@@ -12,8 +12,8 @@ import pytest
 from google.protobuf import struct_pb2
 
 from onceflow.cli.app import main as onceflow
+from onceflow.core.contract.clients import ConnectClient, RequestRefused
 from onceflow.proto.v1 import connect_pb2 as pb
-from onceflow.runtime.admin import ConnectClient
 from onceflow.runtime.service import ConnectWorkerService
 
 ServiceFactory = Callable[..., ConnectWorkerService]
@@ -37,9 +37,11 @@ def test_grpc_lifecycle_status_and_offsets(service_factory: ServiceFactory, wait
         config = {"connector.class": "counter", "topic": "admin-out", "rate": "200", "tasks.max": "2"}
         created = client.call("CreateConnector", pb.CreateConnectorRequest(name="c", config=config)).connector
         assert list(created.tasks) == [0, 1] and created.type == pb.CONNECTOR_TYPE_SOURCE
-        with pytest.raises(grpc.RpcError) as exists:
+        with pytest.raises(RequestRefused) as exists:
             client.call("CreateConnector", pb.CreateConnectorRequest(name="c", config=config))
         assert exists.value.code() == grpc.StatusCode.ALREADY_EXISTS
+        with pytest.raises(ValueError, match="'DropConnector' is not a Connect RPC"):
+            client.call("DropConnector", pb.DeleteConnectorRequest(name="c"))
         assert client.call("ListConnectors", pb.ListConnectorsRequest()).names == ["c"]
         waiter(lambda: _state(client, "c") == "WORK_STATE_RUNNING", what="RUNNING")
         client.call("PauseConnector", pb.PauseConnectorRequest(name="c"))

@@ -16,8 +16,8 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.core.contract.clients import ConnectClient
 from onceflow.proto.v1 import connect_pb2 as pb
-from onceflow.runtime.admin import ConnectClient
 from onceflow.runtime.service import ConnectWorkerService
 from onceflow.runtime.storage import kafka_log
 

@@ -4,7 +4,6 @@ exits 2 naming the setting."""
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -13,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.core.contract.clients import ConnectClient
+from onceflow.core.service import read_ready_file
 from onceflow.core.toml_writer import to_toml
 from onceflow.proto.v1 import connect_pb2 as pb
-from onceflow.runtime.admin.client import ConnectClient
 
 
 def _worker(tmp_path: Path, settings: dict[str, Any]) -> tuple[subprocess.Popen[bytes], Path, Path]:
@@ -36,13 +36,12 @@ def test_the_worker_publishes_its_ready_file_and_stops_on_sigterm(broker: Embedd
     process, ready, log = _worker(tmp_path, settings)
     try:
         deadline = time.monotonic() + 60
-        while not ready.exists():
+        while (info := read_ready_file(ready, process.pid)) is None:
             assert process.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.05)
-        info = json.loads(ready.read_text())
-        assert info["pid"] == process.pid and info["metrics_port"] == 0
-        with ConnectClient(f"127.0.0.1:{info['port']}", timeout=10) as client:
+        assert info.metrics_port == 0
+        with ConnectClient(f"127.0.0.1:{info.port}", timeout_s=10) as client:
             client.call("ListConnectors", pb.ListConnectorsRequest())
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0, log.read_text()

@@ -9,6 +9,7 @@ import pytest
 
 from onceflow.core.avro import IpCount
 from onceflow.core.staging import StagedFile, StagingWriter
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 
 Stage = Callable[..., list[StagedFile]]
 
@@ -33,6 +34,6 @@ def stage(staging_root: Path) -> Stage:
 
     def write(job: str, batch: int, *files: Sequence[IpCount]) -> list[StagedFile]:
         writer = StagingWriter(str(staging_root), job, batch)
-        return [writer.write(f"part-{i}-attempt-0", rows) for i, rows in enumerate(files)]
+        return [writer.write(f"part-{i}-attempt-0", rows, IP_COUNT_ARROW_SCHEMA) for i, rows in enumerate(files)]
 
     return write

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from onceflow.core.contract import TransactionId
+from onceflow.core.contract import Resolution, TransactionId
 from onceflow.core.staging import StagedFile
-from onceflow.sinks.base import CommittedBatches, Outcome, SinkParticipant
+from onceflow.sinks.base import CommittedBatches, SinkParticipant
 from onceflow.sinks.exceptions import TransactionAlreadyCommitted, TransactionNotPrepared
 
 from .conftest import W0, W1, Stage, row
@@ -119,9 +119,9 @@ class ParticipantContract(abc.ABC):
                 TransactionId("job", 1),
                 TransactionId("other", 0),
             ]
-            decisions = {TransactionId("job", 0): Outcome.COMMIT, TransactionId("job", 1): Outcome.ABORT}
-            done = reopened.recover(lambda txn: decisions.get(txn, Outcome.ABORT))
-            assert done == {**decisions, TransactionId("other", 0): Outcome.ABORT}
+            decisions = {TransactionId("job", 0): Resolution.COMMIT, TransactionId("job", 1): Resolution.ABORT}
+            done = reopened.recover(lambda txn: decisions.get(txn, Resolution.ABORT))
+            assert done == {**decisions, TransactionId("other", 0): Resolution.ABORT}
             assert reopened.list_prepared() == []
             assert self.results() == {(W0, "a"): 1}
         finally:

@@ -13,8 +13,9 @@ import pytest
 from onceflow.core.contract import SinkBinding, SinkMode, TransactionId
 from onceflow.core.contract.clients import ParticipantClient
 from onceflow.core.settings import GrpcServerSettings
-from onceflow.sinks.server import ParticipantServer, ParticipantSettings, SqliteOptions, SqliteSink
+from onceflow.sinks.server import ParticipantSettings, SqliteOptions, SqliteSink
 from onceflow.sinks.server.settings import StagingSettings
+from onceflow.sinks.service import ParticipantServer
 
 from .conftest import W0, Stage, row
 

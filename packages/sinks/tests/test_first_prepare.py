@@ -16,7 +16,7 @@ SCRIPT = textwrap.dedent(
     """
     import sys
     from onceflow.core.avro import IpCount
-    from onceflow.core.contract import ip_count_table_binding
+    from onceflow.ipcount.schema import ip_count_table_binding
     from onceflow.core.staging import StagedFile
     from onceflow.core.contract import TransactionId
     from onceflow.sinks.sqlite import SqliteParticipant
@@ -35,9 +35,10 @@ SCRIPT = textwrap.dedent(
 def test_the_first_upsert_prepare_of_a_process_does_not_import_pandas(tmp_path: Path) -> None:
     from onceflow.core.avro import IpCount
     from onceflow.core.staging import StagingWriter
+    from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 
     rows = [IpCount(window_start=0, window_end=5000, ip=f"10.0.0.{i % 7}", count=i) for i in range(100)]
-    staged = StagingWriter(str(tmp_path / "staging"), "job", 0).write("part-0", rows)
+    staged = StagingWriter(str(tmp_path / "staging"), "job", 0).write("part-0", rows, IP_COUNT_ARROW_SCHEMA)
     script = SCRIPT.replace("{STAGED}", repr(staged.__dict__))
     done = subprocess.run(
         [sys.executable, "-c", script, str(tmp_path / "results.db")], capture_output=True, text=True, timeout=120

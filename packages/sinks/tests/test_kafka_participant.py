@@ -11,10 +11,10 @@ from confluent_kafka import Consumer, TopicPartition
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.avro import IP_COUNT_SERDE
-from onceflow.core.contract import TransactionId
+from onceflow.core.contract import Resolution, TransactionId
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
-from onceflow.sinks.base import CommittedBatches, Outcome
+from onceflow.sinks.base import CommittedBatches
 from onceflow.sinks.exceptions import TransactionAlreadyCommitted
 from onceflow.sinks.kafka import KafkaParticipant
 from onceflow.testing.broker.clients import ConsumedRecord, read_topic
@@ -135,7 +135,7 @@ def test_restarted_participant_redoes_a_committed_batch_from_staging_once(
 
     second = open_sink()
     assert second.list_prepared() == [TransactionId("job", 1), TransactionId("other", 0)]
-    decisions = {TransactionId("job", 1): Outcome.COMMIT, TransactionId("other", 0): Outcome.ABORT}
+    decisions = {TransactionId("job", 1): Resolution.COMMIT, TransactionId("other", 0): Resolution.ABORT}
     assert second.recover(decisions.__getitem__) == decisions
     assert second.list_prepared() == []
     assert sorted(_rows(broker)) == [("a", W0, 1), ("a", W0, 5), ("b", W0, 1)]

@@ -12,10 +12,9 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from onceflow.core.contract import Shard, TransactionId
-from onceflow.core.contract.ip_count import IP_COUNT_ARROW_SCHEMA
+from onceflow.core.contract import Resolution, Shard, TransactionId
 from onceflow.core.faults import FaultInjector
-from onceflow.sinks.base import Outcome
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.sinks.delta.format import DeltaFormat
 from onceflow.sinks.iceberg.format import IcebergFormat
 from onceflow.sinks.lakehouse.open import open_participant
@@ -139,7 +138,7 @@ def test_a_participant_dying_at_each_step_recovers_exactly_once(
     tmp_path: Path, stage: Stage, kind: str, point: str
 ) -> None:
     """Steps:
-    1. Batch 0 commits; batch 1 dies at ``point`` (:mod:`onceflow.sinks.server.crash`): after writing
+    1. Batch 0 commits; batch 1 dies at ``point`` (:mod:`onceflow.testing.faults.participant`): after writing
        its data files (no journal entry: no yes vote, the coordinator presumes abort), after
        journaling them (a yes vote: the servicer's ``prepare-durable``), or after the table commit
        but before the journal entry is dropped.
@@ -164,7 +163,7 @@ def test_a_participant_dying_at_each_step_recovers_exactly_once(
     reopened = open_lakehouse(kind, tmp_path)
     try:
         assert reopened.list_prepared() == ([TransactionId("job", 1)] if voted_yes else [])
-        reopened.recover(lambda txn: Outcome.COMMIT if voted_yes else Outcome.ABORT)
+        reopened.recover(lambda txn: Resolution.COMMIT if voted_yes else Resolution.ABORT)
         # Step 3
         expected = [(W0, "a", 2), (W0, "b", 3)] if voted_yes else [(W0, "a", 1)]
         assert _held(reopened) == expected

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from onceflow.core.contract import TransactionId
-from onceflow.sinks.base import Outcome, SinkParticipant
+from onceflow.core.contract import Resolution, TransactionId
+from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.lakehouse.participant import LakehouseParticipant
 
 from .conftest import W0, Stage, row
@@ -49,9 +49,9 @@ class LakehouseContract(ParticipantContract):
         reopened = self.open()
         try:
             assert reopened.list_prepared() == [TransactionId("job", 0), TransactionId("other", 0)]
-            decisions = {TransactionId("job", 0): Outcome.COMMIT}
-            done = reopened.recover(lambda txn: decisions.get(txn, Outcome.ABORT))
-            assert done == {TransactionId("job", 0): Outcome.COMMIT, TransactionId("other", 0): Outcome.ABORT}
+            decisions = {TransactionId("job", 0): Resolution.COMMIT}
+            done = reopened.recover(lambda txn: decisions.get(txn, Resolution.ABORT))
+            assert done == {TransactionId("job", 0): Resolution.COMMIT, TransactionId("other", 0): Resolution.ABORT}
             assert reopened.list_prepared() == []
             assert self.results() == {(W0, "a"): 1}
             assert reopened.prepare(TransactionId("job", 1), stage("job", 1, [row("b", 2)])).vote_commit
@@ -94,7 +94,7 @@ def test_iceberg_catalog_in_postgresql(tmp_path: Path, postgres_dsn: str, stage:
     sink.close()
     reopened = open_lakehouse("iceberg", tmp_path, postgres_dsn=postgres_dsn)
     try:
-        assert reopened.recover(lambda txn: Outcome.COMMIT) == {TransactionId("job", 0): Outcome.COMMIT}
+        assert reopened.recover(lambda txn: Resolution.COMMIT) == {TransactionId("job", 0): Resolution.COMMIT}
         held = reopened.format.read("ip_counts")
         assert held is not None
         assert sorted((r["ip"], r["count"]) for r in held.to_pylist()) == [("a", 1), ("b", 2)]

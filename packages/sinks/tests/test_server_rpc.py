@@ -18,8 +18,9 @@ from onceflow.core.contract.proto import binding_to_proto
 from onceflow.core.contract.proto import file_to_proto as staged_file_to_proto
 from onceflow.core.settings import GrpcServerSettings, MetricsSettings
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
-from onceflow.sinks.server import SERVICE_NAME, ParticipantServer, ParticipantSettings, SqliteOptions, SqliteSink
+from onceflow.sinks.server import SERVICE_NAME, ParticipantSettings, SqliteOptions, SqliteSink
 from onceflow.sinks.server.settings import StagingSettings
+from onceflow.sinks.service import ParticipantServer
 
 from .conftest import W0, Stage, row
 

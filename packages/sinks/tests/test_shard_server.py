@@ -14,12 +14,13 @@ import pytest
 
 from onceflow.core.contract import Shard, TransactionId
 from onceflow.core.contract.clients import ParticipantClient
-from onceflow.core.contract.ip_count import ip_count_table_binding
 from onceflow.core.contract.shards import key_shard
 from onceflow.core.settings import GrpcServerSettings
+from onceflow.ipcount.schema import ip_count_table_binding
 from onceflow.sinks.readback import SqliteReader
-from onceflow.sinks.server import ParticipantServer, ParticipantSettings, SqliteOptions, SqliteSink
+from onceflow.sinks.server import ParticipantSettings, SqliteOptions, SqliteSink
 from onceflow.sinks.server.settings import StagingSettings
+from onceflow.sinks.service import ParticipantServer
 from onceflow.sinks.sqlite import SqliteParticipant
 
 from .conftest import W0, Stage, row

@@ -32,7 +32,7 @@ JOB_FILE = '''"""The IP-count job, held before it writes while a test's hold is 
 
 from hold_marks import hold_if_armed
 
-from onceflow.spark.examples.ip_count import count_per_window
+from onceflow.ipcount.job import count_per_window
 
 
 class HoldBeforeWrite:

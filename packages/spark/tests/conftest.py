@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.ipcount.schema import ENTRYPOINT, results_outputs
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner.session import build_session
 from onceflow.testing.sinks.postgres import PostgresServer
@@ -27,9 +28,17 @@ TEST_SPARK = {
 }
 
 
+def ip_count_outputs(participants: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """The IP-count results bound to every participant's sink: its topic in ``kafka``, its table elsewhere."""
+    sinks = [str(p["sink"]) for p in participants]
+    return results_outputs([s for s in sinks if s != "kafka"], [s for s in sinks if s == "kafka"])
+
+
 def job_settings(bootstrap: str, work: Path, system: Any = None, **overrides: Any) -> SparkJobSettings:
-    """Settings of a test job: fast trigger, checkpoint under ``work``, the system's sinks if given."""
+    """Settings of the IP-count job in a test: fast trigger, checkpoint under ``work``, the system's sinks
+    if given; an exactly-once job without ``outputs`` gets the results bound to every participant."""
     doc: dict[str, Any] = {
+        "entrypoint": ENTRYPOINT,
         "kafka": {"bootstrap_servers": bootstrap},
         "checkpoint_location": str(work / "checkpoint"),
         "staging_root": str(work / "staging"),
@@ -45,6 +54,8 @@ def job_settings(bootstrap: str, work: Path, system: Any = None, **overrides: An
             participants=system.participants,
         )
     doc.update(overrides)
+    if doc["guarantee"] == "exactly-once" and "outputs" not in doc:
+        doc["outputs"] = ip_count_outputs(doc.get("participants", []))
     return SparkJobSettings.model_validate(doc)
 
 

@@ -3,6 +3,8 @@
 The driver is a :class:`onceflow.core.process.ServiceProcess` started in a session of its own: the
 Python driver, its JVM and Spark's Python workers are all processes of that session, so ``kill()``
 SIGKILLs every one of them together, and ``wait()``/``stop()`` kill whatever outlives the driver.
+The Python driver leads that session, which is how the sink's test crash
+(:mod:`onceflow.testing.faults.spark`) finds the driver to kill from a Python worker.
 """
 
 from __future__ import annotations

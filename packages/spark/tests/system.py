@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -28,12 +27,13 @@ from typing import Any
 import psycopg
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.core.contract.ip_count import ip_count_table_binding, ip_count_topic_binding
+from onceflow.core.service import read_ready_file
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC, SOURCE_TOPIC
-from onceflow.core.traffic.model import TrafficModel
-from onceflow.core.traffic.truth import expected_counts
+from onceflow.ipcount.schema import ENTRYPOINT, ip_count_table_binding, ip_count_topic_binding, results_outputs
+from onceflow.ipcount.traffic.model import TrafficModel
+from onceflow.ipcount.traffic.truth import expected_counts
 from onceflow.runtime.worker.end_of_input import write_end_of_input
 from onceflow.sinks.readback import KafkaReader, PostgresReader, SqliteReader
 from onceflow.testing.broker.clients import create_topic
@@ -131,6 +131,11 @@ class SinkSystem:
     def participants(self) -> list[dict[str, str]]:
         return [{"sink": sink, "target": f"127.0.0.1:{self.participant_port}"} for sink in self.sinks]
 
+    @property
+    def outputs(self) -> dict[str, list[dict[str, Any]]]:
+        """The IP-count results bound to every sink: ``ip_count_sink`` in Kafka, ``ip_counts`` elsewhere."""
+        return results_outputs([s for s in self.sinks if s != "kafka"], ["kafka"])
+
     def lakehouse_sinks(self) -> list[dict[str, Any]]:
         """The ``[[sinks]]`` entries of the Delta and Iceberg sinks (none unless ``lakehouse``)."""
         if not self.lakehouse:
@@ -201,13 +206,13 @@ class SinkSystem:
                 env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
             )
         deadline = time.monotonic() + 90
-        while not ready.exists():
+        while (readiness := read_ready_file(ready, self.participant.pid)) is None:
             if self.participant.poll() is not None:
                 raise AssertionError(f"participant exited:\n{self.log_tail('participant.log')}")
             if time.monotonic() > deadline:
                 raise AssertionError(f"participant not ready:\n{self.log_tail('participant.log')}")
             time.sleep(0.05)
-        self.participant_port = int(json.loads(ready.read_text())["port"])
+        self.participant_port = readiness.port
 
     def restart_participant(self) -> None:
         """``kill -9`` the participant server and start it again on the same port."""
@@ -231,6 +236,8 @@ class SinkSystem:
         """A test job's config against this system (fast trigger, restarts, every sink), ``own`` on top."""
         settings = {
             "job": job,
+            "entrypoint": ENTRYPOINT,
+            "outputs": self.outputs,
             "checkpoint_location": str(tmp_path / job / "checkpoint"),
             "staging_root": str(self.staging_root),
             "trigger_interval_ms": TEST_TRIGGER_MS,

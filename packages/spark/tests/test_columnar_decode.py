@@ -10,7 +10,7 @@ import pytest
 from onceflow.core.avro import ACCESS_EVENT_SERDE
 from onceflow.core.end_of_input import END_OF_INPUT_TIME_MS
 from onceflow.core.errors import SerializationError
-from onceflow.core.traffic.model import TrafficModel, event
+from onceflow.ipcount.traffic.model import TrafficModel, event
 from onceflow.spark.job.decode import EVENT_FIELDS, decode_batch
 from onceflow.spark.source.schema import arrow_schema
 

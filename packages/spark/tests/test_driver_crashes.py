@@ -13,8 +13,9 @@ import pytest
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.contract import TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.ipcount.schema import ENTRYPOINT
 from onceflow.proto.v1 import common_pb2
-from onceflow.spark.sink import CRASH_ENV
+from onceflow.testing.faults.spark import CRASH_ENV
 from onceflow.testing.spark.input import encoded_events, produce_events
 
 from .conftest import TEST_SPARK, TEST_TRIGGER_MS
@@ -63,6 +64,7 @@ def test_killed_drivers_restart_from_the_checkpoint_and_the_sinks_stay_exact(
         tmp_path / "job.toml",
         {
             "job": JOB,
+            "entrypoint": ENTRYPOINT,
             "checkpoint_location": str(checkpoint),
             "staging_root": str(system.staging_root),
             "trigger_interval_ms": TEST_TRIGGER_MS,
@@ -72,6 +74,7 @@ def test_killed_drivers_restart_from_the_checkpoint_and_the_sinks_stay_exact(
             "spark": TEST_SPARK,
             "restart": {"attempts": 0},
             "participants": system.participants,
+            "outputs": system.outputs,
         },
     )
     driver = DriverProcess(config, tmp_path / "driver.log")

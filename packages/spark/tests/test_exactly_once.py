@@ -20,7 +20,7 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.avro import ACCESS_EVENT_SERDE, AccessEvent
 from onceflow.core.settings import load_settings
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SOURCE_TOPIC
-from onceflow.core.traffic.model import TrafficModel
+from onceflow.ipcount.traffic.model import TrafficModel
 from onceflow.sinks.server.settings import ParticipantSettings
 from onceflow.spark.exceptions import WriterFencedError
 from onceflow.spark.job.dead_letters import OFFSET_HEADER, REASON_HEADER

@@ -35,14 +35,14 @@ def _settings(tmp_path: Path, **overrides: object):  # type: ignore[no-untyped-d
 
 
 def test_entry_points_load_from_a_module_or_a_file(tmp_path: Path) -> None:
-    assert load_entrypoint("onceflow.spark.examples.ip_count:job").__name__ == "job"
+    assert load_entrypoint("onceflow.ipcount.job:job").__name__ == "job"
     path = tmp_path / "my_job.py"
     path.write_text("def build(context):\n    return context.source()\n")
     assert load_entrypoint(f"{path}:build").__name__ == "build"
     for spec, message in [
         ("no_colon", "must be module:function"),
         ("onceflow.nope:job", "cannot import 'onceflow.nope'"),
-        ("onceflow.spark.examples.ip_count:nope", "has no function 'nope'"),
+        ("onceflow.ipcount.job:nope", "has no function 'nope'"),
         (f"{tmp_path}/missing.py:job", "no file"),
     ]:
         with pytest.raises(ValueError, match=message):
@@ -124,7 +124,7 @@ def test_bindings_come_from_the_outputs_tables(spark: SparkSession, tmp_path: Pa
         },
     )
     context = JobContext(spark, settings)
-    from onceflow.spark.examples.ip_count import job
+    from onceflow.ipcount.job import job
 
     outputs = outputs_of(job(context), context.side_outputs)
     participants = {p.sink: p for p in participants_with_bindings(settings, outputs)}

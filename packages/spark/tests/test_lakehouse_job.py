@@ -24,8 +24,8 @@ from pyspark.sql import functions as F  # noqa: N812 - PySpark's convention
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.contract import SinkBinding, SinkMode
-from onceflow.core.contract.ip_count import IP_COUNT_ARROW_SCHEMA
 from onceflow.core.settings import load_settings
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.sinks.lakehouse.open import open_format
 from onceflow.sinks.readback import LakehouseReader, reader_for
 from onceflow.sinks.server.settings import DeltaSink, IcebergSink, ParticipantSettings
@@ -130,9 +130,7 @@ def test_one_job_into_kafka_postgres_delta_and_iceberg_stays_exact_across_kills(
     rng = random.Random(26)
     model = recent_model(26)
     create_topic(broker.bootstrap_servers, TOPIC, partitions=1)
-    config = system.job_config(
-        tmp_path, "lakejob", {"entrypoint": "onceflow.spark.examples.ip_count:job", "outputs": OUTPUTS}
-    )
+    config = system.job_config(tmp_path, "lakejob", {"entrypoint": "onceflow.ipcount.job:job", "outputs": OUTPUTS})
     driver = DriverProcess(config, tmp_path / "lakejob.log")
     produced = 0
 

@@ -18,6 +18,8 @@ import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.staging import S3Settings, StagingStore, parse_staging_uri
+from onceflow.core.toml_writer import to_toml
+from onceflow.ipcount.schema import ENTRYPOINT
 from onceflow.spark.runner.object_store import HADOOP_AWS_CLASSPATH_ENV
 from onceflow.testing.s3 import CLIENT_CHECKSUM_ENV, S3ProxyProcess, hadoop_aws_classpath
 from onceflow.testing.sinks.postgres import PostgresServer
@@ -67,6 +69,7 @@ def test_staging_and_checkpoint_on_s3_survive_a_driver_kill(
         "\n".join(
             [
                 f'job = "{JOB}"',
+                f'entrypoint = "{ENTRYPOINT}"',
                 f'checkpoint_location = "{checkpoint}"',
                 f'staging_root = "{system.staging_uri}"',
                 f"trigger_interval_ms = {TEST_TRIGGER_MS}",
@@ -88,6 +91,7 @@ def test_staging_and_checkpoint_on_s3_survive_a_driver_kill(
             ]
         )
         + "\n"
+        + to_toml({"outputs": system.outputs})
     )
     env = {**CLIENT_CHECKSUM_ENV, HADOOP_AWS_CLASSPATH_ENV: hadoop_aws_classpath()}
     driver = DriverProcess(config, tmp_path / "driver.log")

@@ -27,7 +27,12 @@ TOPIC = "ip_count_source"
 
 def _settings(checkpoint: Path) -> SparkJobSettings:
     return SparkJobSettings.model_validate(
-        {"checkpoint_location": str(checkpoint), "source": {"topic": TOPIC}, "guarantee": "at-least-once"}
+        {
+            "entrypoint": "my_jobs.counts:job",
+            "checkpoint_location": str(checkpoint),
+            "source": {"topic": TOPIC},
+            "guarantee": "at-least-once",
+        }
     )
 
 
@@ -159,11 +164,14 @@ def test_the_replay_command_names_what_is_missing(tmp_path: Path, capsys: pytest
     replay = ["audit", "--replay", str(job), "--participant-config", str(participant)]
     assert onceflow(replay[:3]) == 2
     assert "--participant-config: is required with --replay" in capsys.readouterr().err
-    job.write_text('job = "x"\n')
+    job.write_text('job = "x"\nentrypoint = "m:job"\n')
     participant.write_text(f'[[sinks]]\nname = "sqlite"\nkind = "sqlite"\noptions.path = "{tmp_path / "s.db"}"\n')
     assert onceflow(replay) == 2
-    assert "invalid setting 'participants'" in capsys.readouterr().err  # the job's config is named
-    job.write_text('job = "x"\n[[participants]]\nsink = "pg"\ntarget = "127.0.0.1:1"\n')
+    assert "invalid setting 'outputs'" in capsys.readouterr().err  # the job's config is named
+    job.write_text(
+        'job = "x"\nentrypoint = "m:job"\n[[participants]]\nsink = "pg"\ntarget = "127.0.0.1:1"\n'
+        '[[outputs.results]]\nsink = "pg"\ntable = "t"\n'
+    )
     participant.write_text('[[sinks]]\nname = "sqlite"\nkind = "sqlite"\n')
     assert onceflow(replay) == 2
     assert "sinks.0.sqlite.options" in capsys.readouterr().err  # the participant config's setting is named

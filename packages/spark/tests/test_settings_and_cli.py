@@ -17,8 +17,9 @@ SERVICE_CONFIG = Path(__file__).resolve().parents[3] / "services" / "spark-worke
 
 def test_the_service_default_config_is_valid_and_has_the_lessons_defaults() -> None:
     settings = load_settings(SparkJobSettings, SERVICE_CONFIG, env={})
-    assert settings.window_ms == 5_000
-    assert settings.lateness_ms == 5_000
+    assert settings.entrypoint == "onceflow.ipcount.job:job"
+    assert settings.params == {"window_ms": 5_000, "lateness_ms": 5_000}
+    assert {b.sink for b in settings.outputs["results"]} == {"kafka", "sqlite"}
     assert settings.trigger_interval_ms == 5_000
     assert (settings.restart.attempts, settings.restart.delay_ms) == (3, 10_000)
     assert settings.output_mode == "append"
@@ -36,10 +37,16 @@ def test_environment_overrides_and_errors_name_the_setting(tmp_path: Path) -> No
         load_settings(SparkJobSettings, SERVICE_CONFIG, env={"ONCEFLOW_SPARK__OUTPUT_MODE": "complete"})
     bare = tmp_path / "bare.toml"
     bare.write_text('job = "ipcount"\n')
-    with pytest.raises(InvalidConfig, match="participants"):
+    with pytest.raises(InvalidConfig, match="'entrypoint': is required"):
         load_settings(SparkJobSettings, bare, env={})
+    bare.write_text('job = "ipcount"\nentrypoint = "my_jobs.counts:job"\n')
+    with pytest.raises(InvalidConfig, match=r"'outputs'.*declares where its outputs go.*none declared"):
+        load_settings(SparkJobSettings, bare, env={})
+    with pytest.raises(InvalidConfig, match="participants"):
+        load_settings(SparkJobSettings, bare, env={"ONCEFLOW_SPARK__OUTPUTS": '{"results": [{"sink": "db"}]}'})
     baseline = load_settings(SparkJobSettings, bare, env={"ONCEFLOW_SPARK__GUARANTEE": "at-least-once"})
     assert baseline.participants == []
+    assert baseline.outputs == {}
 
 
 def test_onceflow_spark_run_is_registered_and_rejects_a_bad_config(
@@ -48,15 +55,16 @@ def test_onceflow_spark_run_is_registered_and_rejects_a_bad_config(
     help_text = build_parser().format_help()
     assert "spark" in help_text
     bad = tmp_path / "bad.toml"
-    bad.write_text("trigger_interval_ms = -1\n")
+    bad.write_text('entrypoint = "my_jobs.counts:job"\nguarantee = "at-least-once"\ntrigger_interval_ms = -1\n')
     assert main(["spark", "run", "--config", str(bad)]) == 2
     assert "trigger_interval_ms" in capsys.readouterr().err
 
 
 def test_a_sink_served_by_shards_names_their_targets_in_order(tmp_path: Path) -> None:
     config = tmp_path / "job.toml"
+    job = 'entrypoint = "my_jobs.counts:job"\n[[outputs.results]]\nsink = "kafka"\ntopic = "counts"\n'
     config.write_text(
-        '[[participants]]\nsink = "kafka"\ntargets = ["127.0.0.1:7101", "127.0.0.1:7102"]\n'
+        f'{job}[[participants]]\nsink = "kafka"\ntargets = ["127.0.0.1:7101", "127.0.0.1:7102"]\n'
         '[[participants]]\nsink = "sqlite"\ntarget = "127.0.0.1:7103"\n'
     )
     settings = load_settings(SparkJobSettings, config, env={})
@@ -71,6 +79,6 @@ def test_a_sink_served_by_shards_names_their_targets_in_order(tmp_path: Path) ->
         ("", "set target (one participant) or targets (its shards), not both"),
         ('targets = ["b:1", "b:1"]', "each shard needs a target of its own; repeated: b:1"),
     ]:
-        config.write_text(f'[[participants]]\nsink = "kafka"\n{body}\n')
+        config.write_text(f'{job}[[participants]]\nsink = "kafka"\n{body}\n')
         with pytest.raises(InvalidConfig, match=re.escape(problem)):
             load_settings(SparkJobSettings, config, env={})

@@ -6,9 +6,6 @@ broker; the writer's ``commit``/``abort`` are called as Spark's commit runner ca
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -18,17 +15,16 @@ import pytest
 from pyspark.sql.datasource import WriterCommitMessage
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.coordinator.model import TransactionId
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA
+from onceflow.core.contract import ParticipantRef, SinkBinding, SinkMode, TransactionId
+from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagingWriter
-from onceflow.spark.exceptions import TransactionAborted, WriterFencedError
+from onceflow.ipcount.schema import ENTRYPOINT, IP_COUNT_ARROW_SCHEMA, results_outputs
+from onceflow.spark.exceptions import CoordinatorUnavailable, JobDefinitionError, TransactionAborted, WriterFencedError
+from onceflow.spark.job.settings import SparkJobSettings
+from onceflow.spark.runner.attempt import register_driver
 from onceflow.spark.sink import (
-    CRASH_ENV,
-    DRIVER_PID_ENV,
-    CoordinatorClient,
-    Participant,
     SinkOptions,
     StagedFileMessage,
     TwoPhaseCommitWriter,
@@ -61,7 +57,7 @@ def _register(coordinator: CoordinatorProcess, participants: FakeParticipantServ
     with CoordinatorClient(coordinator.target) as client:
         registration = client.register_writer(JOB, "test-driver")
         client.register_participants(
-            JOB, registration.epoch, [Participant(r.sink, r.target) for r in participants.refs]
+            JOB, registration.epoch, [ParticipantRef(r.sink, r.target) for r in participants.refs]
         )
     return registration.epoch
 
@@ -71,7 +67,7 @@ def _stage(root: Path, batch: int, epoch: int) -> list[WriterCommitMessage | Non
     messages: list[WriterCommitMessage | None] = []
     for partition in range(2):
         rows = [IpCount(window_start=0, window_end=5000, ip=f"10.0.0.{partition}", count=partition + 1)]
-        staged = writer.write(f"part-{partition:05d}-epoch-{epoch}-attempt-{partition}", rows)
+        staged = writer.write(f"part-{partition:05d}-epoch-{epoch}-attempt-{partition}", rows, IP_COUNT_ARROW_SCHEMA)
         messages.append(StagedFileMessage(staged, partition, partition))
     return messages
 
@@ -119,16 +115,35 @@ def test_an_older_driver_is_fenced_with_an_error_that_says_who_owns_the_job(
         _writer(coordinator, old, tmp_path).commit(_stage(tmp_path, 0, old), 0)
 
 
-def test_the_crash_hook_fires_only_for_its_batch() -> None:
-    code = (
-        "from onceflow.spark.sink.crash import commit_point as p, driver_faults as f\n"
-        "f().at(p(3)); f().at(p(4)); print('alive')"
-    )
-    # the child is its own "driver" here: without DRIVER_PID_ENV the hook only ends itself
-    env = {k: v for k, v in os.environ.items() if k != DRIVER_PID_ENV} | {CRASH_ENV: "4"}
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 137
-    assert "alive" not in result.stdout
+def test_register_driver_fences_the_last_driver_and_says_why_it_cannot_start(
+    coordinator: CoordinatorProcess, participants: FakeParticipantServer
+) -> None:
+    sinks = [{"sink": r.sink, "target": r.target} for r in participants.refs]
+
+    def settings(target: str, register_timeout_ms: int) -> SparkJobSettings:
+        coordinator = {"target": target, "register_timeout_ms": register_timeout_ms}
+        return SparkJobSettings.model_validate(
+            {
+                "job": JOB,
+                "entrypoint": ENTRYPOINT,
+                "outputs": results_outputs(["sqlite"], ["kafka"]),
+                "coordinator": coordinator,
+                "participants": sinks,
+            }
+        )
+
+    refs = [ParticipantRef(r.sink, r.target) for r in participants.refs]
+    first = register_driver(settings(coordinator.target, 20_000))  # the participants of the settings
+    second = register_driver(settings(coordinator.target, 20_000), refs)
+    assert (second.epoch, second.last_committed_batch) == (first.epoch + 1, -1)
+    participants.sinks["sqlite"].refuse_bindings = "column ip is an INTEGER"
+    bound = [ParticipantRef(r.sink, r.target, (SinkBinding(r.sink, table="hits", mode=SinkMode.APPEND),)) for r in refs]
+    with pytest.raises(JobDefinitionError, match="column ip is an INTEGER"):
+        register_driver(settings(coordinator.target, 20_000), bound)
+    with pytest.raises(
+        CoordinatorUnavailable, match=r"RegisterWriter for job .* UNAVAILABLE: .*coordinator 127\.0\.0\.1:1\)"
+    ):
+        register_driver(settings("127.0.0.1:1", 500), refs)
 
 
 def test_a_driver_fenced_while_its_batch_prepares_is_fenced_not_restarted(
@@ -206,7 +221,7 @@ def test_the_commit_sends_the_token_of_the_sink_options(participants: FakePartic
     try:
         with CoordinatorClient(process.target, TlsSettings(token_file=str(token))) as client:
             epoch = client.register_writer(JOB, "test-driver").epoch
-            client.register_participants(JOB, epoch, [Participant(r.sink, r.target) for r in participants.refs])
+            client.register_participants(JOB, epoch, [ParticipantRef(r.sink, r.target) for r in participants.refs])
         options = {"job": JOB, "coordinator": process.target, "writerEpoch": str(epoch), "stagingRoot": str(tmp_path)}
         without = TwoPhaseCommitWriter(parse_sink_options(options), IP_COUNT_ARROW_SCHEMA)
         with pytest.raises(Exception, match="UNAUTHENTICATED"):

@@ -57,6 +57,7 @@ class ClusterRun:
             "source": {"max_offsets_per_trigger": EVENTS_PER_ROUND},
             "coordinator": {"target": system.coordinator.target},
             "participants": system.participants,
+            "outputs": system.outputs,
             "params": {"hold_dir": str(self.hold.folder)},
             "restart": {"attempts": 0},
             "spark": {

@@ -33,7 +33,7 @@ import psycopg
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.core.traffic.model import TrafficModel, event
+from onceflow.ipcount.traffic.model import TrafficModel, event
 from onceflow.testing.broker.clients import create_topic, read_topic
 from onceflow.testing.spark.input import encoded_events, produce_events
 
@@ -55,7 +55,7 @@ def _bindings_config(system: SinkSystem) -> dict[str, dict[str, Any]]:
     """The three jobs' own settings (the rest is shared)."""
     return {
         "ipcount": {
-            "entrypoint": "onceflow.spark.examples.ip_count:job",
+            "entrypoint": "onceflow.ipcount.job:job",
             "output_mode": "append",
             "outputs": {
                 "results": [

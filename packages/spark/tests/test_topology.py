@@ -66,9 +66,11 @@ def test_local_paths(location: str, local: bool) -> None:
 
 def _settings(**overrides: Any) -> SparkJobSettings:
     doc: dict[str, Any] = {
+        "entrypoint": "my_jobs.counts:job",
         "checkpoint_location": "/var/onceflow/checkpoint",
         "staging_root": "/var/onceflow/staging",
         "participants": [{"sink": "sqlite", "target": "127.0.0.1:7101"}],
+        "outputs": {"results": [{"sink": "sqlite", "table": "counts", "mode": "append"}]},
     }
     return SparkJobSettings.model_validate({**doc, **overrides})
 
@@ -94,7 +96,9 @@ def test_declared_shared_paths_and_remote_storage_pass() -> None:
         _settings(checkpoint_location="s3a://bucket/checkpoint", staging_root="s3://bucket/staging"), CLUSTER
     )
     # the at-least-once baseline stages nothing
-    check_shared_storage(_settings(checkpoint_shared=True, guarantee="at-least-once", participants=[]), CLUSTER)
+    check_shared_storage(
+        _settings(checkpoint_shared=True, guarantee="at-least-once", participants=[], outputs={}), CLUSTER
+    )
 
 
 def test_local_paths_pass_on_a_single_host_master() -> None:
@@ -111,10 +115,11 @@ def test_onceflow_job_run_refuses_before_starting_spark(tmp_path: Path, capsys: 
                 "checkpoint_location": str(tmp_path / "checkpoint"),
                 "staging_root": "s3://bucket/staging",
                 "participants": [{"sink": "sqlite", "target": "127.0.0.1:7101"}],
+                "outputs": {"results": [{"sink": "sqlite", "table": "counts", "mode": "append"}]},
             }
         )
     )
-    argv = ["job", "run", "onceflow.spark.examples.ip_count:job", "--config", str(config), "--master", CLUSTER]
+    argv = ["job", "run", "onceflow.ipcount.job:job", "--config", str(config), "--master", CLUSTER]
     assert main(argv) == 2
     error = capsys.readouterr().err
     assert "invalid setting 'checkpoint_location'" in error and "checkpoint_shared = true" in error

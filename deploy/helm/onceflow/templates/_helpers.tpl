@@ -132,6 +132,24 @@ Secret, both through the $(KAFKA_PROPERTIES) and $(POSTGRES_DSN) variables of th
 {{- end }}
 
 {{/*
+The IP-count job's [outputs] (ONCEFLOW_SPARK__OUTPUTS): its results in every sink, upserted by
+(window_start, ip) into ip_counts, or as IpCount records keyed by ip in a kafka sink's topic
+(onceflow.ipcount.schema.results_outputs).
+*/}}
+{{- define "onceflow.spark.outputs" -}}
+{{- $results := list -}}
+{{- range .Values.participant.sinks -}}
+{{- if eq .kind "kafka" -}}
+{{- $topic := (.options | default dict).topic | default "ip_count_sink" -}}
+{{- $results = append $results (dict "sink" .name "topic" $topic "keys" (list "ip") "value_format" "avro" "record_name" "io.onceflow.v1.IpCount") -}}
+{{- else -}}
+{{- $results = append $results (dict "sink" .name "table" "ip_counts" "mode" "upsert" "keys" (list "window_start" "ip")) -}}
+{{- end -}}
+{{- end -}}
+{{- toJson (dict "results" $results) -}}
+{{- end }}
+
+{{/*
 What RunAudit and `onceflow audit --config` compare (ONCEFLOW_CONSUMER__AUDIT__SINKS): the kafka and
 postgres sinks. A SQLite sink's file is on the participant's volume: audit it in the participant pod.
 */}}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from onceflow.broker.transactions import InvalidTransactionRecord, TransactionMetadata, TransactionState
+from onceflow.broker.transactions import InvalidTransactionRecord, KafkaTransactionState, TransactionMetadata
 from onceflow.broker.transactions.records import decode, encode_key, encode_value
 
 
@@ -25,4 +25,4 @@ def test_unknown_version_or_malformed_value_is_rejected() -> None:
     with pytest.raises(InvalidTransactionRecord):
         decode(b"tx", b"\xff not json")
     with pytest.raises(ValueError, match="never logged"):
-        encode_value(TransactionMetadata("tx", 1, 0, 1000, TransactionState.DEAD, 0))
+        encode_value(TransactionMetadata("tx", 1, 0, 1000, KafkaTransactionState.DEAD, 0))

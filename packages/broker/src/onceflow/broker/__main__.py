@@ -1,7 +1,7 @@
-"""``python -m onceflow.broker``: the broker process (see :mod:`onceflow.broker.cli`)."""
+"""``python -m onceflow.broker``: the broker process (see :mod:`onceflow.broker.command`)."""
 
 import sys
 
-from onceflow.broker.cli import main
+from onceflow.broker.command import COMMAND
 
-sys.exit(main())
+sys.exit(COMMAND.main("python -m onceflow.broker"))

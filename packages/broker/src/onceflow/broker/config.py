@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import ClassVar, Final, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -25,6 +25,11 @@ def parse_host_port(value: str) -> tuple[str, int]:
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"expected host:port, got {value!r}")
     return host.strip("[]"), int(port)
+
+
+#: The broker's ready file in its data dir, written by the serve loop once the broker serves
+#: (:mod:`onceflow.core.service.ready_file`, with the ``advertised`` address besides the port).
+READY_FILE: Final = "ready"
 
 
 class BrokerConfig(Settings):
@@ -178,6 +183,11 @@ class BrokerConfig(Settings):
     def listen_port(self) -> int:
         """Port part of ``listen`` (0 = pick a free one)."""
         return parse_host_port(self.listen)[1]
+
+    @property
+    def ready_file(self) -> Path:
+        """``data_dir/ready``: where a broker without ``--ready-file`` publishes its readiness."""
+        return self.data_dir / READY_FILE
 
     def advertised_address(self, bound_port: int) -> tuple[str, int]:
         """The (host, port) given to clients in Metadata and FindCoordinator responses."""

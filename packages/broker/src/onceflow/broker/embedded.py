@@ -20,8 +20,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from onceflow.broker.readiness import READY_FILE, read_ready
-from onceflow.core.process import Readiness, ServiceProcess
+from onceflow.broker.config import READY_FILE
+from onceflow.core.process import ServiceProcess
+from onceflow.core.service import Readiness, read_ready_file
 
 LOG_FILE = "broker.log"
 CONFIG_FILE = "embedded-broker.toml"
@@ -107,8 +108,6 @@ class EmbeddedBroker(BrokerProcess):
         ]
 
     def probe_ready(self, pid: int) -> Readiness | None:
-        """The broker's own ready file (``onceflow.broker.readiness``) names ``pid`` and the port accepts."""
-        info = read_ready(self.data_dir)
-        if info is not None and info.pid == pid and self._accepts(info.port):
-            return Readiness(port=info.port)
-        return None
+        """The broker's ready file (``data_dir/ready``) names ``pid`` and the port accepts."""
+        info = read_ready_file(self.data_dir / READY_FILE, pid)
+        return info if info is not None and self._accepts(info.port) else None

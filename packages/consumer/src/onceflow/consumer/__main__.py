@@ -1,7 +1,7 @@
-"""``python -m onceflow.consumer``: the consumer process (see :mod:`onceflow.consumer.cli.serve`)."""
+"""``python -m onceflow.consumer``: the consumer process (see :mod:`onceflow.consumer.command`)."""
 
 import sys
 
-from onceflow.consumer.cli.serve import main
+from onceflow.consumer.command import COMMAND
 
-sys.exit(main())
+sys.exit(COMMAND.main("python -m onceflow.consumer"))

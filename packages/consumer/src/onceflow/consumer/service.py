@@ -140,3 +140,10 @@ class ConsumerService(Service):
         if failure is None:
             return ExitStatus(EXIT_OK)
         return ExitStatus(EXIT_CONSUMER_FAILED, f"the consumer loop failed: {failure}")
+
+
+def consumer_service(settings: ConsumerSettings) -> ConsumerService:
+    """The command's service factory: the consumer with the process's installed faults (none in production)."""
+    from onceflow.core.faults import installed_faults
+
+    return ConsumerService(settings, faults=installed_faults("consumer"))

@@ -5,27 +5,18 @@ Sub-packages, one concept each:
 - :mod:`~onceflow.coordinator.engine`: :class:`TwoPhaseCommitEngine`, the protocol as a plain object
   (commit, abort, resolve, recovery, commit delivery with backoff);
 - :mod:`~onceflow.coordinator.log`: the :class:`TransactionLog` ABC, in-memory and Kafka backends;
-- :mod:`~onceflow.coordinator.participants`: the :class:`ParticipantClient` ABC and its gRPC client;
+- :mod:`~onceflow.coordinator.participants`: the :class:`ParticipantConnection` ABC and its gRPC connection;
 - :mod:`~onceflow.coordinator.service`: the gRPC servicer (to_proto/from_proto) and the server;
 - :mod:`~onceflow.coordinator.cli`: ``onceflow coordinator`` and ``onceflow txn``;
 - (tests) :mod:`onceflow.testing.coordinator`, in the separate onceflow-testing package: fakes, CoordinatorProcess.
 """
 
-from onceflow.coordinator.engine import EngineConfig, TransactionCoordinator, TwoPhaseCommitEngine
+from onceflow.coordinator.engine import EngineConfig, TwoPhaseCommitEngine
 from onceflow.coordinator.exceptions import CoordinatorError, CoordinatorFenced, CoordinatorStopped
 from onceflow.coordinator.log import MemoryTransactionLog, TransactionLog
 from onceflow.coordinator.log.kafka import KafkaTransactionLog
-from onceflow.coordinator.model import (
-    JobState,
-    ParticipantRef,
-    Resolution,
-    StagedFile,
-    Transaction,
-    TransactionId,
-    TransactionOutcome,
-    TransactionState,
-)
-from onceflow.coordinator.participants import GrpcParticipantConnector, ParticipantClient, ParticipantConnector
+from onceflow.coordinator.model import JobState, Transaction, TransactionOutcome
+from onceflow.coordinator.participants import GrpcParticipantConnector, ParticipantConnection, ParticipantConnector
 from onceflow.coordinator.settings import CoordinatorSettings
 
 __all__ = [
@@ -38,16 +29,10 @@ __all__ = [
     "JobState",
     "KafkaTransactionLog",
     "MemoryTransactionLog",
-    "ParticipantClient",
+    "ParticipantConnection",
     "ParticipantConnector",
-    "ParticipantRef",
-    "Resolution",
-    "StagedFile",
     "Transaction",
-    "TransactionCoordinator",
-    "TransactionId",
     "TransactionLog",
     "TransactionOutcome",
-    "TransactionState",
     "TwoPhaseCommitEngine",
 ]

@@ -1,7 +1,7 @@
-"""``python -m onceflow.coordinator``: the coordinator process (see :mod:`onceflow.coordinator.cli.serve`)."""
+"""``python -m onceflow.coordinator``: the coordinator process (see :mod:`onceflow.coordinator.command`)."""
 
 import sys
 
-from onceflow.coordinator.cli.serve import main
+from onceflow.coordinator.command import COMMAND
 
-sys.exit(main())
+sys.exit(COMMAND.main("python -m onceflow.coordinator"))

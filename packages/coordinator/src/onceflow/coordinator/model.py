@@ -1,5 +1,5 @@
 """The coordinator's domain values: transactions and jobs, over the contract's transaction ids, states,
-staged files and participant refs (re-exported here).
+staged files and participant refs (:mod:`onceflow.core.contract`, :mod:`onceflow.core.staging`).
 
 All values are immutable; the engine replaces them (``dataclasses.replace``) as a transaction moves
 ``PREPARING -> COMMITTING -> COMMITTED`` or ``PREPARING -> ABORTING -> ABORTED``.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from onceflow.core.contract import ParticipantRef, Resolution, TransactionId, TransactionState
+from onceflow.core.contract import ParticipantRef, TransactionId, TransactionState
 from onceflow.core.staging import StagedFile
 
 #: A job name: letters, digits, ``.``, ``_``, ``-``; no ``:`` (it separates job and batch in ids).
@@ -24,14 +24,9 @@ __all__ = [
     "RESERVED_JOB_NAMES",
     "SHA256_HEX",
     "JobState",
-    "ParticipantRef",
     "ParticipantVote",
-    "Resolution",
-    "StagedFile",
     "Transaction",
-    "TransactionId",
     "TransactionOutcome",
-    "TransactionState",
 ]
 
 

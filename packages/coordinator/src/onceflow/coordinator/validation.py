@@ -14,8 +14,8 @@ import re
 from collections.abc import Sequence
 
 from onceflow.coordinator.exceptions import InvalidRequest
-from onceflow.coordinator.model import JOB_NAME, RESERVED_JOB_NAMES, ParticipantRef, StagedFile
-from onceflow.core.contract import InvalidBinding
+from onceflow.coordinator.model import JOB_NAME, RESERVED_JOB_NAMES
+from onceflow.core.contract import InvalidBinding, ParticipantRef
 from onceflow.core.contract.shards import SHARD_SEPARATOR, check_shardable
 from onceflow.core.request_limits import (
     MAX_ID_BYTES,
@@ -26,6 +26,7 @@ from onceflow.core.request_limits import (
     MAX_URI_BYTES,
     oversize,
 )
+from onceflow.core.staging import StagedFile
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 

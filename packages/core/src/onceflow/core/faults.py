@@ -1,28 +1,29 @@
-"""Fault injection: named points where a test makes a process crash, as an injected object.
+"""Fault injection points: where a test may make a process crash or wait. Nothing happens in production.
 
 Production code is given a :class:`FaultInjector` and calls ``faults.at("<point>", **ids)`` at the
 moments a crash is worth testing (after a decision is logged, after a commit returned). The
-default, :data:`NO_FAULTS`, does nothing. A process's composition root (its ``main``) builds a
-:class:`CrashAt` instead when the test harness asked for one through the environment
-(:func:`faults_from_env`); no module on the production path reads that environment or exits.
+default, :data:`NO_FAULTS`, does nothing.
 
-:class:`CrashAt` ends the process with ``os._exit(137)`` (what a shell reports after ``kill -9``):
-no cleanup, no flushing of clients, exactly like a crash. Only the log handlers are flushed, so the
-line naming the point is on disk.
+A process's composition root (its ``main``) asks :func:`installed_faults` once for the injector of
+its kind of process. That is :data:`NO_FAULTS` unless a test harness installed a plug-in: an entry
+point of group :data:`PLUGIN_GROUP` named after the process. The implementations (crashes that end
+the process like ``kill -9``, holds) and the test environment they read live in the
+``onceflow-testing`` distribution, which no product package depends on and no image installs. No
+product module crashes or reads a test's environment.
 """
 
 from __future__ import annotations
 
 import abc
-import logging
-import os
-from collections.abc import Callable, Mapping
+import functools
+from importlib.metadata import entry_points
 from typing import Final
 
 from onceflow.core.logging import get_logger
 
-#: The exit code of a crash (128 + SIGKILL).
-CRASH_EXIT_CODE: Final = 137
+#: The entry-point group of fault plug-ins: ``<process> = "module:factory"``, a factory taking no
+#: arguments and returning the process's :class:`FaultInjector`.
+PLUGIN_GROUP: Final = "onceflow.faults"
 
 _log = get_logger(__name__)
 
@@ -41,35 +42,29 @@ class NoFaults(FaultInjector):
     def at(self, point: str, **ids: object) -> None:
         return None
 
+    def __repr__(self) -> str:
+        return "NO_FAULTS"
+
 
 NO_FAULTS: Final[FaultInjector] = NoFaults()
 
 
-class CrashAt(FaultInjector):
-    """Crash the process at ``point``: log it, run ``before_exit`` (say, kill a parent), ``os._exit(137)``."""
+@functools.cache
+def installed_faults(process: str) -> FaultInjector:
+    """The injector a test harness installed for ``process`` (``coordinator``, ``participant``, ...),
+    else :data:`NO_FAULTS`. Looked up once per process: later calls return the same injector.
 
-    def __init__(self, point: str, *, before_exit: Callable[[], None] | None = None) -> None:
-        self.point = point
-        self._before_exit = before_exit
-
-    def at(self, point: str, **ids: object) -> None:
-        if point != self.point:
-            return
-        _log.error("fault.crash", point=point, **ids)
-        for handler in logging.getLogger().handlers:
-            handler.flush()
-        if self._before_exit is not None:
-            self._before_exit()
-        os._exit(CRASH_EXIT_CODE)
-
-
-def faults_from_env(
-    variable: str,
-    *,
-    point: Callable[[str], str] = str,
-    before_exit: Callable[[], None] | None = None,
-    env: Mapping[str, str] | None = None,
-) -> FaultInjector:
-    """:class:`CrashAt` the point named by ``variable`` (mapped through ``point``), else :data:`NO_FAULTS`."""
-    value = (os.environ if env is None else env).get(variable, "").strip()
-    return CrashAt(point(value), before_exit=before_exit) if value else NO_FAULTS
+    A plug-in that fails to load, or returns something else than a :class:`FaultInjector`, raises: a
+    test that asked for a fault must not run without it.
+    """
+    plugins = sorted(entry_points(group=PLUGIN_GROUP, name=process), key=lambda plugin: plugin.value)
+    if not plugins:
+        return NO_FAULTS
+    if len(plugins) > 1:
+        raise RuntimeError(f"{len(plugins)} {PLUGIN_GROUP} plug-ins for {process!r}: {[p.value for p in plugins]}")
+    injector = plugins[0].load()()
+    if not isinstance(injector, FaultInjector):
+        raise TypeError(f"the {PLUGIN_GROUP} plug-in {plugins[0].value} returned {injector!r}, not a FaultInjector")
+    if injector is not NO_FAULTS:
+        _log.warning("faults.installed", process=process, plugin=plugins[0].value, injector=repr(injector))
+    return injector

@@ -22,17 +22,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import grpc
 from google.protobuf.json_format import MessageToDict
 from prometheus_client.parser import text_string_to_metric_families
 
 from onceflow.core.contract import TransactionState
-from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.core.contract.clients import ConnectClient, CoordinatorClient, ResultsClient, RpcFailed
 from onceflow.core.contract.proto import state_from_proto
 from onceflow.demo.components import JOB, Context, connector_name
 from onceflow.proto.v1 import connect_pb2 as connect_pb
-from onceflow.proto.v1 import results_pb2, results_pb2_grpc
-from onceflow.runtime.admin.client import ConnectClient
 from onceflow.runtime.api.source import END_OF_INPUT_KEY
 from onceflow.sinks.readback import SqliteReader
 
@@ -159,10 +156,10 @@ class Observer:
 
     def input_progress(self) -> InputProgress | None:
         try:
-            with ConnectClient(self.context.target("connect"), timeout=RPC_TIMEOUT_S) as client:
+            with ConnectClient(self.context.target("connect"), self.context.tls, timeout_s=RPC_TIMEOUT_S) as client:
                 request = connect_pb.GetConnectorOffsetsRequest(name=connector_name(self.context.state))
                 reply = client.call("GetConnectorOffsets", request)
-        except grpc.RpcError:
+        except RpcFailed:
             return None
         pairs = [(MessageToDict(o.partition), MessageToDict(o.offset)) for o in reply.offsets]
         return input_from_offsets(pairs)
@@ -170,9 +167,11 @@ class Observer:
     def transactions(self) -> TransactionTally | None:
         """The job's transactions (newest page) folded into :attr:`tally`."""
         try:
-            with CoordinatorClient(self.context.target("coordinator"), timeout_s=RPC_TIMEOUT_S) as client:
+            with CoordinatorClient(
+                self.context.target("coordinator"), self.context.tls, timeout_s=RPC_TIMEOUT_S
+            ) as client:
                 transactions = client.list_transactions(JOB, limit=1000)
-        except grpc.RpcError:
+        except RpcFailed:
             return None
         in_doubt = 0
         for txn in transactions:
@@ -195,10 +194,9 @@ class Observer:
 
     def top_ips(self, limit: int = 5) -> TopIps | None:
         try:
-            with grpc.insecure_channel(self.context.target("consumer")) as channel:
-                stub = results_pb2_grpc.ResultsStub(channel)  # type: ignore[no-untyped-call]
-                reply = stub.GetTopIps(results_pb2.GetTopIpsRequest(limit=limit), timeout=RPC_TIMEOUT_S)
-        except grpc.RpcError:
+            with ResultsClient(self.context.target("consumer"), self.context.tls, timeout_s=RPC_TIMEOUT_S) as client:
+                reply = client.get_top_ips(limit=limit)
+        except RpcFailed:
             return None
         return TopIps(reply.window_start_ms, tuple((c.ip, int(c.count)) for c in reply.counts))
 

@@ -17,7 +17,7 @@ from typing import Any
 from onceflow.core import defaults
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.settings import parse_pairs
-from onceflow.core.traffic import expected_counts, model_from_config
+from onceflow.ipcount.traffic import expected_counts, model_from_config
 from onceflow.logproducer.generator.connector import generator_config_def
 from onceflow.logproducer.sample import write_sample_log
 

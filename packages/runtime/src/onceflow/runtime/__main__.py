@@ -1,19 +1,8 @@
 """``python -m onceflow.runtime --config worker.toml [connector files]``: a connect worker process
-(the same as ``onceflow connect-worker``, without loading the other CLI plugins)."""
+(the same as ``onceflow connect-worker``, see :mod:`onceflow.runtime.command`)."""
 
-from __future__ import annotations
-
-import argparse
 import sys
 
-from onceflow.runtime.cli.worker_command import add_arguments, run
+from onceflow.runtime.command import COMMAND
 
-
-def main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m onceflow.runtime")
-    add_arguments(parser)
-    return run(parser.parse_args())
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+sys.exit(COMMAND.main("python -m onceflow.runtime"))

@@ -6,7 +6,7 @@
 - (tests) :mod:`onceflow.testing.sinks`, in the separate onceflow-testing package: a real PostgreSQL server fixture.
 """
 
-from onceflow.sinks.base import Outcome, PrepareResult, SinkParticipant
+from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.exceptions import (
     PreparedTransactionsDisabled,
     PrepareRejected,
@@ -16,9 +16,7 @@ from onceflow.sinks.exceptions import (
 )
 
 __all__ = [
-    "Outcome",
     "PrepareRejected",
-    "PrepareResult",
     "PreparedTransactionsDisabled",
     "SinkError",
     "SinkParticipant",

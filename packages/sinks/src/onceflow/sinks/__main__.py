@@ -1,18 +1,7 @@
-"""``python -m onceflow.sinks --config FILE``: the participant server without the ``onceflow`` command."""
+"""``python -m onceflow.sinks``: the participant process (see :mod:`onceflow.sinks.command`)."""
 
-from __future__ import annotations
-
-import argparse
 import sys
 
-from onceflow.sinks.cli import add_arguments, main
+from onceflow.sinks.command import COMMAND
 
-
-def _main() -> int:
-    parser = argparse.ArgumentParser(prog="python -m onceflow.sinks", description="onceflow sink participant server")
-    add_arguments(parser)
-    return main(parser.parse_args())
-
-
-if __name__ == "__main__":
-    sys.exit(_main())
+sys.exit(COMMAND.main("python -m onceflow.sinks"))

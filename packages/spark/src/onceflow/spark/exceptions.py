@@ -7,6 +7,7 @@ text of a ``StreamingQueryException``. Each message therefore starts with a stab
 
 from __future__ import annotations
 
+from onceflow.core.contract import TransactionId
 from onceflow.core.errors import OnceflowError
 
 
@@ -74,7 +75,9 @@ class TransactionAborted(SparkWorkerError):  # noqa: N818 - the outcome's name
     def __init__(self, job: str, batch: int, reason: str) -> None:
         self.job = job
         self.batch = batch
-        super().__init__(f"transaction {job}:{batch} was aborted by the coordinator: {reason or 'no reason given'}")
+        super().__init__(
+            f"transaction {TransactionId(job, batch)} was aborted by the coordinator: {reason or 'no reason given'}"
+        )
 
 
 class CoordinatorUnavailable(SparkWorkerError):  # noqa: N818 - the condition's name

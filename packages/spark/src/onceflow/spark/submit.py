@@ -13,19 +13,26 @@ shared (docs/cluster.md).
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import sys
 
-from onceflow.spark.runner.cli import add_arguments, run
+from onceflow.core.service import flag
+from onceflow.spark.command import COMMAND, GUARANTEE
+
+#: The driver's command under spark-submit: no ``--master`` (spark-submit's), ``--entrypoint``.
+SUBMIT_COMMAND = dataclasses.replace(
+    COMMAND,
+    description=__doc__ or "",
+    service="onceflow.spark.service:submitted_driver_service",
+    flags=(
+        GUARANTEE,
+        flag("--entrypoint", setting="entrypoint", help="the job's module:function (default: the config's entrypoint)"),
+    ),
+)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="onceflow-spark-submit", description=__doc__)
-    add_arguments(parser, with_master=False)
-    parser.add_argument("--entrypoint", help="the job's module:function (default: the config's entrypoint)")
-    args = parser.parse_args(argv)
-    args.from_spark_submit = True
-    return run(args)
+    return SUBMIT_COMMAND.main("onceflow-spark-submit", argv)
 
 
 if __name__ == "__main__":

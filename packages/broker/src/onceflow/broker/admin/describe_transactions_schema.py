@@ -17,7 +17,7 @@ from kio.static.primitive import i16, i32Timedelta, i64
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TransactionState:
+class DescribedTransaction:
     """One described transactional id."""
 
     __type__: ClassVar = EntityType.nested
@@ -45,4 +45,4 @@ class DescribeTransactionsResponse:
     __api_key__: ClassVar[i16] = i16(65)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
-    transaction_states: tuple[TransactionState, ...]
+    transaction_states: tuple[DescribedTransaction, ...]

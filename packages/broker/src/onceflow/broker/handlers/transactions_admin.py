@@ -25,9 +25,9 @@ from kio.schema.errors import ErrorCode
 
 from onceflow.broker.acl import AclOperation, ResourceType
 from onceflow.broker.handlers.context import RequestContext
-from onceflow.broker.transactions import TransactionState
+from onceflow.broker.transactions import KafkaTransactionState
 
-_KNOWN_STATES = frozenset(state.value.casefold() for state in TransactionState)
+_KNOWN_STATES = frozenset(state.value.casefold() for state in KafkaTransactionState)
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 

@@ -17,7 +17,7 @@ from onceflow.broker.transactions.exceptions import (
 from onceflow.broker.transactions.markers import MarkerWriter
 from onceflow.broker.transactions.metadata import TransactionMetadata
 from onceflow.broker.transactions.results import InitProducerIdResult, TransactionDescription, TransactionListing
-from onceflow.broker.transactions.state import TransactionState
+from onceflow.broker.transactions.state import KafkaTransactionState
 from onceflow.broker.transactions.store import FILE_NAME as TRANSACTION_LOG_FILE_NAME
 from onceflow.broker.transactions.timeouts import SweepReport
 
@@ -26,6 +26,7 @@ __all__ = [
     "IllegalTransactionTransition",
     "InitProducerIdResult",
     "InvalidTransactionRecord",
+    "KafkaTransactionState",
     "MarkerWriteError",
     "MarkerWriter",
     "SweepReport",
@@ -35,5 +36,4 @@ __all__ = [
     "TransactionDescription",
     "TransactionListing",
     "TransactionMetadata",
-    "TransactionState",
 ]

@@ -8,7 +8,7 @@ from onceflow.broker.groups import GroupCoordinator
 from onceflow.broker.transactions.exceptions import MarkerWriteError, TransactionCompletionInterrupted
 from onceflow.broker.transactions.markers import MarkerWriter
 from onceflow.broker.transactions.metadata import TransactionMetadata
-from onceflow.broker.transactions.state import TransactionState
+from onceflow.broker.transactions.state import KafkaTransactionState
 from onceflow.broker.transactions.store import TransactionStore
 from onceflow.core.logging import get_logger
 
@@ -67,7 +67,7 @@ class TransactionCompleter:
         """
         if not metadata.state.is_prepared:
             raise ValueError(f"transaction {metadata.transactional_id!r} is {metadata.state.value}, not prepared")
-        commit = metadata.state is TransactionState.PREPARE_COMMIT
+        commit = metadata.state is KafkaTransactionState.PREPARE_COMMIT
         # Step 2
         for topic, partition in sorted(metadata.partitions):
             self._write_marker(metadata, topic, partition, commit)

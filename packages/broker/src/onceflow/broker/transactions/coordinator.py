@@ -18,7 +18,7 @@ from onceflow.broker.transactions.metadata import NO_PRODUCER_EPOCH, NO_PRODUCER
 from onceflow.broker.transactions.metadata import TransactionMetadata as Metadata
 from onceflow.broker.transactions.producer_init import ProducerIdentity, ProducerInitializer
 from onceflow.broker.transactions.results import InitProducerIdResult, TransactionDescription, TransactionListing
-from onceflow.broker.transactions.state import TransactionState
+from onceflow.broker.transactions.state import KafkaTransactionState
 from onceflow.broker.transactions.store import TransactionStore
 from onceflow.broker.transactions.timeouts import SweepReport, TimeoutSweeper
 from onceflow.core.logging import get_logger
@@ -210,7 +210,7 @@ class TransactionCoordinator:
                 return dict.fromkeys(offsets, owned)
             if owned.state.is_prepared:
                 return dict.fromkeys(offsets, ErrorCode.concurrent_transactions)
-            if owned.state is not TransactionState.ONGOING or group_id not in owned.groups:
+            if owned.state is not KafkaTransactionState.ONGOING or group_id not in owned.groups:
                 return dict.fromkeys(offsets, ErrorCode.invalid_txn_state)
             return self._groups.stage_txn_offsets(
                 group_id, producer_id, producer_epoch, generation_id, member_id, group_instance_id, offsets
@@ -265,15 +265,15 @@ class TransactionCoordinator:
             if metadata is None:
                 return ErrorCode.transactional_id_not_found
             state = metadata.state
-            if state is TransactionState.ONGOING:
+            if state is KafkaTransactionState.ONGOING:
                 metadata = running.completer.fence(metadata, recoverable=False)
                 running.completer.try_complete(metadata)  # decided: a failure is retried by the timer
                 error = ErrorCode.none
-            elif state is TransactionState.PREPARE_ABORT:
+            elif state is KafkaTransactionState.PREPARE_ABORT:
                 completed = running.completer.try_complete(metadata)
                 error = ErrorCode.none if completed else ErrorCode.concurrent_transactions
             else:
-                if state is TransactionState.PREPARE_COMMIT:
+                if state is KafkaTransactionState.PREPARE_COMMIT:
                     running.completer.try_complete(metadata)
                 error = ErrorCode.invalid_txn_state
             log.info(
@@ -309,7 +309,7 @@ class TransactionCoordinator:
         metadata = running.store.for_producer(producer_id)
         return (
             metadata is not None
-            and metadata.state is TransactionState.ONGOING
+            and metadata.state is KafkaTransactionState.ONGOING
             and (topic, partition) in metadata.partitions
         )
 
@@ -342,7 +342,7 @@ class TransactionCoordinator:
             if not partitions and not groups:
                 return ErrorCode.none
             already = metadata.partitions.issuperset(partitions) and metadata.groups.issuperset(groups)
-            if metadata.state is TransactionState.ONGOING and already:
+            if metadata.state is KafkaTransactionState.ONGOING and already:
                 return ErrorCode.none
             running.store.put(metadata.with_added(self._now_ms(), partitions, groups))
             log.debug(
@@ -352,22 +352,22 @@ class TransactionCoordinator:
                 epoch=producer_epoch,
                 partitions=",".join(f"{topic}-{partition}" for topic, partition in sorted(partitions)) or None,
                 groups=",".join(groups) or None,
-                started=metadata.state is not TransactionState.ONGOING,
+                started=metadata.state is not KafkaTransactionState.ONGOING,
             )
             return ErrorCode.none
 
     def _end(self, running: _Running, metadata: Metadata, commit: bool) -> ErrorCode:
         state = metadata.state
-        if state is TransactionState.EMPTY:
+        if state is KafkaTransactionState.EMPTY:
             # Nothing was begun (as Apache Kafka answers; clients end an empty transaction without EndTxn).
             return ErrorCode.invalid_txn_state
-        if state is TransactionState.ONGOING:
+        if state is KafkaTransactionState.ONGOING:
             # Step 1
             prepared = running.completer.decide(metadata, commit)
             # Steps 2-4
             running.completer.try_complete(prepared)
             return ErrorCode.none
-        same = (state in {TransactionState.PREPARE_COMMIT, TransactionState.COMPLETE_COMMIT}) == commit
+        same = (state in {KafkaTransactionState.PREPARE_COMMIT, KafkaTransactionState.COMPLETE_COMMIT}) == commit
         if not same:
             return ErrorCode.invalid_txn_state
         if state.is_prepared and not running.completer.try_complete(metadata):

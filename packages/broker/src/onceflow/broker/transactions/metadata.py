@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from onceflow.broker.transactions.exceptions import IllegalTransactionTransition
-from onceflow.broker.transactions.state import TransactionState
+from onceflow.broker.transactions.state import KafkaTransactionState
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -43,7 +43,7 @@ class TransactionMetadata:
     producer_id: int
     producer_epoch: int
     timeout_ms: int
-    state: TransactionState
+    state: KafkaTransactionState
     last_update_ms: int
     prev_producer_id: int = NO_PRODUCER_ID
     last_producer_epoch: int = NO_PRODUCER_EPOCH
@@ -54,9 +54,9 @@ class TransactionMetadata:
     @classmethod
     def new(cls, transactional_id: str, producer_id: int, timeout_ms: int, now_ms: int) -> TransactionMetadata:
         """A just-created id that has not been handed out yet (epoch -1: the first bump gives 0)."""
-        return cls(transactional_id, producer_id, NO_PRODUCER_EPOCH, timeout_ms, TransactionState.EMPTY, now_ms)
+        return cls(transactional_id, producer_id, NO_PRODUCER_EPOCH, timeout_ms, KafkaTransactionState.EMPTY, now_ms)
 
-    def _to(self, target: TransactionState, **changes: Any) -> TransactionMetadata:
+    def _to(self, target: KafkaTransactionState, **changes: Any) -> TransactionMetadata:
         if not self.state.can_become(target):
             raise IllegalTransactionTransition(self.transactional_id, self.state.value, target.value)
         return replace(self, state=target, **changes)
@@ -67,7 +67,7 @@ class TransactionMetadata:
         """Empty, owned by ``(producer_id, epoch)``: the result of InitProducerId."""
         prev = self.producer_id if producer_id != self.producer_id else self.prev_producer_id
         return self._to(
-            TransactionState.EMPTY,
+            KafkaTransactionState.EMPTY,
             producer_id=producer_id,
             prev_producer_id=prev,
             producer_epoch=epoch,
@@ -83,9 +83,9 @@ class TransactionMetadata:
         self, now_ms: int, partitions: Iterable[TopicPartition] = (), groups: Iterable[str] = ()
     ) -> TransactionMetadata:
         """Ongoing, with more partitions or groups; the first addition starts the transaction's clock."""
-        started = self.state is TransactionState.ONGOING
+        started = self.state is KafkaTransactionState.ONGOING
         return self._to(
-            TransactionState.ONGOING,
+            KafkaTransactionState.ONGOING,
             partitions=self.partitions | frozenset(partitions),
             groups=self.groups | frozenset(groups),
             start_time_ms=self.start_time_ms if started else now_ms,
@@ -94,7 +94,7 @@ class TransactionMetadata:
 
     def prepared(self, commit: bool, now_ms: int) -> TransactionMetadata:
         """PrepareCommit or PrepareAbort: the outcome is decided."""
-        target = TransactionState.PREPARE_COMMIT if commit else TransactionState.PREPARE_ABORT
+        target = KafkaTransactionState.PREPARE_COMMIT if commit else KafkaTransactionState.PREPARE_ABORT
         return self._to(target, last_update_ms=now_ms)
 
     def fenced(self, now_ms: int, *, recoverable: bool) -> TransactionMetadata:
@@ -106,21 +106,21 @@ class TransactionMetadata:
         """
         epoch = min(self.producer_epoch + 1, MAX_PRODUCER_EPOCH)
         last = self.producer_epoch if recoverable else NO_PRODUCER_EPOCH
-        fence = self._to(TransactionState.PREPARE_EPOCH_FENCE, producer_epoch=epoch, last_producer_epoch=last)
-        return fence._to(TransactionState.PREPARE_ABORT, last_update_ms=now_ms)
+        fence = self._to(KafkaTransactionState.PREPARE_EPOCH_FENCE, producer_epoch=epoch, last_producer_epoch=last)
+        return fence._to(KafkaTransactionState.PREPARE_ABORT, last_update_ms=now_ms)
 
     def completed(self, now_ms: int) -> TransactionMetadata:
         """CompleteCommit or CompleteAbort: every marker is written; the partitions are cleared."""
         target = (
-            TransactionState.COMPLETE_COMMIT
-            if self.state is TransactionState.PREPARE_COMMIT
-            else TransactionState.COMPLETE_ABORT
+            KafkaTransactionState.COMPLETE_COMMIT
+            if self.state is KafkaTransactionState.PREPARE_COMMIT
+            else KafkaTransactionState.COMPLETE_ABORT
         )
         return self._to(target, partitions=frozenset(), groups=frozenset(), last_update_ms=now_ms)
 
     def dead(self) -> TransactionMetadata:
         """Dead: the id expired and is being removed."""
-        return self._to(TransactionState.DEAD, partitions=frozenset(), groups=frozenset())
+        return self._to(KafkaTransactionState.DEAD, partitions=frozenset(), groups=frozenset())
 
     def topics(self) -> dict[str, list[int]]:
         """The transaction's partitions grouped by topic, sorted."""

@@ -11,7 +11,7 @@ from onceflow.broker.transactions.completion import TransactionCompleter
 from onceflow.broker.transactions.exceptions import TransactionCompletionInterrupted
 from onceflow.broker.transactions.metadata import NO_PRODUCER_EPOCH, TransactionMetadata, is_epoch_exhausted
 from onceflow.broker.transactions.results import InitProducerIdResult
-from onceflow.broker.transactions.state import TransactionState
+from onceflow.broker.transactions.state import KafkaTransactionState
 from onceflow.broker.transactions.store import TransactionStore
 from onceflow.core.logging import get_logger
 
@@ -91,7 +91,7 @@ class ProducerInitializer:
             if metadata.state.is_prepared:
                 metadata = self._completer.complete(metadata)
             # Step 5
-            if metadata.state is TransactionState.ONGOING:
+            if metadata.state is KafkaTransactionState.ONGOING:
                 owner = expected == ProducerIdentity(metadata.producer_id, metadata.producer_epoch)
                 metadata = self._completer.complete(self._completer.fence(metadata, recoverable=owner))
         except TransactionCompletionInterrupted as error:

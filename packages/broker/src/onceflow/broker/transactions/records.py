@@ -12,12 +12,12 @@ from typing import Any
 
 from onceflow.broker.transactions.exceptions import InvalidTransactionRecord
 from onceflow.broker.transactions.metadata import TransactionMetadata
-from onceflow.broker.transactions.state import TransactionState
+from onceflow.broker.transactions.state import KafkaTransactionState
 
 FORMAT_VERSION = 1
 
 # States a record may hold: PrepareEpochFence is never logged, and Dead ids are tombstoned.
-_STORABLE = frozenset(TransactionState) - {TransactionState.PREPARE_EPOCH_FENCE, TransactionState.DEAD}
+_STORABLE = frozenset(KafkaTransactionState) - {KafkaTransactionState.PREPARE_EPOCH_FENCE, KafkaTransactionState.DEAD}
 
 
 def encode_key(transactional_id: str) -> bytes:
@@ -55,7 +55,7 @@ def decode(key: bytes, value: bytes) -> TransactionMetadata:
     if not isinstance(document, dict) or document.get("v") != FORMAT_VERSION:
         raise InvalidTransactionRecord(key, f"unknown format version in {value[:80]!r}")
     try:
-        state = TransactionState(document["state"])
+        state = KafkaTransactionState(document["state"])
         if state not in _STORABLE:
             raise ValueError(f"state {state.value} is never logged")
         return TransactionMetadata(

@@ -1,11 +1,11 @@
-"""``TransactionState``: the states of a transactional id, and the transitions between them (KIP-98)."""
+"""``KafkaTransactionState``: the states of a Kafka transactional id, and the transitions between them (KIP-98)."""
 
 from __future__ import annotations
 
 from enum import Enum
 
 
-class TransactionState(Enum):
+class KafkaTransactionState(Enum):
     """The state of a transactional id; the values are the names Kafka's ListTransactions reports.
 
     ``PrepareEpochFence`` exists in Kafka only as an in-memory pending state; this coordinator never
@@ -25,27 +25,31 @@ class TransactionState(Enum):
     @property
     def is_prepared(self) -> bool:
         """A decided transaction whose markers may not all be written yet."""
-        return self in {TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT}
+        return self in {KafkaTransactionState.PREPARE_COMMIT, KafkaTransactionState.PREPARE_ABORT}
 
     @property
     def is_idle(self) -> bool:
         """No transaction in progress: a new one may start, and the id may expire."""
         return self in _IDLE
 
-    def can_become(self, target: TransactionState) -> bool:
+    def can_become(self, target: KafkaTransactionState) -> bool:
         """Whether the state machine has the transition ``self -> target``."""
         return self in _SOURCES[target]
 
 
-_IDLE = frozenset({TransactionState.EMPTY, TransactionState.COMPLETE_COMMIT, TransactionState.COMPLETE_ABORT})
+_IDLE = frozenset(
+    {KafkaTransactionState.EMPTY, KafkaTransactionState.COMPLETE_COMMIT, KafkaTransactionState.COMPLETE_ABORT}
+)
 
-_SOURCES: dict[TransactionState, frozenset[TransactionState]] = {
-    TransactionState.EMPTY: _IDLE,
-    TransactionState.ONGOING: _IDLE | {TransactionState.ONGOING},
-    TransactionState.PREPARE_COMMIT: frozenset({TransactionState.ONGOING}),
-    TransactionState.PREPARE_ABORT: frozenset({TransactionState.ONGOING, TransactionState.PREPARE_EPOCH_FENCE}),
-    TransactionState.COMPLETE_COMMIT: frozenset({TransactionState.PREPARE_COMMIT}),
-    TransactionState.COMPLETE_ABORT: frozenset({TransactionState.PREPARE_ABORT}),
-    TransactionState.DEAD: _IDLE,
-    TransactionState.PREPARE_EPOCH_FENCE: frozenset({TransactionState.ONGOING}),
+_SOURCES: dict[KafkaTransactionState, frozenset[KafkaTransactionState]] = {
+    KafkaTransactionState.EMPTY: _IDLE,
+    KafkaTransactionState.ONGOING: _IDLE | {KafkaTransactionState.ONGOING},
+    KafkaTransactionState.PREPARE_COMMIT: frozenset({KafkaTransactionState.ONGOING}),
+    KafkaTransactionState.PREPARE_ABORT: frozenset(
+        {KafkaTransactionState.ONGOING, KafkaTransactionState.PREPARE_EPOCH_FENCE}
+    ),
+    KafkaTransactionState.COMPLETE_COMMIT: frozenset({KafkaTransactionState.PREPARE_COMMIT}),
+    KafkaTransactionState.COMPLETE_ABORT: frozenset({KafkaTransactionState.PREPARE_ABORT}),
+    KafkaTransactionState.DEAD: _IDLE,
+    KafkaTransactionState.PREPARE_EPOCH_FENCE: frozenset({KafkaTransactionState.ONGOING}),
 }

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from onceflow.broker.transactions.completion import TransactionCompleter
-from onceflow.broker.transactions.state import TransactionState
+from onceflow.broker.transactions.state import KafkaTransactionState
 from onceflow.broker.transactions.store import TransactionStore
 from onceflow.core.logging import get_logger
 
@@ -85,7 +85,7 @@ class TimeoutSweeper:
         now = self._now_ms()
         for metadata in self._store:
             # Step 2
-            if metadata.state is TransactionState.ONGOING and metadata.start_time_ms + metadata.timeout_ms < now:
+            if metadata.state is KafkaTransactionState.ONGOING and metadata.start_time_ms + metadata.timeout_ms < now:
                 fenced = self._completer.fence(metadata, recoverable=True)
                 log.info(
                     "txn.timed_out",

@@ -9,11 +9,11 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from onceflow.consumer.audit.model import Key, SinkRows
-from onceflow.core.contract.ip_count import ip_count_table_binding, ip_count_topic_binding
 from onceflow.core.kafka import TopicRecord
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SINK_COMMITS_TOPIC
+from onceflow.ipcount.schema import ip_count_table_binding, ip_count_topic_binding
 from onceflow.sinks.readback import KafkaReader, PostgresReader, Row, SqliteReader, delta_reader
 
 _log = get_logger(__name__)

@@ -19,7 +19,7 @@ from onceflow.core.end_of_input import is_marker
 from onceflow.core.errors import InvalidConfig, SerializationError
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
-from onceflow.core.traffic import TrafficModel, expected_counts, ip_and_time, model_from_config, traffic_config_def
+from onceflow.ipcount.traffic import TrafficModel, expected_counts, ip_and_time, model_from_config, traffic_config_def
 
 _log = get_logger(__name__)
 

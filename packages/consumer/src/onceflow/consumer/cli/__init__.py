@@ -1,1 +1,2 @@
-"""Command-line entry points: ``onceflow consumer``, ``onceflow results ...`` and ``onceflow audit``."""
+"""The consumer's client commands: ``onceflow results ...`` and ``onceflow audit`` (the service's own
+command is :mod:`onceflow.consumer.command`)."""

@@ -43,12 +43,11 @@ import grpc
 from onceflow.consumer.audit.topic import TopicRecord, read_committed
 from onceflow.core.avro import REGISTRY
 from onceflow.core.avro.arrow import json_value
+from onceflow.core.contract.clients import ResultsClient, RpcFailed
 from onceflow.core.defaults import BOOTSTRAP_SERVERS
 from onceflow.core.end_of_input import is_marker
 from onceflow.core.errors import SerializationError
-from onceflow.core.grpc import open_channel
 from onceflow.core.settings import KafkaSettings, TlsSettings, parse_pairs
-from onceflow.proto.v1 import results_pb2, results_pb2_grpc
 
 DEFAULT_TARGET_ENV = "ONCEFLOW_RESULTS_TARGET"
 DEFAULT_TARGET = "127.0.0.1:7200"
@@ -128,17 +127,15 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     table.set_defaults(func=_dump_table)
 
 
-def results_stub(args: argparse.Namespace) -> tuple[grpc.Channel, results_pb2_grpc.ResultsStub]:
+def results_client(args: argparse.Namespace) -> ResultsClient:
+    """The Results client of the command line's ``--results`` target, TLS and token; ``--timeout`` per call."""
     tls = TlsSettings(ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key, token_file=args.token_file)
-    channel = open_channel(args.results, tls)
-    return channel, results_pb2_grpc.ResultsStub(channel)  # type: ignore[no-untyped-call]
+    return ResultsClient(args.results, tls, timeout_s=args.timeout)
 
 
-def _fail(exc: grpc.RpcError, target: str) -> int:
-    code = exc.code() if isinstance(exc, grpc.Call) else None
-    details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
-    print(f"onceflow results: {target}: {code.name if code else 'error'}: {details}", file=sys.stderr)
-    return 2 if code == grpc.StatusCode.INVALID_ARGUMENT else 1
+def _fail(exc: RpcFailed, target: str) -> int:
+    print(f"onceflow results: {target}: {exc.code().name}: {exc.details()}", file=sys.stderr)
+    return 2 if exc.code() == grpc.StatusCode.INVALID_ARGUMENT else 1
 
 
 def _print_rows(rows: Any) -> None:
@@ -147,14 +144,10 @@ def _print_rows(rows: Any) -> None:
 
 
 def _counts(args: argparse.Namespace) -> int:
-    channel, stub = results_stub(args)
-    with channel:
+    with results_client(args) as client:
         try:
-            request = results_pb2.GetIpCountsRequest(
-                ip=args.ip, window_start_from_ms=args.from_ms, window_start_to_ms=args.to_ms
-            )
-            response = stub.GetIpCounts(request, timeout=args.timeout)
-        except grpc.RpcError as exc:
+            response = client.get_ip_counts(args.ip, args.from_ms, args.to_ms)
+        except RpcFailed as exc:
             return _fail(exc, args.results)
     print("window_start,window_end,ip,count")
     _print_rows(response.counts)
@@ -162,12 +155,10 @@ def _counts(args: argparse.Namespace) -> int:
 
 
 def _top(args: argparse.Namespace) -> int:
-    channel, stub = results_stub(args)
-    with channel:
+    with results_client(args) as client:
         try:
-            request = results_pb2.GetTopIpsRequest(window_start_ms=args.window, limit=args.limit)
-            response = stub.GetTopIps(request, timeout=args.timeout)
-        except grpc.RpcError as exc:
+            response = client.get_top_ips(args.window, args.limit)
+        except RpcFailed as exc:
             return _fail(exc, args.results)
     print(f"# window_start={response.window_start_ms}")
     print("window_start,window_end,ip,count")
@@ -176,11 +167,10 @@ def _top(args: argparse.Namespace) -> int:
 
 
 def _watch(args: argparse.Namespace) -> int:
-    channel, stub = results_stub(args)
     batches = 0
-    with channel:
+    with results_client(args) as client:
         try:
-            stream = stub.WatchResults(results_pb2.WatchResultsRequest(window_start_from_ms=args.from_ms))
+            stream = client.watch_results(args.from_ms)
             print("window_start,window_end,ip,count", flush=True)
             for response in stream:
                 offsets = " ".join(f"{p}:{o}" for p, o in sorted(response.offsets.items())) or "-"
@@ -191,21 +181,18 @@ def _watch(args: argparse.Namespace) -> int:
                 print(f"# offsets {offsets}", flush=True)
                 batches += 1
                 if args.max_batches and batches >= args.max_batches:
-                    stream.cancel()
+                    stream.close()
                     break
-        except grpc.RpcError as exc:
-            if isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.CANCELLED:
-                return 0
+        except RpcFailed as exc:
             return _fail(exc, args.results)
     return 0
 
 
 def _tables(args: argparse.Namespace) -> int:
-    channel, stub = results_stub(args)
-    with channel:
+    with results_client(args) as client:
         try:
-            response = stub.ListTables(results_pb2.ListTablesRequest(), timeout=args.timeout)
-        except grpc.RpcError as exc:
+            response = client.list_tables()
+        except RpcFailed as exc:
             return _fail(exc, args.results)
     print("\t".join(["table", "topic", "mode", "format", "keys", "columns"]))
     for table in response.tables:
@@ -216,14 +203,12 @@ def _tables(args: argparse.Namespace) -> int:
 
 
 def _rows(args: argparse.Namespace) -> int:
-    channel, stub = results_stub(args)
     token = args.page_token
-    with channel:
+    with results_client(args) as client:
         while True:
             try:
-                request = results_pb2.ListRowsRequest(table=args.table, limit=args.limit, page_token=token)
-                page = stub.ListRows(request, timeout=args.timeout)
-            except grpc.RpcError as exc:
+                page = client.list_rows(args.table, args.limit, token)
+            except RpcFailed as exc:
                 return _fail(exc, args.results)
             for row in page.rows:
                 print(row.json)
@@ -238,11 +223,10 @@ def _rows(args: argparse.Namespace) -> int:
 
 
 def _watch_rows(args: argparse.Namespace) -> int:
-    channel, stub = results_stub(args)
     batches = 0
-    with channel:
+    with results_client(args) as client:
         try:
-            stream = stub.WatchRows(results_pb2.WatchRowsRequest(table=args.table))
+            stream = client.watch_rows(args.table)
             for response in stream:
                 offsets = " ".join(f"{p}:{o}" for p, o in sorted(response.offsets.items())) or "-"
                 for row in response.rows:
@@ -253,11 +237,9 @@ def _watch_rows(args: argparse.Namespace) -> int:
                     continue
                 batches += 1
                 if args.max_batches and batches >= args.max_batches:
-                    stream.cancel()
+                    stream.close()
                     break
-        except grpc.RpcError as exc:
-            if isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.CANCELLED:
-                return 0
+        except RpcFailed as exc:
             return _fail(exc, args.results)
     return 0
 

@@ -9,7 +9,7 @@ from typing import Any, Final
 from onceflow.consumer.model import ResultRow
 from onceflow.consumer.store.base import Row, TableRow
 from onceflow.consumer.tables import StoredTable, ip_count_table
-from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 
 #: The views' index (the table itself is created from the IP-count schema like any stored table).
 CREATE_INDEX: Final = "CREATE INDEX IF NOT EXISTS results_by_ip ON results (ip, window_start)"

@@ -18,8 +18,9 @@ from onceflow.consumer.model import StoredOffset
 from onceflow.consumer.store.base import PartitionBatch, ResultBatch, ResultsStore, Row, TableRow
 from onceflow.consumer.store.ip_count_views import CREATE_INDEX, IP_COUNT_STORED, IpCountViews
 from onceflow.consumer.tables import STORE_SINK, StoredTable
-from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA, SinkMode, schema_from_bytes, schema_to_bytes
+from onceflow.core.contract import SinkMode, schema_from_bytes, schema_to_bytes
 from onceflow.core.logging import get_logger
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.sinks.base.rows import last_row_per_key
 from onceflow.sinks.tables import TableAccess
 

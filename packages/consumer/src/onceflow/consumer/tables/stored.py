@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Final
 import pyarrow as pa
 
 from onceflow.consumer.tables.columns import parse_columns
-from onceflow.core.contract import IP_COUNT_ARROW_SCHEMA, SinkBinding, SinkMode, ValueFormat
+from onceflow.core.contract import SinkBinding, SinkMode, ValueFormat
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 
 if TYPE_CHECKING:
     from onceflow.consumer.settings import ConsumerSettings

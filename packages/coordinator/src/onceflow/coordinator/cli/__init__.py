@@ -1,1 +1,2 @@
-"""Command-line entry points: ``onceflow coordinator`` (the service) and ``onceflow txn`` (admin)."""
+"""The coordinator's admin commands: ``onceflow txn`` (the service's own command is
+:mod:`onceflow.coordinator.command`)."""

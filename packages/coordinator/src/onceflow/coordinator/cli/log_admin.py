@@ -26,9 +26,9 @@ import grpc
 from onceflow.coordinator.exceptions import TransactionLogError
 from onceflow.coordinator.log.kafka import KafkaTransactionLog
 from onceflow.coordinator.log.rebuild import RebuildPlan, SinkCommits, SinkEvidence, plan_rebuild
-from onceflow.coordinator.model import TransactionId
 from onceflow.coordinator.settings import CoordinatorSettings
-from onceflow.core.contract.clients import ParticipantClient
+from onceflow.core.contract import TransactionId
+from onceflow.core.contract.clients import ParticipantClient, RpcFailed
 from onceflow.core.contract.proto import shard_from_proto
 from onceflow.core.contract.shards import WHOLE_SINK
 from onceflow.core.errors import InvalidConfig, OnceflowError
@@ -162,17 +162,17 @@ def gather(target: str, settings: CoordinatorSettings, timeout: float, max_batch
             prepared = client.list_prepared_transactions()
             try:
                 listed = client.list_committed_batches(max_batches=min(max_batches, 10_000))
-            except grpc.RpcError as exc:
-                if not (isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.UNIMPLEMENTED):
+            except RpcFailed as exc:
+                if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
                     raise
                 print(
                     f"participant {target}: {exc.details()}: only its prepared transactions are used", file=sys.stderr
                 )
                 listed = participant_pb2.ListCommittedBatchesResponse()
-        except grpc.RpcError as exc:
-            code = exc.code().name if isinstance(exc, grpc.Call) else "ERROR"
-            details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
-            raise Refused(f"participant {target} did not answer ({code}: {details}): every participant must") from None
+        except RpcFailed as exc:
+            raise Refused(
+                f"participant {target} did not answer ({exc.code().name}: {exc.details()}): every participant must"
+            ) from None
     held: dict[str, list[TransactionId]] = {}
     commits: dict[str, dict[str, SinkCommits]] = {}
     for name, txn in prepared:

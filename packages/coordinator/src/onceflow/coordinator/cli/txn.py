@@ -25,12 +25,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import grpc
-
 from onceflow.coordinator.cli import log_admin
-from onceflow.coordinator.model import Resolution, TransactionId, TransactionState
-from onceflow.core.contract.clients import CoordinatorClient
-from onceflow.core.contract.proto import state_name
+from onceflow.core.contract import Resolution, TransactionId, TransactionState
+from onceflow.core.contract.clients import CoordinatorClient, RpcFailed
+from onceflow.core.contract.proto import state_name, txn_id_from_proto
 from onceflow.core.settings import TlsSettings
 from onceflow.proto.v1 import coordinator_pb2
 
@@ -106,10 +104,8 @@ def _calling(
         with client:
             try:
                 return command(args, client)
-            except grpc.RpcError as exc:
-                code = exc.code().name if isinstance(exc, grpc.Call) else "ERROR"
-                details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
-                print(f"onceflow txn: {code}: {details}", file=sys.stderr)
+            except RpcFailed as exc:
+                print(f"onceflow txn: {exc.code().name}: {exc.details()}", file=sys.stderr)
                 return 1
 
     return run
@@ -123,7 +119,7 @@ def _time(stamp: Any) -> str:
 
 
 def _txn_name(txn: coordinator_pb2.Transaction) -> str:
-    return f"{txn.id.job}:{txn.id.batch}"
+    return str(txn_id_from_proto(txn.id))
 
 
 @_calling

@@ -5,15 +5,11 @@ from onceflow.coordinator.engine.engine import StagingCollector, TwoPhaseCommitE
 from onceflow.coordinator.engine.recovery import RecoveryReport
 from onceflow.coordinator.engine.state import TransactionStateManager
 
-#: The Flink/Kafka name of the same thing.
-TransactionCoordinator = TwoPhaseCommitEngine
-
 __all__ = [
     "Backoff",
     "EngineConfig",
     "RecoveryReport",
     "StagingCollector",
-    "TransactionCoordinator",
     "TransactionStateManager",
     "TwoPhaseCommitEngine",
 ]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
+from collections.abc import Sequence
 
 from onceflow.coordinator.engine.fanout import ParticipantFanout
 from onceflow.coordinator.engine.state import TransactionStateManager
 from onceflow.coordinator.metrics import CoordinatorMetrics
-from onceflow.coordinator.model import Transaction, TransactionOutcome, TransactionState
+from onceflow.coordinator.model import Transaction, TransactionOutcome
+from onceflow.core.contract import TransactionState
 from onceflow.core.logging import get_logger
 
 _log = get_logger(__name__)
@@ -28,6 +31,7 @@ class AbortPhase:
         self._fanout = fanout
         self._timeout = timeout
         self._metrics = metrics
+        self._background: list[threading.Thread] = []
 
     def run(self, txn: Transaction) -> TransactionOutcome:
         """Send Abort for the ABORTING ``txn`` to every participant, log ABORTED, answer ABORTED."""
@@ -47,3 +51,29 @@ class AbortPhase:
         self._metrics.transaction_seconds.observe(max(0.0, final.updated_at - final.started_at))
         _log.info("txn.aborted", txn=txn.id, job=txn.id.job, batch=txn.id.batch, reason=txn.reason)
         return TransactionOutcome(TransactionState.ABORTED, txn.reason)
+
+    def finish_in_background(self, aborting: Sequence[Transaction]) -> None:
+        """:meth:`run` each of ``aborting`` in turn on a background thread (recovery), until the
+        coordinator stops: the next instance finishes the rest from the log."""
+        thread = threading.Thread(target=self._finish, args=(list(aborting),), name="recovery-aborts", daemon=True)
+        self._background.append(thread)
+        thread.start()
+
+    def join(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds in all for the background aborts (once the state manager
+        stopped, each ends after at most the Abort calls under way), so none acts or logs after close."""
+        deadline = time.monotonic() + timeout
+        for thread in self._background:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _finish(self, aborting: list[Transaction]) -> None:
+        for txn in aborting:
+            if self._state.stopped.is_set():
+                return
+            try:
+                self.run(txn)
+            except Exception as exc:  # the log failed (the coordinator stops) or a bug: say so
+                if self._state.stopped.is_set():
+                    return  # cut short by close, or by a log failure the state manager reported
+                _log.exception("recovery.abort_failed", txn=txn.id, job=txn.id.job, batch=txn.id.batch, error=exc)
+                return

@@ -25,19 +25,12 @@ from onceflow.coordinator.engine.votes import no_vote_reason, vote_of, voted_yes
 from onceflow.coordinator.exceptions import WriterFenced
 from onceflow.coordinator.log.base import TransactionLog
 from onceflow.coordinator.metrics import CoordinatorMetrics
-from onceflow.coordinator.model import (
-    JobState,
-    ParticipantRef,
-    Resolution,
-    StagedFile,
-    Transaction,
-    TransactionId,
-    TransactionOutcome,
-    TransactionState,
-)
+from onceflow.coordinator.model import JobState, Transaction, TransactionOutcome
 from onceflow.coordinator.participants.base import ParticipantConnector
+from onceflow.core.contract import ParticipantRef, Resolution, TransactionId, TransactionState
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
+from onceflow.core.staging import StagedFile
 
 _log = get_logger(__name__)
 
@@ -102,10 +95,13 @@ class TwoPhaseCommitEngine:
         return recover(self.state, self._aborts, self._deliveries, verify)
 
     def close(self) -> None:
-        """Stop serving. COMMITTING transactions stay in the log; the next instance delivers them."""
+        """Stop serving. COMMITTING and ABORTING transactions stay in the log; the next instance
+        finishes them."""
         self.state.close()
-        # a delivery waits at most one Commit call (commit_call_timeout) before it sees the stop
+        # a delivery waits at most one Commit call (commit_call_timeout) before it sees the stop, and
+        # recovery's aborts at most one Abort fan-out (abort_timeout)
         self._deliveries.stop_all(timeout=self.config.commit_call_timeout + 1.0)
+        self._aborts.join(timeout=self.config.abort_timeout + 1.0)
         self.fanout.close()
 
     # -- writers and participants ---------------------------------------------------------------

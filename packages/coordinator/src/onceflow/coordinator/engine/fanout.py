@@ -9,10 +9,12 @@ from concurrent import futures
 from dataclasses import dataclass
 from typing import TypeVar
 
-from onceflow.coordinator.model import ParticipantRef, StagedFile, Transaction
-from onceflow.coordinator.participants.base import ParticipantClient, ParticipantConnector, PrepareVote
+from onceflow.coordinator.model import Transaction
+from onceflow.coordinator.participants.base import ParticipantConnection, ParticipantConnector
+from onceflow.core.contract import ParticipantRef, PrepareVote
 from onceflow.core.contract.shards import shard_files
 from onceflow.core.errors import OnceflowError
+from onceflow.core.staging import StagedFile
 
 T = TypeVar("T")
 
@@ -48,12 +50,12 @@ class ParticipantFanout:
     def _call_all(
         self,
         refs: Sequence[ParticipantRef],
-        call: Callable[[ParticipantClient], T],
+        call: Callable[[ParticipantConnection], T],
         timeout: float,
         what: str,
         on_done: Callable[[str, T | None, str], None] | None = None,
     ) -> dict[str, tuple[T | None, str]]:
-        def run(client: ParticipantClient) -> tuple[T | None, str]:
+        def run(client: ParticipantConnection) -> tuple[T | None, str]:
             try:
                 answer: tuple[T | None, str] = (call(client), "")
             except OnceflowError as exc:

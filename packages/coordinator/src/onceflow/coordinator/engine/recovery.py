@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from onceflow.coordinator.engine.abort import AbortPhase
 from onceflow.coordinator.engine.delivery import CommitDeliveries
 from onceflow.coordinator.engine.state import TransactionStateManager
-from onceflow.coordinator.model import JobState, Transaction, TransactionState
+from onceflow.coordinator.model import JobState
+from onceflow.core.contract import TransactionState
 from onceflow.core.logging import get_logger
 
 _log = get_logger(__name__)
@@ -70,9 +70,7 @@ def recover(
         _log.info("recovery.commit", txn=txn.id, job=txn.id.job, batch=txn.id.batch, epoch=txn.writer_epoch)
     # Step 3
     if aborting:
-        threading.Thread(
-            target=_finish_aborts, args=(state, aborts, aborting), name="recovery-aborts", daemon=True
-        ).start()
+        aborts.finish_in_background(aborting)
     # Step 4
     for txn in committing:
         deliveries.start(txn)
@@ -86,14 +84,3 @@ def recover(
     )
     _log.info("recovery.done", **dataclasses.asdict(report))
     return report
-
-
-def _finish_aborts(state: TransactionStateManager, aborts: AbortPhase, aborting: list[Transaction]) -> None:
-    for txn in aborting:
-        if state.stopped.is_set():
-            return
-        try:
-            aborts.run(txn)
-        except Exception as exc:  # the log failed (the coordinator stops) or a bug: say so
-            _log.exception("recovery.abort_failed", txn=txn.id, job=txn.id.job, batch=txn.id.batch, error=exc)
-            return

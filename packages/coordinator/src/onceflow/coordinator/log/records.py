@@ -15,16 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from onceflow.coordinator.exceptions import TransactionLogError
-from onceflow.coordinator.model import (
-    JobState,
-    ParticipantRef,
-    ParticipantVote,
-    StagedFile,
-    Transaction,
-    TransactionId,
-    TransactionState,
-)
-from onceflow.core.contract import DEFAULT_OUTPUT, Shard, SinkBinding
+from onceflow.coordinator.model import JobState, ParticipantVote, Transaction
+from onceflow.core.contract import DEFAULT_OUTPUT, ParticipantRef, Shard, SinkBinding, TransactionId, TransactionState
+from onceflow.core.staging import StagedFile
 
 #: Version of the JSON value format. Readers reject versions they do not know.
 FORMAT_VERSION: Final = 1

@@ -1,20 +1,18 @@
-"""Participant clients: the :class:`ParticipantClient` ABC and its gRPC implementation."""
+"""Participant connections: the :class:`ParticipantConnection` ABC and its gRPC implementation."""
 
 from onceflow.coordinator.participants.base import (
-    ParticipantClient,
+    ParticipantConnection,
     ParticipantConnector,
     ParticipantFailed,
     ParticipantUnavailable,
-    PrepareVote,
 )
-from onceflow.coordinator.participants.grpc_client import GrpcParticipantClient, GrpcParticipantConnector
+from onceflow.coordinator.participants.grpc_client import GrpcParticipantConnection, GrpcParticipantConnector
 
 __all__ = [
-    "GrpcParticipantClient",
+    "GrpcParticipantConnection",
     "GrpcParticipantConnector",
-    "ParticipantClient",
+    "ParticipantConnection",
     "ParticipantConnector",
     "ParticipantFailed",
     "ParticipantUnavailable",
-    "PrepareVote",
 ]

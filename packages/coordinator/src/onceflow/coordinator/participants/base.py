@@ -4,19 +4,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from onceflow.coordinator.model import ParticipantRef, StagedFile, TransactionId
+from onceflow.core.contract import ParticipantRef, PrepareVote, TransactionId
 from onceflow.core.errors import OnceflowError
-
-
-@dataclass(frozen=True, slots=True)
-class PrepareVote:
-    """A participant's answer to Prepare: yes (``vote_commit``) or no with a ``reason``."""
-
-    vote_commit: bool
-    reason: str = ""
-    rows: int = 0
+from onceflow.core.staging import StagedFile
 
 
 class ParticipantUnavailable(OnceflowError):  # noqa: N818
@@ -46,7 +37,7 @@ class BindingsRefused(OnceflowError):  # noqa: N818
         super().__init__(f"participant {sink!r} at {target} refused the job's bindings: {reason}")
 
 
-class ParticipantClient(ABC):
+class ParticipantConnection(ABC):
     """One sink of a participant server, with Flink's two-phase-commit lifecycle.
 
     Contract (what the coordinator relies on):
@@ -101,10 +92,10 @@ class ParticipantClient(ABC):
 
 
 class ParticipantConnector(ABC):
-    """Hands out (and caches) a :class:`ParticipantClient` per participant reference."""
+    """Hands out (and caches) a :class:`ParticipantConnection` per participant reference."""
 
     @abstractmethod
-    def connect(self, ref: ParticipantRef) -> ParticipantClient:
+    def connect(self, ref: ParticipantRef) -> ParticipantConnection:
         """A client for ``ref``; cheap to call repeatedly (implementations cache)."""
 
     def close(self) -> None:  # noqa: B027 - optional hook

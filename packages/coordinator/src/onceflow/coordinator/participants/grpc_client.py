@@ -1,4 +1,4 @@
-"""The gRPC :class:`ParticipantClient` over ``onceflow.v1.Participant`` (participant.proto), through the
+"""The gRPC :class:`ParticipantConnection` over ``onceflow.v1.Participant`` (participant.proto), through the
 contract's typed client (:class:`onceflow.core.contract.clients.ParticipantClient`)."""
 
 from __future__ import annotations
@@ -8,25 +8,20 @@ from collections.abc import Sequence
 
 import grpc
 
-from onceflow.coordinator.model import ParticipantRef, StagedFile, TransactionId
 from onceflow.coordinator.participants.base import (
     BindingsRefused,
-    ParticipantClient,
+    ParticipantConnection,
     ParticipantConnector,
     ParticipantFailed,
     ParticipantUnavailable,
-    PrepareVote,
 )
-from onceflow.core.contract import clients
+from onceflow.core.contract import ParticipantRef, PrepareVote, TransactionId, clients
+from onceflow.core.contract.clients import CallCancelled, RequestRefused, RpcFailed, ServiceUnavailable
 from onceflow.core.settings import TlsSettings
-
-#: Status codes that mean "could not get an answer": the call may be retried.
-_UNAVAILABLE_CODES = frozenset(
-    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
-)
+from onceflow.core.staging import StagedFile
 
 
-class GrpcParticipantClient(ParticipantClient):
+class GrpcParticipantConnection(ParticipantConnection):
     """One sink of a participant server, reached through the typed client of its target (shared by the
     sinks the server hosts)."""
 
@@ -34,11 +29,9 @@ class GrpcParticipantClient(ParticipantClient):
         super().__init__(ref)
         self._rpc = rpc
 
-    def _error(self, exc: grpc.RpcError, call: str) -> Exception:
-        code = exc.code() if isinstance(exc, grpc.Call) else None
-        details = exc.details() if isinstance(exc, grpc.Call) else str(exc)
-        reason = f"{call}: {code.name if code else 'error'}: {details}"
-        if code in _UNAVAILABLE_CODES:
+    def _error(self, exc: RpcFailed, call: str) -> Exception:
+        reason = f"{call}: {exc.code().name}: {exc.details()}"
+        if isinstance(exc, ServiceUnavailable | CallCancelled):  # no answer: the call may be retried
             return ParticipantUnavailable(self.name, reason)
         return ParticipantFailed(self.name, reason)
 
@@ -47,41 +40,40 @@ class GrpcParticipantClient(ParticipantClient):
             response = self._rpc.prepare_transaction(
                 self.sink, txn, files, self.ref.bindings, shard=self.ref.shard, timeout_s=timeout
             )
-        except grpc.RpcError as exc:
+        except RpcFailed as exc:
             # Older participants voted no with FAILED_PRECONDITION; the contract now is vote_commit=false.
-            if isinstance(exc, grpc.Call) and exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
+            if isinstance(exc, RequestRefused) and exc.code() == grpc.StatusCode.FAILED_PRECONDITION:
                 return PrepareVote(vote_commit=False, reason=exc.details() or "voted no")
             raise self._error(exc, "PrepareTransaction") from None
-        return PrepareVote(vote_commit=response.vote_commit, reason=response.reason, rows=response.rows)
+        return response
 
     def commit(self, txn: TransactionId, files: Sequence[StagedFile], timeout: float) -> None:
         try:
             self._rpc.commit_prepared_transaction(
                 self.sink, txn, files, self.ref.bindings, shard=self.ref.shard, timeout_s=timeout
             )
-        except grpc.RpcError as exc:
+        except RpcFailed as exc:
             raise self._error(exc, "CommitPreparedTransaction") from None
 
     def prepare_bindings(self, job: str, timeout: float) -> None:
         try:
             self._rpc.prepare_bindings(self.sink, job, self.ref.bindings, shard=self.ref.shard, timeout_s=timeout)
-        except grpc.RpcError as exc:
-            code = exc.code() if isinstance(exc, grpc.Call) else None
-            if code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
-                raise BindingsRefused(self.name, self.ref.target, str(exc.details())) from None
+        except RpcFailed as exc:
+            if exc.code() in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.INVALID_ARGUMENT):
+                raise BindingsRefused(self.name, self.ref.target, exc.details()) from None
             raise self._error(exc, "PrepareBindings") from None
 
     def last_committed(self, job: str, timeout: float) -> int | None:
         try:
             found = self._rpc.list_committed_batches(self.sink, job, max_batches=1, timeout_s=timeout)
-        except grpc.RpcError:
+        except RpcFailed:
             return None  # unreachable, or a sink kind without commit records: it cannot tell
         return max((int(entry.last_batch) for entry in found.jobs if entry.job == job), default=-1)
 
     def abort(self, txn: TransactionId, timeout: float) -> None:
         try:
             self._rpc.abort_prepared_transaction(self.sink, txn, shard=self.ref.shard, timeout_s=timeout)
-        except grpc.RpcError as exc:
+        except RpcFailed as exc:
             raise self._error(exc, "AbortPreparedTransaction") from None
 
 
@@ -93,16 +85,16 @@ class GrpcParticipantConnector(ParticipantConnector):
         self._tls = tls
         self._lock = threading.Lock()
         self._rpcs: dict[str, clients.ParticipantClient] = {}
-        self._clients: dict[ParticipantRef, GrpcParticipantClient] = {}
+        self._clients: dict[ParticipantRef, GrpcParticipantConnection] = {}
 
-    def connect(self, ref: ParticipantRef) -> ParticipantClient:
+    def connect(self, ref: ParticipantRef) -> ParticipantConnection:
         with self._lock:
             client = self._clients.get(ref)
             if client is None:
                 rpc = self._rpcs.get(ref.target)
                 if rpc is None:
                     rpc = self._rpcs[ref.target] = clients.ParticipantClient(ref.target, self._tls)
-                client = self._clients[ref] = GrpcParticipantClient(ref, rpc)
+                client = self._clients[ref] = GrpcParticipantConnection(ref, rpc)
             return client
 
     def close(self) -> None:

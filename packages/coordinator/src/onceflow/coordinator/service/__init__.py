@@ -1,6 +1,7 @@
-"""The gRPC face of the coordinator: servicer, proto conversion, and the server process."""
+"""The coordinator's service (``onceflow coordinator``: :class:`CoordinatorServer`) and its gRPC face:
+servicer, proto conversion, leader election and standby."""
 
-from onceflow.coordinator.service.server import CoordinatorServer
+from onceflow.coordinator.service.server import CoordinatorServer, coordinator_service
 from onceflow.coordinator.service.servicer import SERVICE_NAME, STATUS_CODES, TransactionCoordinatorServicer
 
-__all__ = ["SERVICE_NAME", "STATUS_CODES", "CoordinatorServer", "TransactionCoordinatorServicer"]
+__all__ = ["SERVICE_NAME", "STATUS_CODES", "CoordinatorServer", "TransactionCoordinatorServicer", "coordinator_service"]

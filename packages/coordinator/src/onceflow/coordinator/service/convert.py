@@ -7,12 +7,8 @@ from collections.abc import Iterable
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from onceflow.coordinator.exceptions import InvalidRequest
-from onceflow.coordinator.model import (
-    ParticipantRef,
-    Resolution,
-    Transaction,
-    TransactionState,
-)
+from onceflow.coordinator.model import Transaction
+from onceflow.core.contract import ParticipantRef, Resolution, TransactionState
 from onceflow.core.contract import proto as contract_proto
 from onceflow.core.contract.proto import (
     binding_from_proto,

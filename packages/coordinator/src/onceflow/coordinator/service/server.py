@@ -19,6 +19,7 @@ from onceflow.coordinator.participants import GrpcParticipantConnector, Particip
 from onceflow.coordinator.service.servicer import SERVICE_NAME, TransactionCoordinatorServicer
 from onceflow.coordinator.service.standby import Standby, set_serving
 from onceflow.coordinator.settings import CoordinatorSettings
+from onceflow.core.contract import TransactionId
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
@@ -60,7 +61,7 @@ def staging_collector_for(settings: CoordinatorSettings, store: StagingStore) ->
         try:
             delete_batch(root, job, batch, store=store)
         except SymlinkRefused as exc:
-            _log.warning("staging.gc_refused", job=job, batch=batch, txn=f"{job}:{batch}", reason=str(exc))
+            _log.warning("staging.gc_refused", job=job, batch=batch, txn=TransactionId(job, batch), reason=str(exc))
 
     return collect
 
@@ -210,3 +211,11 @@ class CoordinatorServer(Service):
         if failure is None or isinstance(failure, CoordinatorStopped):
             return ExitStatus(EXIT_OK)
         return ExitStatus(EXIT_LOG_FAILED, str(failure))
+
+
+def coordinator_service(settings: CoordinatorSettings) -> CoordinatorServer:
+    """``onceflow coordinator``'s service: the server with the process's installed faults (a test
+    plug-in's, :mod:`onceflow.core.faults`; none in production)."""
+    from onceflow.core.faults import installed_faults
+
+    return CoordinatorServer(settings, faults=installed_faults("coordinator"))

@@ -1,5 +1,5 @@
 """The cross-process contract: what the Spark driver, the coordinator, the sink participants, the
-consumer and the demo agree on. Transaction ids and states, participant refs, sink bindings (which
+consumer and the demo agree on. Transaction ids and states, participants' votes, participant refs, sink bindings (which
 output goes to which table or topic, how), the output schemas they carry and how a sink served by
 several participant processes splits a batch (:mod:`onceflow.core.contract.shards`) live here, and
 :mod:`onceflow.core.contract.clients` holds the typed clients of the coordinator and the participants;
@@ -14,13 +14,6 @@ from onceflow.core.contract.bindings import (
     SinkMode,
     ValueFormat,
 )
-from onceflow.core.contract.ip_count import (
-    IP_COUNT_ARROW_SCHEMA,
-    IP_COUNT_RECORD_NAME,
-    IP_COUNT_TABLE,
-    ip_count_table_binding,
-    ip_count_topic_binding,
-)
 from onceflow.core.contract.participant_ref import ParticipantRef
 from onceflow.core.contract.reserved import refuse_internal
 from onceflow.core.contract.schema import (
@@ -32,17 +25,16 @@ from onceflow.core.contract.schema import (
 from onceflow.core.contract.shards import MAX_SHARDS, WHOLE_SINK, Shard
 from onceflow.core.contract.state import Resolution, TransactionState
 from onceflow.core.contract.txn import TransactionId
+from onceflow.core.contract.vote import PrepareVote
 
 __all__ = [
     "DEAD_LETTERS_OUTPUT",
     "DEFAULT_OUTPUT",
-    "IP_COUNT_ARROW_SCHEMA",
-    "IP_COUNT_RECORD_NAME",
-    "IP_COUNT_TABLE",
     "MAX_SHARDS",
     "WHOLE_SINK",
     "InvalidBinding",
     "ParticipantRef",
+    "PrepareVote",
     "Resolution",
     "Shard",
     "SinkBinding",
@@ -52,8 +44,6 @@ __all__ = [
     "UnsupportedColumnType",
     "ValueFormat",
     "check_supported",
-    "ip_count_table_binding",
-    "ip_count_topic_binding",
     "refuse_internal",
     "schema_from_bytes",
     "schema_to_bytes",

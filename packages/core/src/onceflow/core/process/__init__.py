@@ -1,17 +1,14 @@
 """One way to run a service as a child process: config file, ready-file handshake, stop, ``kill -9``, restart."""
 
-from onceflow.core.process.ready_file import Readiness, read_ready_file
 from onceflow.core.process.server import ServerProcess
 from onceflow.core.process.service import ServiceProcess, ServiceStartError
 from onceflow.core.process.session import kill_session, session_cpu_seconds, session_members
 
 __all__ = [
-    "Readiness",
     "ServerProcess",
     "ServiceProcess",
     "ServiceStartError",
     "kill_session",
-    "read_ready_file",
     "session_cpu_seconds",
     "session_members",
 ]

@@ -30,8 +30,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from onceflow.core.process.ready_file import Readiness, read_ready_file
 from onceflow.core.process.session import kill_session
+from onceflow.core.service.ready_file import Readiness, read_ready_file
 from onceflow.core.toml_writer import to_toml
 
 

@@ -8,18 +8,22 @@ from onceflow.core.service.base import (
     Service,
     ServiceStartFailed,
 )
-from onceflow.core.service.command import add_service_arguments, run_service
+from onceflow.core.service.command import Flag, ServiceCommand, flag, run_service
 from onceflow.core.service.loop import serve_until_signalled
-from onceflow.core.service.ready_file import remove_ready_file, write_ready_file
+from onceflow.core.service.ready_file import Readiness, read_ready_file, remove_ready_file, write_ready_file
 
 __all__ = [
     "EXIT_CONFIG",
     "EXIT_OK",
     "EXIT_START_FAILED",
     "ExitStatus",
+    "Flag",
+    "Readiness",
     "Service",
+    "ServiceCommand",
     "ServiceStartFailed",
-    "add_service_arguments",
+    "flag",
+    "read_ready_file",
     "remove_ready_file",
     "run_service",
     "serve_until_signalled",

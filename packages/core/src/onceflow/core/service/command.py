@@ -1,18 +1,23 @@
-"""The foreground ``onceflow <service>`` command: arguments, settings, logging, the serve loop, exit codes.
+"""The foreground ``onceflow <service>`` command, built from a package's declaration: :class:`ServiceCommand`.
 
 Every service command (broker, coordinator, participant, consumer, connect-worker, the Spark
-runner) goes through :func:`run_service`, so their options, messages and exit codes are the same:
-0 after SIGTERM/SIGINT, 2 (:data:`EXIT_CONFIG`) with ``onceflow <command>: <error>`` on stderr for
-a bad configuration or an unreachable dependency, and the service's own codes for the rest.
+runner) is one :class:`ServiceCommand` in its package's ``command.py``, so their options, messages
+and exit codes are the same: 0 after SIGTERM/SIGINT, 2 (:data:`EXIT_CONFIG`) with
+``onceflow <command>: <error>`` on stderr for a bad configuration or an unreachable dependency, and
+the service's own codes for the rest. The declaration names its settings model and its service by
+import path (``"package.module:Name"``), imported only when the command runs, so building the
+``onceflow`` parser imports no service.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from pkgutil import resolve_name
+from typing import Any, TypeVar
 
 from onceflow.core.errors import OnceflowError
 from onceflow.core.exposure import listeners_of, refuse_unauthenticated
@@ -20,26 +25,146 @@ from onceflow.core.grpc.auth import check_token_files
 from onceflow.core.logging import configure_logging
 from onceflow.core.service.base import EXIT_CONFIG, Service, ServiceStartFailed
 from onceflow.core.service.loop import serve_until_signalled
-from onceflow.core.settings import LoggingSettings, Settings
+from onceflow.core.settings import LoggingSettings, Settings, load_settings
 
-S = TypeVar("S", bound=Settings)
+T = TypeVar("T")
 
 
-def add_service_arguments(parser: argparse.ArgumentParser, default_config: str) -> None:
-    """``--config FILE`` and ``--ready-file FILE``; ``default_config`` names the shipped config file."""
-    parser.add_argument("--config", metavar="FILE", help=f"TOML config file (see {default_config})")
-    parser.add_argument(
-        "--ready-file",
-        metavar="FILE",
-        type=Path,
-        help="write {pid, port, metrics_port} as JSON here once serving (for supervisors and tests)",
-    )
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """A command-line argument that overrides one setting of the loaded settings.
+
+    ``setting`` is the dotted path of the setting (``log.level``); ``extend`` appends the values to the
+    setting's list instead of replacing it. An argument left unset (None, or no positional values)
+    leaves the config file and the environment in charge.
+    """
+
+    names: tuple[str, ...]
+    setting: str
+    options: Mapping[str, Any] = field(default_factory=dict)
+    extend: bool = False
+
+    @property
+    def dest(self) -> str:
+        """The attribute of the parsed arguments (argparse's rule: the first long name, or the positional)."""
+        if "dest" in self.options:
+            return str(self.options["dest"])
+        long = next((name for name in self.names if name.startswith("--")), self.names[0])
+        return long.lstrip("-").replace("-", "_")
+
+
+def flag(*names: str, setting: str, extend: bool = False, **options: Any) -> Flag:
+    """A :class:`Flag`: ``names`` and ``options`` as for ``ArgumentParser.add_argument``."""
+    return Flag(names, setting, options, extend)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServiceCommand:
+    """One service command, as its package declares it.
+
+    Attributes:
+        name: the subcommand (``onceflow <name>``) and the prefix of its error lines.
+        help: the one-line help in ``onceflow --help``.
+        description: the text of ``onceflow <name> --help`` (the command module's docstring).
+        config_file: the shipped config file that ``--config``'s help points to.
+        settings: ``"module:Model"``, the :class:`Settings` model loaded from ``--config`` and the
+            environment.
+        service: ``"module:factory"``, a :class:`Service` class or a function taking the settings
+            and returning the service.
+        flags: the command's own flags, each overriding a setting.
+        unreachable: ``"module:Error"`` kinds that mean a dependency cannot be reached at start
+            (exit 2, like an :class:`OnceflowError`).
+        commands: functions ``register(subparsers)`` adding admin subcommands under this one.
+    """
+
+    name: str
+    help: str
+    description: str
+    config_file: str
+    settings: str
+    service: str
+    flags: Sequence[Flag] = ()
+    unreachable: Sequence[str] = ()
+    commands: Sequence[Callable[[Any], None]] = ()
+
+    def register(self, subparsers: Any) -> None:
+        """Entry point of the ``onceflow.cli`` group: adds ``onceflow <name>``."""
+        parser = subparsers.add_parser(
+            self.name,
+            help=self.help,
+            description=self.description,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        self.add_arguments(parser)
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """``--config``, ``--ready-file``, the command's flags, then its admin subcommands."""
+        parser.add_argument("--config", metavar="FILE", help=f"TOML config file (see {self.config_file})")
+        parser.add_argument(
+            "--ready-file",
+            metavar="FILE",
+            type=Path,
+            help="write {pid, port, metrics_port} as JSON here once serving (for supervisors and tests)",
+        )
+        for each in self.flags:
+            parser.add_argument(*each.names, **each.options)
+        parser.set_defaults(func=self.run)
+        if self.commands:
+            subparsers = parser.add_subparsers(title=f"{self.name} commands", metavar="COMMAND")
+            for register in self.commands:
+                register(subparsers)
+
+    def main(self, prog: str, argv: Sequence[str] | None = None) -> int:
+        """``python -m <package>`` (``prog``): parse ``argv`` and run, or run the admin subcommand named."""
+        parser = argparse.ArgumentParser(
+            prog=prog, description=self.description, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
+        self.add_arguments(parser)
+        args = parser.parse_args(argv)
+        code: int = args.func(args)
+        return code
+
+    def run(self, args: argparse.Namespace) -> int:
+        """Load the settings (file, environment, flags) and serve; returns the process exit code."""
+        return run_service(
+            self.name,
+            lambda: self._load(args),
+            self._build,
+            ready_file=args.ready_file,
+            fatal=(OnceflowError, *(_resolve_class(name, BaseException) for name in self.unreachable)),
+        )
+
+    def _load(self, args: argparse.Namespace) -> Settings:
+        model = _resolve_class(self.settings, Settings)
+        given = [(each, value) for each in self.flags if (value := getattr(args, each.dest, None)) not in (None, [])]
+        # The flags apply before validation: a setting the file leaves out may come from the command line.
+        return load_settings(
+            model,
+            args.config,
+            overrides={each.setting: value for each, value in given},
+            appending=frozenset(each.setting for each, _ in given if each.extend),
+        )
+
+    def _build(self, settings: Settings) -> Service:
+        factory = resolve_name(self.service)
+        service = factory(settings)
+        if not isinstance(service, Service):
+            raise TypeError(f"{self.service} made a {type(service).__name__}, not a Service")
+        return service
+
+
+def _resolve_class(name: str, base: type[T]) -> type[T]:
+    """The class ``"module:Name"`` names, which must be ``base`` or a subclass of it."""
+    found = resolve_name(name)
+    if not (isinstance(found, type) and issubclass(found, base)):
+        raise TypeError(f"{name} is not a {base.__name__}")
+    return found
 
 
 def run_service(
     command: str,
-    load: Callable[[], S],
-    build: Callable[[S], Service],
+    load: Callable[[], Settings],
+    build: Callable[[Any], Service],
     *,
     ready_file: Path | None,
     fatal: tuple[type[BaseException], ...] = (OnceflowError,),

@@ -25,6 +25,8 @@ def load_settings(
     path: str | Path | None = None,
     *,
     env: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    appending: frozenset[str] = frozenset(),
 ) -> S:
     """Return validated settings of type ``model``.
 
@@ -35,6 +37,10 @@ def load_settings(
            deployment never goes unnoticed. Each override of a file value is logged.
         3. Validate. The first problem becomes an :class:`InvalidConfig` naming the setting
            (dotted path, or the environment variable that supplied it) and what is wrong.
+
+    ``overrides`` (settings a command line gives, by dotted path: ``entrypoint``, ``spark.master``) apply
+    after the environment, before validation; a path in ``appending`` extends the list it names instead
+    of replacing it (``onceflow connect-worker a.json b.json``).
     """
     # Step 1
     data: dict[str, Any] = {}
@@ -55,6 +61,10 @@ def load_settings(
             _log.info("settings.override setting=%s source=env var=%s", ".".join(key_path), name)
         _set_path(data, key_path, value)
         source_of[key_path] = f"environment variable {name}"
+    for key, given in (overrides or {}).items():
+        key_path = tuple(key.split("."))
+        _set_path(data, key_path, [*_get_path(data, key_path, []), *given] if key in appending else given)
+        source_of[key_path] = "the command line"
     # Step 3
     try:
         return model.model_validate(data)
@@ -115,6 +125,15 @@ def _parse_env_value(raw: str, annotation: Any) -> Any:
         except json.JSONDecodeError:
             return raw
     return raw
+
+
+def _get_path(data: Mapping[str, Any], key_path: tuple[str, ...], default: Any) -> Any:
+    node: Any = data
+    for key in key_path:
+        if not isinstance(node, Mapping) or key not in node:
+            return default
+        node = node[key]
+    return node
 
 
 def _set_path(data: dict[str, Any], key_path: tuple[str, ...], value: Any) -> None:

@@ -88,18 +88,11 @@ class StagingWriter:
         self,
         name: str,
         rows: Iterable[Mapping[str, Any]],
-        schema: pa.Schema | None = None,
+        schema: pa.Schema,
         *,
         output: str = DEFAULT_OUTPUT,
     ) -> StagedFile:
-        """Write rows given as dicts (tools and tests; Spark tasks hand over Arrow batches).
-
-        ``schema`` defaults to the IP-count output's schema.
-        """
-        if schema is None:
-            from onceflow.core.contract.ip_count import IP_COUNT_ARROW_SCHEMA
-
-            schema = IP_COUNT_ARROW_SCHEMA
+        """Write rows given as dicts, typed by ``schema`` (tools and tests; Spark tasks hand over Arrow batches)."""
         try:
             table = pa.Table.from_pylist([dict(row) for row in rows], schema=schema)
         except (pa.ArrowInvalid, pa.ArrowTypeError, KeyError, TypeError, ValueError) as exc:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from onceflow.core.settings import TlsSettings
 from onceflow.core.toml_writer import to_toml
 from onceflow.demo.run_dir import RunDir, RunState
 from onceflow.demo.supervisor import ChildProcess, RestartPolicy, SupervisedService
@@ -27,6 +28,8 @@ class Context:
     run: RunDir
     state: RunState
     log_level: str = "INFO"
+    #: TLS and the bearer token of the demo's own gRPC calls (observer, probes); None: plaintext on loopback.
+    tls: TlsSettings | None = None
 
     def port(self, name: str) -> int:
         return self.state.ports[name]

@@ -6,7 +6,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from onceflow.broker.readiness import clear_ready, read_ready
+from onceflow.broker.config import READY_FILE
+from onceflow.core.service import read_ready_file, remove_ready_file
 from onceflow.demo.components.base import HOST, Component, onceflow_command
 from onceflow.demo.supervisor import ChildProcess
 
@@ -43,11 +44,11 @@ class BrokerComponent(Component):
 
     def prepare(self) -> None:
         super().prepare()
-        clear_ready(self.data_dir)
+        remove_ready_file(self.data_dir / READY_FILE)
 
     def probe(self, child: ChildProcess) -> bool:
-        info = read_ready(self.data_dir)
-        if info is None or info.pid != child.pid:
+        info = read_ready_file(self.data_dir / READY_FILE, child.pid)
+        if info is None:
             return False
         try:
             with socket.create_connection((HOST, info.port), timeout=1.0):

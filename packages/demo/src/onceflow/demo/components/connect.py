@@ -16,13 +16,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-import grpc
-
+from onceflow.core.contract.clients import ConnectClient, RpcFailed
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SOURCE_TOPIC
 from onceflow.demo.components.base import HOST, Component, onceflow_command
 from onceflow.demo.supervisor import ChildProcess
 from onceflow.proto.v1 import connect_pb2 as pb
-from onceflow.runtime.admin.client import ConnectClient
 
 GENERATOR = "access-log-generator"
 FILE_CONNECTOR = "access-log-file"
@@ -112,8 +110,8 @@ class ConnectComponent(Component):
 
     def probe(self, child: ChildProcess) -> bool:
         try:
-            with ConnectClient(self.context.target("connect"), timeout=1.0) as client:
+            with ConnectClient(self.context.target("connect"), self.context.tls, timeout_s=1.0) as client:
                 reply = client.call("ListConnectors", pb.ListConnectorsRequest())
-        except grpc.RpcError:
+        except RpcFailed:
             return False
         return connector_name(self.context.state) in list(getattr(reply, "names", []))

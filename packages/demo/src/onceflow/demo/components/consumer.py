@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from onceflow.core.process import read_ready_file
+from onceflow.core.service import read_ready_file
 from onceflow.core.topics import SINK_TOPIC
 from onceflow.demo.components.base import HOST, Component, onceflow_command
 from onceflow.demo.supervisor import ChildProcess

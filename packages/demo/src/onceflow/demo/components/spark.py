@@ -16,12 +16,12 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from onceflow.core.contract import DEAD_LETTERS_OUTPUT, DEFAULT_OUTPUT
-from onceflow.core.contract.ip_count import IP_COUNT_RECORD_NAME, IP_COUNT_TABLE
-from onceflow.core.topics import SINK_TOPIC, SOURCE_TOPIC
+from onceflow.core.contract import DEAD_LETTERS_OUTPUT
+from onceflow.core.topics import SOURCE_TOPIC
 from onceflow.demo.components.base import HOST, Component, Context, onceflow_command
 from onceflow.demo.components.participant import KAFKA_SINK, SQLITE_SINK, ParticipantComponent
 from onceflow.demo.supervisor import ChildProcess
+from onceflow.ipcount.schema import ENTRYPOINT, results_outputs
 
 JOB = "ipcount"
 MASTER = "local[2]"
@@ -38,17 +38,9 @@ def outputs(sinks: list[str]) -> dict[str, list[dict[str, Any]]]:
     Every output of a micro-batch commits in its one transaction, the dead letters included
     (a job without bindings would publish them to the dead-letter topic at least once).
     """
-    results: list[dict[str, Any]] = []
-    for sink in sinks:
-        if sink == KAFKA_SINK:
-            results.append(
-                {"sink": sink, "topic": SINK_TOPIC, "keys": ["ip"], "value_format": "avro",
-                 "record_name": IP_COUNT_RECORD_NAME}
-            )  # fmt: skip
-        else:
-            results.append({"sink": sink, "table": IP_COUNT_TABLE, "mode": "upsert", "keys": ["window_start", "ip"]})
+    tables = [sink for sink in sinks if sink != KAFKA_SINK]
     return {
-        DEFAULT_OUTPUT: results,
+        **results_outputs(tables, [sink for sink in sinks if sink == KAFKA_SINK]),
         DEAD_LETTERS_OUTPUT: [{"sink": SQLITE_SINK, "table": DEAD_LETTER_TABLE, "mode": "append"}],
     }
 
@@ -61,6 +53,7 @@ class SparkComponent(Component):
         sinks = ParticipantComponent(context).sink_names()
         return {
             "job": JOB,
+            "entrypoint": ENTRYPOINT,
             "guarantee": "exactly-once",
             "kafka": context.kafka_settings(self.name),
             "source": {"topic": SOURCE_TOPIC, "starting_offsets": "earliest"},

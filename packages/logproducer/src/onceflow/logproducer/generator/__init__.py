@@ -1,6 +1,6 @@
-"""The ``access-log-generator`` connector (its traffic model and truth live in :mod:`onceflow.core.traffic`)."""
+"""The ``access-log-generator`` connector (its traffic model and truth live in :mod:`onceflow.ipcount.traffic`)."""
 
-from onceflow.core.traffic import TrafficModel, WindowCount, event, expected_counts
+from onceflow.ipcount.traffic import TrafficModel, WindowCount, event, expected_counts
 from onceflow.logproducer.generator.connector import SEQ_HEADER, AccessLogGeneratorConnector, AccessLogGeneratorTask
 
 __all__ = [

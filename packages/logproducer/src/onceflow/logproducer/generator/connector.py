@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 
 from onceflow.core import topics
 from onceflow.core.config_def import ConfigDef, ConfigType
-from onceflow.core.traffic import define_traffic, model_from_config
-from onceflow.core.traffic.model import BLOCK, METHODS, STATUSES, USER_AGENTS, block, pools
+from onceflow.ipcount.traffic import define_traffic, model_from_config
+from onceflow.ipcount.traffic.model import BLOCK, METHODS, STATUSES, USER_AGENTS, block, pools
 from onceflow.logproducer.encoding import HEADER, AccessEventEncoder, TimestampEncoder
 from onceflow.runtime.api.source import END_OF_INPUT_KEY, EndOfInput, SourceConnector, SourceRecord, SourceTask
 
@@ -23,7 +23,7 @@ SEQ_HEADER = "seq"
 
 
 def generator_config_def() -> ConfigDef:
-    """The connector's settings: the traffic model's (:func:`onceflow.core.traffic.define_traffic`) and
+    """The connector's settings: the traffic model's (:func:`onceflow.ipcount.traffic.define_traffic`) and
     where, how many and how fast."""
     return define_traffic(
         ConfigDef()

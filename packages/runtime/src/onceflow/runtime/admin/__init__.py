@@ -1,6 +1,6 @@
-"""The ``Connect`` admin gRPC service: a thin adapter over a herder, and a client for it."""
+"""The ``Connect`` admin gRPC service: a thin adapter over a herder (its client:
+:class:`onceflow.core.contract.clients.ConnectClient`)."""
 
-from onceflow.runtime.admin.client import ConnectClient
 from onceflow.runtime.admin.servicer import STATUS_CODES, ConnectServicer
 
-__all__ = ["STATUS_CODES", "ConnectClient", "ConnectServicer"]
+__all__ = ["STATUS_CODES", "ConnectServicer"]

@@ -1,1 +1,2 @@
-"""``onceflow connect ...`` (admin client) and ``onceflow connect-worker`` (the worker process)."""
+"""The runtime's admin commands: ``onceflow connect ...`` and ``onceflow topics`` (the worker's own command
+is :mod:`onceflow.runtime.command`)."""

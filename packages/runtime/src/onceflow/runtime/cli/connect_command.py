@@ -21,13 +21,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import grpc
 from google.protobuf import json_format
 
+from onceflow.core.contract.clients import ConnectClient, RpcFailed
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.settings import TlsSettings, parse_pairs
 from onceflow.proto.v1 import connect_pb2 as pb
-from onceflow.runtime.admin.client import ConnectClient, describe_rpc_error
 from onceflow.runtime.admin.convert import dict_to_struct
 from onceflow.runtime.config.files import load_connector_file
 
@@ -175,11 +174,11 @@ def run(args: argparse.Namespace) -> int:
         return run_describe(args)
     method, request = _request(args)
     tls = TlsSettings(ca=args.tls_ca, token_file=args.token_file)
-    with ConnectClient(args.server, tls=tls, timeout=args.timeout) as client:
+    with ConnectClient(args.server, tls, timeout_s=args.timeout) as client:
         try:
             response = client.call(method, request)
-        except grpc.RpcError as exc:
-            print(f"onceflow: error: {describe_rpc_error(exc)}", file=sys.stderr)
+        except RpcFailed as exc:
+            print(f"onceflow: error: {exc.code().name}: {exc.details()}", file=sys.stderr)
             return 1
     doc = json_format.MessageToDict(
         response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True

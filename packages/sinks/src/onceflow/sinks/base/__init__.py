@@ -5,14 +5,12 @@ from onceflow.sinks.base.commits import MAX_LISTED_BATCHES, committed_batches_qu
 from onceflow.sinks.base.journal import PreparedJournal
 from onceflow.sinks.base.participant import SinkParticipant
 from onceflow.sinks.base.rows import BoundRows, last_row_per_key, load_outputs, output_rows
-from onceflow.sinks.base.txn import CommittedBatches, Outcome, PrepareResult
+from onceflow.sinks.base.txn import CommittedBatches
 
 __all__ = [
     "MAX_LISTED_BATCHES",
     "BoundRows",
     "CommittedBatches",
-    "Outcome",
-    "PrepareResult",
     "PreparedJournal",
     "SinkParticipant",
     "committed_batches_query",

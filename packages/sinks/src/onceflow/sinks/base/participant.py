@@ -5,13 +5,13 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Sequence
 
-from onceflow.core.contract import InvalidBinding, SinkBinding, TransactionId
+from onceflow.core.contract import InvalidBinding, PrepareVote, Resolution, SinkBinding, TransactionId
 from onceflow.core.contract.shards import WHOLE_SINK, Shard, check_shardable, is_keyed, rows_of_shard
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile, StagingError
 from onceflow.sinks.base.rows import BoundRows, load_outputs
-from onceflow.sinks.base.txn import CommittedBatches, Outcome, PrepareResult
+from onceflow.sinks.base.txn import CommittedBatches
 from onceflow.sinks.exceptions import BindingRejected, PrepareRejected, ShardMismatch
 
 _log = get_logger(__name__)
@@ -114,7 +114,7 @@ class SinkParticipant(abc.ABC):
 
     def prepare(
         self, txn: TransactionId, files: Sequence[StagedFile], bindings: Sequence[SinkBinding] = ()
-    ) -> PrepareResult:
+    ) -> PrepareVote:
         """Make ``txn`` durable and vote.
 
         Steps:
@@ -131,13 +131,13 @@ class SinkParticipant(abc.ABC):
             outputs = self.load(files, bindings)
         except (StagingError, BindingRejected) as exc:
             _log.warning("prepare.vote_no", sink=self.name, shard=self.shard.index, txn=txn, reason=str(exc))
-            return PrepareResult.no(str(exc))
+            return PrepareVote.no(str(exc))
         # Step 2
         try:
             self.prepare_rows(txn, outputs, files)
         except PrepareRejected as exc:
             _log.warning("prepare.vote_no", sink=self.name, shard=self.shard.index, txn=txn, reason=str(exc))
-            return PrepareResult.no(str(exc))
+            return PrepareVote.no(str(exc))
         # Step 3
         rows = sum(bound.rows.num_rows for bound in outputs)
         _log.info(
@@ -150,7 +150,7 @@ class SinkParticipant(abc.ABC):
             files=len(files),
             rows=rows,
         )
-        return PrepareResult.yes(rows)
+        return PrepareVote.yes(rows)
 
     @abc.abstractmethod
     def prepare_rows(self, txn: TransactionId, outputs: Sequence[BoundRows], files: Sequence[StagedFile]) -> None:
@@ -194,7 +194,7 @@ class SinkParticipant(abc.ABC):
         from the sink's commit records. A sink kind without such records raises NotImplementedError."""
         raise NotImplementedError(f"sink {self.name!r} ({type(self).__name__}) cannot list its committed batches")
 
-    def recover(self, outcome_of: Callable[[TransactionId], Outcome]) -> dict[TransactionId, Outcome]:
+    def recover(self, outcome_of: Callable[[TransactionId], Resolution]) -> dict[TransactionId, Resolution]:
         """Resolve every prepared transaction with the coordinator's decision (Flink's ``recoverAndCommit``).
 
         Steps:
@@ -207,12 +207,12 @@ class SinkParticipant(abc.ABC):
         # Step 1
         prepared = self.list_prepared()
         _log.info("recover.start", sink=self.name, prepared=len(prepared))
-        done: dict[TransactionId, Outcome] = {}
+        done: dict[TransactionId, Resolution] = {}
         for txn in prepared:
             # Step 2
             outcome = outcome_of(txn)
             # Step 3
-            if outcome is Outcome.COMMIT:
+            if outcome is Resolution.COMMIT:
                 self.commit(txn)
             else:
                 self.abort(txn)

@@ -23,13 +23,13 @@ from onceflow.core.contract import (
     UnsupportedColumnType,
     ValueFormat,
     check_supported,
-    ip_count_topic_binding,
 )
 from onceflow.core.kafka import Replication, RetryPolicy, produce, retry_transient
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
+from onceflow.ipcount.schema import ip_count_topic_binding
 from onceflow.sinks.base import BoundRows, CommittedBatches, SinkParticipant
 from onceflow.sinks.exceptions import (
     BindingRejected,
@@ -230,7 +230,7 @@ class KafkaParticipant(SinkParticipant):
             return
         encode = self._encoder(job, binding, rows)
         records = rows.to_pylist()
-        keys = [_key(row, binding.keys) for row in records] if binding.keys else None
+        keys = [record_key(row, binding.keys) for row in records] if binding.keys else None
         for i, row in enumerate(records):
             headers = [(h, None if row[h] is None else str(row[h]).encode()) for h in binding.headers] or None
             self._produce(
@@ -405,7 +405,7 @@ class KafkaParticipant(SinkParticipant):
             self._producers.clear()
 
 
-def _key(row: dict[str, Any], columns: Sequence[str]) -> bytes | None:
+def record_key(row: dict[str, Any], columns: Sequence[str]) -> bytes | None:
     """The record key of ``row``: one string column as UTF-8, one binary column as is, else a JSON array."""
     if len(columns) == 1:
         value = row[columns[0]]

@@ -44,10 +44,6 @@ class BindingReader(abc.ABC):
         """Every row ``binding`` holds, in storage order (offset order for a topic)."""
 
     @abc.abstractmethod
-    def default_binding(self) -> SinkBinding:
-        """What a job that declares no bindings writes here (the participant's default: IP-count results)."""
-
-    @abc.abstractmethod
     def last_committed(self, job: str) -> int:
         """The highest batch of ``job`` committed to this connection (by every shard of it), or :data:`NO_BATCH`."""
 

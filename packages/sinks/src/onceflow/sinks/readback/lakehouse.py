@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from onceflow.core.contract import Shard, SinkBinding
-from onceflow.core.contract.ip_count import ip_count_table_binding
 from onceflow.sinks.lakehouse.format import TableFormat
 from onceflow.sinks.readback.base import NO_BATCH, BindingReader, Row
 
@@ -26,9 +25,6 @@ class LakehouseReader(BindingReader):
         names = list(binding.schema.names) if binding.schema is not None else held.column_names
         rows: list[Row] = held.select(names).to_pylist()
         return rows
-
-    def default_binding(self) -> SinkBinding:
-        return ip_count_table_binding(self.name)
 
     def tables(self) -> list[str]:
         """The sink's tables (given, else every table it holds)."""

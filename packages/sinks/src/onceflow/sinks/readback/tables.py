@@ -8,7 +8,6 @@ from pathlib import Path
 import psycopg
 
 from onceflow.core.contract import SinkBinding
-from onceflow.core.contract.ip_count import ip_count_table_binding
 from onceflow.sinks.readback.base import NO_BATCH, BindingReader, Row
 from onceflow.sinks.tables.dialects import POSTGRES, SQLITE, Dialect
 
@@ -59,9 +58,6 @@ class SqliteReader(BindingReader):
         with self._connect() as db:
             return _typed(SQLITE, binding, names, db.execute(query).fetchall())
 
-    def default_binding(self) -> SinkBinding:
-        return ip_count_table_binding(self.name)
-
     def totals(self, table: str, column: str) -> tuple[int, int]:
         """``(rows, sum of column)`` of ``table``, in one read (for progress displays)."""
         with self._connect() as db:
@@ -96,9 +92,6 @@ class PostgresReader(BindingReader):
         query, names = _select(POSTGRES, binding)
         with self._connect() as conn:
             return _typed(POSTGRES, binding, names, [tuple(r) for r in conn.execute(query).fetchall()])
-
-    def default_binding(self) -> SinkBinding:
-        return ip_count_table_binding(self.name)
 
     def totals(self, table: str, column: str) -> tuple[int, int]:
         """``(rows, sum of column)`` of ``table``, in one read (for progress displays)."""

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from onceflow.core.avro.arrow import json_field
 from onceflow.core.avro.schemas_topic import SchemasTopic
 from onceflow.core.contract import SinkBinding, ValueFormat
-from onceflow.core.contract.ip_count import ip_count_topic_binding
 from onceflow.core.errors import SerializationError
 from onceflow.core.kafka import TopicRecord, read_committed
 from onceflow.core.settings import KafkaSettings
@@ -67,9 +66,6 @@ class KafkaReader(BindingReader):
         if schema is not None:
             doc = {name: json_field(schema.field(name).type, doc.get(name)) for name in schema.names}
         return doc
-
-    def default_binding(self) -> SinkBinding:
-        return ip_count_topic_binding(self.name, self.topic)
 
     def last_committed(self, job: str) -> int:
         keys = {marker_key(name, job): name for name in self.record_names}

@@ -1,6 +1,6 @@
-"""The Participant gRPC server hosting named sinks (``onceflow participant``)."""
+"""The Participant gRPC server's parts: servicer, recovery, settings, sink factory (the service itself is
+:class:`onceflow.sinks.service.ParticipantServer`)."""
 
-from onceflow.sinks.server.app import ParticipantServer
 from onceflow.sinks.server.recovery import CoordinatorOutcomes, RecoveryInterrupted
 from onceflow.sinks.server.servicer import SERVICE_NAME, ParticipantServicer
 from onceflow.sinks.server.settings import (
@@ -25,7 +25,6 @@ __all__ = [
     "IcebergSink",
     "KafkaOptions",
     "KafkaSink",
-    "ParticipantServer",
     "ParticipantServicer",
     "ParticipantSettings",
     "PostgresOptions",

@@ -7,11 +7,10 @@ from typing import Final
 
 import grpc
 
-from onceflow.core.contract import TransactionId
-from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.core.contract import Resolution, TransactionId
+from onceflow.core.contract.clients import CoordinatorClient, RpcFailed
 from onceflow.core.contract.proto import state_from_proto
 from onceflow.core.logging import get_logger
-from onceflow.sinks.base import Outcome
 from onceflow.sinks.exceptions import SinkError
 
 _log = get_logger(__name__)
@@ -55,7 +54,7 @@ class CoordinatorOutcomes:
         self._max_backoff_s = max_backoff_s
         self._stop = stop or threading.Event()
 
-    def __call__(self, txn: TransactionId) -> Outcome:
+    def __call__(self, txn: TransactionId) -> Resolution:
         backoff = self._initial_backoff_s
         attempt = 0
         while True:
@@ -63,14 +62,14 @@ class CoordinatorOutcomes:
             try:
                 state = state_from_proto(self._coordinator.get_transaction(txn, timeout_s=self._rpc_timeout_s).state)
                 if state is None:  # not in the coordinator's log: presumed abort
-                    return Outcome.ABORT
+                    return Resolution.ABORT
                 if state.is_decided:
-                    return Outcome.COMMIT if state.is_commit else Outcome.ABORT
+                    return Resolution.COMMIT if state.is_commit else Resolution.ABORT
                 _log.info(
                     "recover.undecided", job=txn.job, batch=txn.batch, txn=txn, state=state.value, attempt=attempt
                 )
-            except grpc.RpcError as exc:
-                code = exc.code() if isinstance(exc, grpc.Call) else grpc.StatusCode.UNKNOWN
+            except RpcFailed as exc:
+                code = exc.code()
                 if code not in _RETRYABLE:
                     raise
                 _log.warning(

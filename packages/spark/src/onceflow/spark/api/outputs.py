@@ -8,11 +8,10 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from onceflow.core.contract import DEFAULT_OUTPUT, SinkBinding, SinkMode, ValueFormat, refuse_internal
+from onceflow.core.contract import DEFAULT_OUTPUT, ParticipantRef, SinkBinding, SinkMode, ValueFormat, refuse_internal
 from onceflow.core.contract.bindings import NAME, InvalidBinding
 from onceflow.core.errors import InvalidConfig
 from onceflow.spark.job.settings import SparkJobSettings
-from onceflow.spark.sink.coordinator import Participant
 from onceflow.spark.sink.datasource import output_arrow_schema
 from onceflow.spark.sink.foreach_batch import Derive
 
@@ -131,12 +130,10 @@ def bindings_of(settings: SparkJobSettings, schemas: Mapping[str, pa.Schema]) ->
     return bindings
 
 
-def participants_with_bindings(settings: SparkJobSettings, outputs: JobOutputs) -> list[Participant]:
+def participants_with_bindings(settings: SparkJobSettings, outputs: JobOutputs) -> list[ParticipantRef]:
     """The job's participants, each with the bindings of the outputs ``[[outputs.<name>]]`` puts there
-    (:func:`bindings_of`); with no ``[outputs]`` at all the participants keep their default bindings
-    (the IP-count results). A sink with ``targets`` is one participant per shard.
+    (:func:`bindings_of`; the settings refuse an exactly-once job without ``[outputs]``). A sink with
+    ``targets`` is one participant per shard; a sink no output goes to is left out.
     """
-    if not settings.outputs:
-        return [ref for p in settings.participants for ref in p.refs()]
     bindings = bindings_of(settings, outputs.schemas)
     return [ref for p in settings.participants if bindings[p.sink] for ref in p.refs(tuple(bindings[p.sink]))]

@@ -32,7 +32,7 @@ class SourceSettings(Section):
     fetch_timeout_ms: int = Field(default=120_000, gt=0)
 
 
-class ParticipantSettings(Section):
+class JobParticipantSettings(Section):
     """One sink of the job and the ``onceflow participant`` server(s) hosting it: ``target``, or
     ``targets`` for a sink served by several participant processes (shards): shard ``i`` is the
     server at ``targets[i]``, each started with ``shard = i`` and ``shards = len(targets)``."""
@@ -42,7 +42,7 @@ class ParticipantSettings(Section):
     targets: list[str] = Field(default_factory=list, max_length=MAX_SHARDS)
 
     @model_validator(mode="after")
-    def _one_way_to_name_targets(self) -> ParticipantSettings:
+    def _one_way_to_name_targets(self) -> JobParticipantSettings:
         if bool(self.target) == bool(self.targets):
             raise ValueError(f"sink {self.sink!r}: set target (one participant) or targets (its shards), not both")
         if any(not target for target in self.targets):
@@ -76,7 +76,7 @@ class BindingSettings(Section):
     record_name: str = ""
 
 
-class CoordinatorSettings(Section):
+class JobCoordinatorSettings(Section):
     """Where the transaction coordinator listens, and the deadline of one commit."""
 
     #: ``HOST:PORT``, or an active coordinator and its standbys: ``HOST:PORT,HOST:PORT`` (fail-over).
@@ -98,7 +98,8 @@ class SparkSessionSettings(Section):
     """The Spark session: master, parallelism, and any other Spark configuration passed through."""
 
     master: str = "local[*]"
-    app_name: str = "onceflow-ip-count"
+    #: Empty: ``onceflow-<job>``.
+    app_name: str = ""
     #: Partitions of the windowed aggregation's state, fixed for the life of a checkpoint.
     shuffle_partitions: int = Field(default=2, ge=1)
     #: Name of the streaming query (unique among a session's active queries); empty = the job name.
@@ -107,24 +108,22 @@ class SparkSessionSettings(Section):
 
 
 class SparkJobSettings(Settings):
-    """The whole configuration of the IP-count job."""
+    """The whole configuration of a job: its code, its source, its outputs' sinks, the Spark session."""
 
     env_prefix: ClassVar[str] = "ONCEFLOW_SPARK__"
 
     job: JobName = "ipcount"
-    #: The job's code: ``package.module:function`` or ``path/to/job.py:function`` (see docs/jobs.md).
-    entrypoint: str = "onceflow.spark.examples.ip_count:job"
+    #: The job's code: ``package.module:function`` or ``path/to/job.py:function`` (see docs/jobs.md);
+    #: ``onceflow job run ENTRYPOINT`` sets it.
+    entrypoint: str = Field(min_length=1)
     #: Free-form parameters the job reads from ``context.params``.
     params: dict[str, Any] = Field(default_factory=dict)
-    #: The sinks of each output: ``[[outputs.<name>]]`` tables. None declared: the participants'
-    #: default bindings (the IP-count results), with dead letters produced to ``dead_letter_topic``.
-    outputs: dict[str, list[BindingSettings]] = Field(default_factory=dict)
+    #: The sinks of each output: ``[[outputs.<name>]]`` tables, required of an exactly-once job. Dead
+    #: letters not bound (``[[outputs.dead_letters]]``) are produced to ``dead_letter_topic``.
     guarantee: Guarantee = "exactly-once"
+    outputs: dict[str, list[BindingSettings]] = Field(default_factory=dict, validate_default=True)
     kafka: KafkaSettings = KafkaSettings()
     source: SourceSettings = SourceSettings()
-    window_ms: int = Field(default=defaults.WINDOW_MS, gt=0)
-    #: Watermark delay: events up to this late are still counted.
-    lateness_ms: int = Field(default=defaults.ALLOWED_LATENESS_MS, ge=0)
     #: Micro-batch trigger = checkpoint interval.
     trigger_interval_ms: int = Field(default=defaults.CHECKPOINT_INTERVAL_MS, gt=0)
     output_mode: Literal["append", "update"] = "append"
@@ -140,20 +139,36 @@ class SparkJobSettings(Settings):
     checkpoint_shared: bool = False
     staging_shared: bool = False
     dead_letter_topic: str = DEAD_LETTER_TOPIC
-    coordinator: CoordinatorSettings = CoordinatorSettings()
-    participants: list[ParticipantSettings] = Field(default_factory=list)
-    #: The topic the at-least-once baseline writes directly (the Kafka sink's topic).
+    coordinator: JobCoordinatorSettings = JobCoordinatorSettings()
+    participants: list[JobParticipantSettings] = Field(default_factory=list)
+    #: The topic the at-least-once baseline writes the job's output to directly (the Kafka sink's topic),
+    #: as Avro single-object records keyed by ``sink_keys`` (none: no key) of the record ``sink_record_name``
+    #: (empty: ``onceflow.<job>.<output>``), as a Kafka binding of the output would.
     sink_topic: str = SINK_TOPIC
+    sink_keys: list[str] = Field(default_factory=list)
+    sink_record_name: str = ""
     restart: RestartSettings = RestartSettings()
     spark: SparkSessionSettings = SparkSessionSettings()
     metrics: MetricsSettings = MetricsSettings()
     log: LoggingSettings = LoggingSettings()
 
+    @field_validator("outputs")
+    @classmethod
+    def _check_outputs(
+        cls, outputs: dict[str, list[BindingSettings]], info: ValidationInfo
+    ) -> dict[str, list[BindingSettings]]:
+        if info.data.get("guarantee") == "exactly-once" and not outputs:
+            raise ValueError(
+                "an exactly-once job declares where its outputs go: [[outputs.<name>]] tables, each with a sink "
+                "and its table or topic (docs/jobs.md); none declared"
+            )
+        return outputs
+
     @field_validator("participants")
     @classmethod
     def _check_participants(
-        cls, participants: list[ParticipantSettings], info: ValidationInfo
-    ) -> list[ParticipantSettings]:
+        cls, participants: list[JobParticipantSettings], info: ValidationInfo
+    ) -> list[JobParticipantSettings]:
         names = [p.sink for p in participants]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:

@@ -94,12 +94,11 @@ def _method(settings: SparkJobSettings, output: ReplayedOutput, binding: SinkBin
     return "", "an update-mode output in a topic without key columns: its updates cannot be matched to final rows"
 
 
-def _bindings(settings: SparkJobSettings, replay: Replay, readers: dict[str, BindingReader]) -> list[SinkBinding]:
-    if settings.outputs:
-        schemas = {name: output.schema for name, output in replay.outputs.items()}
-        declared = bindings_of(settings, schemas)
-        return [b for p in settings.participants for b in declared.get(p.sink, [])]
-    return [readers[p.sink].default_binding() for p in settings.participants if p.sink in readers]
+def _bindings(settings: SparkJobSettings, replay: Replay) -> list[SinkBinding]:
+    """Every binding the job's ``[outputs]`` declares, in the order of its participants."""
+    schemas = {name: output.schema for name, output in replay.outputs.items()}
+    declared = bindings_of(settings, schemas)
+    return [b for p in settings.participants for b in declared.get(p.sink, [])]
 
 
 def check_hosted(settings: SparkJobSettings, participant: ParticipantSettings) -> None:
@@ -145,7 +144,7 @@ def audit_job(
         replay = replay_job(spark, settings, plan)
         audit = JobAudit(settings.job, batch, replay)
         # Step 4
-        for binding in _bindings(settings, replay, readers):
+        for binding in _bindings(settings, replay):
             audit.bindings.append(
                 _audit_binding(settings, replay, binding, readers[binding.sink], committed=committed, examples=examples)
             )

@@ -8,6 +8,8 @@ import socket
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
+from onceflow.core.contract import ParticipantRef
+from onceflow.core.contract.clients import CoordinatorClient, WriterRegistration, retrying
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.logging import get_logger
 from onceflow.spark.api import JobContext, JobOutputs, load_entrypoint, outputs_of
@@ -17,7 +19,7 @@ from onceflow.spark.exceptions import JobDefinitionError
 from onceflow.spark.job.baseline import at_least_once_writer
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner.session import activate
-from onceflow.spark.sink import CoordinatorClient, Participant, Registration
+from onceflow.spark.sink.coordinator import coordinator_errors
 from onceflow.spark.sink.foreach_batch import two_phase_commit_batches
 
 _log = get_logger(__name__)
@@ -37,7 +39,7 @@ def build_outputs(spark: SparkSession, settings: SparkJobSettings) -> JobOutputs
         raise JobDefinitionError(settings.job, str(exc)) from None
 
 
-def register_driver(settings: SparkJobSettings, participants: list[Participant] | None = None) -> Registration:
+def register_driver(settings: SparkJobSettings, participants: list[ParticipantRef] | None = None) -> WriterRegistration:
     """Make this driver the job's writer and declare the job's sinks with their bindings.
 
     Steps:
@@ -47,27 +49,38 @@ def register_driver(settings: SparkJobSettings, participants: list[Participant] 
            prepared on. The coordinator has each participant check its bindings first (create a
            missing table, refuse one that does not fit): a refusal is a :class:`JobDefinitionError`,
            before any batch runs.
+
+    Both calls are retried while the coordinator is unreachable, for ``register_timeout_ms``.
     """
     coordinator = settings.coordinator
     writer_id = f"{socket.gethostname()}:{os.getpid()}"
-    with CoordinatorClient(coordinator.target, coordinator.tls, timeout_s=coordinator.rpc_timeout_ms / 1000) as client:
+    job, within_s, target = settings.job, coordinator.register_timeout_ms / 1000, coordinator.target
+    with CoordinatorClient(target, coordinator.tls, timeout_s=coordinator.rpc_timeout_ms / 1000) as client:
         # Step 1
-        registration = client.register_writer(
-            settings.job, writer_id, deadline_s=coordinator.register_timeout_ms / 1000
-        )
+        with coordinator_errors("RegisterWriter", job, 0, target):
+            registration = retrying(
+                lambda: client.register_writer(job, writer_id, timeout_s=10),
+                within_s=within_s,
+                what="RegisterWriter",
+                job=job,
+            )
         # Step 2
-        if participants is None:
-            participants = [ref for p in settings.participants for ref in p.refs()]
-        client.register_participants(
-            settings.job, registration.epoch, participants, deadline_s=coordinator.register_timeout_ms / 1000
-        )
+        refs = participants if participants is not None else [r for p in settings.participants for r in p.refs()]
+        with coordinator_errors("RegisterParticipants", job, 0, target):
+            retrying(
+                lambda: client.register_participants(job, registration.epoch, refs, timeout_s=10),
+                within_s=within_s,
+                what="RegisterParticipants",
+                job=job,
+                epoch=registration.epoch,
+            )
     _log.info(
         "driver.registered",
         job=settings.job,
         epoch=registration.epoch,
         last_committed_batch=registration.last_committed_batch,
         writer=writer_id,
-        sinks=",".join(p.name for p in participants),
+        sinks=",".join(p.name for p in refs),
     )
     return registration
 

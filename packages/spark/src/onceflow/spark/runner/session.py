@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner.object_store import object_store_conf
 from onceflow.spark.runner.topology import is_single_host
-from onceflow.spark.sink import DRIVER_PID_ENV, TwoPhaseCommitSink
+from onceflow.spark.sink import TwoPhaseCommitSink
 from onceflow.spark.source import KafkaSource
 from onceflow.spark.worker_logging import LEVEL_ENV
 
@@ -55,9 +55,8 @@ def submitted_master() -> str:
 def build_session(settings: SparkJobSettings, master: str | None = None) -> SparkSession:
     """Get (or create) the session. ``master`` None leaves it to spark-submit; else it overrides settings.
 
-    The workers run this interpreter (``PYSPARK_PYTHON``), and the driver publishes its pid for the
-    test-only crash hook of the sink. A driver of a single-host master binds loopback only. Under
-    spark-submit, onceflow's defaults apply only to what spark-submit left unset.
+    The workers run this interpreter (``PYSPARK_PYTHON``). A driver of a single-host master binds
+    loopback only. Under spark-submit, onceflow's defaults apply only to what spark-submit left unset.
     """
     submitted = _submitted_conf() if master is None else None
     effective_master = master if master is not None else submitted_master()
@@ -66,9 +65,8 @@ def build_session(settings: SparkJobSettings, master: str | None = None) -> Spar
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if single_host:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ[DRIVER_PID_ENV] = str(os.getpid())
     os.environ.setdefault(LEVEL_ENV, settings.log.level)
-    builder = SparkSession.builder.appName(settings.spark.app_name)
+    builder = SparkSession.builder.appName(settings.spark.app_name or f"onceflow-{settings.job}")
     if master is not None:
         builder = builder.master(master)
     defaults = {**DEFAULTS, **(LOOPBACK_DEFAULTS if single_host else {})}

@@ -1,18 +1,11 @@
-"""The ``onceflow-2pc`` streaming sink: staged Avro files per task, two-phase commit per micro-batch."""
+"""The ``onceflow-2pc`` streaming sink: staged Arrow IPC files per task, two-phase commit per micro-batch."""
 
-from onceflow.spark.sink.coordinator import CoordinatorClient, Participant, Registration
-from onceflow.spark.sink.crash import CRASH_ENV, DRIVER_PID_ENV
 from onceflow.spark.sink.datasource import TwoPhaseCommitSink
 from onceflow.spark.sink.messages import StagedFileMessage
 from onceflow.spark.sink.options import SinkOptions, parse_sink_options
 from onceflow.spark.sink.writer import TwoPhaseCommitBatchWriter, TwoPhaseCommitWriter
 
 __all__ = [
-    "CRASH_ENV",
-    "DRIVER_PID_ENV",
-    "CoordinatorClient",
-    "Participant",
-    "Registration",
     "SinkOptions",
     "StagedFileMessage",
     "TwoPhaseCommitBatchWriter",

@@ -6,19 +6,21 @@ uses in update mode and for derived outputs) are thin adapters over these functi
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import WriterCommitMessage
 
-from onceflow.core.contract.proto import state_name
+from onceflow.core.contract import TransactionId
+from onceflow.core.contract.clients import CoordinatorClient, retrying
+from onceflow.core.contract.proto import state_from_proto, state_name
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile, StagingWriter, read_manifest
 from onceflow.spark.exceptions import TransactionAborted
-from onceflow.spark.sink.coordinator import COMMITTED_STATES, CoordinatorClient
-from onceflow.spark.sink.crash import commit_point
+from onceflow.spark.sink.coordinator import coordinator_errors
 from onceflow.spark.sink.messages import StagedFileMessage
 from onceflow.spark.sink.options import SinkOptions
 from onceflow.spark.sink.side_outputs import side_output_files
@@ -83,7 +85,8 @@ def derived_output_files(options: SinkOptions, batch: int) -> list[StagedFile]:
         listed = read_manifest(options.staging_root, options.job, batch, manifest_name(output, options.writer_epoch))
         if listed is None:
             raise RuntimeError(
-                f"derived output {output!r} of {options.job}:{batch} was not staged before the batch's commit"
+                f"derived output {output!r} of {TransactionId(options.job, batch)} was not staged"
+                " before the batch's commit"
             )
         files += listed
     return files
@@ -105,14 +108,18 @@ def commit_batch(
            batch without any row (every task was empty) gets one empty file from the driver: a
            transaction always names what it commits, and the sinks record it like any other.
         2. CommitTransaction(job, writer epoch, batch, files): the coordinator prepares every sink
-           participant, logs the decision, and commits them.
+           participant, logs the decision, and commits them. CommitTransaction is idempotent per
+           batch (a committed batch answers COMMITTED, an attempt under way is joined), so a call
+           that found the coordinator unreachable or slow (restarting, say) is retried until the
+           RPC timeout is used up.
         3. COMMITTED or COMMITTING (decided, acks in flight) is success, also for a batch that an
-           earlier driver already committed (a replay after a crash). Spark then logs the batch.
+           earlier driver already committed (a replay after a crash): ``faults`` reaches
+           ``commit-returned``, and Spark then logs the batch.
         4. ABORTED raises :class:`TransactionAborted`: Spark fails the batch, and the restart loop
            re-runs it from the checkpoint. A fenced writer raises ``WriterFencedError``.
     """
     ensure_worker_logging()
-    job, epoch, txn = options.job, options.writer_epoch, f"{options.job}:{batch}"
+    job, epoch, txn = options.job, options.writer_epoch, TransactionId(options.job, batch)
     # Step 1
     files = staged_files(messages)
     files += side_output_files(options.staging_root, job, batch, options.side_outputs)
@@ -122,10 +129,22 @@ def commit_batch(
         files = [writer.write_batches(f"empty-epoch-{epoch}", schema, [], output=options.output)]
     rows = sum(f.count for f in files)
     # Step 2
-    with CoordinatorClient(options.coordinator, options.tls, timeout_s=options.rpc_timeout_s) as client:
-        state, reason = client.commit_transaction(job, epoch, batch, files)
+    deadline = time.monotonic() + options.rpc_timeout_s
+    with (
+        CoordinatorClient(options.coordinator, options.tls, timeout_s=options.rpc_timeout_s) as client,
+        coordinator_errors("CommitTransaction", job, epoch, options.coordinator),
+    ):
+        response = retrying(
+            lambda: client.commit_transaction(txn, epoch, files, timeout_s=max(1.0, deadline - time.monotonic())),
+            within_s=options.rpc_timeout_s,
+            what="CommitTransaction",
+            job=job,
+            epoch=epoch,
+        )
+    state, reason = response.state, response.reason
     # Step 3
-    if state in COMMITTED_STATES:
+    decided = state_from_proto(state)
+    if decided is not None and decided.is_commit:
         _log.info(
             "sink.batch_committed",
             job=job,
@@ -136,7 +155,7 @@ def commit_batch(
             files=len(files),
             rows=rows,
         )
-        faults.at(commit_point(batch), job=job, batch=batch)
+        faults.at("commit-returned", job=job, batch=batch)
         return
     # Step 4
     _log.warning("sink.batch_aborted", job=job, batch=batch, epoch=epoch, txn=txn, reason=reason)
@@ -148,10 +167,13 @@ def abort_batch(options: SinkOptions, messages: Sequence[WriterCommitMessage | N
     failure here, and a decided commit is never flipped. Staged files stay: a decided commit may
     still need them; the coordinator collects them."""
     ensure_worker_logging()
-    job, epoch, txn = options.job, options.writer_epoch, f"{options.job}:{batch}"
+    job, epoch, txn = options.job, options.writer_epoch, TransactionId(options.job, batch)
     try:
-        with CoordinatorClient(options.coordinator, options.tls, timeout_s=30) as client:
-            state = client.abort_transaction(job, epoch, batch, "the Spark micro-batch failed")
+        with (
+            CoordinatorClient(options.coordinator, options.tls, timeout_s=30) as client,
+            coordinator_errors("AbortTransaction", job, epoch, options.coordinator),
+        ):
+            state = client.abort_transaction(txn, epoch, "the Spark micro-batch failed").state
     except Exception as exc:  # the batch fails either way
         _log.warning("sink.abort_failed", job=job, batch=batch, epoch=epoch, txn=txn, error=str(exc))
         return

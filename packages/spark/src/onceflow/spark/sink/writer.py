@@ -8,10 +8,19 @@ from collections.abc import Iterator
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from onceflow.spark.sink.crash import driver_faults
+from onceflow.core.faults import FaultInjector, installed_faults
 from onceflow.spark.sink.options import SinkOptions
 from onceflow.spark.sink.transaction import abort_batch, commit_batch, stage_derived_output, stage_task_output
 from onceflow.spark.sink.writer_context import current_batch_id
+from onceflow.spark.worker_logging import ensure_worker_logging
+
+
+def process_faults() -> FaultInjector:
+    """This process's fault injector for the commits (:func:`~onceflow.core.faults.installed_faults`
+    of ``spark-sink``): looked up once per process, as a Python worker runs many commits; none in
+    production."""
+    ensure_worker_logging()  # the lookup logs an installed injector
+    return installed_faults("spark-sink")
 
 
 class TwoPhaseCommitWriter(DataSourceStreamArrowWriter):
@@ -33,7 +42,7 @@ class TwoPhaseCommitWriter(DataSourceStreamArrowWriter):
         return stage_task_output(self.options, current_batch_id(), iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 - Spark's API
-        commit_batch(self.options, messages, batchId, self.schema, faults=driver_faults())
+        commit_batch(self.options, messages, batchId, self.schema, faults=process_faults())
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803 - Spark's API
         abort_batch(self.options, messages, batchId)
@@ -62,7 +71,7 @@ class TwoPhaseCommitBatchWriter(DataSourceArrowWriter):
         if self.options.stage_only:
             stage_derived_output(self.options, messages, self.batch)
         else:
-            commit_batch(self.options, messages, self.batch, self.schema, faults=driver_faults())
+            commit_batch(self.options, messages, self.batch, self.schema, faults=process_faults())
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         if not self.options.stage_only:  # a derived output's failure fails the whole batch, aborted there

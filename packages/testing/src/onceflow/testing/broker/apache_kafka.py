@@ -42,7 +42,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 from onceflow.broker.admin.connection import KafkaConnection
 from onceflow.broker.embedded import BrokerProcess
 from onceflow.broker.protocol.shapes import build_entity
-from onceflow.core.process import Readiness
+from onceflow.core.service import Readiness
 
 __all__ = [
     "BROKER_USER",

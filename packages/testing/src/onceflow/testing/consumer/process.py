@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from onceflow.core.process import ServerProcess
-from onceflow.testing.faults import HoldAt
+from onceflow.testing.faults.consumer import HOLD_DIR_ENV
+from onceflow.testing.faults.hold import HoldAt
 
 LOG_FILE = "consumer.log"
 CONFIG_FILE = "consumer.toml"
@@ -45,9 +46,8 @@ class ConsumerProcess(ServerProcess):
 
 
 class HeldAuditsConsumerProcess(ConsumerProcess):
-    """A consumer process whose audits are held at their start until ``hold.release()``."""
-
-    MODULE = "onceflow.testing.consumer.held_audits"
+    """A consumer process whose audits are held at their start until ``hold.release()``: its
+    environment names the hold's directory (:mod:`onceflow.testing.faults.consumer`)."""
 
     def __init__(
         self,
@@ -59,7 +59,5 @@ class HeldAuditsConsumerProcess(ConsumerProcess):
         startup_timeout: float = 60.0,
         stop_timeout: float = 20.0,
     ) -> None:
-        from onceflow.testing.consumer.held_audits import HOLD_DIR_ENV
-
         env = {**(env or {}), HOLD_DIR_ENV: hold.directory}
         super().__init__(work_dir, settings, env=env, startup_timeout=startup_timeout, stop_timeout=stop_timeout)

@@ -2,7 +2,7 @@
 
 from onceflow.testing.coordinator.builders import FAST_ENGINE_CONFIG, staged_files
 from onceflow.testing.coordinator.fakes import (
-    FakeParticipantClient,
+    FakeParticipantConnection,
     FakeParticipants,
     FakeParticipantServer,
     FakeParticipantServicer,
@@ -13,7 +13,7 @@ from onceflow.testing.coordinator.process import CoordinatorProcess, log_topic_e
 __all__ = [
     "FAST_ENGINE_CONFIG",
     "CoordinatorProcess",
-    "FakeParticipantClient",
+    "FakeParticipantConnection",
     "FakeParticipantServer",
     "FakeParticipantServicer",
     "FakeParticipants",

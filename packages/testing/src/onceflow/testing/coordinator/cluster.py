@@ -39,15 +39,14 @@ from typing import Any, Final
 import grpc
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.coordinator.model import ParticipantRef
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import Shard, SinkBinding, TransactionId
+from onceflow.core.contract import ParticipantRef, Shard, SinkBinding, TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
-from onceflow.core.contract.ip_count import ip_count_table_binding, ip_count_topic_binding
 from onceflow.core.contract.proto import state_name
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import S3Settings, StagedFile, StagingStore, StagingWriter, parse_staging_uri
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding, ip_count_topic_binding
 from onceflow.proto.v1 import coordinator_pb2, coordinator_pb2_grpc
 from onceflow.sinks.postgres.schema import gid_prefix
 from onceflow.sinks.readback import BindingReader, KafkaReader, LakehouseReader, PostgresReader, SqliteReader
@@ -132,12 +131,12 @@ class TwoPhaseCommitCluster:
     :attr:`participants` is keyed by participant name: the sink, or ``<sink>#<index>`` for a shard.
     ``coordinator_settings`` override :data:`FAST_COORDINATOR_SETTINGS` (nested keys merge);
     ``coordinator_env`` is the coordinator's extra environment (e.g. the crash hook, see
-    :mod:`onceflow.coordinator.crash`); change ``cluster.coordinator.env`` between restarts.
+    :mod:`onceflow.testing.faults.coordinator`); change ``cluster.coordinator.env`` between restarts.
     ``staging_uri`` replaces the local staging directory (``work_dir/staging``); ``staging_s3`` is the
     ``[staging.s3]`` section of every process (and of the driver's writes), ``env`` the environment
     every process gets on top of this one's (e.g. the AWS variables of the store).
     ``participant_env`` is every participant's at the first start, on top of ``env``
-    (:mod:`onceflow.sinks.server.crash`); change ``participants[name].env`` between restarts.
+    (:mod:`onceflow.testing.faults.participant`); change ``participants[name].env`` between restarts.
     """
 
     def __init__(
@@ -344,7 +343,9 @@ class TwoPhaseCommitCluster:
     def stage(self, job: str, batch: int, *files: Sequence[IpCount], attempt: int = 0) -> list[StagedFile]:
         """Write each list of rows as one staged file of ``job``'s ``batch``, as Spark tasks do."""
         writer = StagingWriter(self.staging_uri, job, batch, store=self.store)
-        return [writer.write(f"part-{i}-attempt-{attempt}", rows) for i, rows in enumerate(files)]
+        return [
+            writer.write(f"part-{i}-attempt-{attempt}", rows, IP_COUNT_ARROW_SCHEMA) for i, rows in enumerate(files)
+        ]
 
     def commit(
         self, job: str, epoch: int, batch: int, files: Iterable[StagedFile], *, timeout: float = 60.0
@@ -368,7 +369,9 @@ class TwoPhaseCommitCluster:
                 return txn
             time.sleep(0.05)
         seen = state_name(txn.state) if txn is not None else "no answer"
-        raise AssertionError(f"{job}:{batch} is {seen}, not {state_name(state)} after {timeout}s\n{self.logs()}")
+        raise AssertionError(
+            f"{TransactionId(job, batch)} is {seen}, not {state_name(state)} after {timeout}s\n{self.logs()}"
+        )
 
     # -- reading the sinks back ------------------------------------------------------------------
 
@@ -460,7 +463,7 @@ class TwoPhaseCommitCluster:
                     rows = db.execute(
                         "SELECT job, batch FROM onceflow_pending WHERE sink = ? ORDER BY job, batch", (name,)
                     )
-                    found[name] = [f"{job}:{batch}" for job, batch in rows]
+                    found[name] = [str(TransactionId(job, batch)) for job, batch in rows]
         if "postgres" in self.sinks:
             with psycopg.connect(self.postgres_dsn) as conn:
                 gids = conn.execute("SELECT gid FROM pg_prepared_xacts WHERE database = current_database()")
@@ -470,7 +473,7 @@ class TwoPhaseCommitCluster:
         for sink in ("kafka", *LAKEHOUSE_SINKS):
             for name in self.names_of(sink) if sink in self.sinks else ():
                 journal = self._participant_dir(name) / "state" / name / "prepared"
-                found[name] = sorted(f"{p.parent.name}:{p.stem}" for p in journal.glob("*/*.json"))
+                found[name] = sorted(str(TransactionId(p.parent.name, int(p.stem))) for p in journal.glob("*/*.json"))
         return found
 
     def names_of(self, sink: str) -> list[str]:

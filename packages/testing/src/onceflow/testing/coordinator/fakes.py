@@ -14,18 +14,17 @@ from collections.abc import Container, Iterable, Sequence
 
 import grpc
 
-from onceflow.coordinator.model import ParticipantRef, StagedFile, TransactionId
 from onceflow.coordinator.participants.base import (
     BindingsRefused,
-    ParticipantClient,
+    ParticipantConnection,
     ParticipantConnector,
     ParticipantUnavailable,
-    PrepareVote,
 )
-from onceflow.core.contract import SinkBinding
+from onceflow.core.contract import ParticipantRef, PrepareVote, SinkBinding, TransactionId
 from onceflow.core.contract.proto import bindings_from_proto, files_from_proto
 from onceflow.core.grpc import build_server
 from onceflow.core.settings import GrpcServerSettings
+from onceflow.core.staging import StagedFile
 from onceflow.proto.v1 import participant_pb2, participant_pb2_grpc
 
 PARTICIPANT_SERVICE = participant_pb2.DESCRIPTOR.services_by_name["Participant"].full_name
@@ -43,8 +42,9 @@ class FakeSink:
         self.calls: list[tuple[str, TransactionId]] = []
         #: Vote no with this reason.
         self.vote_no: str | None = None
-        #: Sleep this long in prepare.
+        #: Sleep this long in prepare, and in abort.
         self.prepare_delay = 0.0
+        self.abort_delay = 0.0
         #: False: every call fails as unavailable.
         self.available = True
         #: Fail this many of the next commit calls as unavailable.
@@ -96,6 +96,8 @@ class FakeSink:
 
     def abort(self, txn: TransactionId) -> None:
         self._record("abort", txn)
+        if self.abort_delay:
+            time.sleep(self.abort_delay)
         with self._changed:
             self.prepared.pop(txn, None)
             self.aborted[txn] = self.aborted.get(txn, 0) + 1
@@ -123,8 +125,8 @@ class FakeSink:
             return self._changed.wait_for(lambda: txn in table, timeout)
 
 
-class FakeParticipantClient(ParticipantClient):
-    """A :class:`ParticipantClient` calling a :class:`FakeSink` directly."""
+class FakeParticipantConnection(ParticipantConnection):
+    """A :class:`ParticipantConnection` calling a :class:`FakeSink` directly."""
 
     def __init__(self, ref: ParticipantRef, sink: FakeSink) -> None:
         super().__init__(ref)
@@ -184,8 +186,8 @@ class FakeParticipants(ParticipantConnector):
     def __getitem__(self, name: str) -> FakeSink:
         return self.sinks[name]
 
-    def connect(self, ref: ParticipantRef) -> ParticipantClient:
-        return FakeParticipantClient(ref, self.sinks[ref.name])
+    def connect(self, ref: ParticipantRef) -> ParticipantConnection:
+        return FakeParticipantConnection(ref, self.sinks[ref.name])
 
 
 def _txn(

@@ -10,9 +10,10 @@ from typing import Any
 
 import grpc
 
-from onceflow.core.process import Readiness, ServiceProcess
+from onceflow.core.contract.clients import ConnectClient
+from onceflow.core.process import ServiceProcess
+from onceflow.core.service import Readiness
 from onceflow.proto.v1 import connect_pb2 as pb
-from onceflow.runtime.admin.client import ConnectClient
 
 
 def free_port() -> int:
@@ -58,7 +59,7 @@ class WorkerProcess(ServiceProcess):
         return [sys.executable, "-m", "onceflow.runtime", "--config", str(self.config_path), *self.connector_files]
 
     def probe_ready(self, pid: int) -> Readiness | None:
-        with ConnectClient(self.target, timeout=2) as client:
+        with ConnectClient(self.target, timeout_s=2) as client:
             try:
                 client.call("ListConnectors", pb.ListConnectorsRequest())
             except grpc.RpcError:
@@ -66,4 +67,4 @@ class WorkerProcess(ServiceProcess):
         return Readiness(port=self._port)
 
     def client(self) -> ConnectClient:
-        return ConnectClient(self.target, timeout=30)
+        return ConnectClient(self.target, timeout_s=30)

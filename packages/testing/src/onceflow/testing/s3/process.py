@@ -30,7 +30,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from onceflow.core.process import Readiness, ServiceProcess
+from onceflow.core.process import ServiceProcess
+from onceflow.core.service import Readiness
 
 POM: Final = Path("tools/s3proxy/pom.xml")
 S3PROXY_HOME_ENV: Final = "ONCEFLOW_S3PROXY_HOME"

@@ -34,7 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
-from onceflow.core.process import Readiness, ServiceProcess, session_members
+from onceflow.core.process import ServiceProcess, session_members
+from onceflow.core.service import Readiness
 
 __all__ = [
     "EXECUTOR_MAIN",

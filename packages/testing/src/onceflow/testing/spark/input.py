@@ -3,7 +3,7 @@
 :func:`produce_events` writes values the way onceflow's source connectors do, in transactions, so
 the source topic has control records between the data (the job must skip them and read only
 committed records); :func:`encoded_events` are the log producer's generated events (its traffic
-model, whose truth :mod:`onceflow.core.traffic.truth` computes) as Avro single-object values.
+model, whose truth :mod:`onceflow.ipcount.traffic.truth` computes) as Avro single-object values.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 
 from onceflow.core.avro import ACCESS_EVENT_SERDE
 from onceflow.core.topics import SOURCE_TOPIC
-from onceflow.core.traffic.model import TrafficModel, event
+from onceflow.ipcount.traffic.model import TrafficModel, event
 
 
 def encoded_events(model: TrafficModel, start: int, stop: int) -> list[bytes]:

@@ -1,12 +1,38 @@
-"""Typed clients of the coordinator and the participants: the one place their stubs are built.
+"""Typed clients of onceflow's gRPC services: the one place their stubs are built.
 
 Each takes a target and the :class:`~onceflow.core.settings.TlsSettings` (TLS, mTLS, bearer token:
-:func:`onceflow.core.grpc.open_channel`), has one method per RPC with a per-call deadline, and is
-closed with ``close()`` or ``with``.
+:func:`onceflow.core.grpc.open_channel`), has one method per RPC with a per-call deadline, raises a
+typed error for a failed call (:mod:`~onceflow.core.contract.clients.errors`), and is closed with
+``close()`` or ``with``.
 """
 
-from onceflow.core.contract.clients.base import ServiceClient
-from onceflow.core.contract.clients.coordinator import CoordinatorClient
+from onceflow.core.contract.clients.base import ServiceClient, UnusableClientArgument, retrying
+from onceflow.core.contract.clients.connect import ConnectClient
+from onceflow.core.contract.clients.coordinator import CoordinatorClient, WriterRegistration
+from onceflow.core.contract.clients.errors import (
+    AccessDenied,
+    CallCancelled,
+    RequestRefused,
+    RpcFailed,
+    ServiceUnavailable,
+    WriterFenced,
+)
 from onceflow.core.contract.clients.participant import ParticipantClient
+from onceflow.core.contract.clients.results import ResultsClient
 
-__all__ = ["CoordinatorClient", "ParticipantClient", "ServiceClient"]
+__all__ = [
+    "AccessDenied",
+    "CallCancelled",
+    "ConnectClient",
+    "CoordinatorClient",
+    "ParticipantClient",
+    "RequestRefused",
+    "ResultsClient",
+    "RpcFailed",
+    "ServiceClient",
+    "ServiceUnavailable",
+    "UnusableClientArgument",
+    "WriterFenced",
+    "WriterRegistration",
+    "retrying",
+]

@@ -6,11 +6,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
 
-from onceflow.core.contract.clients.base import ServiceClient, check_txn
+from onceflow.core.contract.clients.base import ServiceClient, UnusableClientArgument, check_txn
+from onceflow.core.contract.clients.errors import RpcFailed, rpc_failed
 from onceflow.core.contract.participant_ref import ParticipantRef
 from onceflow.core.contract.proto import (
     bindings_to_proto,
@@ -31,8 +33,17 @@ def split_targets(target: str) -> list[str]:
     """``HOST:PORT[,HOST:PORT...]`` as a list; ValueError for an empty entry."""
     targets = [part.strip() for part in target.split(",")]
     if not all(targets):
-        raise ValueError(f"coordinator targets must be HOST:PORT[,HOST:PORT...], got {target!r}")
+        raise UnusableClientArgument(f"coordinator targets must be HOST:PORT[,HOST:PORT...], got {target!r}")
     return targets
+
+
+@dataclass(frozen=True, slots=True)
+class WriterRegistration:
+    """What RegisterWriter answers: the writer's new epoch (it fences every earlier writer of the job)
+    and the job's last committed batch (-1: none)."""
+
+    epoch: int
+    last_committed_batch: int
 
 
 class CoordinatorClient(ServiceClient):
@@ -47,9 +58,10 @@ class CoordinatorClient(ServiceClient):
     next coordinator.
 
     Arguments are the contract's values (:class:`TransactionId`, :class:`StagedFile`,
-    :class:`ParticipantRef`, :class:`TransactionState`, :class:`Resolution`); answers are the
-    ``onceflow.v1`` response messages. A failed call raises the :class:`grpc.RpcError` as it came
-    (its code and details say what the coordinator refused): what a failure means is the caller's call.
+    :class:`ParticipantRef`, :class:`TransactionState`, :class:`Resolution`); RegisterWriter answers a
+    :class:`WriterRegistration`, the other calls the ``onceflow.v1`` response messages. A failed call
+    raises its typed error (:mod:`~onceflow.core.contract.clients.errors`: a fenced writer is
+    :class:`WriterFenced`, a refusal :class:`RequestRefused` whose details say what was refused).
     A transaction id that is not a :class:`TransactionId` is a TypeError before anything is sent.
     """
 
@@ -82,7 +94,7 @@ class CoordinatorClient(ServiceClient):
         deadline = time.monotonic() + self._timeout(timeout_s)
         with self._lock:
             first = self._current
-        failure: grpc.RpcError | None = None
+        failure: RpcFailed | None = None
         for step in range(len(self._stubs)):
             index = (first + step) % len(self._stubs)
             remaining = deadline - time.monotonic()
@@ -91,29 +103,28 @@ class CoordinatorClient(ServiceClient):
             try:
                 response = getattr(self._stubs[index], method)(request, timeout=max(remaining, 0.001))
             except grpc.RpcError as exc:
-                code = exc.code() if isinstance(exc, grpc.Call) else None
+                failed = rpc_failed(exc, method, self.targets[index])
+                code = failed.code()
                 if code == grpc.StatusCode.DEADLINE_EXCEEDED:
                     with self._lock:
                         if self._current == index:
                             self._current = (index + 1) % len(self._stubs)
                 if code != grpc.StatusCode.UNAVAILABLE:
-                    raise
-                failure = exc
+                    raise failed from None
+                failure = failed
                 continue
             with self._lock:
                 self._current = index
             return response
         assert failure is not None
-        raise failure
+        raise failure from None
 
-    def register_writer(
-        self, job: str, writer_id: str, *, timeout_s: float | None = None
-    ) -> coordinator_pb2.RegisterWriterResponse:
+    def register_writer(self, job: str, writer_id: str, *, timeout_s: float | None = None) -> WriterRegistration:
         """Become ``job``'s writer: the answer's ``epoch`` fences every earlier writer; it also carries
         the job's ``last_committed_batch`` (-1: none)."""
         request = coordinator_pb2.RegisterWriterRequest(job=job, writer_id=writer_id)
         response: coordinator_pb2.RegisterWriterResponse = self._call("RegisterWriter", request, timeout_s)
-        return response
+        return WriterRegistration(epoch=int(response.epoch), last_committed_batch=int(response.last_committed_batch))
 
     def register_participants(
         self, job: str, epoch: int, participants: Iterable[ParticipantRef], *, timeout_s: float | None = None

@@ -15,6 +15,7 @@ from onceflow.core.contract.proto import (
 )
 from onceflow.core.contract.shards import WHOLE_SINK, Shard
 from onceflow.core.contract.txn import TransactionId
+from onceflow.core.contract.vote import PrepareVote
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagedFile
 from onceflow.proto.v1 import participant_pb2, participant_pb2_grpc
@@ -26,8 +27,8 @@ class ParticipantClient(ServiceClient):
 
     Arguments are the contract's values (:class:`TransactionId`, :class:`StagedFile`,
     :class:`SinkBinding`, :class:`Shard`: which share of a sharded sink the server is believed to
-    serve; it refuses a request whose shard is not its own); a failed call raises the
-    :class:`grpc.RpcError` as it came. A transaction id that is not a :class:`TransactionId` is a
+    serve; it refuses a request whose shard is not its own); a failed call raises its typed error
+    (:mod:`~onceflow.core.contract.clients.errors`). A transaction id that is not a :class:`TransactionId` is a
     TypeError before anything is sent.
     """
 
@@ -54,7 +55,7 @@ class ParticipantClient(ServiceClient):
         request = participant_pb2.PrepareBindingsRequest(
             sink=sink, job=job, bindings=bindings_to_proto(bindings), shard=shard_to_proto(shard)
         )
-        self._stub.PrepareBindings(request, timeout=self._timeout(timeout_s))
+        self._unary(self._stub, "PrepareBindings", request, timeout_s)
 
     def prepare_transaction(
         self,
@@ -65,8 +66,8 @@ class ParticipantClient(ServiceClient):
         *,
         shard: Shard = WHOLE_SINK,
         timeout_s: float | None = None,
-    ) -> participant_pb2.PrepareTransactionResponse:
-        """Phase one: the answer is the vote (``vote_commit``, a no vote's ``reason``, ``rows``)."""
+    ) -> PrepareVote:
+        """Phase one: the participant's :class:`PrepareVote` (``vote_commit``, a no vote's ``reason``, ``rows``)."""
         check_txn(txn)
         request = participant_pb2.PrepareTransactionRequest(
             sink=sink,
@@ -75,10 +76,8 @@ class ParticipantClient(ServiceClient):
             bindings=bindings_to_proto(bindings),
             shard=shard_to_proto(shard),
         )
-        response: participant_pb2.PrepareTransactionResponse = self._stub.PrepareTransaction(
-            request, timeout=self._timeout(timeout_s)
-        )
-        return response
+        response = self._unary(self._stub, "PrepareTransaction", request, timeout_s)
+        return PrepareVote(vote_commit=response.vote_commit, reason=response.reason, rows=response.rows)
 
     def commit_prepared_transaction(
         self,
@@ -99,7 +98,7 @@ class ParticipantClient(ServiceClient):
             bindings=bindings_to_proto(bindings),
             shard=shard_to_proto(shard),
         )
-        self._stub.CommitPreparedTransaction(request, timeout=self._timeout(timeout_s))
+        self._unary(self._stub, "CommitPreparedTransaction", request, timeout_s)
 
     def abort_prepared_transaction(
         self, sink: str, txn: TransactionId, *, shard: Shard = WHOLE_SINK, timeout_s: float | None = None
@@ -109,7 +108,7 @@ class ParticipantClient(ServiceClient):
         request = participant_pb2.AbortPreparedTransactionRequest(
             sink=sink, id=txn_id_to_proto(txn), shard=shard_to_proto(shard)
         )
-        self._stub.AbortPreparedTransaction(request, timeout=self._timeout(timeout_s))
+        self._unary(self._stub, "AbortPreparedTransaction", request, timeout_s)
 
     def list_prepared_transactions(
         self, sink: str = "", *, timeout_s: float | None = None
@@ -117,7 +116,7 @@ class ParticipantClient(ServiceClient):
         """``(sink, txn)`` of every transaction ``sink`` (every sink of the server when empty) holds
         prepared: in doubt until the coordinator's decision reaches it."""
         request = participant_pb2.ListPreparedTransactionsRequest(sink=sink)
-        response = self._stub.ListPreparedTransactions(request, timeout=self._timeout(timeout_s))
+        response = self._unary(self._stub, "ListPreparedTransactions", request, timeout_s)
         return [(prepared.sink, txn_id_from_proto(prepared.id)) for prepared in response.transactions]
 
     def list_committed_batches(
@@ -128,7 +127,7 @@ class ParticipantClient(ServiceClient):
         the server's default), and which shard of each sink the server serves. UNIMPLEMENTED for a
         sink kind that keeps no such records."""
         request = participant_pb2.ListCommittedBatchesRequest(sink=sink, job=job, max_batches=max_batches)
-        response: participant_pb2.ListCommittedBatchesResponse = self._stub.ListCommittedBatches(
-            request, timeout=self._timeout(timeout_s)
+        response: participant_pb2.ListCommittedBatchesResponse = self._unary(
+            self._stub, "ListCommittedBatches", request, timeout_s
         )
         return response

@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from onceflow.core import defaults
-from onceflow.core.traffic.model import TrafficModel, ip_and_time
+from onceflow.ipcount.traffic.model import TrafficModel, ip_and_time
 
 
 @dataclass(frozen=True, order=True)

@@ -1,9 +1,9 @@
-"""The participant's crash points, for tests: ``ONCEFLOW_PARTICIPANT_TEST_CRASH_AT=<point>``.
+"""The participant's crash points: ``ONCEFLOW_PARTICIPANT_TEST_CRASH_AT=<point>`` in its environment.
 
 The servicer and the sinks reach these points through the :class:`~onceflow.core.faults.FaultInjector`
-they are given (none by default); ``onceflow participant`` builds one from the environment
-(:func:`participant_faults`). Each is a step of the protocol as one participant (or one shard of a
-sharded sink) sees it:
+they are given; ``onceflow participant`` asks :func:`~onceflow.core.faults.installed_faults` for it
+once at start, which calls :func:`from_env` (the ``participant`` plug-in of this package). Each is a
+step of the protocol as one participant (or one shard of a sharded sink) sees it:
 
 - ``prepare-received``: a Prepare arrived and was checked; nothing is durable, no vote was sent;
 - ``prepare-midway``: inside the sink's prepare. Delta Lake and Iceberg: the batch's data files are
@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from onceflow.core.faults import CRASH_EXIT_CODE, FaultInjector, faults_from_env
+from onceflow.core.faults import FaultInjector
+from onceflow.testing.faults.crash import crash_from_env
 
 CRASH_ENV: Final = "ONCEFLOW_PARTICIPANT_TEST_CRASH_AT"
 CRASH_POINTS: Final = (
@@ -35,9 +36,7 @@ CRASH_POINTS: Final = (
     "commit-applied",
 )
 
-__all__ = ["CRASH_ENV", "CRASH_EXIT_CODE", "CRASH_POINTS", "participant_faults"]
 
-
-def participant_faults() -> FaultInjector:
-    """The faults this process's environment asks for (none in production)."""
-    return faults_from_env(CRASH_ENV)
+def from_env() -> FaultInjector:
+    """The crash :data:`CRASH_ENV` asks for, else none."""
+    return crash_from_env(CRASH_ENV, CRASH_POINTS)

@@ -10,7 +10,7 @@
     2. Start the broker's asyncio loop on a thread of its own (one thread serves everything).
     3. Open the broker (topics, logs, state) on that loop and start listening; log ``broker.started``.
 
-The serve loop then publishes the ``ready`` file in the data dir (:mod:`onceflow.broker.readiness`),
+The serve loop then publishes the ``ready`` file in the data dir (:attr:`BrokerConfig.ready_file`),
 waits for SIGTERM/SIGINT and calls :meth:`BrokerService.stop`: listener, background tasks,
 producer-state snapshots and flush, then the loop and the lock.
 """
@@ -27,10 +27,10 @@ from typing import Self
 
 from onceflow.broker.broker import Broker
 from onceflow.broker.config import BrokerConfig
-from onceflow.broker.readiness import READY_FILE, clear_ready
+from onceflow.broker.log_escaping import escape_log_lines
 from onceflow.core.exposure import refuse_unauthenticated
 from onceflow.core.logging import get_logger
-from onceflow.core.service import EXIT_CONFIG, EXIT_START_FAILED, Service, ServiceStartFailed
+from onceflow.core.service import EXIT_CONFIG, EXIT_START_FAILED, Service, ServiceStartFailed, remove_ready_file
 
 log = get_logger("onceflow.broker")
 
@@ -64,7 +64,7 @@ class BrokerService(Service):
         if lock_fd is None:
             raise ServiceStartFailed(f"data dir {data_dir} is locked: another broker is using it")
         self._lock_fd = lock_fd
-        clear_ready(data_dir)
+        remove_ready_file(self.config.ready_file)
         # Step 2
         loop = self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=loop.run_forever, name="broker-loop", daemon=True)
@@ -101,7 +101,7 @@ class BrokerService(Service):
 
     def default_ready_file(self) -> Path:
         """``data_dir/ready``, where :class:`~onceflow.broker.embedded.BrokerProcess` and the demo look."""
-        return self.config.data_dir / READY_FILE
+        return self.config.ready_file
 
     def stop(self, grace: float = 2.0) -> None:
         """Stop the broker gracefully (safe after a failed start), then the loop, then release the lock."""
@@ -145,3 +145,10 @@ def _lock_writable_data_dir(data_dir: Path) -> int | None:
         os.close(lock_fd)
         return None
     return lock_fd
+
+
+def broker_service(config: BrokerConfig) -> BrokerService:
+    """``onceflow broker``'s service; escapes the log lines of the whole process first (client-chosen
+    ids must not forge log lines, see :mod:`onceflow.broker.log_escaping`)."""
+    escape_log_lines()
+    return BrokerService(config)

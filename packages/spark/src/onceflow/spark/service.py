@@ -1,4 +1,5 @@
-"""The driver process as a service of the one serve loop: session, progress listener, metrics, restart loop."""
+"""``onceflow spark run`` / ``onceflow job run``'s service, the driver process on the one serve loop: session,
+progress listener, metrics, restart loop."""
 
 from __future__ import annotations
 
@@ -130,3 +131,13 @@ class SparkDriverService(Service):
         if self._spark is not None:
             self._spark.stop()
             self._spark = None
+
+
+def driver_service(settings: SparkJobSettings) -> SparkDriverService:
+    """``onceflow spark run`` / ``onceflow job run``'s service: the driver on ``spark.master``."""
+    return SparkDriverService(settings, master=settings.spark.master)
+
+
+def submitted_driver_service(settings: SparkJobSettings) -> SparkDriverService:
+    """The service of :mod:`onceflow.spark.submit`: the driver on the master spark-submit gave."""
+    return SparkDriverService(settings, master=None)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from onceflow.core.config_def import ConfigDef, ConfigType, ParsedConfig
-from onceflow.core.traffic.model import TrafficModel
+from onceflow.ipcount.traffic.model import TrafficModel
 
 
 def define_traffic(config: ConfigDef) -> ConfigDef:

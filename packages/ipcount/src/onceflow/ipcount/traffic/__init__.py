@@ -5,9 +5,9 @@ and the tests recompute them and their counts per window and ip from the seed al
 connector runtime.
 """
 
-from onceflow.core.traffic.model import TrafficModel, event, ip_and_time
-from onceflow.core.traffic.settings import define_traffic, model_from_config, traffic_config_def
-from onceflow.core.traffic.truth import WindowCount, expected_counts
+from onceflow.ipcount.traffic.model import TrafficModel, event, ip_and_time
+from onceflow.ipcount.traffic.settings import define_traffic, model_from_config, traffic_config_def
+from onceflow.ipcount.traffic.truth import WindowCount, expected_counts
 
 __all__ = [
     "TrafficModel",

@@ -1,4 +1,4 @@
-"""Fault injectors for tests that must not depend on the machine's speed.
+"""A fault injector for tests that must not depend on the machine's speed.
 
 :class:`HoldAt` is a :class:`~onceflow.core.faults.FaultInjector` that holds every process reaching
 its point until the test releases it: a test sees an operation "still running" for as long as it
@@ -29,6 +29,9 @@ class HoldAt(FaultInjector):
         self.point = point
         self.max_hold_s = max_hold_s
         self.directory = directory or tempfile.mkdtemp(prefix="onceflow-hold-")
+
+    def __repr__(self) -> str:
+        return f"HoldAt({self.point!r}, directory={self.directory!r})"
 
     @property
     def _released(self) -> Path:

@@ -1,4 +1,4 @@
-"""The participant server: open the sinks, recover them, then serve the Participant RPCs."""
+"""``onceflow participant``'s service: open the sinks, recover them, then serve the Participant RPCs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2
 
 from onceflow.core.confinement import StagingConfinement
-from onceflow.core.contract import TransactionId
+from onceflow.core.contract import Resolution, TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.faults import NO_FAULTS, FaultInjector
@@ -20,7 +20,7 @@ from onceflow.core.metrics import MetricsEndpoint, serve_metrics
 from onceflow.core.service import Service
 from onceflow.core.staging import StagingStore, install_store, probe_staging_root
 from onceflow.proto.v1 import participant_pb2_grpc
-from onceflow.sinks.base import Outcome, SinkParticipant
+from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.server.factory import open_sink
 from onceflow.sinks.server.metrics import ParticipantMetrics
 from onceflow.sinks.server.recovery import CoordinatorOutcomes
@@ -136,7 +136,7 @@ class ParticipantServer(Service):
                 stop=self._stop,
             )
             for name, sink in self.sinks.items():
-                done: dict[TransactionId, Outcome] = sink.recover(outcomes)
+                done: dict[TransactionId, Resolution] = sink.recover(outcomes)
                 for outcome in done.values():
                     self.metrics.recovered.labels(name, outcome.value).inc()
 
@@ -160,3 +160,11 @@ class ParticipantServer(Service):
 
     def ready_info(self) -> Mapping[str, object]:
         return {"port": self.port, "metrics_port": self.metrics_port}
+
+
+def participant_service(settings: ParticipantSettings) -> ParticipantServer:
+    """``onceflow participant``'s service: the server with the process's installed faults (a test
+    plug-in's, :mod:`onceflow.core.faults`; none in production)."""
+    from onceflow.core.faults import installed_faults
+
+    return ParticipantServer(settings, faults=installed_faults("participant"))

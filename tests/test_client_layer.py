@@ -1,0 +1,98 @@
+"""Every gRPC stub of onceflow's services is built by the contract's typed clients, nowhere else.
+
+``onceflow.core.contract.clients`` is the one place a status code becomes a typed error and a
+channel gets its TLS and token; a stub built anywhere else (the demo's observer once called the
+Results API over a plaintext channel without the token) skips both. Tests that must send requests
+the clients would not build use a client's ``stub`` property.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CLIENT_LAYER = ROOT / "packages" / "core" / "src" / "onceflow" / "core" / "contract" / "clients"
+GENERATED = ROOT / "packages" / "proto" / "src"
+
+
+def _python_files() -> Iterator[Path]:
+    for top in (ROOT / "packages", ROOT / "tests", ROOT / "bench"):
+        for path in top.rglob("*.py"):
+            if any(part.startswith(".") for part in path.relative_to(ROOT).parts):
+                continue  # caches (.mypy_cache, .venv)
+            if path.is_relative_to(CLIENT_LAYER) or path.is_relative_to(GENERATED):
+                continue
+            yield path
+
+
+def _is_grpc_module(module: str) -> bool:
+    return module.startswith("onceflow.proto") and module.endswith("_pb2_grpc")
+
+
+def stub_constructions(source: str) -> list[int]:
+    """Line numbers where ``source`` calls a stub class of an ``onceflow.proto`` ``*_pb2_grpc`` module
+    (through the module, an imported stub class, or a name assigned one of those)."""
+    tree = ast.parse(source)
+    modules: set[str] = set()  # names bound to a *_pb2_grpc module
+    stubs: set[str] = set()  # names bound to a stub class
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                if _is_grpc_module(node.module) and alias.name.endswith("Stub"):
+                    stubs.add(alias.asname or alias.name)
+                elif _is_grpc_module(f"{node.module}.{alias.name}"):
+                    modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if _is_grpc_module(alias.name):
+                    modules.add(alias.asname or alias.name)
+
+    def is_stub_class(expr: ast.expr) -> bool:
+        if isinstance(expr, ast.Name):
+            return expr.id in stubs
+        if isinstance(expr, ast.Attribute) and expr.attr.endswith("Stub"):
+            module = ast.unparse(expr.value)
+            return module in modules or _is_grpc_module(module)
+        return False
+
+    for node in ast.walk(tree):  # ``Stub = results_pb2_grpc.ResultsStub`` makes ``Stub`` one too
+        if isinstance(node, ast.Assign) and is_stub_class(node.value):
+            stubs.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return sorted(node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call) and is_stub_class(node.func))
+
+
+def test_the_check_finds_every_way_to_build_a_stub() -> None:
+    assert stub_constructions(
+        "from onceflow.proto.v1 import results_pb2_grpc\n"
+        "import grpc\n"
+        "stub = results_pb2_grpc.ResultsStub(grpc.insecure_channel('x'))\n"
+    ) == [3]
+    assert stub_constructions("from onceflow.proto.v1.connect_pb2_grpc import ConnectStub as C\nC(channel)\n") == [2]
+    assert stub_constructions(
+        "from onceflow.proto.v1 import coordinator_pb2_grpc as g\nStub = g.TransactionCoordinatorStub\nStub(c)\n"
+    ) == [3]
+    assert stub_constructions(
+        "import onceflow.proto.v1.participant_pb2_grpc\nonceflow.proto.v1.participant_pb2_grpc.ParticipantStub(c)\n"
+    ) == [2]
+    # a type annotation, a servicer base class and grpc's own health stub are not onceflow stubs built
+    assert not stub_constructions(
+        "from grpc_health.v1 import health_pb2_grpc\n"
+        "from onceflow.proto.v1 import results_pb2_grpc\n"
+        "def f(stub: results_pb2_grpc.ResultsStub) -> None:\n"
+        "    health_pb2_grpc.HealthStub(channel)\n"
+        "class S(results_pb2_grpc.ResultsServicer): ...\n"
+    )
+
+
+def test_no_stub_is_built_outside_the_client_layer() -> None:
+    built = {
+        f"{path.relative_to(ROOT)}:{line}"
+        for path in _python_files()
+        for line in stub_constructions(path.read_text(encoding="utf-8"))
+    }
+    assert not built, (
+        "build the stub through onceflow.core.contract.clients (ResultsClient, ConnectClient, "
+        f"CoordinatorClient, ParticipantClient; tests: their .stub): {sorted(built)}"
+    )
