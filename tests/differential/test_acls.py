@@ -26,7 +26,7 @@ from confluent_kafka.admin import (
 )
 
 from onceflow.broker.embedded import BrokerProcess
-from onceflow.demo.acls.admin import EVERY_ACL
+from onceflow.acls.admin import EVERY_ACL
 from onceflow.testing.broker.security import KINDS, BrokerProcesses, sasl_config, start_secured_broker
 from onceflow.testing.broker.wire import WireClient
 

@@ -18,7 +18,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from onceflow.demo.acls.plan import Grant
+from onceflow.acls.plan import Grant
 
 Wanted = Sequence[tuple[str, Grant]]
 
