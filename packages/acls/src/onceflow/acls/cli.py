@@ -20,8 +20,9 @@ Example::
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,9 +58,17 @@ def bindings(topology: Topology, principals: Mapping[str, str]) -> list[tuple[st
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--principal-map", required=True, metavar="SERVICE=PRINCIPAL,...",
                         help=f"the principal of each service ({', '.join(SERVICES)})")  # fmt: skip
-    parser.add_argument("--config", action="append", default=[], metavar="SERVICE=FILE",
-                        help="a service's config file, otherwise its defaults (repeatable; several "
-                             "for the shards of a participant and for several Spark jobs)")  # fmt: skip
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="SERVICE=FILE",
+        help="a service's config file, otherwise its defaults (repeatable; several "
+        "for the shards of a participant and for several Spark jobs)",
+    )
+    parser.add_argument("--service-env", action="store_true",
+                        help="also read the services' ONCEFLOW_<SERVICE>__... settings from this environment "
+                             "(a deploy job that sets the services' own variables)")  # fmt: skip
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -86,14 +95,14 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     apply_parser.set_defaults(func=run_apply)
 
 
-def _topology(configs: Sequence[str]) -> Topology:
+def _topology(args: argparse.Namespace) -> Topology:
     """The topology of ``--config SERVICE=FILE`` options (repeated for a participant's shards and for
-    several Spark jobs)."""
+    several Spark jobs), with this environment's service settings when ``--service-env``."""
     paths: dict[str, list[Path]] = {}
-    for item in configs:
+    for item in args.config:
         for service, path in parse_pairs([item], "--config").items():
             paths.setdefault(service, []).append(Path(path))
-    return Topology.load(paths)
+    return Topology.load(paths, env=os.environ if args.service_env else None)
 
 
 def _command_config(path: str) -> dict[str, str]:
@@ -107,7 +116,7 @@ def _command_config(path: str) -> dict[str, str]:
 def run_plan(args: argparse.Namespace) -> int:
     """Print every service's ACLs, one a line, grouped by service."""
     service = None
-    for principal, grant in bindings(_topology(args.config), principal_map(args.principal_map)):
+    for principal, grant in bindings(_topology(args), principal_map(args.principal_map)):
         if grant.service != service:
             service = grant.service
             print(f"# {service} ({principal})")
@@ -119,7 +128,7 @@ def run_apply(args: argparse.Namespace) -> int:
     """Create every service's ACLs and check that the broker holds them (see module docs)."""
     from onceflow.acls.admin import AclAdmin
 
-    wanted = bindings(_topology(args.config), principal_map(args.principal_map))
+    wanted = bindings(_topology(args), principal_map(args.principal_map))
     config = {
         "bootstrap.servers": args.bootstrap_servers,
         **(_command_config(args.command_config) if args.command_config else {}),

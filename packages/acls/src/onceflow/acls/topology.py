@@ -2,7 +2,8 @@
 
 Every name comes from the service's settings class: its defaults, or the config file the operator
 passes (``--config coordinator=coordinator.toml``; the environment of the machine running the
-command is not read: it is not the service's). Transactional-id prefixes come from the
+command is not read, it is not the service's, unless ``--service-env`` says it is: a deploy job that
+sets the services' own variables). Transactional-id prefixes come from the
 functions that name the producers (the Kafka sink's ``transactional_id``, the source tasks'
 ``transactional_id``), the connectors' output topics from the registered connectors' config
 definitions. Services that run as several processes under one principal take one file each: the
@@ -67,10 +68,13 @@ class Topology:
     spark_jobs: tuple[SparkJobSettings, ...]
 
     @classmethod
-    def load(cls, configs: Mapping[str, Path | Sequence[Path]]) -> Topology:
+    def load(cls, configs: Mapping[str, Path | Sequence[Path]], *, env: Mapping[str, str] | None = None) -> Topology:
         """Each service's settings from its config file(s) in ``configs`` (by service name), else its
-        defaults. A service name that is not one of :data:`SERVICES`, or several files for a service
-        not in :data:`MANY_CONFIGS`, is an ``InvalidConfig``."""
+        defaults; ``env``, when given, holds the services' ``ONCEFLOW_<SERVICE>__...`` overrides (a
+        deploy job that sets them as the services' containers do). A service name that is not one of
+        :data:`SERVICES`, or several files for a service not in :data:`MANY_CONFIGS`, is an
+        ``InvalidConfig``."""
+        overrides = dict(env or {})
         paths = {name: [value] if isinstance(value, Path) else list(value) for name, value in configs.items()}
         unknown = sorted(set(paths) - set(SERVICES))
         if unknown:
@@ -80,9 +84,10 @@ class Topology:
                 raise InvalidConfig("--config", f"{name} runs with one config file, got {len(files)}")
 
         def each(name: str, model: type[S]) -> list[S]:
-            return [load_settings(model, path, env={}) for path in paths.get(name, [])] or [model.model_construct()]
+            loaded = [load_settings(model, path, env=overrides) for path in paths.get(name, [])]
+            return loaded or [model.model_construct()]
 
-        participants = [load_settings(ParticipantSettings, path, env={}) for path in paths.get("participant", [])]
+        participants = [load_settings(ParticipantSettings, p, env=overrides) for p in paths.get("participant", [])]
         return cls(
             coordinator=each("coordinator", CoordinatorSettings)[0],
             connect=each("connect", WorkerSettings)[0],
