@@ -165,3 +165,16 @@ def test_the_shards_and_jobs_of_one_principal_each_bring_their_names(tmp_path: P
                      ("WRITE", "TOPIC:LITERAL:dlq-one"), ("WRITE", "TOPIC:LITERAL:dlq-two")}  # fmt: skip
     with pytest.raises(InvalidConfig, match="coordinator runs with one config file"):
         Topology.load({"coordinator": [tmp_path / "a.toml", tmp_path / "b.toml"]})
+
+
+def test_apply_names_an_unreadable_command_config_and_never_its_values(tmp_path: Path) -> None:
+    login = tmp_path / "admin.properties"
+    login.write_text("sasl.password=s3cr3t-value\nsasl.username\n")
+    for path, error in ((tmp_path / "missing", "cannot read"), (login, "line 2: expected name=value")):
+        result = subprocess.run(
+            [ONCEFLOW, "acls", "apply", "--bootstrap-servers", "127.0.0.1:1", "--command-config", str(path),
+             "--principal-map", "coordinator=c"],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert result.returncode == 2, result.stderr
+        assert "--command-config" in result.stderr and error in result.stderr and "s3cr3t" not in result.stderr
