@@ -267,6 +267,8 @@ def test_kafka_init_applies_least_privilege_acls_for_every_service_before_any_st
     for service, path in sorted(configs):
         by_service.setdefault(service, []).append(path)
     grants = plan(Topology.load(by_service))
+    acls = [(g.service, g.resource_type, g.pattern_type, g.name, g.operation) for g in grants]
+    assert len(acls) == len(set(acls)), "an ACL planned twice (the Admin API refuses duplicate bindings)"
     log_topic = typed(compose, "coordinator-1", CoordinatorSettings).transaction_log.topic
     assert {g.service for g in grants if g.name == log_topic} == {"coordinator"}
     shard_prefixes = {g.name for g in grants if g.service == "participant" and g.resource_type == TRANSACTIONAL_ID}

@@ -125,5 +125,9 @@ def plan(topology: Topology) -> list[Grant]:
     ]  # fmt: skip
     for service, prefixes in READER_GROUPS.items():
         grants += _grants(service, GROUP, prefixes, [READ], "its read-only consumers", pattern_type=PREFIXED)
+    # one grant per ACL of a service (a topic it stores may also be one its audit reads): the first reason
+    unique: dict[tuple[object, ...], Grant] = {}
+    for g in grants:
+        unique.setdefault((g.service, g.resource_type, g.pattern_type, g.name, g.operation), g)
     order = {service: index for index, service in enumerate(SERVICES)}
-    return sorted(grants, key=lambda g: (order[g.service], g))
+    return sorted(unique.values(), key=lambda g: (order[g.service], g))
