@@ -4,7 +4,8 @@
 # skips, when a step does not hold.
 #
 # 1. Secrets (secrets.sh), and the alert rules checked by promtool in the Prometheus image.
-# 2. `compose up -d --wait`: every healthcheck passes.
+# 2. `compose up -d --wait`: every healthcheck passes (kafka-init has applied the ACLs of every
+#    service's principal first); the consumer's principal is refused a write into the decision log.
 # 3. A real-format access log of LINES lines (`onceflow logproducer sample`: nginx/Apache lines with
 #    malformed ones among them), then the log producer (the access-log-file connector) tails it into
 #    ip_count_source; both jobs read it in micro-batches of at most 10,000 records.
@@ -89,6 +90,22 @@ wait_for_batch() {
     sleep 3
   done
 }
+
+# Least privilege: kafka-init applied each service's ACLs (`onceflow acls apply`) and nothing else is
+# allowed. The consumer's principal, with its own login from its config, may not forge a decision.
+refused=$(compose exec -T consumer python -c "
+from confluent_kafka import Producer
+from onceflow.consumer.settings import ConsumerSettings
+from onceflow.core.settings import load_settings
+kafka = load_settings(ConsumerSettings, '/etc/onceflow/compose/consumer.toml').kafka
+outcome = []
+producer = Producer(kafka.client_config(**{'message.timeout.ms': 20000}))
+producer.produce('_onceflow_coordinator_log', b'forged', on_delivery=lambda err, _: outcome.append(err.name() if err else 'NO_ERROR'))
+producer.flush(30)
+print(outcome[0] if outcome else 'no delivery report')" 2>&1 | tail -n 1)
+[ "$refused" = "TOPIC_AUTHORIZATION_FAILED" ] \
+  || fail "the consumer's principal producing into _onceflow_coordinator_log got '$refused', not TOPIC_AUTHORIZATION_FAILED"
+say "ACLs: the consumer's principal is refused the decision log ($refused)"
 
 # Step 3
 compose exec -T connect-worker onceflow logproducer sample --lines "$LINES" --seed "$SEED" \

@@ -8,8 +8,10 @@ service's own settings class (its Kafka login, a secret at run time, is a stand-
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,9 @@ from typing import Any
 import pytest
 import yaml
 
+from onceflow.acls import Topology, plan
+from onceflow.acls.cli import principal_map
+from onceflow.broker.acl import ResourceType
 from onceflow.consumer.loop.metrics import ConsumerMetrics
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.coordinator.metrics import CoordinatorMetrics
@@ -55,6 +60,7 @@ OTHER_IMAGES = {"kafka", "postgres", "prometheus", "s3proxy"}
 TOKEN_SECRET = "/run/secrets/grpc_token"
 KAFKA_LOGIN = "/run/secrets/kafka_client"
 BROKERS = ["kafka-1", "kafka-2", "kafka-3"]
+TRANSACTIONAL_ID = ResourceType.TRANSACTIONAL_ID
 
 
 @pytest.fixture(scope="module")
@@ -214,7 +220,72 @@ def test_every_service_logs_in_to_kafka_as_its_own_principal(compose: dict[str, 
         assert principal_of[logins[0]] == kind, f"{logins[0]} is shared by {kind} and {principal_of[logins[0]]}"
     assert KAFKA_LOGIN in kafka_logins
     init = compose["services"]["kafka-init"]
-    assert init["environment"]["KAFKA_PROPERTIES_FILE"] == "/run/secrets/kafka_admin"
+    assert init["environment"]["KAFKA_PROPERTIES_FILE"] == KAFKA_LOGIN
+    assert {"source": "kafka_admin", "target": "kafka_client"} in init["secrets"]
+
+
+def kafka_init_steps(compose: dict[str, Any]) -> list[list[str]]:
+    """kafka-init's command, one argv per ``&&`` step (``$$`` is compose's escape of ``$``)."""
+    entrypoint = compose["services"]["kafka-init"]["entrypoint"]
+    assert entrypoint[:2] == ["bash", "-c"]
+    return [shlex.split(step) for step in entrypoint[2].replace("$$", "$").split("&&")]
+
+
+def test_kafka_init_applies_least_privilege_acls_for_every_service_before_any_starts(
+    compose: dict[str, Any],
+) -> None:
+    """StandardAuthorizer, nothing open, super users the brokers and the admin; kafka-init applies
+    the ACLs of the configs the containers really run with, each service under the principal of the
+    login it mounts, and every Kafka client starts after it."""
+    services = compose["services"]
+    for name in BROKERS:
+        env = services[name]["environment"]
+        assert env["KAFKA_AUTHORIZER_CLASS_NAME"] == "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+        assert env["KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND"] == "false"
+        assert env["KAFKA_SUPER_USERS"] == "User:broker;User:admin"
+    init = services["kafka-init"]
+    topics, apply = kafka_init_steps(compose)
+    assert topics[0] == "python"
+    assert host_path(init, topics[1]) == ROOT / "deploy" / "helm" / "onceflow" / "files" / "create_topics.py"
+    assert apply[:4] == ["exec", "onceflow", "acls", "apply"]
+    assert apply[apply.index("--command-config") + 1] == KAFKA_LOGIN
+    principals = principal_map(init["environment"]["PRINCIPAL_MAP"])
+    pairs = [pair.partition("=") for flag, pair in itertools.pairwise(apply) if flag == "--config"]
+    configs = {(service, host_path(init, path)) for service, _, path in pairs}
+    acl_service = {"connect-worker": "connect", "spark-worker": "spark"}
+    expected_principals: dict[str, str] = {}
+    for name, (kind, config) in onceflow_services(compose).items():
+        service = acl_service.get(kind, kind)
+        assert (service, config) in configs, f"kafka-init plans no ACLs for {name}'s config {config}"
+        login = next(s["source"] for s in services[name]["secrets"] if isinstance(s, dict) and s.get("target"))
+        expected_principals[service] = "User:" + login.removeprefix("kafka_")
+        assert "kafka-init" in upstream(services, name), f"{name} may start before the ACLs are in place"
+    assert principals == expected_principals
+    users = re.search(r"^PRINCIPALS=\((.*)\)$", (COMPOSE_DIR / "secrets.sh").read_text(), re.M)
+    assert users is not None and {p.removeprefix("User:") for p in principals.values()} <= set(users.group(1).split())
+    # the plan of those configs: the coordinator alone writes its log, nobody else gets more than READ on it
+    by_service: dict[str, list[Path]] = {}
+    for service, path in sorted(configs):
+        by_service.setdefault(service, []).append(path)
+    grants = plan(Topology.load(by_service))
+    acls = [(g.service, g.resource_type, g.pattern_type, g.name, g.operation) for g in grants]
+    assert len(acls) == len(set(acls)), "an ACL planned twice (the Admin API refuses duplicate bindings)"
+    log_topic = typed(compose, "coordinator-1", CoordinatorSettings).transaction_log.topic
+    assert {g.service for g in grants if g.name == log_topic} == {"coordinator"}
+    shard_prefixes = {g.name for g in grants if g.service == "participant" and g.resource_type == TRANSACTIONAL_ID}
+    assert len(shard_prefixes) == 2, shard_prefixes
+
+
+def upstream(services: dict[str, Any], name: str) -> set[str]:
+    """Every service ``name`` waits for, directly or not (depends_on)."""
+    found: set[str] = set()
+    todo = [name]
+    while todo:
+        for dependency in services[todo.pop()].get("depends_on") or {}:
+            if dependency not in found:
+                found.add(dependency)
+                todo.append(dependency)
+    return found
 
 
 def test_the_topics_the_services_use_are_created_with_replication_three(compose: dict[str, Any]) -> None:
@@ -233,9 +304,6 @@ def test_the_topics_the_services_use_are_created_with_replication_three(compose:
     check_topics(created, deploy)
     log = created[deploy.coordinator.transaction_log.topic][1]
     assert log["retention.ms"] == log["retention.bytes"] == "-1", "the coordinator refuses a bounded log"
-    assert (
-        host_path(init, init["entrypoint"][-1]) == ROOT / "deploy" / "helm" / "onceflow" / "files" / "create_topics.py"
-    )
     coordinator_init = compose["services"]["coordinator-init"]
     assert coordinator_init["entrypoint"][:3] == ["onceflow", "txn", "init-log"]
     assert typed(compose, "coordinator-1", CoordinatorSettings).transaction_log.init_if_missing is False

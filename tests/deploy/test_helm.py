@@ -6,7 +6,10 @@ the Go module proxy; the chart is rendered and checked, never installed (no clus
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ from .deploy_support import CHART, ROOT
 HELM = ROOT / ".cache" / "helm" / "v3.22.0" / "helm"
 KUBECHECK = ROOT / ".cache" / "kubecheck" / "kubecheck"
 KUBE_VERSION = "1.31.0"
+ONCEFLOW = Path(sys.executable).parent / "onceflow"
 #: What every install must set: the Secret with the PostgreSQL DSN (the chart refers to it).
 REQUIRED = ("--set", "postgresql.existingSecret=onceflow-postgres")
 WORKLOAD_KINDS = {"Deployment", "StatefulSet", "Job"}
@@ -108,3 +112,67 @@ def test_replicas_and_resources_follow_the_values() -> None:
     assert docs["onceflow-connect-worker"]["spec"]["replicas"] == 2
     assert pod_spec(consumer)["containers"][0]["resources"] == {"limits": {"memory": "1Gi"}}
     assert docs["onceflow-coordinator"]["spec"]["strategy"] == {"type": "Recreate"}
+
+
+# --- least privilege: the ACL Job ------------------------------------------------------------------
+
+ACLS = ("--set", "kafka.acls.apply=true", "--set", "kafka.acls.adminSecret.name=onceflow-kafka-admin")
+
+
+def kubernetes_env(container: dict[str, Any]) -> dict[str, str]:
+    """A container's literal environment as Kubernetes sets it: ``$(NAME)`` of a variable defined
+    before is expanded (a secret's value stands in as ``{}``, a JSON object of properties)."""
+    env: dict[str, str] = {}
+    for variable in container.get("env", []):
+        value = variable.get("value", "{}")
+        env[variable["name"]] = re.sub(r"\$\((\w+)\)", lambda m: env.get(m.group(1), m.group(0)), value)
+    return env
+
+
+def test_the_acl_job_applies_each_services_acls_as_the_admin_before_the_services_start(tmp_path: Path) -> None:
+    """Off by default; on, a hook after the topics Job runs ``onceflow acls apply`` as the admin (its
+    Secret, also the topics Job's login) with the principal map of the values, on the services' own
+    files and rendered settings: the plan it computes from them holds each service's names."""
+    assert "onceflow-acls" not in workloads(manifests(render()))
+    values = ("coordinator.extraEnv[0].name=ONCEFLOW_COORDINATOR__TRANSACTION_LOG__TOPIC",
+              "coordinator.extraEnv[0].value=_onceflow_decisions", "kafka.acls.principals.spark=",
+              "consumer.kafkaPropertiesSecret.name=results-login")  # fmt: skip
+    docs = manifests(render(*ACLS, *(arg for value in values for arg in ("--set", value))))
+    jobs = workloads(docs)
+    job, topics = jobs["onceflow-acls"], jobs["onceflow-topics"]
+    weight = "helm.sh/hook-weight"
+    assert int(job["metadata"]["annotations"][weight]) > int(topics["metadata"]["annotations"][weight])
+    assert "pre-install" in job["metadata"]["annotations"]["helm.sh/hook"]
+    (container,) = pod_spec(job)["containers"]
+    argv = container["command"]
+    assert argv[:3] == ["onceflow", "acls", "apply"] and "--service-env" in argv
+    admin = argv[argv.index("--command-config") + 1]
+    for workload in (job, topics):
+        volumes = {v["name"]: v for v in pod_spec(workload)["volumes"]}
+        assert volumes["kafka-admin"]["secret"]["secretName"] == "onceflow-kafka-admin"
+    assert kubernetes_env(pod_spec(topics)["containers"][0])["KAFKA_PROPERTIES_FILE"] == admin
+    # each service logs in with its own Secret when given one
+    consumer = pod_spec(workloads(docs)["onceflow-consumer"])["containers"][0]
+    login = next(v for v in consumer["env"] if v["name"] == "KAFKA_PROPERTIES")
+    assert login["valueFrom"]["secretKeyRef"]["name"] == "results-login"
+    # the plan of exactly what the Job runs with: its ConfigMap's files and its environment
+    config_map = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "onceflow-acls")
+    mount = next(m["mountPath"] for m in container["volumeMounts"] if m["name"] == "config")
+    for name, text in config_map["data"].items():
+        (tmp_path / name).write_text(text)
+    plan_argv, rest = ["plan"], iter(argv[3:])
+    for arg in rest:
+        if arg in ("--bootstrap-servers", "-X", "--command-config"):  # apply's alone: the broker and the login
+            next(rest)
+        else:
+            plan_argv.append(arg.replace(mount, str(tmp_path)))
+    result = subprocess.run([str(ONCEFLOW), "acls", *plan_argv], env={**os.environ, **kubernetes_env(container)},
+                            capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    acls = {tuple(line.split(" # ")[0].split()) for line in result.stdout.splitlines() if not line.startswith("#")}
+    assert ("User:participant", "ALLOW", "WRITE", "TOPIC:LITERAL:ip_count_sink") in acls
+    assert ("User:participant", "ALLOW", "WRITE", "TRANSACTIONAL_ID:PREFIXED:onceflow-sink-kafka-") in acls
+    # a service's extraEnv reaches the Job too
+    assert ("User:coordinator", "ALLOW", "WRITE", "TOPIC:LITERAL:_onceflow_decisions") in acls
+    assert ("User:consumer", "ALLOW", "READ", "TOPIC:LITERAL:ip_count_sink") in acls
+    assert not [acl for acl in acls if acl[0] == "User:spark"], "a service left out of the map gets no ACLs"

@@ -25,8 +25,8 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from onceflow.acls.admin import EVERY_ACL
 from onceflow.broker.embedded import BrokerProcess
-from onceflow.demo.acls.admin import EVERY_ACL
 from onceflow.testing.broker.security import KINDS, BrokerProcesses, sasl_config, start_secured_broker
 from onceflow.testing.broker.wire import WireClient
 

@@ -69,9 +69,19 @@ def secured(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         # the demo's consumer runs in a group of its own; every other name is a service default
         consumer_config = tmp_path_factory.mktemp("acl-configs") / "consumer.toml"
         consumer_config.write_text(f'[consumer]\ngroup_id = "{DEMO_CONSUMER_GROUP}"\n')
+        # the admin's login as the deploys pass it: its user and password in a --command-config file
+        login = consumer_config.with_name("admin.properties")
+        login.write_text(f"sasl.username=admin\nsasl.password={USERS['admin']}\n")
+        properties = [
+            arg
+            for key, value in secured.config("admin").items()
+            if key not in ("bootstrap.servers", "sasl.username", "sasl.password")
+            for arg in ("-X", f"{key}={value}")
+        ]
         applied = subprocess.run(
-            [ONCEFLOW, "acls", "apply", "--bootstrap-servers", broker.bootstrap_servers,
-             *secured.admin_properties(), "--principal-map", principal_map, "--config", f"consumer={consumer_config}"],
+            [ONCEFLOW, "acls", "apply", "--bootstrap-servers", broker.bootstrap_servers, *properties,
+             "--command-config", str(login), "--principal-map", principal_map,
+             "--config", f"consumer={consumer_config}"],
             capture_output=True, text=True, timeout=180, check=False,
         )  # fmt: skip
         assert applied.returncode == 0, applied.stdout + applied.stderr

@@ -79,17 +79,26 @@ app.kubernetes.io/component: {{ .component }}
 
 {{/*
 Environment variables every container refers to with $(NAME) (Kubernetes expands them in the
-values of the variables after them): KAFKA_PROPERTIES, the librdkafka properties as one JSON object.
+values of the variables after them): KAFKA_PROPERTIES, the librdkafka properties as one JSON object:
+the service's own login (<service>.kafkaPropertiesSecret, its principal for least-privilege ACLs),
+else kafka.propertiesSecret, else kafka.properties. Takes (dict "context" . "service" .Values.<service>).
 */}}
 {{- define "onceflow.kafkaPropertiesEnv" -}}
+{{- $kafka := .context.Values.kafka -}}
+{{- $own := default (dict) (default (dict) .service).kafkaPropertiesSecret -}}
 - name: KAFKA_PROPERTIES
-{{- if .Values.kafka.propertiesSecret.name }}
+{{- if $own.name }}
   valueFrom:
     secretKeyRef:
-      name: {{ .Values.kafka.propertiesSecret.name }}
-      key: {{ .Values.kafka.propertiesSecret.key }}
+      name: {{ $own.name }}
+      key: {{ $own.key | default "properties.json" }}
+{{- else if $kafka.propertiesSecret.name }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ $kafka.propertiesSecret.name }}
+      key: {{ $kafka.propertiesSecret.key }}
 {{- else }}
-  value: {{ .Values.kafka.properties | toJson | quote }}
+  value: {{ $kafka.properties | toJson | quote }}
 {{- end }}
 {{- end }}
 

@@ -1,6 +1,6 @@
 """``onceflow acls plan|apply``: the least-privilege ACLs of every onceflow service, on any Kafka.
 
-``plan`` prints, per service, the ACLs its principal needs (see ``onceflow.demo.acls.plan``);
+``plan`` prints, per service, the ACLs its principal needs (see ``onceflow.acls.plan``);
 ``apply`` creates them through the Admin API (CreateAcls, as ``kafka-acls --add`` does) on Apache Kafka
 or the embedded broker, then reads them back (DescribeAcls) and says per service how many are in
 place. Both take ``--principal-map coordinator=User:coordinator,connect=User:connect,...``: only the
@@ -13,23 +13,25 @@ for a bad argument.
 Example::
 
     onceflow acls apply --bootstrap-servers kafka:9092 -X security.protocol=SASL_SSL \\
-        -X sasl.mechanism=SCRAM-SHA-512 -X sasl.username=admin -X sasl.password=... \\
+        -X sasl.mechanism=SCRAM-SHA-512 --command-config admin.properties \\
         --principal-map coordinator=User:coordinator,participant=User:participant,consumer=User:results
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from onceflow.acls.plan import Grant, plan
+from onceflow.acls.topology import SERVICES, Topology
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import parse_pairs
-from onceflow.demo.acls.plan import Grant, plan
-from onceflow.demo.acls.topology import SERVICES, Topology
+from onceflow.core.settings.base import read_properties_file
 
 log = get_logger("onceflow.acls")
 
@@ -56,8 +58,17 @@ def bindings(topology: Topology, principals: Mapping[str, str]) -> list[tuple[st
 def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--principal-map", required=True, metavar="SERVICE=PRINCIPAL,...",
                         help=f"the principal of each service ({', '.join(SERVICES)})")  # fmt: skip
-    parser.add_argument("--config", action="append", default=[], metavar="SERVICE=FILE",
-                        help="a service's config file (repeatable); otherwise its defaults")  # fmt: skip
+    parser.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="SERVICE=FILE",
+        help="a service's config file, otherwise its defaults (repeatable; several "
+        "for the shards of a participant and for several Spark jobs)",
+    )
+    parser.add_argument("--service-env", action="store_true",
+                        help="also read the services' ONCEFLOW_<SERVICE>__... settings from this environment "
+                             "(a deploy job that sets the services' own variables)")  # fmt: skip
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
@@ -77,18 +88,35 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     apply_parser.add_argument("--bootstrap-servers", required=True, metavar="HOST:PORT")
     apply_parser.add_argument("-X", dest="kafka_properties", action="append", default=[], metavar="KEY=VALUE",
                               help="librdkafka property of the admin login (repeatable)")  # fmt: skip
+    apply_parser.add_argument("--command-config", metavar="FILE",
+                              help="librdkafka properties of the admin login, name=value lines (as kafka-acls' "
+                                   "option: keeps the password off the command line); -X wins")  # fmt: skip
     apply_parser.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS")
     apply_parser.set_defaults(func=run_apply)
 
 
-def _topology(configs: Sequence[str]) -> Topology:
-    return Topology.load({service: Path(path) for service, path in parse_pairs(configs, "--config").items()})
+def _topology(args: argparse.Namespace) -> Topology:
+    """The topology of ``--config SERVICE=FILE`` options (repeated for a participant's shards and for
+    several Spark jobs), with this environment's service settings when ``--service-env``."""
+    paths: dict[str, list[Path]] = {}
+    for item in args.config:
+        for service, path in parse_pairs([item], "--config").items():
+            paths.setdefault(service, []).append(Path(path))
+    return Topology.load(paths, env=os.environ if args.service_env else None)
+
+
+def _command_config(path: str) -> dict[str, str]:
+    """The properties of ``--command-config`` (errors name the file, never a value)."""
+    try:
+        return read_properties_file(path)
+    except ValueError as exc:
+        raise InvalidConfig("--command-config", str(exc)) from None
 
 
 def run_plan(args: argparse.Namespace) -> int:
     """Print every service's ACLs, one a line, grouped by service."""
     service = None
-    for principal, grant in bindings(_topology(args.config), principal_map(args.principal_map)):
+    for principal, grant in bindings(_topology(args), principal_map(args.principal_map)):
         if grant.service != service:
             service = grant.service
             print(f"# {service} ({principal})")
@@ -98,10 +126,14 @@ def run_plan(args: argparse.Namespace) -> int:
 
 def run_apply(args: argparse.Namespace) -> int:
     """Create every service's ACLs and check that the broker holds them (see module docs)."""
-    from onceflow.demo.acls.admin import AclAdmin
+    from onceflow.acls.admin import AclAdmin
 
-    wanted = bindings(_topology(args.config), principal_map(args.principal_map))
-    config = {"bootstrap.servers": args.bootstrap_servers, **parse_pairs(args.kafka_properties, "-X")}
+    wanted = bindings(_topology(args), principal_map(args.principal_map))
+    config = {
+        "bootstrap.servers": args.bootstrap_servers,
+        **(_command_config(args.command_config) if args.command_config else {}),
+        **parse_pairs(args.kafka_properties, "-X"),
+    }
     admin = AclAdmin(config, timeout=args.timeout)
     failed = admin.create(wanted)
     missing = admin.missing(wanted)

@@ -18,7 +18,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from onceflow.demo.acls.plan import Grant
+from onceflow.acls.plan import Grant
 
 Wanted = Sequence[tuple[str, Grant]]
 
@@ -58,14 +58,21 @@ class AclAdmin:
         """Create every ACL (existing ones are kept); the refused ones with the broker's reason."""
         if not wanted:
             return {}
-        by_binding = {str(acl_binding(p, g)): (p, g) for p, g in wanted}
-        futures = self._admin.create_acls([acl_binding(p, g) for p, g in wanted], request_timeout=self._timeout)
+        # Two services of one principal may need the same ACL: the Admin API takes each binding once.
+        by_binding: dict[str, list[tuple[str, Grant]]] = {}
+        unique: dict[str, AclBinding] = {}
+        for principal, grant in wanted:
+            binding = acl_binding(principal, grant)
+            by_binding.setdefault(str(binding), []).append((principal, grant))
+            unique.setdefault(str(binding), binding)
+        futures = self._admin.create_acls(list(unique.values()), request_timeout=self._timeout)
         failed: dict[tuple[str, Grant], str] = {}
         for binding, future in futures.items():
             try:
                 future.result(self._timeout)
             except KafkaException as exc:
-                failed[by_binding[str(binding)]] = str(exc.args[0].str() if exc.args else exc)
+                for refused in by_binding[str(binding)]:
+                    failed[refused] = str(exc.args[0].str() if exc.args else exc)
         return failed
 
     def missing(self, wanted: Wanted, *, settle_s: float = 10.0) -> list[tuple[str, Grant]]:

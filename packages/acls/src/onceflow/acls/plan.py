@@ -10,7 +10,9 @@ transactional ids are never open on the embedded broker):
   source tasks' transactional-id prefix, writes the connectors' output topics, reads its worker group;
 - **participant**: owns each Kafka sink's transactional-id prefix, writes the sink topic, its commit
   markers and the Avro schemas topic;
-- **consumer**: reads the topics it stores, the schemas topic, and its group;
+- **consumer**: reads the topics it stores, the schemas topic, and its group; and what its audit
+  (RunAudit, ``onceflow audit --config``) reads: the Kafka sinks it compares, the source and the
+  dead-letter topic (the topic truth's defaults);
 - **spark**: reads its source topic and its groups, writes the dead-letter topic.
 
 Describe is never granted on its own: Kafka's READ, WRITE, DELETE and ALTER imply it. CREATE on a
@@ -28,8 +30,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from onceflow.acls.topology import SERVICES, Topology
 from onceflow.broker.acl import AclOperation, PatternType, ResourceType
-from onceflow.demo.acls.topology import SERVICES, Topology
+from onceflow.core.topics import DEAD_LETTER_TOPIC, SOURCE_TOPIC
 
 READ, WRITE, CREATE = AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE
 LITERAL, PREFIXED = PatternType.LITERAL, PatternType.PREFIXED
@@ -85,12 +88,15 @@ def _grants(
 
 def plan(topology: Topology) -> list[Grant]:
     """Every service's grants (see module docs), in service order."""
-    coordinator, connect, consumer, spark = topology.coordinator, topology.connect, topology.consumer, topology.spark
+    coordinator, connect, consumer = topology.coordinator, topology.connect, topology.consumer
+    jobs = topology.spark_jobs
     log = coordinator.transaction_log
     schemas = topology.schemas_topic()
     internal = [connect.topics.configs, connect.topics.offsets, connect.topics.status, connect.topics.assignment]
     stored = [consumer.consumer.topic, *(table.topic for table in consumer.tables)]
     sinks = topology.participant_sinks
+    # what RunAudit reads: the Kafka sinks of [[audit.sinks]], and its topic truth's defaults
+    audited = [*(sink.topic for sink in consumer.audit.sinks if sink.kind == "kafka"), SOURCE_TOPIC, DEAD_LETTER_TOPIC]
     grants = [
         *_grants("coordinator", TOPIC, [log.topic], [READ, WRITE, CREATE, AclOperation.DESCRIBE_CONFIGS],
                  "its decision log: only the coordinator writes it"),
@@ -103,19 +109,25 @@ def plan(topology: Topology) -> list[Grant]:
         *_grants("connect", TXN, [topology.source_transactional_id_prefix()], [WRITE],
                  "the exactly-once source tasks' producers", pattern_type=PREFIXED),
         *_grants("connect", GROUP, [connect.group_id], [READ], "the workers' group (distributed mode)"),
-        *(g for sink in sinks for g in _grants("participant", TOPIC, [sink.topic], [WRITE, CREATE], "the sink topic")),
-        *(g for sink in sinks for g in _grants("participant", TOPIC, [sink.commits_topic], [READ, WRITE, CREATE],
-                                                 "the Kafka sink's commit markers")),
+        *_grants("participant", TOPIC, [sink.topic for sink in sinks], [WRITE, CREATE], "the sink topic"),
+        *_grants("participant", TOPIC, [sink.commits_topic for sink in sinks], [READ, WRITE, CREATE],
+                 "the Kafka sink's commit markers"),
         *_grants("participant", TOPIC, [schemas] if sinks else [], [READ, WRITE, CREATE], "Avro writer schemas"),
-        *(g for sink in sinks for g in _grants("participant", TXN, [sink.transactional_id_prefix], [WRITE],
-                                                 "the Kafka sink's producers, one per job", pattern_type=PREFIXED)),
+        *_grants("participant", TXN, [sink.transactional_id_prefix for sink in sinks], [WRITE],
+                 "the Kafka sink's producers, one per job (and shard)", pattern_type=PREFIXED),
         *_grants("consumer", TOPIC, stored, [READ], "the topics it stores"),
+        *_grants("consumer", TOPIC, audited, [READ], "its audit (RunAudit, onceflow audit --config): sinks and truth"),
         *_grants("consumer", TOPIC, [schemas], [READ], "Avro writer schemas of the stored topics"),
         *_grants("consumer", GROUP, [consumer.consumer.group_id], [READ], "its consumer group"),
-        *_grants("spark", TOPIC, [spark.source.topic], [READ], "the job's source"),
-        *_grants("spark", TOPIC, [spark.dead_letter_topic], [WRITE], "undecodable records (dead letters)"),
+        *_grants("spark", TOPIC, [job.source.topic for job in jobs], [READ], "the job's source"),
+        *_grants("spark", TOPIC, [job.dead_letter_topic for job in jobs], [WRITE],
+                 "undecodable records (dead letters)"),
     ]  # fmt: skip
     for service, prefixes in READER_GROUPS.items():
         grants += _grants(service, GROUP, prefixes, [READ], "its read-only consumers", pattern_type=PREFIXED)
+    # one grant per ACL of a service (a topic it stores may also be one its audit reads): the first reason
+    unique: dict[tuple[object, ...], Grant] = {}
+    for g in grants:
+        unique.setdefault((g.service, g.resource_type, g.pattern_type, g.name, g.operation), g)
     order = {service: index for index, service in enumerate(SERVICES)}
-    return sorted(grants, key=lambda g: (order[g.service], g))
+    return sorted(unique.values(), key=lambda g: (order[g.service], g))

@@ -2,16 +2,19 @@
 
 Every name comes from the service's settings class: its defaults, or the config file the operator
 passes (``--config coordinator=coordinator.toml``; the environment of the machine running the
-command is not read: it is not the service's). Transactional-id prefixes come from the
+command is not read, it is not the service's, unless ``--service-env`` says it is: a deploy job that
+sets the services' own variables). Transactional-id prefixes come from the
 functions that name the producers (the Kafka sink's ``transactional_id``, the source tasks'
 ``transactional_id``), the connectors' output topics from the registered connectors' config
-definitions.
+definitions. Services that run as several processes under one principal take one file each: the
+shards of a participant (each its own transactional-id prefix), the Spark jobs (each its own source
+and dead-letter topic).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -32,6 +35,9 @@ from onceflow.spark.job.settings import SparkJobSettings
 
 SERVICES = ("coordinator", "connect", "participant", "consumer", "spark")
 """The services that talk to Kafka, by the names ``--principal-map`` and ``--config`` use."""
+
+MANY_CONFIGS = ("participant", "spark")
+"""The services that may run as several processes, one config file each (shards, jobs)."""
 
 _CONNECTOR_GROUP = "onceflow.connectors"
 S = TypeVar("S", bound=Settings)
@@ -59,28 +65,35 @@ class Topology:
     connect: WorkerSettings
     participant_sinks: tuple[KafkaSinkNames, ...]
     consumer: ConsumerSettings
-    spark: SparkJobSettings
+    spark_jobs: tuple[SparkJobSettings, ...]
 
     @classmethod
-    def load(cls, configs: Mapping[str, Path]) -> Topology:
-        """Each service's settings from its config file in ``configs`` (by service name), else its
-        defaults. A service name that is not one of :data:`SERVICES` is an ``InvalidConfig``."""
-        unknown = sorted(set(configs) - set(SERVICES))
+    def load(cls, configs: Mapping[str, Path | Sequence[Path]], *, env: Mapping[str, str] | None = None) -> Topology:
+        """Each service's settings from its config file(s) in ``configs`` (by service name), else its
+        defaults; ``env``, when given, holds the services' ``ONCEFLOW_<SERVICE>__...`` overrides (a
+        deploy job that sets them as the services' containers do). A service name that is not one of
+        :data:`SERVICES`, or several files for a service not in :data:`MANY_CONFIGS`, is an
+        ``InvalidConfig``."""
+        overrides = dict(env or {})
+        paths = {name: [value] if isinstance(value, Path) else list(value) for name, value in configs.items()}
+        unknown = sorted(set(paths) - set(SERVICES))
         if unknown:
             raise InvalidConfig("--config", f"unknown service {', '.join(unknown)}; known: {', '.join(SERVICES)}")
+        for name, files in paths.items():
+            if len(files) > 1 and name not in MANY_CONFIGS:
+                raise InvalidConfig("--config", f"{name} runs with one config file, got {len(files)}")
 
-        def settings(name: str, model: type[S]) -> S:
-            path = configs.get(name)
-            return load_settings(model, path, env={}) if path is not None else model.model_construct()
+        def each(name: str, model: type[S]) -> list[S]:
+            loaded = [load_settings(model, path, env=overrides) for path in paths.get(name, [])]
+            return loaded or [model.model_construct()]
 
-        participant = configs.get("participant")
-        sinks = _kafka_sinks(load_settings(ParticipantSettings, participant, env={}) if participant else None)
+        participants = [load_settings(ParticipantSettings, p, env=overrides) for p in paths.get("participant", [])]
         return cls(
-            coordinator=settings("coordinator", CoordinatorSettings),
-            connect=settings("connect", WorkerSettings),
-            participant_sinks=sinks,
-            consumer=settings("consumer", ConsumerSettings),
-            spark=settings("spark", SparkJobSettings),
+            coordinator=each("coordinator", CoordinatorSettings)[0],
+            connect=each("connect", WorkerSettings)[0],
+            participant_sinks=_kafka_sinks(participants),
+            consumer=each("consumer", ConsumerSettings)[0],
+            spark_jobs=tuple(each("spark", SparkJobSettings)),
         )
 
     def source_transactional_id_prefix(self) -> str:
@@ -102,24 +115,26 @@ class Topology:
         return SCHEMAS_TOPIC
 
 
-def _kafka_sinks(settings: ParticipantSettings | None) -> tuple[KafkaSinkNames, ...]:
-    """The participant's Kafka sinks (each shard process its own prefix); without a config file, one
-    with the Kafka sink's defaults and any sink name (the producers' prefix then covers every Kafka
-    sink)."""
+def _kafka_sinks(participants: Sequence[ParticipantSettings]) -> tuple[KafkaSinkNames, ...]:
+    """The Kafka sinks of every participant process (each shard its own prefix); without a config
+    file, one with the Kafka sink's defaults and any sink name (the producers' prefix then covers
+    every Kafka sink)."""
 
     def prefix(sink: KafkaSink | None) -> str:
         if sink is None:
             return common_prefix(lambda name: KafkaParticipant.transactional_id(_named(name, WHOLE_SINK), "job"))  # type: ignore[arg-type]
         return common_prefix(lambda job: KafkaParticipant.transactional_id(_named(sink.name, sink.shard_spec), job))  # type: ignore[arg-type]
 
-    if settings is None:
+    if not participants:
         fields = KafkaOptions.model_fields
         return (KafkaSinkNames(str(fields["topic"].default), str(fields["commits_topic"].default), prefix(None)),)
-    return tuple(
+    found = (
         KafkaSinkNames(sink.options.topic, sink.options.commits_topic, prefix(sink))
+        for settings in participants
         for sink in settings.sinks
         if isinstance(sink, KafkaSink)
     )
+    return tuple(dict.fromkeys(found))
 
 
 def _named(name: str, shard: Shard) -> SimpleNamespace:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from onceflow.acls import Grant, Topology, plan
+from onceflow.acls.cli import principal_map
 from onceflow.broker.acl import AclOperation, PatternType, ResourceType
 from onceflow.core.errors import InvalidConfig
-from onceflow.demo.acls import Grant, Topology, plan
-from onceflow.demo.acls.cli import principal_map
 
 ONCEFLOW = str(Path(sys.executable).parent / "onceflow")
 
@@ -31,8 +31,11 @@ def test_each_internal_resource_has_exactly_one_owner_by_default() -> None:
         assert _owned(grants, topic, internal, AclOperation.WRITE) == {"connect"}
     assert _owned(grants, txn, "onceflow-src-", AclOperation.WRITE) == {"connect"}
     assert _owned(grants, txn, "onceflow-sink-", AclOperation.WRITE) == {"participant"}
-    assert _owned(grants, topic, "ip_count_source", AclOperation.READ) == {"spark"}
+    # the consumer reads the source and dead letters only for its audit's topic truth (RunAudit)
+    assert _owned(grants, topic, "ip_count_source", AclOperation.READ) == {"spark", "consumer"}
+    assert _owned(grants, topic, "ip_count_dlq", AclOperation.READ) == {"consumer"}
     assert _owned(grants, topic, "ip_count_sink", AclOperation.READ) == {"consumer"}
+    assert not [g for g in grants if g.service == "consumer" and g.operation != AclOperation.READ]
     # nobody may delete, alter or manage anything: that is the operator's super user
     forbidden = {AclOperation.DELETE, AclOperation.ALTER, AclOperation.ALTER_CONFIGS, AclOperation.ALL}
     assert not [g for g in grants if g.operation in forbidden or g.resource_type == ResourceType.CLUSTER]
@@ -128,3 +131,50 @@ def test_the_embedded_broker_protects_the_coordinators_groups(tmp_path: Path) ->
     ]
     assert len(groups) == 2
     assert all(name.startswith(protected) for name in groups), (groups, protected)
+
+
+def test_the_shards_and_jobs_of_one_principal_each_bring_their_names(tmp_path: Path) -> None:
+    """One principal, several processes (the compose deploy's two shards, its two Spark jobs): one
+    ``--config`` each, every name planned once; a second file for a one-process service is refused."""
+    shards = []
+    for shard in (0, 1):
+        shards.append(tmp_path / f"participant-{shard}.toml")
+        shards[-1].write_text(
+            f'[[sinks]]\nname = "k"\nkind = "kafka"\nshard = {shard}\nshards = 2\n[sinks.options]\nstate_dir = "/x"\n'
+        )
+    jobs = []
+    for name in ("one", "two"):
+        jobs.append(tmp_path / f"{name}.toml")
+        jobs[-1].write_text(
+            f'entrypoint = "m:job"\ndead_letter_topic = "dlq-{name}"\n[source]\ntopic = "in-{name}"\n'
+            '[[participants]]\nsink = "s"\ntarget = "p:7101"\n[[outputs.o]]\nsink = "s"\ntable = "t"\n'
+        )
+    result = subprocess.run(
+        [ONCEFLOW, "acls", "plan", "--principal-map", "participant=p,spark=s",
+         *(arg for path in shards for arg in ("--config", f"participant={path}")),
+         *(arg for path in jobs for arg in ("--config", f"spark={path}"))],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    acls = [line.split(" # ")[0].split() for line in result.stdout.splitlines() if not line.startswith("#")]
+    assert len(acls) == len({tuple(acl) for acl in acls}), "an ACL planned twice"
+    owned = {acl[3] for acl in acls if acl[3].startswith("TRANSACTIONAL_ID:")}
+    assert owned == {"TRANSACTIONAL_ID:PREFIXED:onceflow-sink-k#0-", "TRANSACTIONAL_ID:PREFIXED:onceflow-sink-k#1-"}
+    spark = {(acl[2], acl[3]) for acl in acls if acl[0] == "User:s" and acl[3].startswith("TOPIC:")}
+    assert spark == {("READ", "TOPIC:LITERAL:in-one"), ("READ", "TOPIC:LITERAL:in-two"),
+                     ("WRITE", "TOPIC:LITERAL:dlq-one"), ("WRITE", "TOPIC:LITERAL:dlq-two")}  # fmt: skip
+    with pytest.raises(InvalidConfig, match="coordinator runs with one config file"):
+        Topology.load({"coordinator": [tmp_path / "a.toml", tmp_path / "b.toml"]})
+
+
+def test_apply_names_an_unreadable_command_config_and_never_its_values(tmp_path: Path) -> None:
+    login = tmp_path / "admin.properties"
+    login.write_text("sasl.password=s3cr3t-value\nsasl.username\n")
+    for path, error in ((tmp_path / "missing", "cannot read"), (login, "line 2: expected name=value")):
+        result = subprocess.run(
+            [ONCEFLOW, "acls", "apply", "--bootstrap-servers", "127.0.0.1:1", "--command-config", str(path),
+             "--principal-map", "coordinator=c"],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert result.returncode == 2, result.stderr
+        assert "--command-config" in result.stderr and error in result.stderr and "s3cr3t" not in result.stderr
