@@ -59,7 +59,7 @@ from ip_count_rig import (
     preload,
     sink_services,
 )
-from onceflow_runs import BENCH_SPARK_CONF, job_settings, run_variant, spark_jvm_pid
+from onceflow_runs import base_settings, job_settings, run_variant, spark_jvm_pid
 
 from onceflow.core.avro import ACCESS_EVENT_SERDE
 from onceflow.core.avro.single_object import MAGIC
@@ -221,14 +221,7 @@ def main() -> int:
                 started = time.monotonic()
                 data = preload(bootstrap, "bench_source", args.events, args.event_rate)
                 print(f"{broker_kind}: preloaded {args.events} events in {time.monotonic() - started:.1f}s", flush=True)
-                base: dict[str, Any] = {
-                    "kafka": {"bootstrap_servers": bootstrap},
-                    "staging_root": str(here / "system" / "staging"),
-                    "coordinator": {"target": services.coordinator},
-                    "participants": services.participants,
-                    "spark": {"master": "local[2]", "shuffle_partitions": 2, "conf": BENCH_SPARK_CONF},
-                    "log": {"level": "WARNING"},
-                }
+                base = base_settings(bootstrap, here, services, "local[2]")
                 if spark is None and any(not s.startswith("flink") for s in systems):
                     spark = build_session(job_settings(base, "exactly-once", here, "bench"), "local[2]")
                 for repeat in range(args.repeats):

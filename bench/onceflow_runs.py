@@ -40,6 +40,18 @@ BENCH_SPARK_CONF = {"spark.python.authenticate.socketTimeout": "180s"}
 _BEFORE_TASKS = ("latestOffset", "getBatch", "queryPlanning", "walCommit")
 
 
+def base_settings(bootstrap: str, work: Path, services: SinkServices, master: str) -> dict[str, Any]:
+    """What every run of one rig shares: the broker, the staging under ``work``, the sink services, Spark."""
+    return {
+        "kafka": {"bootstrap_servers": bootstrap},
+        "staging_root": str(work / "system" / "staging"),
+        "coordinator": {"target": services.coordinator},
+        "participants": services.participants,
+        "spark": {"master": master, "shuffle_partitions": 2, "conf": BENCH_SPARK_CONF},
+        "log": {"level": "WARNING"},
+    }
+
+
 def job_settings(base: dict[str, Any], guarantee: str, work: Path, name: str, **overrides: Any) -> SparkJobSettings:
     """The IP-count job's settings: ``base`` and ``overrides``, by default its results in every participant."""
     example: dict[str, Any] = {"entrypoint": ENTRYPOINT}

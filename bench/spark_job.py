@@ -44,7 +44,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from cpu_meter import CpuMeter, format_cpu
 from ip_count_rig import LATENESS_MS, WINDOW_MS, broker, preload, sink_services
-from onceflow_runs import BENCH_SPARK_CONF, VARIANTS, job_settings, run_variant, spark_jvm_pid
+from onceflow_runs import VARIANTS, base_settings, job_settings, run_variant, spark_jvm_pid
 
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IP_COUNT_SERDE
 from onceflow.core.topics import SINK_TOPIC
@@ -210,14 +210,7 @@ def main() -> int:
         started = time.monotonic()
         data = preload(bootstrap, "bench_source", args.events, args.event_rate)
         print(f"preloaded {args.events} events in {time.monotonic() - started:.1f}s", flush=True)
-        base: dict[str, Any] = {
-            "kafka": {"bootstrap_servers": bootstrap},
-            "staging_root": str(work / "system" / "staging"),
-            "coordinator": {"target": services.coordinator},
-            "participants": services.participants,
-            "spark": {"master": args.master, "shuffle_partitions": 2, "conf": BENCH_SPARK_CONF},
-            "log": {"level": "WARNING"},
-        }
+        base = base_settings(bootstrap, work, services, args.master)
         spark = build_session(job_settings(base, "exactly-once", work, "bench"), args.master)
         stack.callback(spark.stop)
         meter = CpuMeter()
