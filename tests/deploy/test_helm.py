@@ -7,49 +7,27 @@ the Go module proxy; the chart is rendered and checked, never installed (no clus
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
-from .deploy_support import CHART, ROOT
+from .deploy_support import CHART
+from .helm_support import (
+    HELM,
+    KUBE_VERSION,
+    KUBECHECK,
+    REQUIRED,
+    kubernetes_env,
+    manifests,
+    pod_spec,
+    render,
+    run,
+    workloads,
+)
 
-HELM = ROOT / ".cache" / "helm" / "v3.22.0" / "helm"
-KUBECHECK = ROOT / ".cache" / "kubecheck" / "kubecheck"
-KUBE_VERSION = "1.31.0"
 ONCEFLOW = Path(sys.executable).parent / "onceflow"
-#: What every install must set: the Secret with the PostgreSQL DSN (the chart refers to it).
-REQUIRED = ("--set", "postgresql.existingSecret=onceflow-postgres")
-WORKLOAD_KINDS = {"Deployment", "StatefulSet", "Job"}
-
-
-def run(tool: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    assert tool.is_file(), f"{tool} is missing: run 'make helm kubecheck' (they build from the Go module proxy)"
-    return subprocess.run([str(tool), *args], input=stdin, capture_output=True, text=True, timeout=120, check=False)
-
-
-def render(*args: str) -> str:
-    result = run(HELM, "template", "onceflow", str(CHART), "--kube-version", KUBE_VERSION, *REQUIRED, *args)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
-def manifests(text: str) -> list[dict[str, Any]]:
-    return [doc for doc in yaml.safe_load_all(text) if doc]
-
-
-def workloads(docs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {doc["metadata"]["name"]: doc for doc in docs if doc["kind"] in WORKLOAD_KINDS}
-
-
-def pod_spec(workload: dict[str, Any]) -> dict[str, Any]:
-    spec: dict[str, Any] = workload["spec"]["template"]["spec"]
-    return spec
 
 
 @pytest.fixture(scope="module")
@@ -111,22 +89,11 @@ def test_replicas_and_resources_follow_the_values() -> None:
     assert consumer["spec"]["replicas"] == 3
     assert docs["onceflow-connect-worker"]["spec"]["replicas"] == 2
     assert pod_spec(consumer)["containers"][0]["resources"] == {"limits": {"memory": "1Gi"}}
-    assert docs["onceflow-coordinator"]["spec"]["strategy"] == {"type": "Recreate"}
 
 
 # --- least privilege: the ACL Job ------------------------------------------------------------------
 
 ACLS = ("--set", "kafka.acls.apply=true", "--set", "kafka.acls.adminSecret.name=onceflow-kafka-admin")
-
-
-def kubernetes_env(container: dict[str, Any]) -> dict[str, str]:
-    """A container's literal environment as Kubernetes sets it: ``$(NAME)`` of a variable defined
-    before is expanded (a secret's value stands in as ``{}``, a JSON object of properties)."""
-    env: dict[str, str] = {}
-    for variable in container.get("env", []):
-        value = variable.get("value", "{}")
-        env[variable["name"]] = re.sub(r"\$\((\w+)\)", lambda m: env.get(m.group(1), m.group(0)), value)
-    return env
 
 
 def test_the_acl_job_applies_each_services_acls_as_the_admin_before_the_services_start(tmp_path: Path) -> None:
