@@ -102,6 +102,27 @@ def test_replicas_and_resources_follow_the_values() -> None:
 ACLS = ("--set", "kafka.acls.apply=true", "--set", "kafka.acls.adminSecret.name=onceflow-kafka-admin")
 
 
+def acl_plan(docs: list[dict[str, Any]], directory: Path) -> set[tuple[str, ...]]:
+    """``onceflow acls plan`` of exactly what the ACL Job runs with (its ConfigMap's files and its
+    environment): one (principal, permission, operation, resource) per ACL."""
+    (container,) = pod_spec(workloads(docs)["onceflow-acls"])["containers"]
+    argv = container["command"]
+    config_map = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "onceflow-acls")
+    mount = next(m["mountPath"] for m in container["volumeMounts"] if m["name"] == "config")
+    for name, text in config_map["data"].items():
+        (directory / name).write_text(text)
+    plan_argv, rest = ["plan"], iter(argv[3:])
+    for arg in rest:
+        if arg in ("--bootstrap-servers", "-X", "--command-config"):  # apply's alone: the broker and the login
+            next(rest)
+        else:
+            plan_argv.append(arg.replace(mount, str(directory)))
+    result = subprocess.run([str(ONCEFLOW), "acls", *plan_argv], env={**os.environ, **kubernetes_env(container)},
+                            capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return {tuple(line.split(" # ")[0].split()) for line in result.stdout.splitlines() if not line.startswith("#")}
+
+
 def test_the_acl_job_applies_each_services_acls_as_the_admin_before_the_services_start(tmp_path: Path) -> None:
     """Off by default; on, a hook after the topics Job runs ``onceflow acls apply`` as the admin (its
     Secret, also the topics Job's login) with the principal map of the values, on the services' own
@@ -128,21 +149,7 @@ def test_the_acl_job_applies_each_services_acls_as_the_admin_before_the_services
     consumer = pod_spec(workloads(docs)["onceflow-consumer"])["containers"][0]
     login = next(v for v in consumer["env"] if v["name"] == "KAFKA_PROPERTIES")
     assert login["valueFrom"]["secretKeyRef"]["name"] == "results-login"
-    # the plan of exactly what the Job runs with: its ConfigMap's files and its environment
-    config_map = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "onceflow-acls")
-    mount = next(m["mountPath"] for m in container["volumeMounts"] if m["name"] == "config")
-    for name, text in config_map["data"].items():
-        (tmp_path / name).write_text(text)
-    plan_argv, rest = ["plan"], iter(argv[3:])
-    for arg in rest:
-        if arg in ("--bootstrap-servers", "-X", "--command-config"):  # apply's alone: the broker and the login
-            next(rest)
-        else:
-            plan_argv.append(arg.replace(mount, str(tmp_path)))
-    result = subprocess.run([str(ONCEFLOW), "acls", *plan_argv], env={**os.environ, **kubernetes_env(container)},
-                            capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    acls = {tuple(line.split(" # ")[0].split()) for line in result.stdout.splitlines() if not line.startswith("#")}
+    acls = acl_plan(docs, tmp_path)
     assert ("User:participant", "ALLOW", "WRITE", "TOPIC:LITERAL:ip_count_sink") in acls
     assert ("User:participant", "ALLOW", "WRITE", "TRANSACTIONAL_ID:PREFIXED:onceflow-sink-kafka-") in acls
     # a service's extraEnv reaches the Job too
@@ -222,6 +229,15 @@ def test_cluster_shards_standby_and_s3_staging_load_through_the_services_setting
     assert advertised["ONCEFLOW_COORDINATOR__STANDBY__ADVERTISED_TARGET"] == coordinators.split(",")[1]
     names = {d["metadata"]["name"] for d in cluster_docs if d["kind"] == "PersistentVolumeClaim"}
     assert names == {"onceflow-checkpoints"}, "S3 staging needs no staging volume"
+
+
+def test_the_acl_job_grants_every_shard_its_transactional_ids(tmp_path: Path) -> None:
+    """With least privilege on the cluster values, the ACL Job reads each shard's own file: a Kafka
+    shard's transactional ids carry its index."""
+    docs = manifests(render(*CLUSTER, "-f", str(CHART.parent / "values" / "least-privilege.yaml")))
+    acls = acl_plan(docs, tmp_path)
+    granted = {acl[3] for acl in acls if acl[0] == "User:participant" and acl[3].startswith("TRANSACTIONAL_ID")}
+    assert granted == {f"TRANSACTIONAL_ID:PREFIXED:onceflow-sink-kafka#{shard}-" for shard in (0, 1)}
 
 
 def test_cluster_replicas_secrets_probes_and_resources(

@@ -129,13 +129,13 @@ else kafka.propertiesSecret, else kafka.properties. Takes (dict "context" . "ser
 {{- end }}
 
 {{/*
-One shard's sinks (ONCEFLOW_PARTICIPANT__SINKS): (dict "context" $ "shard" i). participant.sinks,
-where a kafka sink gets options.kafka = {bootstrap_servers, properties} from kafka.* and a postgres
-sink options.dsn from the Secret, both through the $(KAFKA_PROPERTIES) and $(POSTGRES_DSN) variables
-of the container. With more than one shard a sink with sharded: true gets this shard's shard and
+One shard's sinks, as YAML {sinks: [...]}: (dict "context" $ "shard" i). participant.sinks, where a
+kafka sink gets options.kafka = {bootstrap_servers, properties, replication_factor,
+min_insync_replicas} from kafka.* (properties: "@KAFKA_PROPERTIES@") and a postgres sink options.dsn
+"$(POSTGRES_DSN)". With more than one shard a sink with sharded: true gets this shard's shard and
 shards; shard 0 also serves every other sink.
 */}}
-{{- define "onceflow.participant.sinks" -}}
+{{- define "onceflow.participant.sinkList" -}}
 {{- $ctx := .context -}}
 {{- $shard := int .shard -}}
 {{- $shards := int (include "onceflow.participant.shards" $ctx) -}}
@@ -157,7 +157,12 @@ shards; shard 0 also serves every other sink.
 {{- $sinks = append $sinks $sink -}}
 {{- end -}}
 {{- end -}}
-{{- toJson $sinks | replace "\"@KAFKA_PROPERTIES@\"" "$(KAFKA_PROPERTIES)" -}}
+{{- toYaml (dict "sinks" $sinks) -}}
+{{- end }}
+
+{{/* One shard's ONCEFLOW_PARTICIPANT__SINKS: the list above, the Kafka login as $(KAFKA_PROPERTIES) */}}
+{{- define "onceflow.participant.sinks" -}}
+{{- (include "onceflow.participant.sinkList" . | fromYaml).sinks | toJson | replace "\"@KAFKA_PROPERTIES@\"" "$(KAFKA_PROPERTIES)" -}}
 {{- end }}
 
 {{/*
