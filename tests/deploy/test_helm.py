@@ -277,6 +277,25 @@ def test_cluster_replicas_secrets_probes_and_resources(
     assert headless["spec"]["clusterIP"] == "None" and headless["spec"]["publishNotReadyAddresses"] is True
 
 
+def test_cluster_spark_authenticates_master_workers_and_driver_with_one_secret(
+    cluster_docs: list[dict[str, Any]], cluster_values: dict[str, Any]
+) -> None:
+    """Spark's standalone cluster runs code for whoever reaches it: the master and the workers (which
+    hand it to their executors) read the shared secret from the Secret, the driver from its conf."""
+    secret = cluster_values["sparkStandalone"]["authSecret"]["name"]
+    docs = workloads(cluster_docs)
+    for name in ("onceflow-spark-master", "onceflow-spark-standalone-worker"):
+        container = pod_spec(docs[name])["containers"][0]
+        assert secret_refs(container)["_SPARK_AUTH_SECRET"] == secret, name
+        assert "-Dspark.authenticate=true" in kubernetes_env(container)["SPARK_DAEMON_JAVA_OPTS"].split(), name
+    driver = pod_spec(docs["onceflow-spark-worker"])["containers"][0]
+    env = kubernetes_env(driver, {"SPARK_AUTH_SECRET": "c2hhcmVk+/="})
+    conf = json.loads(env["ONCEFLOW_SPARK__SPARK__CONF"])
+    assert secret_refs(driver)["SPARK_AUTH_SECRET"] == secret
+    assert conf["spark.authenticate"] == "true" and conf["spark.authenticate.secret"] == "c2hhcmVk+/="
+    assert secret not in json.dumps(cluster_values["sparkWorker"]), "the secret itself is never a value"
+
+
 @pytest.mark.parametrize(
     ("component", "workload"),
     [("coordinator", "onceflow-coordinator"), ("participant", "onceflow-participant-1"),

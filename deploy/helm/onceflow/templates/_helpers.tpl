@@ -318,6 +318,22 @@ staging.s3.root with the store's settings and the credentials Secret as the AWS 
 {{- end -}}
 {{- end }}
 
+{{/*
+Spark's authentication on the chart's standalone cluster (sparkStandalone.authSecret): the shared
+secret as _SPARK_AUTH_SECRET, which Spark's daemons read, and their switches.
+*/}}
+{{- define "onceflow.spark.authEnv" -}}
+{{- with .Values.sparkStandalone.authSecret.name }}
+- name: _SPARK_AUTH_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.sparkStandalone.authSecret.key }}
+- name: SPARK_DAEMON_JAVA_OPTS
+  value: "-Dspark.authenticate=true -Dspark.master.rest.enabled=false -Dspark.ui.killEnabled=false"
+{{- end }}
+{{- end }}
+
 {{/* The shared checkpoint claim of a multi-host master */}}
 {{- define "onceflow.checkpoints.claimName" -}}
 {{- .Values.sparkStandalone.checkpoints.existingClaim | default (printf "%s-checkpoints" (include "onceflow.fullname" .)) -}}
