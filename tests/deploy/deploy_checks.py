@@ -58,13 +58,14 @@ def check_topics(created: Mapping[str, TopicSpec], deploy: Deploy) -> None:
     assert created[connect.assignment][0] == deploy.connect.task_slots
 
 
-def check_wiring(deploy: Deploy, host_prefix: str) -> None:
-    """The Spark driver and the participant reach the coordinator's and the participant's servers."""
-    target = f"{host_prefix}coordinator:{deploy.coordinator.server.port}"
+def check_wiring(deploy: Deploy, coordinator_host: str, participant_host: str) -> None:
+    """The Spark driver and the participant reach the coordinator's server; the driver finds every
+    sink of the participant at the participant's server."""
+    target = f"{coordinator_host}:{deploy.coordinator.server.port}"
     assert deploy.spark.coordinator.target == deploy.participant.coordinator.target == target
     assert {p.sink for p in deploy.spark.participants} == {s.name for s in deploy.participant.sinks}
     for participant in deploy.spark.participants:
-        assert participant.target == f"{host_prefix}participant:{deploy.participant.server.port}"
+        assert participant.target == f"{participant_host}:{deploy.participant.server.port}"
 
 
 def check_connector(config: Mapping[str, str]) -> None:

@@ -1,18 +1,13 @@
 """What tests/deploy reads: the compose file, the Helm chart and the services' settings classes.
 
-The deploys are checked as files here (`make deploy-test` runs the compose deploy, test_helm.py runs
-helm on the chart). The compose file is YAML
-with ``${VAR:-default}`` interpolation (done with the defaults of ``.env.example``). The chart's
-templates are read as text: :func:`template_env` picks out the environment variables a container
-gets, and :func:`render_env_value` renders the few template forms the chart uses for their values
-(a value, an ``include`` of a named template, a literal), then expands ``$(VAR)`` references the way
-Kubernetes does. The named templates are mirrored in :data:`HELPERS`; a form the test does not know
-fails the test rather than passing unchecked.
+The deploys are checked as files here (`make deploy-test` runs the compose deploy). The compose file
+is YAML with ``${VAR:-default}`` interpolation (done with the defaults of ``.env.example``). The
+chart is rendered by Helm itself (helm_support.py); its templates are also read as text here, for
+the values they refer to.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -189,18 +184,10 @@ def host_path(service: dict[str, Any], container_path: str) -> Path:
 
 # --- Helm -------------------------------------------------------------------------------------
 
-#: The release's fullname when the release is called "release" (onceflow.fullname).
-FULLNAME = "release-onceflow"
 #: What the test puts in the Secret with the PostgreSQL DSN.
 SAMPLE_DSN = "host=db.example port=5432 user=onceflow password=secret dbname=onceflow"
 
-#: Variables that named templates add to a container's environment (every one from a Secret or a value).
-ENV_HELPERS = {"KAFKA_PROPERTIES": "onceflow.kafkaPropertiesEnv", "POSTGRES_DSN": "onceflow.postgresDsnEnv"}
-
 _VALUES_REF = re.compile(r"\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)+)")
-_ENV_ENTRY = re.compile(r"-\s+name:\s+([A-Za-z_][A-Za-z0-9_]*)\s*\n\s+(value|valueFrom):\s*(.*)")
-_VALUE_EXPR = re.compile(r"^\{\{\s*\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)+)\s*\|\s*quote\s*\}\}$")
-_INCLUDE_EXPR = re.compile(r'^\{\{\s*include\s+"([\w.]+)"\s+\.\s*\|\s*quote\s*\}\}$')
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
@@ -226,110 +213,3 @@ def lookup(values: Mapping[str, Any], dotted: str) -> Any:
         assert isinstance(node, Mapping) and key in node, f".Values.{dotted} is not in values.yaml"
         node = node[key]
     return node
-
-
-def template_env(text: str) -> list[tuple[str, str | None]]:
-    """The environment of a template's container, in order: (name, value expression, or None for
-    ``valueFrom``), including the entries of the two named templates that add variables."""
-    found: list[tuple[int, str, str | None]] = []
-    for name, helper in ENV_HELPERS.items():
-        position = text.find(f'include "{helper}"')
-        if position >= 0:
-            found.append((position, name, None))
-    for match in _ENV_ENTRY.finditer(text):
-        expression = match.group(3).strip() if match.group(2) == "value" else None
-        found.append((match.start(), match.group(1), expression))
-    return [(name, expression) for _, name, expression in sorted(found)]
-
-
-def kubernetes_expand(value: str, defined: Mapping[str, str]) -> str:
-    """``$(VAR)`` replaced by the value of an earlier variable of the container, as the kubelet does."""
-    return re.sub(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: defined.get(m.group(1), m.group(0)), value)
-
-
-def render_env_value(expression: str, values: Mapping[str, Any]) -> str:
-    """The value of an env entry after ``helm template`` (before the kubelet's ``$(VAR)`` expansion)."""
-    if match := _VALUE_EXPR.match(expression):
-        value = lookup(values, match.group(1).lstrip("."))
-        return str(value).lower() if isinstance(value, bool) else str(value)
-    if match := _INCLUDE_EXPR.match(expression):
-        name = match.group(1)
-        assert name in HELPERS, f"the test does not know the named template {name!r}: teach it (HELPERS)"
-        return HELPERS[name](values)
-    if len(expression) >= 2 and expression[0] == expression[-1] == '"' and "{{" not in expression:
-        return str(json.loads(expression))
-    raise AssertionError(f"the test cannot render {expression!r}: use a value, an include or a literal")
-
-
-def container_env(text: str, values: Mapping[str, Any]) -> dict[str, str]:
-    """A template's container environment as the process sees it (Secrets hold :data:`SAMPLE_DSN`)."""
-    sources = {"KAFKA_PROPERTIES": json.dumps(values["kafka"]["properties"]), "POSTGRES_DSN": SAMPLE_DSN}
-    env: dict[str, str] = {}
-    for name, expression in template_env(text):
-        if expression is None:
-            assert name in sources, f"{name} comes from valueFrom, which the test does not know"
-            env[name] = sources[name]
-        else:
-            env[name] = kubernetes_expand(render_env_value(expression, values), env)
-    return env
-
-
-# The named templates of templates/_helpers.tpl that env values include, mirrored.
-
-
-def _component(name: str) -> str:
-    return f"{FULLNAME}-{name}"
-
-
-def _participant_sinks(values: Mapping[str, Any]) -> str:
-    sinks = []
-    for sink in values["participant"]["sinks"]:
-        options = dict(sink.get("options") or {})
-        if sink["kind"] == "kafka":
-            options["kafka"] = {"bootstrap_servers": values["kafka"]["bootstrapServers"], "properties": "@KP@"}
-        elif sink["kind"] == "postgres":
-            options["dsn"] = "$(POSTGRES_DSN)"
-        sinks.append({"name": sink["name"], "kind": sink["kind"], "options": options})
-    return json.dumps(sinks).replace('"@KP@"', "$(KAFKA_PROPERTIES)")
-
-
-def _spark_participants(values: Mapping[str, Any]) -> str:
-    target = f"{_component('participant')}:7101"
-    return json.dumps([{"sink": sink["name"], "target": target} for sink in values["participant"]["sinks"]])
-
-
-def _spark_outputs(values: Mapping[str, Any]) -> str:
-    results: list[dict[str, Any]] = []
-    for sink in values["participant"]["sinks"]:
-        if sink["kind"] == "kafka":
-            topic = (sink.get("options") or {}).get("topic") or "ip_count_sink"
-            results.append(
-                {"sink": sink["name"], "topic": topic, "keys": ["ip"], "value_format": "avro",
-                 "record_name": "io.onceflow.v1.IpCount"}
-            )  # fmt: skip
-        else:
-            results.append(
-                {"sink": sink["name"], "table": "ip_counts", "mode": "upsert", "keys": ["window_start", "ip"]}
-            )
-    return json.dumps({"results": results})
-
-
-def _audit_sinks(values: Mapping[str, Any]) -> str:
-    sinks: list[dict[str, str]] = []
-    for sink in values["participant"]["sinks"]:
-        if sink["kind"] == "kafka":
-            topic = (sink.get("options") or {}).get("topic", "ip_count_sink")
-            sinks.append({"name": sink["name"], "kind": "kafka", "topic": topic})
-        elif sink["kind"] == "postgres":
-            sinks.append({"name": sink["name"], "kind": "postgres", "dsn": "$(POSTGRES_DSN)"})
-    return json.dumps(sinks)
-
-
-HELPERS: dict[str, Callable[[Mapping[str, Any]], str]] = {
-    "onceflow.coordinator.target": lambda values: f"{_component('coordinator')}:7100",
-    "onceflow.participant.target": lambda values: f"{_component('participant')}:7101",
-    "onceflow.participant.sinks": _participant_sinks,
-    "onceflow.spark.participants": _spark_participants,
-    "onceflow.spark.outputs": _spark_outputs,
-    "onceflow.consumer.auditSinks": _audit_sinks,
-}

@@ -1,10 +1,10 @@
-"""deploy/helm: the Helm chart holds only settings the services really read (read as files).
+"""deploy/helm: the Helm chart holds only settings the services really read.
 
-These tests read the chart's files: every ``ONCEFLOW_...`` variable and every mounted TOML file is
-loaded through the service's own settings class (a misspelt or invalid setting raises InvalidConfig),
-the topics match the code's names, and the wiring (ports, volumes, probes, the chart's values) is
-consistent. test_helm.py runs Helm itself on the chart; test_compose.py checks the compose deploy,
-which `make deploy-test` runs.
+These tests render the chart with Helm (helm_support.py) and load what each workload's container
+gets, its ``ONCEFLOW_...`` variables and its ConfigMap's TOML file, through the service's own settings
+class (a misspelt or invalid setting raises InvalidConfig); the topics match the code's names, and
+the wiring (ports, volumes, probes, the chart's values) is consistent. test_helm.py asserts what each
+value changes; test_compose.py checks the compose deploy, which `make deploy-test` runs.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import importlib.util
 import json
 import re
 import tomllib
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -26,15 +25,13 @@ from onceflow.core.settings import Settings
 from .deploy_checks import check_connector, check_topics, check_wiring, traffic
 from .deploy_support import (
     CHART,
-    FULLNAME,
-    HELPERS,
     ROOT,
+    SAMPLE_DSN,
     SETTING_NAME,
     SETTINGS,
     Deploy,
     assert_setting_exists,
     bootstrap_servers,
-    container_env,
     load_service_settings,
     load_yaml,
     lookup,
@@ -43,13 +40,15 @@ from .deploy_support import (
     templates,
     values_references,
 )
+from .helm_support import config_file, kubernetes_env, manifests, pod_spec, render, workloads
 
+#: The workload of each service in the default values' rendering (shard 0 of the participants).
 WORKLOADS = {
-    "coordinator": "coordinator-deployment.yaml",
-    "participant": "participant-statefulset.yaml",
-    "connect-worker": "connect-worker-deployment.yaml",
-    "spark-worker": "spark-worker-statefulset.yaml",
-    "consumer": "consumer-deployment.yaml",
+    "coordinator": "onceflow-coordinator",
+    "participant": "onceflow-participant-0",
+    "connect-worker": "onceflow-connect-worker",
+    "spark-worker": "onceflow-spark-worker",
+    "consumer": "onceflow-consumer",
 }
 
 
@@ -59,19 +58,31 @@ def values() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def chart_deploy(values: dict[str, Any]) -> Deploy:
-    return Deploy.load(lambda name: chart_settings(values, name)[0])
+def chart_docs() -> list[dict[str, Any]]:
+    return manifests(render())
 
 
-def chart_settings(values: Mapping[str, Any], name: str) -> tuple[Settings, dict[str, str], str]:
-    """What the workload's container loads (files/<name>.toml plus its environment), the environment
-    and the workload template."""
-    text = templates()[WORKLOADS[name]]
-    config = set(re.findall(r"/etc/onceflow/config/([\w.-]+\.toml)", text))
-    assert len(config) == 1 and "--config" in text, f"{name}: expected one --config /etc/onceflow/config/FILE"
-    env = container_env(text, values)
-    settings_env = {k: v for k, v in env.items() if k.startswith("ONCEFLOW_")}
-    return load_service_settings(name, CHART / "files" / config.pop(), settings_env), env, text
+@pytest.fixture(scope="module")
+def chart(
+    values: dict[str, Any], chart_docs: list[dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, tuple[Settings, dict[str, str], dict[str, Any]]]:
+    """Per service: what its container loads (its ConfigMap's file plus its environment), the
+    environment (the Secrets hold the values' Kafka properties and :data:`SAMPLE_DSN`) and its workload."""
+    directory = tmp_path_factory.mktemp("chart")
+    secrets = {"KAFKA_PROPERTIES": json.dumps(values["kafka"]["properties"]), "POSTGRES_DSN": SAMPLE_DSN}
+    loaded = {}
+    for name, workload_name in WORKLOADS.items():
+        workload = workloads(chart_docs)[workload_name]
+        env = kubernetes_env(pod_spec(workload)["containers"][0], secrets)
+        settings_env = {k: v for k, v in env.items() if k.startswith("ONCEFLOW_")}
+        config = config_file(chart_docs, workload, directory)
+        loaded[name] = (load_service_settings(name, config, settings_env), env, workload)
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def chart_deploy(chart: dict[str, tuple[Settings, dict[str, str], dict[str, Any]]]) -> Deploy:
+    return Deploy.load(lambda name: chart[name][0])
 
 
 # --- compose ----------------------------------------------------------------------------------
@@ -123,7 +134,6 @@ def test_every_included_template_is_defined() -> None:
     defined = set(re.findall(r'\{\{-? define "([\w.]+)"', texts["_helpers.tpl"]))
     included = set().union(*(re.findall(r'include "([\w.]+)"', text) for text in texts.values()))
     assert included <= defined, f"not defined: {sorted(included - defined)}"
-    assert set(HELPERS) <= defined, "the test mirrors named templates that do not exist"
 
 
 def test_config_maps_hold_the_plain_toml_files() -> None:
@@ -139,15 +149,19 @@ def test_config_maps_hold_the_plain_toml_files() -> None:
 
 
 @pytest.mark.parametrize("name", SETTINGS)
-def test_chart_config_and_environment_load_through_the_settings_class(values: dict[str, Any], name: str) -> None:
-    settings, env, text = chart_settings(values, name)  # raises InvalidConfig naming a bad key or variable
+def test_chart_config_and_environment_load_through_the_settings_class(
+    values: dict[str, Any], chart: dict[str, tuple[Settings, dict[str, str], dict[str, Any]]], name: str
+) -> None:
+    settings, env, workload = chart[name]  # loading raised InvalidConfig naming a bad key or variable
     for key, value in env.items():
         assert "$(" not in value, f"{key}: $(...) refers to a variable defined later or not at all"
         if key.startswith("ONCEFLOW_"):
             assert service_of(key) == name, f"{name} sets {key}, a setting of {service_of(key)}"
-    ports = {int(port) for port in re.findall(r"containerPort: (\d+)", text)}
+    container = pod_spec(workload)["containers"][0]
+    ports = {port["containerPort"] for port in container["ports"]}
     assert ports == served_ports(settings)
-    assert {int(port) for port in re.findall(r"grpc:\s*\n\s*port: (\d+)", text)} <= ports
+    probes = [container[probe] for probe in ("startupProbe", "readinessProbe", "livenessProbe") if probe in container]
+    assert {probe["grpc"]["port"] for probe in probes if "grpc" in probe} <= ports
     assert bootstrap_servers(settings) == {values["kafka"]["bootstrapServers"]}
 
 
@@ -159,10 +173,7 @@ def test_every_setting_name_in_the_chart_is_real() -> None:
 
 
 def test_helm_targets_reach_the_servers(chart_deploy: Deploy) -> None:
-    check_wiring(chart_deploy, f"{FULLNAME}-")
-    helpers = templates()["_helpers.tpl"]
-    for piece in ('"bootstrap_servers" $.Values.kafka.bootstrapServers', '"$(POSTGRES_DSN)"', "$(KAFKA_PROPERTIES)"):
-        assert piece in helpers, "_helpers.tpl no longer does what tests/deploy/deploy_support.HELPERS mirrors"
+    check_wiring(chart_deploy, "onceflow-coordinator-0.onceflow-coordinator-headless", "onceflow-participant-0")
 
 
 def test_chart_creates_the_topics_the_services_use(values: dict[str, Any], chart_deploy: Deploy) -> None:
@@ -172,20 +183,31 @@ def test_chart_creates_the_topics_the_services_use(values: dict[str, Any], chart
     assert chart_deploy.coordinator.transaction_log.replication_factor == values["kafka"]["replicationFactor"]
 
 
-def test_single_instances_stay_single(values: dict[str, Any]) -> None:
-    texts = templates()
-    for name, key in (("coordinator", "coordinator"), ("participant", "participant"), ("spark-worker", "sparkWorker")):
-        assert re.search(r"^  replicas: 1$", texts[WORKLOADS[name]], re.MULTILINE), name
-        assert "replicas" not in values[key], f"{name} must not be scaled"
-    assert "type: Recreate" in texts["coordinator-deployment.yaml"]
-    comment = (CHART / "values.yaml").read_text().split("\ncoordinator:")[1].split("\nparticipant:")[0]
-    assert "fences the first" in comment
+def test_single_instances_stay_single(values: dict[str, Any], chart_docs: list[dict[str, Any]]) -> None:
+    """One driver per job (a second fences the first), one pod per participant shard, and coordinators
+    in a StatefulSet, which never runs two pods of one ordinal (test_helm.py: the standby)."""
+    docs = workloads(chart_docs)
+    assert docs["onceflow-spark-worker"]["spec"]["replicas"] == 1 and "replicas" not in values["sparkWorker"]
+    shards = [doc for name, doc in docs.items() if name.startswith("onceflow-participant-")]
+    assert [doc["spec"]["replicas"] for doc in shards] == [1] * values["participant"]["shards"] == [1]
+    coordinator = docs["onceflow-coordinator"]
+    assert coordinator["kind"] == "StatefulSet" and coordinator["spec"]["replicas"] == 1
 
 
-def test_topic_job_runs_the_script(values: dict[str, Any]) -> None:
-    job = templates()["topics-job.yaml"]
-    assert '"/etc/onceflow/topics/create_topics.py"' in job and "mountPath: /etc/onceflow/topics" in job
-    assert "{{ .Values.kafka.topics.definitions | toJson | quote }}" in job
+def test_topic_job_runs_the_script(values: dict[str, Any], chart_docs: list[dict[str, Any]]) -> None:
+    """The Job runs the script on the values' topics, each with the values' min.insync.replicas unless
+    its own config says otherwise, once the replication factor's brokers are up."""
+    (container,) = pod_spec(workloads(chart_docs)["onceflow-topics"])["containers"]
+    assert container["command"] == ["python", "/etc/onceflow/topics/create_topics.py"]
+    assert any(m["mountPath"] == "/etc/onceflow/topics" for m in container["volumeMounts"])
+    env = kubernetes_env(container)
+    kafka = values["kafka"]
+    assert env["REPLICATION_FACTOR"] == env["MIN_BROKERS"] == str(kafka["replicationFactor"])
+    topics = json.loads(env["TOPICS"])
+    assert set(topics) == set(kafka["topics"]["definitions"])
+    for name, definition in kafka["topics"]["definitions"].items():
+        wanted = {"min.insync.replicas": str(kafka["minInsyncReplicas"]), **definition.get("config", {})}
+        assert topics[name] == {**definition, "config": wanted}, name
 
 
 def test_topic_script_creates_the_chart_topics(broker: EmbeddedBroker, values: dict[str, Any]) -> None:
@@ -212,11 +234,16 @@ TOKEN_SECRET = "/run/secrets/grpc_token"
 
 
 @pytest.mark.parametrize("name", SETTINGS)
-def test_chart_services_mount_the_grpc_token_their_config_names(values: dict[str, Any], name: str) -> None:
+def test_chart_services_mount_the_grpc_token_their_config_names(
+    values: dict[str, Any], chart: dict[str, tuple[Settings, dict[str, str], dict[str, Any]]], name: str
+) -> None:
     """Issue 14: the chart's servers require the token and its clients send it, from grpcAuth's Secret."""
     settings: Any
-    settings, _, text = chart_settings(values, name)
-    assert 'include "onceflow.grpcTokenVolume" .' in text and 'include "onceflow.grpcTokenVolumeMount" .' in text
+    settings, _, workload = chart[name]
+    volumes = {v["name"]: v for v in pod_spec(workload)["volumes"]}
+    assert volumes["grpc-token"]["secret"]["secretName"] == values["grpcAuth"]["existingSecret"]
+    mounts = {m["name"]: m["mountPath"] for m in pod_spec(workload)["containers"][0]["volumeMounts"]}
+    assert mounts["grpc-token"] == TOKEN_SECRET.rsplit("/", 1)[0]
     tokens = []
     if name != "spark-worker":
         assert settings.server.host == "0.0.0.0"

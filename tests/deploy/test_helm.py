@@ -6,50 +6,34 @@ the Go module proxy; the chart is rendered and checked, never installed (no clus
 
 from __future__ import annotations
 
+import json
 import os
-import re
 import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from .deploy_support import CHART, ROOT
+from onceflow.spark.runner.topology import check_shared_storage
 
-HELM = ROOT / ".cache" / "helm" / "v3.22.0" / "helm"
-KUBECHECK = ROOT / ".cache" / "kubecheck" / "kubecheck"
-KUBE_VERSION = "1.31.0"
+from .deploy_support import CHART, load_service_settings, load_yaml
+from .helm_support import (
+    HELM,
+    KUBE_VERSION,
+    KUBECHECK,
+    REQUIRED,
+    config_file,
+    kubernetes_env,
+    manifests,
+    pod_spec,
+    render,
+    run,
+    template,
+    workloads,
+)
+
 ONCEFLOW = Path(sys.executable).parent / "onceflow"
-#: What every install must set: the Secret with the PostgreSQL DSN (the chart refers to it).
-REQUIRED = ("--set", "postgresql.existingSecret=onceflow-postgres")
-WORKLOAD_KINDS = {"Deployment", "StatefulSet", "Job"}
-
-
-def run(tool: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    assert tool.is_file(), f"{tool} is missing: run 'make helm kubecheck' (they build from the Go module proxy)"
-    return subprocess.run([str(tool), *args], input=stdin, capture_output=True, text=True, timeout=120, check=False)
-
-
-def render(*args: str) -> str:
-    result = run(HELM, "template", "onceflow", str(CHART), "--kube-version", KUBE_VERSION, *REQUIRED, *args)
-    assert result.returncode == 0, result.stderr
-    return result.stdout
-
-
-def manifests(text: str) -> list[dict[str, Any]]:
-    return [doc for doc in yaml.safe_load_all(text) if doc]
-
-
-def workloads(docs: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {doc["metadata"]["name"]: doc for doc in docs if doc["kind"] in WORKLOAD_KINDS}
-
-
-def pod_spec(workload: dict[str, Any]) -> dict[str, Any]:
-    spec: dict[str, Any] = workload["spec"]["template"]["spec"]
-    return spec
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +95,6 @@ def test_replicas_and_resources_follow_the_values() -> None:
     assert consumer["spec"]["replicas"] == 3
     assert docs["onceflow-connect-worker"]["spec"]["replicas"] == 2
     assert pod_spec(consumer)["containers"][0]["resources"] == {"limits": {"memory": "1Gi"}}
-    assert docs["onceflow-coordinator"]["spec"]["strategy"] == {"type": "Recreate"}
 
 
 # --- least privilege: the ACL Job ------------------------------------------------------------------
@@ -119,14 +102,25 @@ def test_replicas_and_resources_follow_the_values() -> None:
 ACLS = ("--set", "kafka.acls.apply=true", "--set", "kafka.acls.adminSecret.name=onceflow-kafka-admin")
 
 
-def kubernetes_env(container: dict[str, Any]) -> dict[str, str]:
-    """A container's literal environment as Kubernetes sets it: ``$(NAME)`` of a variable defined
-    before is expanded (a secret's value stands in as ``{}``, a JSON object of properties)."""
-    env: dict[str, str] = {}
-    for variable in container.get("env", []):
-        value = variable.get("value", "{}")
-        env[variable["name"]] = re.sub(r"\$\((\w+)\)", lambda m: env.get(m.group(1), m.group(0)), value)
-    return env
+def acl_plan(docs: list[dict[str, Any]], directory: Path) -> set[tuple[str, ...]]:
+    """``onceflow acls plan`` of exactly what the ACL Job runs with (its ConfigMap's files and its
+    environment): one (principal, permission, operation, resource) per ACL."""
+    (container,) = pod_spec(workloads(docs)["onceflow-acls"])["containers"]
+    argv = container["command"]
+    config_map = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "onceflow-acls")
+    mount = next(m["mountPath"] for m in container["volumeMounts"] if m["name"] == "config")
+    for name, text in config_map["data"].items():
+        (directory / name).write_text(text)
+    plan_argv, rest = ["plan"], iter(argv[3:])
+    for arg in rest:
+        if arg in ("--bootstrap-servers", "-X", "--command-config"):  # apply's alone: the broker and the login
+            next(rest)
+        else:
+            plan_argv.append(arg.replace(mount, str(directory)))
+    result = subprocess.run([str(ONCEFLOW), "acls", *plan_argv], env={**os.environ, **kubernetes_env(container)},
+                            capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return {tuple(line.split(" # ")[0].split()) for line in result.stdout.splitlines() if not line.startswith("#")}
 
 
 def test_the_acl_job_applies_each_services_acls_as_the_admin_before_the_services_start(tmp_path: Path) -> None:
@@ -155,24 +149,217 @@ def test_the_acl_job_applies_each_services_acls_as_the_admin_before_the_services
     consumer = pod_spec(workloads(docs)["onceflow-consumer"])["containers"][0]
     login = next(v for v in consumer["env"] if v["name"] == "KAFKA_PROPERTIES")
     assert login["valueFrom"]["secretKeyRef"]["name"] == "results-login"
-    # the plan of exactly what the Job runs with: its ConfigMap's files and its environment
-    config_map = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "onceflow-acls")
-    mount = next(m["mountPath"] for m in container["volumeMounts"] if m["name"] == "config")
-    for name, text in config_map["data"].items():
-        (tmp_path / name).write_text(text)
-    plan_argv, rest = ["plan"], iter(argv[3:])
-    for arg in rest:
-        if arg in ("--bootstrap-servers", "-X", "--command-config"):  # apply's alone: the broker and the login
-            next(rest)
-        else:
-            plan_argv.append(arg.replace(mount, str(tmp_path)))
-    result = subprocess.run([str(ONCEFLOW), "acls", *plan_argv], env={**os.environ, **kubernetes_env(container)},
-                            capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    acls = {tuple(line.split(" # ")[0].split()) for line in result.stdout.splitlines() if not line.startswith("#")}
+    acls = acl_plan(docs, tmp_path)
     assert ("User:participant", "ALLOW", "WRITE", "TOPIC:LITERAL:ip_count_sink") in acls
     assert ("User:participant", "ALLOW", "WRITE", "TRANSACTIONAL_ID:PREFIXED:onceflow-sink-kafka-") in acls
     # a service's extraEnv reaches the Job too
     assert ("User:coordinator", "ALLOW", "WRITE", "TOPIC:LITERAL:_onceflow_decisions") in acls
     assert ("User:consumer", "ALLOW", "READ", "TOPIC:LITERAL:ip_count_sink") in acls
     assert not [acl for acl in acls if acl[0] == "User:spark"], "a service left out of the map gets no ACLs"
+
+
+# --- the cluster values (deploy/helm/values/cluster.yaml) --------------------------------------
+
+CLUSTER = ("-f", str(CHART.parent / "values" / "cluster.yaml"))
+
+
+@pytest.fixture(scope="module")
+def cluster_values() -> dict[str, Any]:
+    return load_yaml(CHART.parent / "values" / "cluster.yaml")
+
+
+@pytest.fixture(scope="module")
+def cluster_docs() -> list[dict[str, Any]]:
+    return manifests(render(*CLUSTER))
+
+
+def loaded(docs: list[dict[str, Any]], name: str, service: str, directory: Path) -> tuple[Any, dict[str, Any]]:
+    """What workload ``name``'s container loads, through its service's settings class, and its container."""
+    workload = workloads(docs)[name]
+    container = pod_spec(workload)["containers"][0]
+    env = {k: v for k, v in kubernetes_env(container).items() if k.startswith("ONCEFLOW_")}
+    return load_service_settings(service, config_file(docs, workload, directory), env), container
+
+
+def secret_refs(container: dict[str, Any]) -> dict[str, str]:
+    """Each variable that comes from a Secret: its Secret's name."""
+    return {
+        v["name"]: v["valueFrom"]["secretKeyRef"]["name"]
+        for v in container["env"]
+        if "secretKeyRef" in v.get("valueFrom", {})
+    }
+
+
+def test_cluster_shards_standby_and_s3_staging_load_through_the_services_settings(
+    cluster_docs: list[dict[str, Any]], cluster_values: dict[str, Any], tmp_path: Path
+) -> None:
+    """Every shard serves its share of the sharded sinks (shard 0 also the SQLite sink), the job
+    registers every shard with the coordinator, every client names both coordinators, and the
+    staging root is the S3 one in the job, every shard and the coordinators, whose credentials come
+    from the Secret."""
+    coordinators = ",".join(f"onceflow-coordinator-{i}.onceflow-coordinator-headless:7100" for i in (0, 1))
+    root = cluster_values["staging"]["s3"]["root"]
+    for shard in (0, 1):
+        participant, container = loaded(cluster_docs, f"onceflow-participant-{shard}", "participant", tmp_path)
+        sharded = {s.name: (s.shard, s.shards) for s in participant.sinks}
+        assert sharded == {"kafka": (shard, 2), "postgres": (shard, 2), **({"sqlite": (0, 1)} if shard == 0 else {})}
+        kafka = next(s for s in participant.sinks if s.name == "kafka").options.kafka
+        assert (kafka.replication_factor, kafka.min_insync_replicas) == (3, 2)
+        assert participant.coordinator.target == coordinators
+        assert participant.staging.roots == [root] and participant.staging.allowed_schemes == ["s3"]
+        assert secret_refs(container)["AWS_SECRET_ACCESS_KEY"] == "onceflow-s3"
+    spark, container = loaded(cluster_docs, "onceflow-spark-worker", "spark-worker", tmp_path)
+    refs = [(ref.name, ref.target) for p in spark.participants for ref in p.refs()]
+    assert refs == [("kafka#0", "onceflow-participant-0:7101"), ("kafka#1", "onceflow-participant-1:7101"),
+                    ("sqlite", "onceflow-participant-0:7101"), ("postgres#0", "onceflow-participant-0:7101"),
+                    ("postgres#1", "onceflow-participant-1:7101")]  # fmt: skip
+    assert spark.coordinator.target == coordinators and spark.staging_root == root
+    assert spark.spark.master == "spark://onceflow-spark-master:7077"
+    check_shared_storage(spark, spark.spark.master)  # the checkpoint volume is declared shared
+    assert spark.spark.conf["spark.driver.host"] == "onceflow-spark-worker"
+    assert (
+        spark.spark.conf["spark.executor.memory"] == cluster_values["sparkWorker"]["sparkConf"]["spark.executor.memory"]
+    )
+    assert secret_refs(container)["AWS_ACCESS_KEY_ID"] == "onceflow-s3"
+    coordinator, container = loaded(cluster_docs, "onceflow-coordinator", "coordinator", tmp_path)
+    assert coordinator.standby.enabled and coordinator.staging_root == root
+    assert coordinator.kafka.replication_factor == 3 and coordinator.kafka.min_insync_replicas == 2
+    # each pod advertises its own name, one of the clients' list (the kubelet sets POD_NAME)
+    advertised = kubernetes_env(container, {"POD_NAME": "onceflow-coordinator-1"})
+    assert advertised["ONCEFLOW_COORDINATOR__STANDBY__ADVERTISED_TARGET"] == coordinators.split(",")[1]
+    names = {d["metadata"]["name"] for d in cluster_docs if d["kind"] == "PersistentVolumeClaim"}
+    assert names == {"onceflow-checkpoints"}, "S3 staging needs no staging volume"
+
+
+def test_the_acl_job_grants_every_shard_its_transactional_ids(tmp_path: Path) -> None:
+    """With least privilege on the cluster values, the ACL Job reads each shard's own file: a Kafka
+    shard's transactional ids carry its index."""
+    docs = manifests(render(*CLUSTER, "-f", str(CHART.parent / "values" / "least-privilege.yaml")))
+    acls = acl_plan(docs, tmp_path)
+    granted = {acl[3] for acl in acls if acl[0] == "User:participant" and acl[3].startswith("TRANSACTIONAL_ID")}
+    assert granted == {f"TRANSACTIONAL_ID:PREFIXED:onceflow-sink-kafka#{shard}-" for shard in (0, 1)}
+
+
+def test_cluster_replicas_secrets_probes_and_resources(
+    cluster_docs: list[dict[str, Any]], cluster_values: dict[str, Any]
+) -> None:
+    docs = workloads(cluster_docs)
+    replicas = {name: doc["spec"]["replicas"] for name, doc in docs.items() if doc["kind"] != "Job"}
+    assert replicas == {"onceflow-coordinator": 2, "onceflow-participant-0": 1, "onceflow-participant-1": 1,
+                        "onceflow-spark-worker": 1, "onceflow-spark-master": 1, "onceflow-spark-standalone-worker": 2,
+                        "onceflow-consumer": 2, "onceflow-connect-worker": 2}  # fmt: skip
+    resources = {
+        "onceflow-coordinator": cluster_values["coordinator"]["resources"],
+        "onceflow-participant-1": cluster_values["participant"]["resources"],
+        "onceflow-spark-worker": cluster_values["sparkWorker"]["resources"],
+        "onceflow-spark-master": cluster_values["sparkStandalone"]["master"]["resources"],
+        "onceflow-spark-standalone-worker": cluster_values["sparkStandalone"]["workers"]["resources"],
+        "onceflow-consumer": cluster_values["consumer"]["resources"],
+    }
+    for name, wanted in resources.items():
+        assert pod_spec(docs[name])["containers"][0]["resources"] == wanted, name
+    for name, doc in docs.items():
+        spec = pod_spec(doc)
+        container = spec["containers"][0]
+        secrets = {v["name"]: v["secret"]["secretName"] for v in spec.get("volumes", []) if "secret" in v}
+        if doc["kind"] != "Job" and "spark-master" not in name and "standalone" not in name:
+            assert secrets["grpc-token"] == "onceflow-grpc-token", name
+            assert secrets["kafka-tls"] == "onceflow-kafka-tls", name
+            assert secret_refs(container)["KAFKA_PROPERTIES"] == "onceflow-kafka-login", f"{name}: the SASL login"
+        if doc["kind"] != "Job":
+            assert {"startupProbe", "readinessProbe"} <= set(container) or name == "onceflow-spark-worker", name
+        assert "sasl.password" not in json.dumps(doc), f"{name}: a credential inline"
+    # a standby reports NOT_SERVING: alive by TCP, out of the Service by its gRPC readiness
+    coordinator = pod_spec(docs["onceflow-coordinator"])["containers"][0]
+    assert "tcpSocket" in coordinator["livenessProbe"] and "tcpSocket" in coordinator["startupProbe"]
+    assert coordinator["readinessProbe"]["grpc"] == {"port": 7100}
+    headless = next(d for d in cluster_docs if d["metadata"]["name"] == "onceflow-coordinator-headless")
+    assert headless["spec"]["clusterIP"] == "None" and headless["spec"]["publishNotReadyAddresses"] is True
+
+
+def test_cluster_spark_authenticates_master_workers_and_driver_with_one_secret(
+    cluster_docs: list[dict[str, Any]], cluster_values: dict[str, Any]
+) -> None:
+    """Spark's standalone cluster runs code for whoever reaches it: the master and the workers (which
+    hand it to their executors) read the shared secret from the Secret, the driver from its conf."""
+    secret = cluster_values["sparkStandalone"]["authSecret"]["name"]
+    docs = workloads(cluster_docs)
+    for name in ("onceflow-spark-master", "onceflow-spark-standalone-worker"):
+        container = pod_spec(docs[name])["containers"][0]
+        assert secret_refs(container)["_SPARK_AUTH_SECRET"] == secret, name
+        assert "-Dspark.authenticate=true" in kubernetes_env(container)["SPARK_DAEMON_JAVA_OPTS"].split(), name
+    driver = pod_spec(docs["onceflow-spark-worker"])["containers"][0]
+    env = kubernetes_env(driver, {"SPARK_AUTH_SECRET": "c2hhcmVk+/="})
+    conf = json.loads(env["ONCEFLOW_SPARK__SPARK__CONF"])
+    assert secret_refs(driver)["SPARK_AUTH_SECRET"] == secret
+    assert conf["spark.authenticate"] == "true" and conf["spark.authenticate.secret"] == "c2hhcmVk+/="
+    assert secret not in json.dumps(cluster_values["sparkWorker"]), "the secret itself is never a value"
+
+
+@pytest.mark.parametrize(
+    ("component", "workload"),
+    [("coordinator", "onceflow-coordinator"), ("participant", "onceflow-participant-1"),
+     ("spark-standalone-worker", "onceflow-spark-standalone-worker"), ("consumer", "onceflow-consumer"),
+     ("connect-worker", "onceflow-connect-worker")],
+)  # fmt: skip
+def test_cluster_spreads_each_component_over_nodes_with_a_disruption_budget(
+    cluster_docs: list[dict[str, Any]], component: str, workload: str
+) -> None:
+    """Required anti-affinity on the component's label (every shard avoids every other shard), and a
+    PodDisruptionBudget over the same pods: a drain takes one at a time."""
+    labels = {"app.kubernetes.io/name": "onceflow", "app.kubernetes.io/instance": "onceflow",
+              "app.kubernetes.io/component": component}  # fmt: skip
+    spec = pod_spec(workloads(cluster_docs)[workload])
+    (term,) = spec["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term == {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": labels}}
+    assert labels.items() <= workloads(cluster_docs)[workload]["spec"]["template"]["metadata"]["labels"].items()
+    budgets = {d["metadata"]["name"]: d["spec"] for d in cluster_docs if d["kind"] == "PodDisruptionBudget"}
+    assert budgets[f"onceflow-{component}"] == {"maxUnavailable": 1, "selector": {"matchLabels": labels}}
+
+
+def test_default_values_run_one_of_each_preferably_apart() -> None:
+    """The defaults: one coordinator with gRPC probes and no standby, one participant whose sinks keep
+    their unsharded names, preferred anti-affinity, no budgets; podAntiAffinity=none drops it."""
+    docs = manifests(render())
+    assert not [d for d in docs if d["kind"] == "PodDisruptionBudget"]
+    coordinator = pod_spec(workloads(docs)["onceflow-coordinator"])["containers"][0]
+    assert coordinator["livenessProbe"]["grpc"] == {"port": 7100}
+    assert not [v for v in coordinator["env"] if "STANDBY" in v["name"]]
+    participant = pod_spec(workloads(docs)["onceflow-participant-0"])
+    sinks = json.loads(kubernetes_env(participant["containers"][0])["ONCEFLOW_PARTICIPANT__SINKS"])
+    assert [("shard" in s, s["name"]) for s in sinks] == [(False, "kafka"), (False, "sqlite"), (False, "postgres")]
+    (preferred,) = participant["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert preferred["weight"] == 100 and preferred["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    none = workloads(manifests(render("--set", "podAntiAffinity=none")))
+    assert "affinity" not in pod_spec(none["onceflow-participant-0"])
+
+
+def test_a_k8s_master_gets_its_executors_the_image_and_the_shared_volumes() -> None:
+    docs = manifests(render("--set", "sparkWorker.master=k8s://https://kubernetes.default.svc"))
+    container = pod_spec(workloads(docs)["onceflow-spark-worker"])["containers"][0]
+    conf = json.loads(kubernetes_env(container)["ONCEFLOW_SPARK__SPARK__CONF"])
+    volume = "spark.kubernetes.executor.volumes.persistentVolumeClaim"
+    assert conf[f"{volume}.checkpoints.options.claimName"] == "onceflow-checkpoints"
+    assert conf[f"{volume}.staging.mount.path"] == "/var/lib/onceflow/staging"
+    assert conf["spark.kubernetes.container.image"] == container["image"]
+    assert kubernetes_env(container)["ONCEFLOW_SPARK__STAGING_SHARED"] == "true"
+    assert "onceflow-spark-master" not in workloads(docs)
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (("participant.shards=0",), "at '/participant/shards': minimum: got 0, want 1"),
+        (("participant.shards=33",), "at '/participant/shards': maximum: got 33, want 32"),
+        (("coordinator.replicas=0",), "at '/coordinator/replicas': minimum: got 0, want 1"),
+        (("podAntiAffinity=sometimes",), "at '/podAntiAffinity': value must be one of"),
+        (("staging.s3.root=http://store/bucket",), "at '/staging/s3/root': 'http://store/bucket' does not match"),
+        (("kafka.replicationFactor=2", "kafka.minInsyncReplicas=3"),
+         "kafka.minInsyncReplicas: 3 is more than kafka.replicationFactor (2)"),
+        (("sparkStandalone.enabled=true", "sparkWorker.master=yarn"),
+         'sparkWorker.master: "yarn" and sparkStandalone.enabled'),
+    ],
+)  # fmt: skip
+def test_a_bad_value_fails_helm_template_naming_it(values: tuple[str, ...], message: str) -> None:
+    result = template(*(arg for value in values for arg in ("--set", value)))
+    assert result.returncode == 1 and message in result.stderr, result.stderr

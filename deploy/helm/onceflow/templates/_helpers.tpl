@@ -53,12 +53,29 @@ app.kubernetes.io/component: {{ .component }}
 
 {{/* Addresses of the gRPC services (the ports are those of files/<service>.toml) */}}
 
+{{/* Every coordinator, comma-separated (clients fail over along the list): one per pod, by its
+name under the headless Service */}}
 {{- define "onceflow.coordinator.target" -}}
-{{- printf "%s:7100" (include "onceflow.componentName" (dict "context" . "component" "coordinator")) -}}
+{{- $name := include "onceflow.componentName" (dict "context" . "component" "coordinator") -}}
+{{- $targets := list -}}
+{{- range $i := until (int .Values.coordinator.replicas) -}}
+{{- $targets = append $targets (printf "%s-%d.%s-headless:7100" $name $i $name) -}}
+{{- end -}}
+{{- join "," $targets -}}
+{{- end }}
+
+{{/* One participant shard's name: (dict "context" $ "shard" 0) */}}
+{{- define "onceflow.participant.name" -}}
+{{- printf "%s-%d" (include "onceflow.componentName" (dict "context" .context "component" "participant")) (int .shard) -}}
 {{- end }}
 
 {{- define "onceflow.participant.target" -}}
-{{- printf "%s:7101" (include "onceflow.componentName" (dict "context" . "component" "participant")) -}}
+{{- printf "%s:7101" (include "onceflow.participant.name" .) -}}
+{{- end }}
+
+{{/* The number of participant shards (values.schema.json: 1 to 32, as onceflow.core.contract.shards) */}}
+{{- define "onceflow.participant.shards" -}}
+{{- int .Values.participant.shards -}}
 {{- end }}
 
 {{/* The staging claim: an existing one, or the chart's */}}
@@ -112,30 +129,59 @@ else kafka.propertiesSecret, else kafka.properties. Takes (dict "context" . "ser
 {{- end }}
 
 {{/*
-The participant's sinks (ONCEFLOW_PARTICIPANT__SINKS): participant.sinks, where a kafka sink gets
-options.kafka = {bootstrap_servers, properties} from kafka.* and a postgres sink options.dsn from the
-Secret, both through the $(KAFKA_PROPERTIES) and $(POSTGRES_DSN) variables of the container.
+One shard's sinks, as YAML {sinks: [...]}: (dict "context" $ "shard" i). participant.sinks, where a
+kafka sink gets options.kafka = {bootstrap_servers, properties, replication_factor,
+min_insync_replicas} from kafka.* (properties: "@KAFKA_PROPERTIES@") and a postgres sink options.dsn
+"$(POSTGRES_DSN)". With more than one shard a sink with sharded: true gets this shard's shard and
+shards; shard 0 also serves every other sink.
 */}}
-{{- define "onceflow.participant.sinks" -}}
+{{- define "onceflow.participant.sinkList" -}}
+{{- $ctx := .context -}}
+{{- $shard := int .shard -}}
+{{- $shards := int (include "onceflow.participant.shards" $ctx) -}}
 {{- $sinks := list -}}
-{{- range .Values.participant.sinks -}}
+{{- range $ctx.Values.participant.sinks -}}
+{{- $split := and .sharded (gt $shards 1) -}}
+{{- if or $split (eq $shard 0) -}}
 {{- $options := deepCopy (.options | default (dict)) -}}
 {{- if eq .kind "kafka" -}}
-{{- $_ := set $options "kafka" (dict "bootstrap_servers" $.Values.kafka.bootstrapServers "properties" "@KAFKA_PROPERTIES@") -}}
+{{- $_ := set $options "kafka" (dict "bootstrap_servers" $ctx.Values.kafka.bootstrapServers "properties" "@KAFKA_PROPERTIES@" "replication_factor" (int $ctx.Values.kafka.replicationFactor) "min_insync_replicas" (int $ctx.Values.kafka.minInsyncReplicas)) -}}
 {{- else if eq .kind "postgres" -}}
 {{- $_ := set $options "dsn" "$(POSTGRES_DSN)" -}}
 {{- end -}}
-{{- $sinks = append $sinks (dict "name" .name "kind" .kind "options" $options) -}}
+{{- $sink := dict "name" .name "kind" .kind "options" $options -}}
+{{- if $split -}}
+{{- $_ := set $sink "shard" $shard -}}
+{{- $_ := set $sink "shards" $shards -}}
 {{- end -}}
-{{- toJson $sinks | replace "\"@KAFKA_PROPERTIES@\"" "$(KAFKA_PROPERTIES)" -}}
+{{- $sinks = append $sinks $sink -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml (dict "sinks" $sinks) -}}
 {{- end }}
 
-{{/* The job's participants (ONCEFLOW_SPARK__PARTICIPANTS): every sink, at the participant server */}}
+{{/* One shard's ONCEFLOW_PARTICIPANT__SINKS: the list above, the Kafka login as $(KAFKA_PROPERTIES) */}}
+{{- define "onceflow.participant.sinks" -}}
+{{- (include "onceflow.participant.sinkList" . | fromYaml).sinks | toJson | replace "\"@KAFKA_PROPERTIES@\"" "$(KAFKA_PROPERTIES)" -}}
+{{- end }}
+
+{{/*
+The job's participants (ONCEFLOW_SPARK__PARTICIPANTS), which the driver registers with the
+coordinator: a sharded sink at every shard (targets, in shard order), any other at shard 0.
+*/}}
 {{- define "onceflow.spark.participants" -}}
-{{- $target := include "onceflow.participant.target" . -}}
+{{- $shards := int (include "onceflow.participant.shards" .) -}}
 {{- $participants := list -}}
 {{- range .Values.participant.sinks -}}
-{{- $participants = append $participants (dict "sink" .name "target" $target) -}}
+{{- if and .sharded (gt $shards 1) -}}
+{{- $targets := list -}}
+{{- range $i := until $shards -}}
+{{- $targets = append $targets (include "onceflow.participant.target" (dict "context" $ "shard" $i)) -}}
+{{- end -}}
+{{- $participants = append $participants (dict "sink" .name "targets" $targets) -}}
+{{- else -}}
+{{- $participants = append $participants (dict "sink" .name "target" (include "onceflow.participant.target" (dict "context" $ "shard" 0))) -}}
+{{- end -}}
 {{- end -}}
 {{- toJson $participants -}}
 {{- end }}
@@ -207,24 +253,162 @@ postgres sinks. A SQLite sink's file is on the participant's volume: audit it in
   readOnly: true
 {{- end }}
 
-{{/* Pod-level settings shared by every workload */}}
+{{/*
+The staging root of the job, the participants and the coordinator, and how they reach it: a
+volume (the chart's claim or staging.existingClaim) mounted at /var/lib/onceflow/staging, or
+staging.s3.root with the store's settings and the credentials Secret as the AWS variables.
+*/}}
+{{- define "onceflow.staging.root" -}}
+{{- .Values.staging.s3.root | default "/var/lib/onceflow/staging" -}}
+{{- end }}
+
+{{- define "onceflow.staging.s3Env" -}}
+{{- $s3 := .Values.staging.s3 -}}
+{{- if $s3.root }}
+{{- with $s3.endpointUrl }}
+- name: AWS_ENDPOINT_URL
+  value: {{ . | quote }}
+{{- end }}
+{{- with $s3.region }}
+- name: AWS_REGION
+  value: {{ . | quote }}
+{{- end }}
+{{- with $s3.credentialsSecret.name }}
+- name: AWS_ACCESS_KEY_ID
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $s3.credentialsSecret.accessKeyIdKey }}
+- name: AWS_SECRET_ACCESS_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $s3.credentialsSecret.secretAccessKeyKey }}
+{{- end }}
+{{- if $s3.checksumsWhenRequired }}
+- name: AWS_REQUEST_CHECKSUM_CALCULATION
+  value: when_required
+- name: AWS_RESPONSE_CHECKSUM_VALIDATION
+  value: when_required
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "onceflow.staging.volume" -}}
+{{- if not .Values.staging.s3.root }}
+- name: staging
+  persistentVolumeClaim:
+    claimName: {{ include "onceflow.staging.claimName" . }}
+{{- end }}
+{{- end }}
+
+{{- define "onceflow.staging.volumeMount" -}}
+{{- if not .Values.staging.s3.root }}
+- name: staging
+  mountPath: /var/lib/onceflow/staging
+{{- end }}
+{{- end }}
+
+{{/* The job's Spark master: sparkWorker.master, else the chart's standalone cluster; empty = the file's */}}
+{{- define "onceflow.spark.master" -}}
+{{- if .Values.sparkWorker.master -}}
+{{- .Values.sparkWorker.master -}}
+{{- else if .Values.sparkStandalone.enabled -}}
+{{- printf "spark://%s:7077" (include "onceflow.componentName" (dict "context" . "component" "spark-master")) -}}
+{{- end -}}
+{{- end }}
+
+{{/*
+Spark's authentication on the chart's standalone cluster (sparkStandalone.authSecret): the shared
+secret as _SPARK_AUTH_SECRET, which Spark's daemons read, and their switches.
+*/}}
+{{- define "onceflow.spark.authEnv" -}}
+{{- with .Values.sparkStandalone.authSecret.name }}
+- name: _SPARK_AUTH_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $.Values.sparkStandalone.authSecret.key }}
+- name: SPARK_DAEMON_JAVA_OPTS
+  value: "-Dspark.authenticate=true -Dspark.master.rest.enabled=false -Dspark.ui.killEnabled=false"
+{{- end }}
+{{- end }}
+
+{{/* The shared checkpoint claim of a multi-host master */}}
+{{- define "onceflow.checkpoints.claimName" -}}
+{{- .Values.sparkStandalone.checkpoints.existingClaim | default (printf "%s-checkpoints" (include "onceflow.fullname" .)) -}}
+{{- end }}
+
+{{/*
+The pod's affinity: (dict "context" $ "component" "coordinator"). The affinity value, plus, unless
+it has a podAntiAffinity of its own, one that spreads the component's pods over nodes
+(podAntiAffinity: preferred, required or none).
+*/}}
+{{- define "onceflow.affinity" -}}
+{{- $values := .context.Values -}}
+{{- $affinity := deepCopy ($values.affinity | default (dict)) -}}
+{{- if not (hasKey $affinity "podAntiAffinity") -}}
+{{- $term := dict "topologyKey" "kubernetes.io/hostname" "labelSelector" (dict "matchLabels" (include "onceflow.selectorLabels" . | fromYaml)) -}}
+{{- if eq $values.podAntiAffinity "required" -}}
+{{- $_ := set $affinity "podAntiAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (list $term)) -}}
+{{- else if eq $values.podAntiAffinity "preferred" -}}
+{{- $_ := set $affinity "podAntiAffinity" (dict "preferredDuringSchedulingIgnoredDuringExecution" (list (dict "weight" 100 "podAffinityTerm" $term))) -}}
+{{- end -}}
+{{- end -}}
+{{- with $affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+Pod-level settings shared by every workload: (dict "context" $ "component" "coordinator"); the
+hook Jobs pass no component and get no anti-affinity.
+*/}}
 {{- define "onceflow.podSpecCommon" -}}
-{{- with .Values.imagePullSecrets }}
+{{- $values := .context.Values -}}
+{{- with $values.imagePullSecrets }}
 imagePullSecrets:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 securityContext:
-  {{- toYaml .Values.podSecurityContext | nindent 2 }}
-{{- with .Values.nodeSelector }}
+  {{- toYaml $values.podSecurityContext | nindent 2 }}
+{{- with $values.nodeSelector }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .Values.affinity }}
+{{- if .component }}
+{{- include "onceflow.affinity" . }}
+{{- else }}
+{{- with $values.affinity }}
 affinity:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with .Values.tolerations }}
+{{- end }}
+{{- with $values.tolerations }}
 tolerations:
   {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+A PodDisruptionBudget of one component whose pods stand in for each other: a voluntary
+disruption (a node drain) takes at most one at a time. (dict "context" $ "component" "x" "pods" n);
+nothing for one pod, which a budget would only pin.
+*/}}
+{{- define "onceflow.pdb" -}}
+{{- if gt (int .pods) 1 }}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ include "onceflow.componentName" . }}
+  labels:
+    {{- include "onceflow.labels" . | nindent 4 }}
+spec:
+  maxUnavailable: 1
+  selector:
+    matchLabels:
+      {{- include "onceflow.selectorLabels" . | nindent 6 }}
 {{- end }}
 {{- end }}
