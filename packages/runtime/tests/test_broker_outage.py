@@ -17,6 +17,7 @@ import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.contract.clients import ConnectClient
+from onceflow.core.kafka import RetryPolicy
 from onceflow.proto.v1 import connect_pb2 as pb
 from onceflow.runtime.service import ConnectWorkerService
 from onceflow.runtime.storage import kafka_log
@@ -46,7 +47,7 @@ def test_the_admin_api_waits_through_a_broker_restart_and_answers_unavailable_wi
         restarter.join()
         assert time.monotonic() - started >= 2.5, "the broker was back before the read: the test proves nothing"
         # down for longer than the read's retry deadline: one line, UNAVAILABLE, no traceback
-        monkeypatch.setattr(kafka_log, "end_offsets", _short(kafka_log.end_offsets))
+        monkeypatch.setattr(kafka_log, "END_OFFSETS_RETRY", RetryPolicy(timeout_s=3))
         broker.kill()
         try:
             with pytest.raises(grpc.RpcError) as info:
@@ -55,10 +56,3 @@ def test_the_admin_api_waits_through_a_broker_restart_and_answers_unavailable_wi
             assert "end offsets of _onceflow_connect_offsets: Kafka unavailable for" in (info.value.details() or "")
         finally:
             broker.start()
-
-
-def _short(end_offsets: Callable[..., dict[int, int]]) -> Callable[..., dict[int, int]]:
-    def call(client_config: Any, topic: str, timeout: float = 30) -> dict[int, int]:
-        return end_offsets(client_config, topic, timeout=3)
-
-    return call

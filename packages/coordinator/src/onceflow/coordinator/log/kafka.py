@@ -19,20 +19,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from onceflow.coordinator.exceptions import CoordinatorFenced, LogAppendRejected, TransactionLogError
 from onceflow.coordinator.log.base import TransactionLog
 from onceflow.coordinator.log.log_topic import LogTopic
 from onceflow.coordinator.log.records import LogMarker, LogRecord, WireRecord, decode, encode
 from onceflow.coordinator.log.refusals import LogNotInitialised, LogTruncated
-from onceflow.core.kafka import Replication, RetryPolicy, is_fenced, is_transient, retry_transient, watermark_offsets
+from onceflow.core.kafka import (
+    Replication,
+    RetryPolicy,
+    is_fenced,
+    produce,
+    read_to_end,
+    retry_transient,
+    transactional_producer_config,
+)
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC
 
 DEFAULT_TRANSACTIONAL_ID: Final = "onceflow-coordinator"
-_OFFSET_BEGINNING: Final = -2
+#: The group-id prefix of the replay's reader (the ACLs grant it to the coordinator).
+REPLAY_GROUP_PREFIX: Final = "onceflow-coordinator-replay-"
 #: Largest append (sum of encoded keys and values) the log accepts; below librdkafka's and the
 #: broker's default ``message.max.bytes`` (1,000,000), so a too-large append is refused before it
 #: is produced and fails only its request.
@@ -121,17 +130,14 @@ class KafkaTransactionLog(TransactionLog):
         # Step 1
         self._topic.ensure(create=self._init_if_missing)
         # Step 2
+        overrides = {
+            "acks": "all",
+            "linger.ms": 0,
+            "transaction.timeout.ms": self._transaction_timeout_ms,
+            "allow.auto.create.topics": False,
+        }
         producer = Producer(
-            self._kafka.client_config(
-                **{
-                    "transactional.id": self.transactional_id,
-                    "enable.idempotence": True,
-                    "acks": "all",
-                    "linger.ms": 0,
-                    "transaction.timeout.ms": self._transaction_timeout_ms,
-                    "allow.auto.create.topics": False,
-                }
-            )
+            transactional_producer_config(self._kafka.client_config(), self.transactional_id, **overrides)
         )
         try:
             retry_transient(
@@ -192,46 +198,19 @@ class KafkaTransactionLog(TransactionLog):
         self._append_wire([LogMarker(kind, self.instance, time.time())])
 
     def _replay(self) -> list[WireRecord]:
-        consumer = Consumer(
-            self._kafka.client_config(
-                **{
-                    "group.id": f"onceflow-coordinator-replay-{uuid.uuid4().hex[:8]}",
-                    "isolation.level": "read_committed",
-                    "enable.auto.commit": False,
-                    "enable.auto.offset.store": False,
-                    "auto.offset.reset": "earliest",
-                }
-            )
-        )
+        """The committed records, up to the last stable offset at the start (:func:`read_to_end`)."""
         try:
-            partition = TopicPartition(self.topic, 0)
-            low, high = watermark_offsets(consumer, partition, policy=self._retry)
-            records: list[WireRecord] = []
-            if high <= low:
-                return records
-            consumer.assign([TopicPartition(self.topic, 0, _OFFSET_BEGINNING)])
-            deadline = time.monotonic() + self._timeout
-            while True:
-                position = consumer.position([partition])[0].offset
-                if position >= high:
-                    return records
-                if time.monotonic() > deadline:
-                    raise TransactionLogError(
-                        f"replay of {self.topic} stopped at offset {position} of {high} after {self._timeout}s"
-                    )
-                message = consumer.poll(0.2)
-                if message is None:
-                    continue
-                error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF or is_transient(error):
-                        continue
-                    raise TransactionLogError(f"replay of {self.topic} failed: {error}")
-                records.append(decode(message.key() or b"", message.value()))
-        except KafkaException as exc:
+            records = read_to_end(
+                self._kafka.client_config(),
+                self.topic,
+                until="last_stable",
+                timeout=self._timeout,
+                policy=self._retry,
+                group_prefix=REPLAY_GROUP_PREFIX,
+            )
+            return [decode(record.key or b"", record.value) for record in records]
+        except (KafkaException, TimeoutError) as exc:
             raise TransactionLogError(f"replay of {self.topic} failed: {exc}") from None
-        finally:
-            consumer.close()
 
     def append(self, records: Sequence[LogRecord]) -> None:
         """Write ``records`` in one Kafka transaction (see :meth:`_append_wire`)."""
@@ -282,7 +261,7 @@ class KafkaTransactionLog(TransactionLog):
                 # Step 2
                 producer.begin_transaction()
                 for key, value in encoded:
-                    producer.produce(self.topic, key=key, value=value, partition=0)
+                    produce(producer, self.topic, key=key, value=value, partition=0)
                 # Step 3
                 self._commit(producer, deadline)
                 return

@@ -23,9 +23,10 @@ from onceflow.core.kafka import (
     TopicNotFound,
     TopicSpec,
     ensure_topics,
-    read_committed,
+    idempotent_producer_config,
+    produce,
+    read_to_end,
 )
-from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SCHEMAS_TOPIC
 
 
@@ -60,9 +61,10 @@ class SchemasTopic:
         """Publish ``schema`` (idempotent: the same key and value again) and return its fingerprint."""
         self.ensure_topic(timeout)
         fingerprint = schema_fingerprint(schema)
-        producer = Producer({**self._config, "enable.idempotence": True, "acks": "all"})
+        producer = Producer(idempotent_producer_config(self._config, acks="all"))
         errors: list[Any] = []
-        producer.produce(
+        produce(
+            producer,
             self.topic,
             key=fingerprint.hex().encode(),
             value=json.dumps(schema, sort_keys=True).encode(),
@@ -76,12 +78,8 @@ class SchemasTopic:
 
     def _load(self, timeout: float = 30.0) -> None:
         """Read the whole topic (read_committed) into the cache; a topic not created yet holds nothing."""
-        kafka = KafkaSettings(
-            bootstrap_servers=str(self._config["bootstrap.servers"]),
-            properties={k: str(v) for k, v in self._config.items() if k != "bootstrap.servers"},
-        )
         try:
-            for record in read_committed(kafka, self.topic, timeout=timeout):
+            for record in read_to_end(self._config, self.topic, until="last_stable", timeout=timeout):
                 if record.value is None:
                     continue
                 schema = json.loads(record.value)

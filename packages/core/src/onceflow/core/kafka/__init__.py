@@ -1,6 +1,9 @@
 """Kafka client building blocks every package shares (confluent-kafka underneath).
 
-- :func:`read_committed`: read a whole topic with read_committed, up to the end offsets at the start;
+- :func:`read_to_end` / :func:`read_committed`: read a topic up to the end offsets captured at the start
+  (Kafka Connect's ``KafkaBasedLog.readToEnd``), through a leader that moves; :func:`end_offsets`;
+- :func:`reader_config`, :func:`idempotent_producer_config`, :func:`transactional_producer_config`: the
+  client configurations of onceflow's roles, on a base configuration (``KafkaSettings.client_config``);
 - :func:`produce`: produce with back-pressure (a full local queue waits, it does not fail);
 - :func:`is_fenced` / :func:`raise_if_fenced`: fencing errors as one exception, ``ProducerFenced``;
 - :func:`ensure_topics`: create missing topics (an existing one is fine) with the cluster's
@@ -12,8 +15,24 @@
   librdkafka sends to a leader or controller that may have died (:mod:`~onceflow.core.kafka.routed`).
 """
 
+from onceflow.core.kafka.config import (
+    IsolationLevel,
+    idempotent_producer_config,
+    reader_config,
+    transactional_producer_config,
+)
 from onceflow.core.kafka.producer import FENCED_CODES, is_fenced, produce, raise_if_fenced
-from onceflow.core.kafka.read_to_end import TopicNotFound, TopicRecord, read_committed
+from onceflow.core.kafka.read_to_end import (
+    READ_GROUP_PREFIX,
+    TopicNotFound,
+    TopicRecord,
+    Until,
+    end_offsets,
+    partition_offsets,
+    position_after,
+    read_committed,
+    read_to_end,
+)
 from onceflow.core.kafka.retry import (
     DEFAULT_RETRY,
     TRANSIENT_CODES,
@@ -30,21 +49,31 @@ __all__ = [
     "DEFAULT_REPLICATION",
     "DEFAULT_RETRY",
     "FENCED_CODES",
+    "READ_GROUP_PREFIX",
     "TRANSIENT_CODES",
+    "IsolationLevel",
     "KafkaUnavailable",
     "Replication",
     "RetryPolicy",
     "TopicNotFound",
     "TopicRecord",
     "TopicSpec",
+    "Until",
+    "end_offsets",
     "ensure_topics",
+    "idempotent_producer_config",
     "is_fenced",
     "is_transient",
     "kafka_error",
+    "partition_offsets",
+    "position_after",
     "produce",
     "raise_if_fenced",
     "read_committed",
+    "read_to_end",
+    "reader_config",
     "retry_admin",
     "retry_transient",
+    "transactional_producer_config",
     "watermark_offsets",
 ]

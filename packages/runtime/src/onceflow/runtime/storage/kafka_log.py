@@ -1,25 +1,20 @@
 """A compacted Kafka topic used as a replicated log of keyed state (after Kafka Connect's ``KafkaBasedLog``).
 
 "Read to the end" means: take the high watermark of every partition *now*, then consume until the
-position passes it. With ``read_committed`` this waits for every transaction that was open at that
-moment to finish, so a reader never misses a record committed before it started reading (the last
-stable offset alone would stop short of it while another producer's transaction is open).
-
-Transient errors (a broker down, a leader or coordinator moving) are retried the way Kafka Connect's
-``KafkaBasedLog`` and ``TopicAdmin`` retry them (:func:`onceflow.core.kafka.retry_transient`); the
-follower thread treats a consumer's transient errors as informational, as librdkafka intends, and
-keeps reading.
+position passes it (:mod:`onceflow.core.kafka.read_to_end`, ``until="high_watermark"``): a reader
+never misses a record committed before it started reading. The follower thread treats a consumer's
+transient errors as informational, as librdkafka intends, and keeps reading
+(:func:`onceflow.core.kafka.position_after`).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
 from onceflow.core.kafka import (
     DEFAULT_REPLICATION,
@@ -27,15 +22,22 @@ from onceflow.core.kafka import (
     RetryPolicy,
     TopicSpec,
     ensure_topics,
-    is_transient,
+    idempotent_producer_config,
+    partition_offsets,
+    position_after,
+    produce,
+    reader_config,
     retry_transient,
-    watermark_offsets,
 )
 from onceflow.core.logging import get_logger
 
 RecordHandler = Callable[[bytes | None, bytes | None], None]
 #: Hears of a record of an internal topic that could not be decoded and was skipped: (topic, key, reason).
 SkippedRecordListener = Callable[[str, str, str], None]
+#: The group-id prefix of the runtime's readers (the ACLs grant it to the connect worker).
+GROUP_PREFIX: Final = "onceflow-log-reader-"
+#: How long an end-offset query of a store retries through a broker or leader away.
+END_OFFSETS_RETRY: Final = RetryPolicy(timeout_s=30.0)
 _log = get_logger(__name__)
 
 
@@ -61,96 +63,8 @@ def ensure_topic(
     ensure_topics(client_config, [TopicSpec(topic, partitions, config)], replication=replication, timeout=timeout)
 
 
-def _consumer(client_config: Mapping[str, Any], isolation_level: str) -> Consumer:
-    return Consumer(
-        {
-            **client_config,
-            "group.id": f"onceflow-log-reader-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "enable.auto.offset.store": False,
-            "isolation.level": isolation_level,
-            "enable.partition.eof": True,
-        }
-    )
-
-
-def end_offsets(client_config: Mapping[str, Any], topic: str, timeout: float = 30) -> dict[int, int]:
-    """High watermark of every partition of ``topic`` (read_uncommitted: includes open transactions)."""
-    consumer = _consumer(client_config, "read_uncommitted")
-    try:
-        return _end_offsets(consumer, topic, timeout)
-    finally:
-        consumer.close()
-
-
-def _end_offsets(consumer: Consumer, topic: str, timeout: float) -> dict[int, int]:
-    """The high watermarks, asked again while a partition's leader is away, being elected or has just
-    moved (a topic just created, a broker down or restarting), until ``timeout``."""
-
-    policy = RetryPolicy(timeout_s=timeout)
-
-    def partitions() -> list[int]:
-        metadata = consumer.list_topics(topic, timeout=timeout).topics[topic]
-        if metadata.error is not None:
-            raise KafkaException(metadata.error)
-        return list(metadata.partitions)
-
-    return {
-        p: watermark_offsets(consumer, TopicPartition(topic, p), what=f"end offsets of {topic}", policy=policy)[1]
-        for p in retry_transient(partitions, what=f"end offsets of {topic}", policy=policy)
-    }
-
-
-def position_after(msg: Message) -> tuple[int, int] | None:
-    """``(partition, next position)`` a consumed message moves its partition to; None for a client error.
-
-    A transient client error (a broker down, a leader moving) is informational: librdkafka recovers
-    by itself, so it is logged and skipped. Any other error is raised.
-    """
-    err = msg.error()
-    partition, offset = msg.partition(), msg.offset()
-    if err is not None and err.code() != KafkaError._PARTITION_EOF:
-        if is_transient(err):
-            _log.debug("kafka_log.transient_error", topic=msg.topic(), error=err.name())
-            return None
-        raise KafkaException(err)
-    if partition is None or offset is None:
-        return None
-    return partition, offset if err is not None else offset + 1
-
-
-def read_to_end(
-    client_config: Mapping[str, Any],
-    topic: str,
-    handle: RecordHandler,
-    *,
-    isolation_level: str = "read_committed",
-    timeout: float = 120,
-) -> None:
-    """Call ``handle(key, value)`` for every record of ``topic``, in offset order per partition, up to
-    the end as defined in the module docstring."""
-    ends = end_offsets(client_config, topic)
-    pending = {p for p, end in ends.items() if end > 0}
-    if not pending:
-        return
-    consumer = _consumer(client_config, isolation_level)
-    try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in pending])
-        deadline = time.monotonic() + timeout
-        while pending:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"reading {topic} to its end timed out after {timeout}s (partitions {pending})")
-            for msg in consumer.consume(10_000, timeout=0.2):
-                moved = position_after(msg)
-                if moved is None:
-                    continue
-                partition, position = moved
-                if msg.error() is None:
-                    handle(msg.key(), msg.value())
-                if position >= ends[partition]:
-                    pending.discard(partition)
-    finally:
-        consumer.close()
+def _reader(client_config: Mapping[str, Any]) -> Consumer:
+    return Consumer(reader_config(client_config, group_prefix=GROUP_PREFIX, isolation_level="read_uncommitted"))
 
 
 class KafkaBasedLog:
@@ -192,9 +106,9 @@ class KafkaBasedLog:
         ensure_topic(
             self._client_config, self.topic, self._partitions, self._topic_config, replication=self._replication
         )
-        self._producer = Producer({**self._client_config, "enable.idempotence": True, "linger.ms": 0})
-        self._consumer = _consumer(self._client_config, "read_uncommitted")
-        self._end_query = _consumer(self._client_config, "read_uncommitted")
+        self._producer = Producer(idempotent_producer_config(self._client_config, **{"linger.ms": 0}))
+        self._consumer = _reader(self._client_config)
+        self._end_query = _reader(self._client_config)
         consumer = self._consumer
         metadata = retry_transient(
             lambda: consumer.list_topics(self.topic, timeout=30).topics[self.topic], what=f"metadata of {self.topic}"
@@ -229,7 +143,10 @@ class KafkaBasedLog:
         """Block until every record in the topic now has been handled."""
         assert self._end_query is not None
         with self._end_query_lock:
-            ends = _end_offsets(self._end_query, self.topic, 30)
+            ends = {
+                p: high
+                for p, (_, high) in partition_offsets(self._end_query, self.topic, policy=END_OFFSETS_RETRY).items()
+            }
         deadline = time.monotonic() + timeout
         with self._cond:
             while any(self._positions.get(p, 0) < end for p, end in ends.items()):
@@ -243,7 +160,7 @@ class KafkaBasedLog:
     def send(self, key: bytes, value: bytes | None, *, flush: bool = True) -> None:
         """Append ``key -> value`` (None is a tombstone); with ``flush``, return once acknowledged."""
         assert self._producer is not None
-        self._producer.produce(self.topic, key=key, value=value)
+        produce(self._producer, self.topic, key=key, value=value)
         if flush:
             self.flush()
 

@@ -7,9 +7,10 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from onceflow.core.kafka import DEFAULT_REPLICATION, Replication
+from onceflow.core.kafka import DEFAULT_REPLICATION, Replication, idempotent_producer_config, produce, read_to_end
 from onceflow.core.logging import get_logger
-from onceflow.runtime.storage.kafka_log import ensure_topic, read_to_end
+from onceflow.runtime.storage import kafka_log
+from onceflow.runtime.storage.kafka_log import ensure_topic
 from onceflow.runtime.storage.offsets import (
     Offset,
     OffsetBackingStore,
@@ -52,28 +53,32 @@ class KafkaOffsetBackingStore(OffsetBackingStore):
     def offsets(self, connector: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """Step 1: read the whole topic to its end with read_committed; Step 2: keep the last value per key."""
         latest: dict[bytes, dict[str, Any] | None] = {}
-
-        def handle(key: bytes | None, value: bytes | None) -> None:
+        # Step 1
+        records = read_to_end(
+            self.client_config,
+            self.topic,
+            until="high_watermark",
+            policy=kafka_log.END_OFFSETS_RETRY,
+            group_prefix=kafka_log.GROUP_PREFIX,
+        )
+        for record in records:
+            key = record.key
             if key is None:
-                return
+                continue
             try:
                 name, _ = decode_offset_key(key)
                 if name == connector:
-                    latest[key] = decode_offset_value(value)
+                    latest[key] = decode_offset_value(record.value)
             except ValueError:
                 _log.warning("offsets.unreadable_record", topic=self.topic, key=key[:80])
-
-        # Step 1
-        read_to_end(self.client_config, self.topic, handle, isolation_level="read_committed")
         # Step 2
         return [(decode_offset_key(k)[1], v) for k, v in latest.items() if v is not None]
 
     def write(self, connector: str, offsets: Iterable[tuple[Partition, Offset | None]]) -> None:
         if self._producer is None:
-            self._producer = Producer({**self.client_config, "enable.idempotence": True, "linger.ms": 0})
+            self._producer = Producer(idempotent_producer_config(self.client_config, **{"linger.ms": 0}))
         for partition, offset in offsets:
-            self._producer.produce(
-                self.topic, key=encode_offset_key(connector, partition), value=encode_offset_value(offset)
-            )
+            key, value = encode_offset_key(connector, partition), encode_offset_value(offset)
+            produce(self._producer, self.topic, key=key, value=value)
         if self._producer.flush(30) > 0:
             raise TimeoutError(f"offset writes to {self.topic} were not acknowledged")

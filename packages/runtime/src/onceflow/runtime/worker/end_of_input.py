@@ -24,8 +24,9 @@ from typing import Any
 from confluent_kafka import Producer
 
 from onceflow.core.end_of_input import HEADER, EndOfInputMarker
+from onceflow.core.kafka import RetryPolicy, end_offsets, produce, transactional_producer_config
 from onceflow.runtime.api.source import END_OF_INPUT_KEY, EndOfInput, SourceRecord
-from onceflow.runtime.storage.kafka_log import end_offsets
+from onceflow.runtime.storage.kafka_log import GROUP_PREFIX
 
 
 def has_ended(offset: Mapping[str, Any] | None) -> bool:
@@ -66,12 +67,12 @@ def write_end_of_input(
     topic filled by another producer, once that producer is done. Step 4 of the module docstring,
     in a transaction of its own (``transactional.id = onceflow-end-of-input-<topic>``, so a retry
     fences a half-done attempt). Returns the end offsets the markers carry."""
-    offsets = end_offsets(client_config, topic, timeout)
+    offsets = end_offsets(client_config, topic, policy=RetryPolicy(timeout_s=timeout), group_prefix=GROUP_PREFIX)
     value = EndOfInputMarker(source, offsets).encode()
-    producer = Producer({**client_config, "transactional.id": f"onceflow-end-of-input-{topic}"})
+    producer = Producer(transactional_producer_config(client_config, f"onceflow-end-of-input-{topic}"))
     producer.init_transactions(timeout)
     producer.begin_transaction()
     for partition in sorted(offsets):
-        producer.produce(topic, value=value, partition=partition, headers=[(HEADER, b"1")])
+        produce(producer, topic, value=value, partition=partition, headers=[(HEADER, b"1")])
     producer.commit_transaction(timeout)
     return offsets

@@ -18,7 +18,7 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer
 
 from onceflow.core import defaults
-from onceflow.core.kafka import RetryPolicy, raise_if_fenced, retry_transient
+from onceflow.core.kafka import RetryPolicy, produce, raise_if_fenced, retry_transient, transactional_producer_config
 from onceflow.core.logging import get_logger
 from onceflow.runtime.api.source import SourceRecord
 from onceflow.runtime.config.connector_config import TRANSACTION_BOUNDARY, TRANSACTION_BOUNDARY_INTERVAL_MS
@@ -76,15 +76,12 @@ class ExactlyOnceWorkerSourceTask(AbstractWorkerSourceTask):
     # -- hooks ------------------------------------------------------------------------------------------
 
     def create_producer(self) -> Producer:
-        config: dict[str, Any] = {
+        base: dict[str, Any] = {
             "transaction.timeout.ms": defaults.KAFKA_TRANSACTION_TIMEOUT_MS,
             "statistics.interval.ms": 1000,
             **self.producer_config,
-            "transactional.id": self.transactional_id,
-            "enable.idempotence": True,
-            "stats_cb": self._on_stats,
         }
-        return Producer(config)
+        return Producer(transactional_producer_config(base, self.transactional_id, stats_cb=self._on_stats))
 
     def prepare_to_initialize_task(self) -> None:
         """Step 1 of startup: ``init_transactions`` fences every older instance of this task and aborts
@@ -150,7 +147,7 @@ class ExactlyOnceWorkerSourceTask(AbstractWorkerSourceTask):
         started = time.monotonic()
         # Step 2
         for key, (_, offset) in self.pending_offsets.items():
-            producer.produce(self.offsets_topic, encode_offset_value(offset), key)
+            produce(producer, self.offsets_topic, value=encode_offset_value(offset), key=key)
         # Step 3
         while True:
             try:
@@ -209,7 +206,7 @@ def fence_zombies(client_config: dict[str, Any], connector: str, tasks: int, tim
     initializing a producer with each task's transactional id, as Kafka Connect does before it
     alters the offsets of an exactly-once connector."""
     for task in range(tasks):
-        producer = Producer({**client_config, "transactional.id": transactional_id(connector, task)})
+        producer = Producer(transactional_producer_config(client_config, transactional_id(connector, task)))
         retry_transient(
             functools.partial(producer.init_transactions, timeout),
             what=f"init_transactions of {transactional_id(connector, task)}",

@@ -19,11 +19,11 @@ from typing import Any
 from confluent_kafka import KafkaException, Producer
 
 from onceflow.core.config_def import ParsedConfig
-from onceflow.core.kafka import produce, raise_if_fenced
+from onceflow.core.kafka import end_offsets, produce, raise_if_fenced
 from onceflow.core.logging import get_logger
 from onceflow.runtime.api.source import EndOfInput, SourceRecord, SourceTask, SourceTaskContext
 from onceflow.runtime.status import TargetState, TaskId
-from onceflow.runtime.storage.kafka_log import end_offsets
+from onceflow.runtime.storage.kafka_log import GROUP_PREFIX
 from onceflow.runtime.storage.offsets import OffsetBackingStore, encode_offset_key
 from onceflow.runtime.worker.end_of_input import ended_sources, has_ended, marker_records
 from onceflow.runtime.worker.task import StatusListener, WorkerTask
@@ -151,7 +151,7 @@ class AbstractWorkerSourceTask(WorkerTask):
             _log.info("task.input_ended", connector=connector, task=self.id.task, ended=ended, sources=end.sources)
             return
         # Step 4
-        ends = {topic: end_offsets(self.client_config, topic) for topic in end.topics}
+        ends = {topic: end_offsets(self.client_config, topic, group_prefix=GROUP_PREFIX) for topic in end.topics}
         markers = marker_records(end, connector, ends)
         self.before_dispatch(markers)
         self._dispatch(markers)

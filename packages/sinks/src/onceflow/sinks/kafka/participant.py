@@ -24,7 +24,7 @@ from onceflow.core.contract import (
     ValueFormat,
     check_supported,
 )
-from onceflow.core.kafka import Replication, RetryPolicy, produce, retry_transient
+from onceflow.core.kafka import Replication, RetryPolicy, produce, retry_transient, transactional_producer_config
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile
@@ -172,16 +172,8 @@ class KafkaParticipant(SinkParticipant):
 
     def _new_producer(self, job: str) -> _JobProducer:
         transactional_id = self.transactional_id(job)
-        producer = Producer(
-            self.kafka.client_config(
-                **{
-                    "transactional.id": transactional_id,
-                    "enable.idempotence": True,
-                    "acks": "all",
-                    "transaction.timeout.ms": self._transaction_timeout_ms,
-                }
-            )
-        )
+        overrides = {"acks": "all", "transaction.timeout.ms": self._transaction_timeout_ms}
+        producer = Producer(transactional_producer_config(self.kafka.client_config(), transactional_id, **overrides))
         retry_transient(
             lambda: producer.init_transactions(self._timeout_s),
             what=f"init_transactions of {transactional_id}",

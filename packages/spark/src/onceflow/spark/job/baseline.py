@@ -19,7 +19,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from onceflow.core.avro import SingleObjectSerde
 from onceflow.core.avro.arrow import avro_schema, record_name
 from onceflow.core.contract import DEFAULT_OUTPUT
-from onceflow.core.kafka import produce
+from onceflow.core.kafka import idempotent_producer_config, produce
 from onceflow.core.logging import get_logger
 from onceflow.sinks.kafka.participant import record_key
 from onceflow.spark.job.settings import SparkJobSettings
@@ -29,7 +29,7 @@ _log = get_logger(__name__)
 
 def at_least_once_writer(settings: SparkJobSettings) -> Callable[[DataFrame, int], None]:
     """The ``foreachBatch`` function: collect the batch's rows and produce them with a plain producer."""
-    producer = Producer(settings.kafka.client_config(**{"enable.idempotence": True, "linger.ms": 5}))
+    producer = Producer(idempotent_producer_config(settings.kafka.client_config(), **{"linger.ms": 5}))
     topic, keys = settings.sink_topic, settings.sink_keys
     full_name = settings.sink_record_name or record_name(settings.job, DEFAULT_OUTPUT)
     serdes: dict[str, SingleObjectSerde[dict[str, object]]] = {}

@@ -21,7 +21,7 @@ import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from onceflow.core.contract import DEAD_LETTERS_OUTPUT
-from onceflow.core.kafka import produce
+from onceflow.core.kafka import idempotent_producer_config, produce
 from onceflow.core.logging import get_logger
 
 _log = get_logger(__name__)
@@ -127,7 +127,7 @@ class DeadLetterPublisher(DeadLetterSink):
 
     def __init__(self, kafka_config: Mapping[str, object], topic: str) -> None:
         self.topic = topic
-        self._config = {**kafka_config, "enable.idempotence": True, "linger.ms": 20}
+        self._config = idempotent_producer_config(kafka_config, **{"linger.ms": 20})
         self._producer: Producer | None = None
         self._errors: list[KafkaError] = []
         self.published = 0

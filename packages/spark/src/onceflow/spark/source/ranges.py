@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator, Mapping
 
 import pyarrow as pa
@@ -12,7 +11,7 @@ from pyspark.sql.datasource import InputPartition
 
 from onceflow.core.end_of_input import EndOfInputMarker, is_marker
 from onceflow.core.errors import SerializationError
-from onceflow.core.kafka import RetryPolicy, is_transient, watermark_offsets
+from onceflow.core.kafka import RetryPolicy, is_transient, reader_config, watermark_offsets
 from onceflow.core.logging import get_logger
 from onceflow.spark.exceptions import OffsetsOutOfRange, SourceReadTimeout
 from onceflow.spark.source.options import SourceOptions
@@ -91,16 +90,13 @@ def read_range(options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordB
         return
     ensure_worker_logging()
     tp = TopicPartition(task.topic, task.partition)
+    overrides = {"auto.offset.reset": "error", "enable.partition.eof": False, "fetch.wait.max.ms": 100}
     consumer = Consumer(
-        options.client_config(
-            **{
-                "group.id": f"onceflow-spark-reader-{uuid.uuid4().hex[:12]}",
-                "enable.auto.commit": False,
-                "auto.offset.reset": "error",
-                "isolation.level": options.isolation_level,
-                "enable.partition.eof": False,
-                "fetch.wait.max.ms": 100,
-            }
+        reader_config(
+            options.client_config(),
+            group_prefix="onceflow-spark-reader-",
+            isolation_level=options.isolation_level,
+            **overrides,
         )
     )
     retry = RetryPolicy(timeout_s=options.fetch_timeout_s)

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from onceflow.core.kafka import RetryPolicy, retry_transient, watermark_offsets
+from onceflow.core.kafka import RetryPolicy, reader_config, retry_transient, watermark_offsets
 from onceflow.core.logging import get_logger
 from onceflow.spark.source.options import SourceOptions
 
@@ -35,15 +35,10 @@ class TopicProbe:
 
     def __init__(self, options: SourceOptions) -> None:
         self._options = options
-        self._consumer = Consumer(
-            options.client_config(
-                **{
-                    "group.id": f"onceflow-spark-probe-{uuid.uuid4().hex[:12]}",
-                    "enable.auto.commit": False,
-                    "isolation.level": options.isolation_level,
-                }
-            )
+        config = reader_config(
+            options.client_config(), group_prefix="onceflow-spark-probe-", isolation_level=options.isolation_level
         )
+        self._consumer = Consumer(config)
         self._committer: Consumer | None = None
 
     def partitions(self) -> list[int]:

@@ -16,7 +16,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from onceflow.core.kafka import produce
+from onceflow.core.kafka import idempotent_producer_config, produce
 
 
 def _int(value: int | None) -> int:
@@ -67,7 +67,7 @@ def produce_acked(
         else:
             acked.append((_int(msg.partition()), _int(msg.offset()), msg.value() or b""))
 
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, **dict(config or {})})
+    producer = Producer(idempotent_producer_config({"bootstrap.servers": bootstrap}, **dict(config or {})))
     placement = {} if partition is None else {"partition": partition}
     for value in values:
         produce(producer, topic, value=value, on_delivery=on_delivery, **placement)

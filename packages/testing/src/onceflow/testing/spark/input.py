@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from confluent_kafka import Producer
 
 from onceflow.core.avro import ACCESS_EVENT_SERDE
+from onceflow.core.kafka import produce, transactional_producer_config
 from onceflow.core.topics import SOURCE_TOPIC
 from onceflow.ipcount.traffic.model import TrafficModel, event
 
@@ -32,13 +33,9 @@ def produce_events(
     partitions: int = 2,
 ) -> int:
     """Produce ``values`` round-robin over ``partitions`` in committed transactions; returns the count."""
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "transactional.id": f"test-source-{uuid.uuid4().hex[:8]}",
-            "linger.ms": 5,
-        }
-    )
+    transactional_id = f"test-source-{uuid.uuid4().hex[:8]}"
+    config = transactional_producer_config({"bootstrap.servers": bootstrap}, transactional_id, **{"linger.ms": 5})
+    producer = Producer(config)
     producer.init_transactions(30)
     produced = 0
     open_txn = False
@@ -46,12 +43,7 @@ def produce_events(
         if not open_txn:
             producer.begin_transaction()
             open_txn = True
-        while True:
-            try:
-                producer.produce(topic, value=value, partition=produced % partitions)
-                break
-            except BufferError:
-                producer.poll(0.05)
+        produce(producer, topic, value=value, partition=produced % partitions)
         produced += 1
         if produced % transaction_size == 0:
             producer.commit_transaction(60)

@@ -1,0 +1,47 @@
+"""The librdkafka configurations of onceflow's client roles, built on one base configuration.
+
+The base is what :meth:`onceflow.core.settings.KafkaSettings.client_config` returns (bootstrap
+servers and the passthrough ``properties``: security and the like), or a copy of it that a component
+holds. Each role adds only its own settings, and ``overrides`` come last:
+
+- :func:`reader_config`: a consumer that assigns partitions itself and commits nothing (a fresh
+  ``group.id`` under ``group_prefix``, which the ACLs grant; partition EOF reported);
+- :func:`idempotent_producer_config`: ``enable.idempotence`` (no duplicates on a retry; acks=all);
+- :func:`transactional_producer_config`: an idempotent producer with a ``transactional.id``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any, Literal
+
+IsolationLevel = Literal["read_committed", "read_uncommitted"]
+
+
+def reader_config(
+    base: Mapping[str, Any], *, group_prefix: str, isolation_level: IsolationLevel, **overrides: object
+) -> dict[str, Any]:
+    """A consumer of partitions it assigns itself, committing nothing, under a group id of its own."""
+    return {
+        **base,
+        "group.id": f"{group_prefix}{uuid.uuid4().hex}",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",
+        "isolation.level": isolation_level,
+        "enable.partition.eof": True,
+        **overrides,
+    }
+
+
+def idempotent_producer_config(base: Mapping[str, Any], **overrides: object) -> dict[str, Any]:
+    """A producer whose retries never duplicate or reorder a record (``enable.idempotence``)."""
+    return {**base, "enable.idempotence": True, **overrides}
+
+
+def transactional_producer_config(
+    base: Mapping[str, Any], transactional_id: str, **overrides: object
+) -> dict[str, Any]:
+    """An idempotent producer with ``transactional_id``: ``init_transactions`` fences its older instances."""
+    return {**base, **overrides, "transactional.id": transactional_id, "enable.idempotence": True}
