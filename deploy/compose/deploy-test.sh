@@ -35,7 +35,9 @@ phase() {
   say "$1 done in $(( $(date +%s) - PHASE_START ))s"
   PHASE_START=$(date +%s)
 }
+FAILURE=""
 fail() {
+  FAILURE=$*
   say "FAILED: $*"
   exit 1
 }
@@ -51,10 +53,14 @@ on_exit() {
   compose -f deploy/compose/test/broken-settings.yml down -v --remove-orphans --timeout 20 >/dev/null 2>&1 \
     || compose -f deploy/compose/test/broken-settings.yml down -v --remove-orphans --timeout 20 \
     || { say "compose down -v failed (see above): remove the project 'onceflow' by hand"; status=1; }
-  if [ "$status" -eq 0 ]; then say "PASSED in $(( $(date +%s) - START ))s"; fi
+  if [ "$status" -eq 0 ]; then say "PASSED in $(( $(date +%s) - START ))s"
+  # The reason again, last: a CI log that keeps only its tail still says what failed.
+  else say "FAILED after $(( $(date +%s) - START ))s: ${FAILURE:-a command exited $status (see above)}"; fi
   exit "$status"
 }
 trap on_exit EXIT
+set -E
+trap 'FAILURE=${FAILURE:-"line $LINENO: $BASH_COMMAND exited $?"}' ERR
 
 docker info >/dev/null 2>&1 || fail "no Docker engine answers: run 'make docker' (it installs and starts one, as root)"
 docker compose version >/dev/null 2>&1 || fail "no 'docker compose' (v2): run 'make compose'"
