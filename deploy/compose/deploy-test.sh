@@ -31,11 +31,15 @@ START=$(date +%s)
 PHASE_START=$START
 
 say() { printf 'deploy-test [%4ss] %s\n' "$(( $(date +%s) - START ))" "$*"; }
+# The host's load with each phase: a slow run says whether something else was using the cores.
+load() { printf 'load %s' "$(cut -d' ' -f1-3 /proc/loadavg)"; }
 phase() {
-  say "$1 done in $(( $(date +%s) - PHASE_START ))s"
+  say "$1 done in $(( $(date +%s) - PHASE_START ))s ($(load))"
   PHASE_START=$(date +%s)
 }
+FAILURE=""
 fail() {
+  FAILURE=$*
   say "FAILED: $*"
   exit 1
 }
@@ -43,18 +47,27 @@ fail() {
 on_exit() {
   local status=$?
   if [ "$status" -ne 0 ]; then
-    say "the services' state and the end of their logs:"
-    compose ps -a || true
-    compose logs --no-color --tail 40 2>/dev/null | tail -n 400 || true
+    # Every log in full to a file; here, the onceflow services' errors, then the state of every container.
+    compose -f deploy/compose/test/broken-settings.yml logs --no-color --timestamps >.cache/deploy-test-logs.txt 2>&1 || true
+    say "the services' errors (every log: .cache/deploy-test-logs.txt):"
+    grep -v -E '^(spark-|kafka-|postgres|prometheus)' .cache/deploy-test-logs.txt \
+      | grep -E 'ERROR|FATAL|Traceback|Error:|exited|invalid|failed' | tail -n 60 | cut -c1-400 || true
+    say "the processes using the host's cores ($(load)):"
+    ps -eo pcpu,etimes,args --sort=-pcpu | head -n 6 | cut -c1-160 || true
+    compose -f deploy/compose/test/broken-settings.yml ps -a --format '{{.Service}}: {{.Status}}' || true
   fi
   say "compose down -v"
   compose -f deploy/compose/test/broken-settings.yml down -v --remove-orphans --timeout 20 >/dev/null 2>&1 \
     || compose -f deploy/compose/test/broken-settings.yml down -v --remove-orphans --timeout 20 \
     || { say "compose down -v failed (see above): remove the project 'onceflow' by hand"; status=1; }
-  if [ "$status" -eq 0 ]; then say "PASSED in $(( $(date +%s) - START ))s"; fi
+  if [ "$status" -eq 0 ]; then say "PASSED in $(( $(date +%s) - START ))s"
+  # The reason again, last: a CI log that keeps only its tail still says what failed.
+  else say "FAILED after $(( $(date +%s) - START ))s: ${FAILURE:-a command exited $status (see above)}"; fi
   exit "$status"
 }
 trap on_exit EXIT
+set -E
+trap 'FAILURE=${FAILURE:-"line $LINENO: $BASH_COMMAND exited $?"}' ERR
 
 docker info >/dev/null 2>&1 || fail "no Docker engine answers: run 'make docker' (it installs and starts one, as root)"
 docker compose version >/dev/null 2>&1 || fail "no 'docker compose' (v2): run 'make compose'"
@@ -65,7 +78,10 @@ docker run --rm -v "$PWD/deploy/compose/prometheus:/etc/prometheus:ro" -w /etc/p
   "${PROMETHEUS_IMAGE:-onceflow-prometheus:local}" test rules rules.test.yml
 docker run --rm -v "$PWD/deploy/compose/prometheus:/etc/prometheus:ro" --entrypoint promtool \
   "${PROMETHEUS_IMAGE:-onceflow-prometheus:local}" check config /etc/prometheus/prometheus.yml >/dev/null
-say "alert rules: promtool test rules and check config ok"
+say "alert rules: promtool test rules and check config ok ($(nproc) cores, $(load))"
+# Processes a test suite left behind (make test runs this after pytest) would slow every step: name them.
+leftover=$(ps -eo pid,pcpu,args | grep -E 'pytest-of-|onceflow-pg-' | grep -v -E 'grep|pytest ' | cut -c1-160 || true)
+[ -z "$leftover" ] || say "WARNING: processes left by the tests are still running:"$'\n'"$leftover"
 
 # Step 2
 compose down -v --remove-orphans >/dev/null 2>&1 || true
@@ -157,8 +173,10 @@ audit() {
   say "$name: onceflow audit $* (in $service)"
   compose exec -T "$service" onceflow audit "$@" >"$report" 2>&1 || status=$?
   grep -v -E '^\s+at |WARN (Utils|NativeCodeLoader)' "$report" | tail -n 25
-  [ "$status" -eq 0 ] || fail "$name: the audit exited $status (its output: $report)"
-  tail -n 1 "$report" | grep -q "EXACT" || fail "$name: the audit is not EXACT"
+  local last
+  last=$(grep -v -E '^\s+at |WARN ' "$report" | tail -n 6 | cut -c1-200 | tr '\n' '|')
+  [ "$status" -eq 0 ] || fail "$name: the audit exited $status; its last lines: $last (all: $report)"
+  tail -n 1 "$report" | grep -q "EXACT" || fail "$name: the audit is not EXACT; its last lines: $last"
 }
 audit audit consumer --input /var/lib/onceflow/input/access.log --config /etc/onceflow/compose/consumer.toml --wait 900
 audit replay job-traffic --replay /etc/onceflow/compose/traffic.toml \
