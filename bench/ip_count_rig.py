@@ -40,10 +40,10 @@ from cpu_meter import postmaster_pid
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.avro import ACCESS_EVENT_SERDE
 from onceflow.core.avro.single_object import HEADER_SIZE, MAGIC
+from onceflow.core.kafka import RetryPolicy, end_offsets
 from onceflow.core.service import read_ready_file
 from onceflow.core.toml_writer import to_toml
 from onceflow.ipcount.traffic.model import TrafficModel, event, ip_and_time
-from onceflow.runtime.storage.kafka_log import end_offsets
 from onceflow.runtime.worker.end_of_input import write_end_of_input
 from onceflow.testing.broker.apache_kafka import ApacheKafka
 from onceflow.testing.broker.clients import create_topic
@@ -109,7 +109,7 @@ def preload(bootstrap: str, topic: str, events: int, event_rate: int, *, partiti
                     producer.poll(0.05)
         producer.commit_transaction(120)
     config = {"bootstrap.servers": bootstrap}
-    offsets = end_offsets(config, topic, 60)
+    offsets = end_offsets(config, topic, policy=RetryPolicy(timeout_s=60))
     write_end_of_input(config, topic, "bench-preload")
     truth: Counter[tuple[int, int, str]] = Counter()
     for ip, event_time in ip_and_time(model, 0, events):
