@@ -47,13 +47,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import SinkBinding, SinkMode
+from onceflow.core.contract import SinkBinding, SinkMode, TransactionState
 from onceflow.core.kafka import read_committed
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile
 from onceflow.core.topics import SINK_TOPIC
 from onceflow.ipcount.schema import ip_count_topic_binding
-from onceflow.proto.v1 import common_pb2
 from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster, running_cluster
 from onceflow.testing.sinks.postgres import PostgresServer, running_postgres
 
@@ -129,7 +128,7 @@ def measure(
         t0 = time.perf_counter()
         response = cluster.commit(JOB, epoch, batch, staged[batch])
         latencies.append((time.perf_counter() - t0) * 1000)
-        if response.state != common_pb2.TRANSACTION_STATE_COMMITTED:
+        if response.state != TransactionState.COMMITTED:
             raise RuntimeError(f"batch {batch}: {response}")
     rate = args.batches / (time.perf_counter() - started)
     cpu = {name: (cpu_seconds(pid) - cpu_before[name]) * 1000 / args.batches for name, pid in pids.items()}

@@ -3,14 +3,22 @@
 ``onceflow.core.contract.clients`` is the one place a status code becomes a typed error and a
 channel gets its TLS and token; a stub built anywhere else (the demo's observer once called the
 Results API over a plaintext channel without the token) skips both. Tests that must send requests
-the clients would not build use a client's ``stub`` property.
+the clients would not build use a client's ``stub`` property. The clients answer the contract's values
+(converted in :mod:`onceflow.core.contract.proto`), so no code outside them reads a response message.
 """
 
 from __future__ import annotations
 
 import ast
+import inspect
+import typing
 from collections.abc import Iterator
 from pathlib import Path
+
+from google.protobuf.message import Message
+
+from onceflow.core.contract import TransactionReport, clients
+from onceflow.proto.v1 import coordinator_pb2
 
 ROOT = Path(__file__).resolve().parent.parent
 CLIENT_LAYER = ROOT / "packages" / "core" / "src" / "onceflow" / "core" / "contract" / "clients"
@@ -95,4 +103,80 @@ def test_no_stub_is_built_outside_the_client_layer() -> None:
     assert not built, (
         "build the stub through onceflow.core.contract.clients (ResultsClient, ConnectClient, "
         f"CoordinatorClient, ParticipantClient; tests: their .stub): {sorted(built)}"
+    )
+
+
+#: Client methods that still answer ``onceflow.v1`` messages (issue 24, item 2): the Results API's
+#: (its IP-count views move with the example) and Connect's generic ``call`` (the ``onceflow connect``
+#: command maps its sub-commands onto the RPCs' messages). Nothing may join this list.
+STILL_ANSWERING_PROTO = frozenset(
+    {
+        "ConnectClient.call",
+        "ResultsClient.get_ip_counts",
+        "ResultsClient.get_top_ips",
+        "ResultsClient.list_rows",
+        "ResultsClient.list_tables",
+        "ResultsClient.run_audit",
+        "ResultsClient.watch_results",
+        "ResultsClient.watch_rows",
+    }
+)
+
+
+def _mentions_proto(annotation: object) -> bool:
+    """True when ``annotation`` is, or is built from (``list[...]``, ``X | None``, ``Generator[...]``),
+    a protobuf message class, or is ``Any`` (which hides one)."""
+    if annotation is typing.Any:
+        return True
+    if isinstance(annotation, type) and issubclass(annotation, Message):
+        return True
+    return any(_mentions_proto(arg) for arg in typing.get_args(annotation))
+
+
+def proto_answers(client_class: type) -> set[str]:
+    """``Class.method`` for each public method of ``client_class`` whose return annotation is a proto type
+    (the ``stub`` property, the raw stub for tests, is not a call)."""
+    found = set()
+    for name, member in inspect.getmembers(client_class, inspect.isfunction):
+        if name.startswith("_"):
+            continue
+        answer = typing.get_type_hints(member).get("return")
+        if _mentions_proto(answer):
+            found.add(f"{client_class.__name__}.{name}")
+    return found
+
+
+def test_the_check_finds_a_method_answering_a_proto_message() -> None:
+    class Leaky:
+        def raw(self) -> coordinator_pb2.Transaction:
+            raise NotImplementedError
+
+        def raw_list(self) -> list[coordinator_pb2.Transaction] | None:
+            return None
+
+        def anything(self) -> typing.Any:
+            return None
+
+        def clean(self) -> TransactionReport:
+            raise NotImplementedError
+
+        def _private(self) -> coordinator_pb2.Transaction:
+            raise NotImplementedError
+
+    assert proto_answers(Leaky) == {"Leaky.raw", "Leaky.raw_list", "Leaky.anything"}
+
+
+def test_the_clients_answer_contract_values_not_proto_messages() -> None:
+    classes = [getattr(clients, name) for name in clients.__all__]
+    client_classes = [c for c in classes if isinstance(c, type) and issubclass(c, clients.ServiceClient)]
+    assert {c.__name__ for c in client_classes} >= {
+        "ConnectClient",
+        "CoordinatorClient",
+        "ParticipantClient",
+        "ResultsClient",
+    }
+    answering = set().union(*(proto_answers(c) for c in client_classes))
+    assert answering == STILL_ANSWERING_PROTO, (
+        "a client method answers an onceflow.v1 message: convert it to a contract value in the client "
+        f"(onceflow.core.contract.proto), or, if fixed, shrink STILL_ANSWERING_PROTO: {sorted(answering)}"
     )

@@ -20,7 +20,6 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.coordinator.validation import MAX_ID_BYTES, MAX_REASON_BYTES, MAX_STAGED_FILES
 from onceflow.core.contract import TransactionId, TransactionState
 from onceflow.core.contract.clients import CoordinatorClient
-from onceflow.core.contract.proto import state_from_proto
 from onceflow.core.staging import StagedFile
 from onceflow.testing.coordinator import CoordinatorProcess, FakeParticipantServer, staged_files
 
@@ -54,10 +53,8 @@ def _register(client: CoordinatorClient, participants: FakeParticipantServer, jo
     return epoch
 
 
-def _commit(
-    client: CoordinatorClient, job: str, epoch: int, batch: int, files: list[StagedFile]
-) -> TransactionState | None:
-    return state_from_proto(client.commit_transaction(TransactionId(job, batch), epoch, files).state)
+def _commit(client: CoordinatorClient, job: str, epoch: int, batch: int, files: list[StagedFile]) -> TransactionState:
+    return client.commit_transaction(TransactionId(job, batch), epoch, files).state
 
 
 def _files(job: str, batch: int, count: int) -> list[StagedFile]:

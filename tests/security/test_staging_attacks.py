@@ -29,7 +29,7 @@ import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import TransactionId
+from onceflow.core.contract import TransactionId, TransactionState
 from onceflow.core.contract.clients import ParticipantClient
 from onceflow.core.staging import S3Settings, StagedFile, StagingStore, StagingWriter
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
@@ -39,7 +39,7 @@ from onceflow.testing.sinks.process import ParticipantProcess
 
 pytestmark = pytest.mark.slow
 W0 = 1_700_000_000_000
-COMMITTED = 3  # onceflow.v1.TransactionState.COMMITTED
+COMMITTED = TransactionState.COMMITTED
 
 
 def _rows(ip: str, count: int = 7) -> list[IpCount]:

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Sequence
 import grpc
 
 from onceflow.core.avro import IpCount
+from onceflow.core.contract import TransactionOutcome, TransactionState
 from onceflow.core.staging import StagedFile
-from onceflow.proto.v1 import common_pb2, coordinator_pb2
 from onceflow.testing.coordinator.cluster import Row, TwoPhaseCommitCluster, row_of
 
 JOB = "ipcount"
@@ -24,11 +24,11 @@ NOTHING_PREPARED: dict[str, list[str]] = {"sqlite": [], "postgres": [], "kafka":
 #: :meth:`TwoPhaseCommitCluster.sink_rows` when no sink holds a row.
 NO_ROWS: dict[str, list[Row]] = {"kafka": [], "sqlite": [], "postgres": []}
 
-PREPARING = common_pb2.TRANSACTION_STATE_PREPARING
-COMMITTING = common_pb2.TRANSACTION_STATE_COMMITTING
-COMMITTED = common_pb2.TRANSACTION_STATE_COMMITTED
-ABORTING = common_pb2.TRANSACTION_STATE_ABORTING
-ABORTED = common_pb2.TRANSACTION_STATE_ABORTED
+PREPARING = TransactionState.PREPARING
+COMMITTING = TransactionState.COMMITTING
+COMMITTED = TransactionState.COMMITTED
+ABORTING = TransactionState.ABORTING
+ABORTED = TransactionState.ABORTED
 
 
 def batch_rows(batch: int, rows: int = 10, *, first: int = 0) -> list[IpCount]:
@@ -53,7 +53,7 @@ def expected_rows(batches: Iterable[list[IpCount]]) -> list[Row]:
 
 def commit_until_decided(
     cluster: TwoPhaseCommitCluster, epoch: int, batch: int, files: Sequence[StagedFile], *, timeout: float = 30.0
-) -> tuple[coordinator_pb2.CommitTransactionResponse, int]:
+) -> tuple[TransactionOutcome, int]:
     """Commit ``batch`` as the driver does: retry it on ABORTED or UNAVAILABLE until the coordinator
     answers COMMITTED or COMMITTING. Returns the answer and the number of calls it took.
 

@@ -6,9 +6,8 @@ import grpc
 import pytest
 
 from onceflow.coordinator.service.server import EXIT_FENCED
-from onceflow.core.contract import TransactionId
+from onceflow.core.contract import TransactionId, TransactionState
 from onceflow.core.contract.clients import CoordinatorClient
-from onceflow.proto.v1 import common_pb2
 from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster
 from onceflow.testing.coordinator.process import CoordinatorProcess
 
@@ -40,7 +39,7 @@ def test_a_zombie_writer_is_fenced_by_the_next_registration(cluster: TwoPhaseCom
     details = fenced.value.details() or ""
     assert f"job {JOB!r}" in details and "fenced" in details and f"epoch {new}" in details
     assert cluster.prepared() == NOTHING_PREPARED
-    assert cluster.transaction(JOB, 1).state == common_pb2.TRANSACTION_STATE_ABORTED  # unknown: presumed abort
+    assert cluster.transaction(JOB, 1).state == TransactionState.ABORTED  # unknown: presumed abort
     with pytest.raises(grpc.RpcError) as fenced_abort:
         cluster.client.abort_transaction(TransactionId(JOB, 1), old, timeout_s=10)
     assert fenced_abort.value.code() == grpc.StatusCode.FAILED_PRECONDITION

@@ -45,7 +45,7 @@ def test_200_batches_land_exactly_once_in_kafka_sqlite_and_postgres(cluster: Two
     listed = cluster.client.list_transactions(JOB, limit=1000, timeout_s=10)
     assert sorted(t.id.batch for t in listed) == list(range(BATCHES))
     assert {t.state for t in listed} == {COMMITTED}
-    assert all(p.prepared and p.acknowledged for t in listed for p in t.participants)
+    assert all(p.prepared and p.acknowledged for t in listed for p in t.votes)
     deadline = time.monotonic() + 10
     while any((cluster.staging_root / JOB).iterdir()) and time.monotonic() < deadline:
         time.sleep(0.05)

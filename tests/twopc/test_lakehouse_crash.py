@@ -19,6 +19,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
+from onceflow.core.contract import TransactionState
 from onceflow.core.staging import StagedFile
 from onceflow.testing.coordinator.cluster import LAKEHOUSE_SINKS, TwoPhaseCommitCluster, wait_for_log
 from onceflow.testing.faults import CRASH_EXIT_CODE
@@ -121,15 +122,17 @@ def test_participants_dying_at_each_step_of_prepare_commit_and_recovery(cluster_
     _assert_exact(cluster, 2)
 
 
-def commit_until_decided_or_aborted(cluster: TwoPhaseCommitCluster, epoch: int, files: list[StagedFile]) -> int:
+def commit_until_decided_or_aborted(
+    cluster: TwoPhaseCommitCluster, epoch: int, files: list[StagedFile]
+) -> TransactionState:
     """CommitTransaction of batch 0 until a participant is reached (a restarted one may be
     unreachable for a moment): the state of the first attempt that got votes."""
     for _ in range(100):
         response = cluster.commit(JOB, epoch, 0, files)
         if response.state != ABORTED or "did not vote" not in response.reason or "UNAVAILABLE" not in response.reason:
-            return int(response.state)
+            return response.state
         if all(process.returncode is not None for process in cluster.participants.values()):
-            return int(response.state)  # they voted by dying at the crash point
+            return response.state  # they voted by dying at the crash point
     raise AssertionError(f"no participant was reached: {cluster.logs()}")
 
 

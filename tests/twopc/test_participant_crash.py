@@ -19,6 +19,7 @@ from typing import Any
 import grpc
 import pytest
 
+from onceflow.core.contract import TransactionState
 from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster, wait_for_log
 from onceflow.testing.faults import CRASH_EXIT_CODE
 from onceflow.testing.faults.coordinator import CRASH_ENV
@@ -63,7 +64,7 @@ def _prepared_everywhere_coordinator_lost(
     ],
 )
 def test_participants_killed_holding_a_prepared_transaction_recover_with_the_decision(
-    cluster_factory: ClusterFactory, point: str, outcome: int
+    cluster_factory: ClusterFactory, point: str, outcome: TransactionState
 ) -> None:
     """Steps:
     1. Every participant votes yes for batch 0; the coordinator dies before sending the decision
@@ -170,9 +171,9 @@ def test_participant_unreachable_during_commit_is_retried_until_it_commits(
         response = cluster.commit(JOB, epoch, 0, [])
         assert response.state == COMMITTING
         txn = cluster.transaction(JOB, 0)
-        acked = {p.sink: p.acknowledged for p in txn.participants}
+        acked = {p.sink: p.acknowledged for p in txn.votes}
         assert acked == {"kafka": True, "sqlite": False, "postgres": True}
-        assert next(p.error for p in txn.participants if p.sink == "sqlite")
+        assert next(p.error for p in txn.votes if p.sink == "sqlite")
         expected = expected_rows([batch_rows(0)])
         assert cluster.kafka_rows() == expected
         assert cluster.postgres_rows() == expected

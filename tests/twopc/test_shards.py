@@ -24,7 +24,7 @@ import grpc
 import pytest
 
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import SinkBinding, SinkMode
+from onceflow.core.contract import SinkBinding, SinkMode, TransactionState
 from onceflow.core.staging import StagedFile
 from onceflow.ipcount.schema import ip_count_table_binding, ip_count_topic_binding
 from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster, running_cluster
@@ -135,7 +135,7 @@ def test_a_batch_is_split_over_two_shards_of_each_kind(sharded: TwoPhaseCommitCl
     assert shares["kafka#0"][1] + shares["kafka#1"][1] == ROWS
     # Step 3
     txn = sharded.transaction("mixed", 0)
-    assert sorted((p.sink, p.prepared, p.acknowledged) for p in txn.participants) == [
+    assert sorted((p.sink, p.prepared, p.acknowledged) for p in txn.votes) == [
         (name, True, True) for name in sorted(sharded.participants)
     ]
     assert_exact(sharded, "mixed", "mixed", rows)
@@ -163,7 +163,9 @@ def _restart(victims: list[ParticipantProcess]) -> None:
         process.wait_ready()
 
 
-def _commit_until_decided(cluster: TwoPhaseCommitCluster, job: str, epoch: int, files: list[StagedFile]) -> int:
+def _commit_until_decided(
+    cluster: TwoPhaseCommitCluster, job: str, epoch: int, files: list[StagedFile]
+) -> TransactionState:
     """The driver's retry: ABORTED or UNAVAILABLE (a channel reconnecting to a restarted shard) again."""
     for _ in range(50):
         try:
@@ -245,7 +247,7 @@ def test_a_shard_killed_after_voting_yes_commits_its_share_when_it_recovers(
     for process in victims:
         assert process.wait(20) == CRASH_EXIT_CODE
     txn = sharded.transaction(job, 0)
-    acked = {p.sink: p.acknowledged for p in txn.participants}
+    acked = {p.sink: p.acknowledged for p in txn.votes}
     assert acked == {name: name not in VICTIMS for name in sharded.participants}, acked
     _assert_state_of_the_killed(sharded, job, tag, point, expected_rows([rows]))
     # Step 3

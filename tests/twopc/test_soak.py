@@ -22,7 +22,6 @@ import pytest
 from onceflow.core.avro import IpCount
 from onceflow.core.contract.clients import RpcFailed
 from onceflow.core.staging import StagedFile
-from onceflow.proto.v1 import coordinator_pb2
 from onceflow.testing.coordinator.cluster import SINKS, Row, TwoPhaseCommitCluster
 
 from .conftest import ClusterFactory
@@ -205,9 +204,7 @@ def test_soak_1000_transactions_under_random_kill_9(cluster_factory: ClusterFact
     # Step 3
     deadline = time.monotonic() + 60
     while True:
-        undecided = cluster.stub.ListTransactions(
-            coordinator_pb2.ListTransactionsRequest(job=JOB, states=UNDECIDED, limit=1000), timeout=10
-        ).transactions
+        undecided = cluster.client.list_transactions(JOB, UNDECIDED, 1000, timeout_s=10)
         if not undecided:
             break
         assert time.monotonic() < deadline, f"still undecided: {[(t.id.batch, t.state) for t in undecided]}"
@@ -216,9 +213,7 @@ def test_soak_1000_transactions_under_random_kill_9(cluster_factory: ClusterFact
     states = {batch: cluster.transaction(JOB, batch).state for batch in range(TXNS)}
     committed = sorted(batch for batch, state in states.items() if state == COMMITTED)
     assert committed == list(range(TXNS)), {b: s for b, s in states.items() if s != COMMITTED}
-    listed = cluster.stub.ListTransactions(
-        coordinator_pb2.ListTransactionsRequest(job=JOB, states=[COMMITTED], limit=1000), timeout=10
-    ).transactions
+    listed = cluster.client.list_transactions(JOB, [COMMITTED], 1000, timeout_s=10)
     assert len(listed) == min(TXNS, 1000)
     # Step 5
     expected = expected_rows(driver.rows[batch] for batch in committed)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +12,15 @@ import pytest
 from onceflow.coordinator.log import MemoryTransactionLog
 from onceflow.coordinator.service import CoordinatorServer
 from onceflow.coordinator.settings import CoordinatorSettings
-from onceflow.core.contract import ParticipantRef, Resolution, TransactionId, TransactionState
+from onceflow.core.contract import (
+    ParticipantRef,
+    ParticipantVote,
+    Resolution,
+    TransactionId,
+    TransactionOutcome,
+    TransactionReport,
+    TransactionState,
+)
 from onceflow.core.contract.clients import (
     AccessDenied,
     CoordinatorClient,
@@ -19,7 +28,6 @@ from onceflow.core.contract.clients import (
     ServiceUnavailable,
     WriterFenced,
 )
-from onceflow.core.contract.proto import state_from_proto
 from onceflow.core.settings import TlsSettings
 from onceflow.core.staging import StagedFile
 from onceflow.proto.v1 import coordinator_pb2
@@ -60,22 +68,36 @@ def _register(client: CoordinatorClient, fakes: FakeParticipants) -> int:
 
 def test_every_coordinator_rpc_through_the_client(client: CoordinatorClient, fakes: FakeParticipants) -> None:
     epoch = _register(client, fakes)
-    committed = client.commit_transaction(TransactionId(JOB, 0), epoch, staged_files(JOB, 0))
-    assert state_from_proto(committed.state) is TransactionState.COMMITTED
+    files = staged_files(JOB, 0)
+    before = time.time()
+    committed = client.commit_transaction(TransactionId(JOB, 0), epoch, files)
+    assert committed == TransactionOutcome(TransactionState.COMMITTED, "")
     txn = client.get_transaction(TransactionId(JOB, 0), timeout_s=5)
-    assert (txn.id.job, txn.id.batch, len(txn.files)) == (JOB, 0, 2)
-    assert [(v.sink, v.prepared, v.acknowledged) for v in txn.participants] == [
-        ("kafka", True, True),
-        ("sqlite", True, True),
-        ("postgres", True, True),
-    ]
+    assert isinstance(txn, TransactionReport)
+    assert (txn.id, txn.state, txn.writer_epoch, txn.files, txn.reason) == (
+        TransactionId(JOB, 0),
+        TransactionState.COMMITTED,
+        epoch,
+        tuple(files),
+        "",
+    )
+    assert txn.rows == sum(f.count for f in files) > 0
+    assert before - 1 < txn.started_at <= txn.updated_at < time.time() + 1
+    assert txn.votes == (
+        ParticipantVote("kafka", prepared=True, acknowledged=True),
+        ParticipantVote("sqlite", prepared=True, acknowledged=True),
+        ParticipantVote("postgres", prepared=True, acknowledged=True),
+    )
 
     fakes["sqlite"].vote_no = "bad file"
     aborted = client.commit_transaction(TransactionId(JOB, 1), epoch, staged_files(JOB, 1))
-    assert state_from_proto(aborted.state) is TransactionState.ABORTED
-    assert aborted.reason == "participant 'sqlite' voted no: bad file"
+    assert aborted == TransactionOutcome(TransactionState.ABORTED, "participant 'sqlite' voted no: bad file")
     again = client.abort_transaction(TransactionId(JOB, 1), epoch, "the batch failed")
-    assert state_from_proto(again.state) is TransactionState.ABORTED
+    assert again == TransactionOutcome(TransactionState.ABORTED)
+    resolved = client.resolve_transaction(TransactionId(JOB, 1), Resolution.ABORT, "operator")
+    assert resolved == TransactionOutcome(TransactionState.ABORTED)
+    unknown = client.get_transaction(TransactionId(JOB, 77))
+    assert (unknown.state, unknown.files, unknown.votes) == (TransactionState.ABORTED, (), ())
 
     listed = client.list_transactions(JOB, [TransactionState.ABORTED])
     assert [t.id.batch for t in listed] == [1]

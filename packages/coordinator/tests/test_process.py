@@ -15,9 +15,8 @@ import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.coordinator.service.server import EXIT_FENCED
-from onceflow.core.contract import TransactionId
+from onceflow.core.contract import TransactionId, TransactionState
 from onceflow.core.contract.clients import CoordinatorClient
-from onceflow.proto.v1 import common_pb2
 from onceflow.testing.coordinator import CoordinatorProcess, FakeParticipantServer, staged_files
 from onceflow.testing.faults import CRASH_EXIT_CODE
 from onceflow.testing.faults.coordinator import CRASH_ENV
@@ -54,12 +53,12 @@ def _register(client: CoordinatorClient, participants: FakeParticipantServer) ->
     return epoch
 
 
-def _commit(client: CoordinatorClient, epoch: int) -> int:
-    return int(client.commit_transaction(TXN, epoch, staged_files(JOB, 0)).state)
+def _commit(client: CoordinatorClient, epoch: int) -> TransactionState:
+    return client.commit_transaction(TXN, epoch, staged_files(JOB, 0)).state
 
 
-def _state(client: CoordinatorClient) -> int:
-    return int(client.get_transaction(TXN, timeout_s=10).state)
+def _state(client: CoordinatorClient) -> TransactionState:
+    return client.get_transaction(TXN, timeout_s=10).state
 
 
 def test_kill_after_the_commit_point_then_the_restarted_coordinator_commits(
@@ -83,11 +82,11 @@ def test_kill_after_the_commit_point_then_the_restarted_coordinator_commits(
             assert sink.wait_for("committed", TXN, timeout=20), sink.calls
             assert sink.count("prepare") == 1
         deadline = time.monotonic() + 20
-        while _state(client) != common_pb2.TRANSACTION_STATE_COMMITTED:
+        while _state(client) != TransactionState.COMMITTED:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         # the driver, restarted before its own commit log, re-runs the batch and is told COMMITTED
-        assert _commit(client, epoch) == common_pb2.TRANSACTION_STATE_COMMITTED
+        assert _commit(client, epoch) == TransactionState.COMMITTED
         assert "recovery.commit" in process.log_tail(200)
     finally:
         client.close()
@@ -110,9 +109,9 @@ def test_kill_before_the_decision_is_presumed_abort(
         for sink in participants.sinks.values():
             assert sink.wait_for("aborted", TXN, timeout=20), sink.calls
             assert sink.count("commit") == 0
-        assert _state(client) in (common_pb2.TRANSACTION_STATE_ABORTING, common_pb2.TRANSACTION_STATE_ABORTED)
+        assert _state(client) in (TransactionState.ABORTING, TransactionState.ABORTED)
         # the driver retries the batch: a new attempt commits
-        assert _commit(client, epoch) == common_pb2.TRANSACTION_STATE_COMMITTED
+        assert _commit(client, epoch) == TransactionState.COMMITTED
     finally:
         client.close()
         process.stop()
@@ -136,7 +135,7 @@ def test_a_second_instance_fences_the_first_which_stops(
         assert "coordinator.fatal" in first.log_tail(200)
 
         with _client(second) as second_client:
-            assert _commit(second_client, epoch) == common_pb2.TRANSACTION_STATE_COMMITTED  # the job was replayed
+            assert _commit(second_client, epoch) == TransactionState.COMMITTED  # the job was replayed
     finally:
         client.close()
         first.stop()
@@ -151,6 +150,6 @@ def test_a_no_vote_over_grpc_aborts_with_the_participant_reason(
     with CoordinatorProcess(tmp_path / "coordinator", _settings(broker)) as process, _client(process) as client:
         epoch = _register(client, participants)
         response = client.commit_transaction(TXN, epoch, staged_files(JOB, 0))
-    assert response.state == common_pb2.TRANSACTION_STATE_ABORTED
+    assert response.state == TransactionState.ABORTED
     assert response.reason == "participant 'sqlite' voted no: checksum mismatch for part-0"
     assert participants.sinks["kafka"].wait_for("aborted", TXN, timeout=5)

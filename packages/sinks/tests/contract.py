@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from onceflow.core.contract import Resolution, TransactionId
+from onceflow.core.contract import CommittedBatches, Resolution, TransactionId
 from onceflow.core.staging import StagedFile
-from onceflow.sinks.base import CommittedBatches, SinkParticipant
+from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.exceptions import TransactionAlreadyCommitted, TransactionNotPrepared
 
 from .conftest import W0, W1, Stage, row

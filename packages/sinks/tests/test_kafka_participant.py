@@ -11,10 +11,9 @@ from confluent_kafka import Consumer, TopicPartition
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.avro import IP_COUNT_SERDE
-from onceflow.core.contract import Resolution, TransactionId
+from onceflow.core.contract import CommittedBatches, Resolution, TransactionId
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
-from onceflow.sinks.base import CommittedBatches
 from onceflow.sinks.exceptions import TransactionAlreadyCommitted
 from onceflow.sinks.kafka import KafkaParticipant
 from onceflow.testing.broker.clients import ConsumedRecord, read_topic

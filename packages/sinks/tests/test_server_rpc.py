@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from onceflow.core.contract import SinkBinding, SinkMode
+from onceflow.core.contract import WHOLE_SINK, CommittedBatches, HostedCommits, SinkBinding, SinkMode
 from onceflow.core.contract.clients import ParticipantClient
 from onceflow.core.contract.proto import binding_to_proto
 from onceflow.core.contract.proto import file_to_proto as staged_file_to_proto
@@ -88,15 +88,11 @@ def test_prepare_list_commit_abort_over_grpc(
         assert list(db.execute("SELECT * FROM ip_counts")) == []
     assert not stub.ListPreparedTransactions(participant_pb2.ListPreparedTransactionsRequest()).transactions
 
-    committed = client.list_committed_batches()
-    assert [(c.sink, c.job, c.last_batch, list(c.batches), c.cumulative) for c in committed.jobs] == [
-        ("main", "job", 0, [0], False)
+    assert client.list_committed_batches() == [
+        HostedCommits("audit", WHOLE_SINK, ()),
+        HostedCommits("main", WHOLE_SINK, (CommittedBatches("job", 0, (0,)),)),
     ]
-    assert [(hosted.sink, hosted.HasField("shard")) for hosted in committed.sinks] == [
-        ("audit", False),
-        ("main", False),
-    ]
-    assert not client.list_committed_batches("audit", "job").jobs
+    assert client.list_committed_batches("audit", "job") == [HostedCommits("audit")]
     with pytest.raises(grpc.RpcError) as too_many:
         client.list_committed_batches(max_batches=10_001)
     assert too_many.value.code() == grpc.StatusCode.INVALID_ARGUMENT

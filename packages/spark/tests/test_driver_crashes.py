@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.core.contract import TransactionId
+from onceflow.core.contract import TransactionId, TransactionState
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.ipcount.schema import ENTRYPOINT
-from onceflow.proto.v1 import common_pb2
 from onceflow.testing.faults.spark import CRASH_ENV
 from onceflow.testing.spark.input import encoded_events, produce_events
 
@@ -46,9 +45,9 @@ def _last_committed(checkpoint: Path) -> int:
     return max(commits, default=-1)
 
 
-def _coordinator_state(system: SinkSystem, batch: int) -> int:
+def _coordinator_state(system: SinkSystem, batch: int) -> TransactionState:
     with CoordinatorClient(system.coordinator.target, timeout_s=30) as client:
-        return int(client.get_transaction(TransactionId(JOB, batch)).state)
+        return client.get_transaction(TransactionId(JOB, batch)).state
 
 
 def test_killed_drivers_restart_from_the_checkpoint_and_the_sinks_stay_exact(
@@ -104,8 +103,8 @@ def test_killed_drivers_restart_from_the_checkpoint_and_the_sinks_stay_exact(
     code = driver.wait(240)
     assert code == -9, f"the crash hook should have killed the driver (exit {code}):\n{driver.log()[-4000:]}"
     assert _coordinator_state(system, target) in (
-        common_pb2.TRANSACTION_STATE_COMMITTED,
-        common_pb2.TRANSACTION_STATE_COMMITTING,
+        TransactionState.COMMITTED,
+        TransactionState.COMMITTING,
     )
     assert not (checkpoint / "commits" / str(target)).exists(), "Spark must not have logged the commit"
     assert (checkpoint / "offsets" / str(target)).exists()

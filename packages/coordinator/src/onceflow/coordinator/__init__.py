@@ -15,7 +15,7 @@ from onceflow.coordinator.engine import EngineConfig, TwoPhaseCommitEngine
 from onceflow.coordinator.exceptions import CoordinatorError, CoordinatorFenced, CoordinatorStopped
 from onceflow.coordinator.log import MemoryTransactionLog, TransactionLog
 from onceflow.coordinator.log.kafka import KafkaTransactionLog
-from onceflow.coordinator.model import JobState, Transaction, TransactionOutcome
+from onceflow.coordinator.model import JobState, Transaction
 from onceflow.coordinator.participants import GrpcParticipantConnector, ParticipantConnection, ParticipantConnector
 from onceflow.coordinator.settings import CoordinatorSettings
 
@@ -33,6 +33,5 @@ __all__ = [
     "ParticipantConnector",
     "Transaction",
     "TransactionLog",
-    "TransactionOutcome",
     "TwoPhaseCommitEngine",
 ]

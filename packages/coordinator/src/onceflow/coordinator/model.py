@@ -1,5 +1,5 @@
 """The coordinator's domain values: transactions and jobs, over the contract's transaction ids, states,
-staged files and participant refs (:mod:`onceflow.core.contract`, :mod:`onceflow.core.staging`).
+votes, outcomes, staged files and participant refs (:mod:`onceflow.core.contract`, :mod:`onceflow.core.staging`).
 
 All values are immutable; the engine replaces them (``dataclasses.replace``) as a transaction moves
 ``PREPARING -> COMMITTING -> COMMITTED`` or ``PREPARING -> ABORTING -> ABORTED``.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from onceflow.core.contract import ParticipantRef, TransactionId, TransactionState
+from onceflow.core.contract import ParticipantRef, ParticipantVote, TransactionId, TransactionReport, TransactionState
 from onceflow.core.staging import StagedFile
 
 #: A job name: letters, digits, ``.``, ``_``, ``-``; no ``:`` (it separates job and batch in ids).
@@ -24,23 +24,8 @@ __all__ = [
     "RESERVED_JOB_NAMES",
     "SHA256_HEX",
     "JobState",
-    "ParticipantVote",
     "Transaction",
-    "TransactionOutcome",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class ParticipantVote:
-    """What one participant said in this attempt: its vote, whether it acked the decision, its last error.
-
-    ``sink`` names the participant (:attr:`ParticipantRef.name`): the sink, or ``<sink>#<index>`` for
-    a shard of a sharded sink."""
-
-    sink: str
-    prepared: bool = False
-    acknowledged: bool = False
-    error: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +55,18 @@ class Transaction:
         """Participants that have not acked the decision yet."""
         return tuple(ref for ref in self.participants if not self.vote_of(ref.name).acknowledged)
 
-
-@dataclass(frozen=True, slots=True)
-class TransactionOutcome:
-    """What CommitTransaction, AbortTransaction and ResolveTransaction answer: the state and, if aborted, why."""
-
-    state: TransactionState
-    reason: str = ""
+    def report(self) -> TransactionReport:
+        """What GetTransaction and ListTransactions answer: one vote per participant, in their order."""
+        return TransactionReport(
+            id=self.id,
+            state=self.state,
+            writer_epoch=self.writer_epoch,
+            files=self.files,
+            votes=tuple(self.vote_of(ref.name) for ref in self.participants),
+            started_at=self.started_at,
+            updated_at=self.updated_at,
+            reason=self.reason,
+        )
 
 
 @dataclass(frozen=True, slots=True)

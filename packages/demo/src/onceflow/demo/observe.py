@@ -27,7 +27,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from onceflow.core.contract import TransactionState
 from onceflow.core.contract.clients import ConnectClient, CoordinatorClient, ResultsClient, RpcFailed
-from onceflow.core.contract.proto import state_from_proto
 from onceflow.demo.components import JOB, Context, connector_name
 from onceflow.proto.v1 import connect_pb2 as connect_pb
 from onceflow.runtime.api.source import END_OF_INPUT_KEY
@@ -54,7 +53,7 @@ class TransactionTally:
     def aborted(self) -> int:
         return len(self.aborted_batches)
 
-    def add(self, batch: int, state: TransactionState | None) -> None:
+    def add(self, batch: int, state: TransactionState) -> None:
         if state is TransactionState.COMMITTED:
             self.committed_batches.add(batch)
         elif state is TransactionState.ABORTED:
@@ -175,9 +174,8 @@ class Observer:
             return None
         in_doubt = 0
         for txn in transactions:
-            state = state_from_proto(txn.state)
-            self.tally.add(int(txn.id.batch), state)
-            in_doubt += state is not None and not state.is_final
+            self.tally.add(txn.id.batch, txn.state)
+            in_doubt += not txn.state.is_final
         self.tally.in_doubt = in_doubt
         return self.tally
 

@@ -29,11 +29,9 @@ from onceflow.coordinator.log.rebuild import RebuildPlan, SinkCommits, SinkEvide
 from onceflow.coordinator.settings import CoordinatorSettings
 from onceflow.core.contract import TransactionId
 from onceflow.core.contract.clients import ParticipantClient, RpcFailed
-from onceflow.core.contract.proto import shard_from_proto
 from onceflow.core.contract.shards import WHOLE_SINK
 from onceflow.core.errors import InvalidConfig, OnceflowError
 from onceflow.core.settings import load_settings
-from onceflow.proto.v1 import participant_pb2
 
 #: Records per append when the rebuilt log is written (far below the log's largest append).
 CHUNK: Final = 200
@@ -168,7 +166,7 @@ def gather(target: str, settings: CoordinatorSettings, timeout: float, max_batch
                 print(
                     f"participant {target}: {exc.details()}: only its prepared transactions are used", file=sys.stderr
                 )
-                listed = participant_pb2.ListCommittedBatchesResponse()
+                listed = []
         except RpcFailed as exc:
             raise Refused(
                 f"participant {target} did not answer ({exc.code().name}: {exc.details()}): every participant must"
@@ -177,12 +175,11 @@ def gather(target: str, settings: CoordinatorSettings, timeout: float, max_batch
     commits: dict[str, dict[str, SinkCommits]] = {}
     for name, txn in prepared:
         held.setdefault(name, []).append(txn)
-    for entry in listed.jobs:
-        batches = frozenset(int(batch) for batch in entry.batches)
-        commits.setdefault(entry.sink, {})[entry.job] = SinkCommits(int(entry.last_batch), batches, entry.cumulative)
-    shards = {
-        hosted.sink: shard_from_proto(hosted.shard if hosted.HasField("shard") else None) for hosted in listed.sinks
-    }
+    for hosted in listed:
+        for entry in hosted.jobs:
+            batches = frozenset(entry.batches)
+            commits.setdefault(hosted.sink, {})[entry.job] = SinkCommits(entry.last_batch, batches, entry.cumulative)
+    shards = {hosted.sink: hosted.shard for hosted in listed}
     names = sorted(held.keys() | commits.keys())
     return [
         SinkEvidence(name, target, commits.get(name, {}), tuple(held.get(name, ())), shards.get(name, WHOLE_SINK))

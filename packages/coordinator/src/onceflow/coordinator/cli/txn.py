@@ -26,11 +26,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from onceflow.coordinator.cli import log_admin
-from onceflow.core.contract import Resolution, TransactionId, TransactionState
+from onceflow.core.contract import Resolution, TransactionId, TransactionReport, TransactionState
 from onceflow.core.contract.clients import CoordinatorClient, RpcFailed
-from onceflow.core.contract.proto import state_name, txn_id_from_proto
 from onceflow.core.settings import TlsSettings
-from onceflow.proto.v1 import coordinator_pb2
 
 DEFAULT_TARGET_ENV = "ONCEFLOW_COORDINATOR_TARGET"
 DEFAULT_TARGET = "127.0.0.1:7100"
@@ -111,15 +109,11 @@ def _calling(
     return run
 
 
-def _time(stamp: Any) -> str:
-    if not stamp.seconds and not stamp.nanos:
+def _time(seconds: float) -> str:
+    if not seconds:
         return "-"
-    moment = datetime.fromtimestamp(stamp.seconds + stamp.nanos / 1e9, tz=UTC)
+    moment = datetime.fromtimestamp(seconds, tz=UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def _txn_name(txn: coordinator_pb2.Transaction) -> str:
-    return str(txn_id_from_proto(txn.id))
 
 
 @_calling
@@ -129,11 +123,11 @@ def _list(args: argparse.Namespace, client: CoordinatorClient) -> int:
     for txn in client.list_transactions(args.job, states, args.limit):
         rows.append(
             (
-                _txn_name(txn),
-                state_name(txn.state),
+                str(txn.id),
+                txn.state.value,
                 str(txn.writer_epoch),
                 str(len(txn.files)),
-                str(sum(f.count for f in txn.files)),
+                str(txn.rows),
                 _time(txn.updated_at),
                 txn.reason,
             )
@@ -144,18 +138,18 @@ def _list(args: argparse.Namespace, client: CoordinatorClient) -> int:
     return 0
 
 
-def _print_transaction(txn: coordinator_pb2.Transaction) -> None:
-    print(f"txn           {_txn_name(txn)}")
-    print(f"state         {state_name(txn.state)}")
+def _print_transaction(txn: TransactionReport) -> None:
+    print(f"txn           {txn.id}")
+    print(f"state         {txn.state.value}")
     print(f"writer epoch  {txn.writer_epoch}")
     print(f"started       {_time(txn.started_at)}")
     print(f"updated       {_time(txn.updated_at)}")
     print(f"reason        {txn.reason or '-'}")
-    print(f"files         {len(txn.files)} ({sum(f.count for f in txn.files)} rows)")
+    print(f"files         {len(txn.files)} ({txn.rows} rows)")
     for file in txn.files:
         print(f"  {file.uri}  count={file.count}  sha256={file.sha256}")
     print("participants")
-    for vote in txn.participants:
+    for vote in txn.votes:
         prepared = "yes" if vote.prepared else "no"
         acked = "yes" if vote.acknowledged else "no"
         error = f"  error={vote.error}" if vote.error else ""
@@ -176,10 +170,10 @@ def _resolve(args: argparse.Namespace, client: CoordinatorClient) -> int:
     if not args.yes:
         current = client.get_transaction(txn_id)
         _print_transaction(current)
-        answer = input(f"Force {txn_id} ({state_name(current.state)}) to {verdict}? This cannot be undone. [y/N] ")
+        answer = input(f"Force {txn_id} ({current.state.value}) to {verdict}? This cannot be undone. [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("not resolved")
             return 1
     response = client.resolve_transaction(txn_id, resolution, args.reason)
-    print(f"{txn_id}: {state_name(response.state)}")
+    print(f"{txn_id}: {response.state.value}")
     return 0

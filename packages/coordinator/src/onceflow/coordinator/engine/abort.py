@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from onceflow.coordinator.engine.fanout import ParticipantFanout
 from onceflow.coordinator.engine.state import TransactionStateManager
 from onceflow.coordinator.metrics import CoordinatorMetrics
-from onceflow.coordinator.model import Transaction, TransactionOutcome
-from onceflow.core.contract import TransactionState
+from onceflow.coordinator.model import Transaction
+from onceflow.core.contract import TransactionOutcome, TransactionState
 from onceflow.core.logging import get_logger
 
 _log = get_logger(__name__)

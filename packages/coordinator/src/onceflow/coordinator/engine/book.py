@@ -12,8 +12,8 @@ import threading
 from collections.abc import Sequence
 
 from onceflow.coordinator.log.records import LogRecord, Tombstone
-from onceflow.coordinator.model import JobState, ParticipantVote, Transaction
-from onceflow.core.contract import TransactionId, TransactionState
+from onceflow.coordinator.model import JobState, Transaction
+from onceflow.core.contract import ParticipantVote, TransactionId, TransactionState
 
 
 class TransactionBook:

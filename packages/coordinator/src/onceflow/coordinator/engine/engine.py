@@ -25,9 +25,9 @@ from onceflow.coordinator.engine.votes import no_vote_reason, vote_of, voted_yes
 from onceflow.coordinator.exceptions import WriterFenced
 from onceflow.coordinator.log.base import TransactionLog
 from onceflow.coordinator.metrics import CoordinatorMetrics
-from onceflow.coordinator.model import JobState, Transaction, TransactionOutcome
+from onceflow.coordinator.model import JobState, Transaction
 from onceflow.coordinator.participants.base import ParticipantConnector
-from onceflow.core.contract import ParticipantRef, Resolution, TransactionId, TransactionState
+from onceflow.core.contract import ParticipantRef, Resolution, TransactionId, TransactionOutcome, TransactionState
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile

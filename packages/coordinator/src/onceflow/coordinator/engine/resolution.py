@@ -11,8 +11,7 @@ from onceflow.coordinator.engine.config import EngineConfig
 from onceflow.coordinator.engine.delivery import CommitDeliveries
 from onceflow.coordinator.engine.state import TransactionStateManager
 from onceflow.coordinator.exceptions import UnknownJob
-from onceflow.coordinator.model import TransactionOutcome
-from onceflow.core.contract import Resolution, TransactionId, TransactionState
+from onceflow.core.contract import Resolution, TransactionId, TransactionOutcome, TransactionState
 from onceflow.core.logging import get_logger
 
 _log = get_logger(__name__)

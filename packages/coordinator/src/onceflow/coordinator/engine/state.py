@@ -38,8 +38,8 @@ from onceflow.coordinator.exceptions import (
 )
 from onceflow.coordinator.log.base import TransactionLog
 from onceflow.coordinator.log.records import LogRecord, Tombstone
-from onceflow.coordinator.model import JobState, ParticipantVote, Transaction, TransactionOutcome
-from onceflow.core.contract import ParticipantRef, TransactionId, TransactionState
+from onceflow.coordinator.model import JobState, Transaction
+from onceflow.core.contract import ParticipantRef, ParticipantVote, TransactionId, TransactionOutcome, TransactionState
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
 

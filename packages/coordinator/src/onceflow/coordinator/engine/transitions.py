@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from onceflow.coordinator.exceptions import InvalidTransition
-from onceflow.coordinator.model import Transaction, TransactionOutcome
-from onceflow.core.contract import TransactionState
+from onceflow.coordinator.model import Transaction
+from onceflow.core.contract import TransactionOutcome, TransactionState
 
 #: The states a transaction may move to from its current one (None: the log does not know it).
 _NEXT_STATES: Final[dict[TransactionState | None, frozenset[TransactionState]]] = {

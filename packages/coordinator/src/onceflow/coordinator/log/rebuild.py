@@ -28,8 +28,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from onceflow.coordinator.log.records import LogRecord
-from onceflow.coordinator.model import JobState, ParticipantVote, Transaction
-from onceflow.core.contract import ParticipantRef, TransactionId, TransactionState
+from onceflow.coordinator.model import JobState, Transaction
+from onceflow.core.contract import ParticipantRef, ParticipantVote, TransactionId, TransactionState
 from onceflow.core.contract.shards import WHOLE_SINK, Shard
 
 REBUILT_BY = "onceflow txn rebuild"

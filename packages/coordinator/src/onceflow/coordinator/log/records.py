@@ -15,8 +15,16 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from onceflow.coordinator.exceptions import TransactionLogError
-from onceflow.coordinator.model import JobState, ParticipantVote, Transaction
-from onceflow.core.contract import DEFAULT_OUTPUT, ParticipantRef, Shard, SinkBinding, TransactionId, TransactionState
+from onceflow.coordinator.model import JobState, Transaction
+from onceflow.core.contract import (
+    DEFAULT_OUTPUT,
+    ParticipantRef,
+    ParticipantVote,
+    Shard,
+    SinkBinding,
+    TransactionId,
+    TransactionState,
+)
 from onceflow.core.staging import StagedFile
 
 #: Version of the JSON value format. Readers reject versions they do not know.

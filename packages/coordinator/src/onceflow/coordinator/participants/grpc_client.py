@@ -68,7 +68,7 @@ class GrpcParticipantConnection(ParticipantConnection):
             found = self._rpc.list_committed_batches(self.sink, job, max_batches=1, timeout_s=timeout)
         except RpcFailed:
             return None  # unreachable, or a sink kind without commit records: it cannot tell
-        return max((int(entry.last_batch) for entry in found.jobs if entry.job == job), default=-1)
+        return max((hosted.last_batch(job) for hosted in found), default=-1)
 
     def abort(self, txn: TransactionId, timeout: float) -> None:
         try:

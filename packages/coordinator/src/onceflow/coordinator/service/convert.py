@@ -4,19 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from google.protobuf.timestamp_pb2 import Timestamp
-
 from onceflow.coordinator.exceptions import InvalidRequest
 from onceflow.coordinator.model import Transaction
 from onceflow.core.contract import ParticipantRef, Resolution, TransactionState
 from onceflow.core.contract import proto as contract_proto
-from onceflow.core.contract.proto import (
-    binding_from_proto,
-    files_to_proto,
-    shard_from_proto,
-    state_to_proto,
-    txn_id_to_proto,
-)
+from onceflow.core.contract.proto import binding_from_proto, shard_from_proto
 from onceflow.proto.v1 import coordinator_pb2
 
 
@@ -57,26 +49,5 @@ def participants_from_proto(refs: Iterable[coordinator_pb2.ParticipantRef]) -> l
     return converted
 
 
-def _timestamp(seconds: float) -> Timestamp:
-    stamp = Timestamp()
-    if seconds > 0:
-        stamp.FromNanoseconds(int(seconds * 1e9))
-    return stamp
-
-
 def transaction_to_proto(txn: Transaction) -> coordinator_pb2.Transaction:
-    return coordinator_pb2.Transaction(
-        id=txn_id_to_proto(txn.id),
-        state=state_to_proto(txn.state),
-        writer_epoch=txn.writer_epoch,
-        files=files_to_proto(txn.files),
-        participants=[
-            coordinator_pb2.ParticipantVote(
-                sink=vote.sink, prepared=vote.prepared, acknowledged=vote.acknowledged, error=vote.error
-            )
-            for vote in (txn.vote_of(ref.name) for ref in txn.participants)
-        ],
-        started_at=_timestamp(txn.started_at),
-        updated_at=_timestamp(txn.updated_at),
-        reason=txn.reason,
-    )
+    return contract_proto.report_to_proto(txn.report())

@@ -1,5 +1,7 @@
 """The cross-process contract: what the Spark driver, the coordinator, the sink participants, the
-consumer and the demo agree on. Transaction ids and states, participants' votes, participant refs, sink bindings (which
+consumer and the demo agree on. Transaction ids and states, participants' votes, what the coordinator
+reports of a transaction (:mod:`onceflow.core.contract.report`), what sinks' commit records say
+(:mod:`onceflow.core.contract.commits`), participant refs, sink bindings (which
 output goes to which table or topic, how), the output schemas they carry and how a sink served by
 several participant processes splits a batch (:mod:`onceflow.core.contract.shards`) live here, and
 :mod:`onceflow.core.contract.clients` holds the typed clients of the coordinator and the participants;
@@ -14,7 +16,9 @@ from onceflow.core.contract.bindings import (
     SinkMode,
     ValueFormat,
 )
+from onceflow.core.contract.commits import CommittedBatches, HostedCommits
 from onceflow.core.contract.participant_ref import ParticipantRef
+from onceflow.core.contract.report import ParticipantVote, TransactionOutcome, TransactionReport
 from onceflow.core.contract.reserved import refuse_internal
 from onceflow.core.contract.schema import (
     UnsupportedColumnType,
@@ -32,14 +36,19 @@ __all__ = [
     "DEFAULT_OUTPUT",
     "MAX_SHARDS",
     "WHOLE_SINK",
+    "CommittedBatches",
+    "HostedCommits",
     "InvalidBinding",
     "ParticipantRef",
+    "ParticipantVote",
     "PrepareVote",
     "Resolution",
     "Shard",
     "SinkBinding",
     "SinkMode",
     "TransactionId",
+    "TransactionOutcome",
+    "TransactionReport",
     "TransactionState",
     "UnsupportedColumnType",
     "ValueFormat",

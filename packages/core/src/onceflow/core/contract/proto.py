@@ -1,18 +1,24 @@
 """The contract's values to and from their ``onceflow.v1`` messages: one conversion for every service
-(bindings, staged files, transaction ids, transaction states, resolutions, shards)."""
+(bindings, staged files, transaction ids, transaction states, resolutions, shards, the coordinator's
+reports and outcomes, the sinks' commit records)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Final
 
+from google.protobuf.timestamp_pb2 import Timestamp
+
 from onceflow.core.contract.bindings import DEFAULT_OUTPUT, SinkBinding, SinkMode, ValueFormat
+from onceflow.core.contract.commits import CommittedBatches, HostedCommits
+from onceflow.core.contract.report import ParticipantVote, TransactionOutcome, TransactionReport
 from onceflow.core.contract.schema import schema_from_bytes, schema_to_bytes
 from onceflow.core.contract.shards import Shard
 from onceflow.core.contract.state import Resolution, TransactionState
 from onceflow.core.contract.txn import TransactionId
 from onceflow.core.staging.files import StagedFile
-from onceflow.proto.v1 import common_pb2, coordinator_pb2
+from onceflow.proto.v1 import common_pb2, coordinator_pb2, participant_pb2
 
 
 def binding_to_proto(binding: SinkBinding) -> common_pb2.SinkBinding:
@@ -138,14 +144,6 @@ def state_from_proto(value: int) -> TransactionState | None:
         raise ValueError(f"{value} is not a transaction state") from None
 
 
-def state_name(value: int) -> str:
-    """``COMMITTED`` for TRANSACTION_STATE_COMMITTED (``UNSPECIFIED``, or the number if unknown): for logs and CLIs."""
-    state = _STATE_FROM_PROTO.get(value)
-    if state is not None:
-        return state.value
-    return "UNSPECIFIED" if value == common_pb2.TRANSACTION_STATE_UNSPECIFIED else str(value)
-
-
 def resolution_to_proto(resolution: Resolution) -> coordinator_pb2.Resolution:
     return _RESOLUTION_TO_PROTO[resolution]
 
@@ -156,3 +154,101 @@ def resolution_from_proto(value: int) -> Resolution:
         return _RESOLUTION_FROM_PROTO[value]
     except KeyError:
         raise ValueError("must be RESOLUTION_COMMIT or RESOLUTION_ABORT") from None
+
+
+def _reported_state(value: int) -> TransactionState:
+    """The state of an answer; UNSPECIFIED (a transaction the coordinator does not know) is presumed aborted."""
+    return state_from_proto(value) or TransactionState.ABORTED
+
+
+def outcome_from_proto(state: int, reason: str = "") -> TransactionOutcome:
+    """The ``state`` (and ``reason``: only CommitTransaction's answer has one) of a Commit-, Abort- or
+    ResolveTransactionResponse."""
+    return TransactionOutcome(state=_reported_state(state), reason=reason)
+
+
+def _timestamp_to_proto(seconds: float) -> Timestamp:
+    """Seconds since the epoch (0: unknown, left unset); whole seconds and nanoseconds apart, so that
+    :func:`_timestamp_from_proto` gives the same float back."""
+    if seconds <= 0:
+        return Timestamp()
+    whole = math.floor(seconds)
+    nanos = round((seconds - whole) * 1e9)
+    if nanos == 1_000_000_000:
+        whole, nanos = whole + 1, 0
+    return Timestamp(seconds=whole, nanos=nanos)
+
+
+def _timestamp_from_proto(stamp: Timestamp) -> float:
+    return stamp.seconds + stamp.nanos / 1e9
+
+
+def report_to_proto(report: TransactionReport) -> coordinator_pb2.Transaction:
+    return coordinator_pb2.Transaction(
+        id=txn_id_to_proto(report.id),
+        state=state_to_proto(report.state),
+        writer_epoch=report.writer_epoch,
+        files=files_to_proto(report.files),
+        participants=[
+            coordinator_pb2.ParticipantVote(
+                sink=vote.sink, prepared=vote.prepared, acknowledged=vote.acknowledged, error=vote.error
+            )
+            for vote in report.votes
+        ],
+        started_at=_timestamp_to_proto(report.started_at),
+        updated_at=_timestamp_to_proto(report.updated_at),
+        reason=report.reason,
+    )
+
+
+def report_from_proto(message: coordinator_pb2.Transaction) -> TransactionReport:
+    """A :class:`TransactionReport`; ValueError for an id with an empty job or a negative batch."""
+    return TransactionReport(
+        id=txn_id_from_proto(message.id),
+        state=_reported_state(message.state),
+        writer_epoch=message.writer_epoch,
+        files=tuple(files_from_proto(message.files)),
+        votes=tuple(
+            ParticipantVote(sink=v.sink, prepared=v.prepared, acknowledged=v.acknowledged, error=v.error)
+            for v in message.participants
+        ),
+        started_at=_timestamp_from_proto(message.started_at),
+        updated_at=_timestamp_from_proto(message.updated_at),
+        reason=message.reason,
+    )
+
+
+def hosted_commits_to_proto(hosted: Iterable[HostedCommits]) -> participant_pb2.ListCommittedBatchesResponse:
+    """ListCommittedBatches' answer: every sink (and its shard), and each sink's commit records per job."""
+    sinks = list(hosted)
+    return participant_pb2.ListCommittedBatchesResponse(
+        jobs=[
+            participant_pb2.CommittedBatches(
+                sink=sink.sink,
+                job=found.job,
+                last_batch=found.last_batch,
+                batches=found.batches,
+                cumulative=found.cumulative,
+            )
+            for sink in sinks
+            for found in sink.jobs
+        ],
+        sinks=[participant_pb2.HostedSink(sink=sink.sink, shard=shard_to_proto(sink.shard)) for sink in sinks],
+    )
+
+
+def hosted_commits_from_proto(message: participant_pb2.ListCommittedBatchesResponse) -> list[HostedCommits]:
+    """One :class:`HostedCommits` per sink the answer names, in its order; ValueError for a shard out of range."""
+    jobs: dict[str, list[CommittedBatches]] = {}
+    for found in message.jobs:
+        jobs.setdefault(found.sink, []).append(
+            CommittedBatches(found.job, found.last_batch, tuple(found.batches), found.cumulative)
+        )
+    return [
+        HostedCommits(
+            sink=hosted.sink,
+            shard=shard_from_proto(hosted.shard if hosted.HasField("shard") else None),
+            jobs=tuple(jobs.get(hosted.sink, ())),
+        )
+        for hosted in message.sinks
+    ]

@@ -5,13 +5,12 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Sequence
 
-from onceflow.core.contract import InvalidBinding, PrepareVote, Resolution, SinkBinding, TransactionId
+from onceflow.core.contract import CommittedBatches, InvalidBinding, PrepareVote, Resolution, SinkBinding, TransactionId
 from onceflow.core.contract.shards import WHOLE_SINK, Shard, check_shardable, is_keyed, rows_of_shard
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile, StagingError
 from onceflow.sinks.base.rows import BoundRows, load_outputs
-from onceflow.sinks.base.txn import CommittedBatches
 from onceflow.sinks.exceptions import BindingRejected, PrepareRejected, ShardMismatch
 
 _log = get_logger(__name__)

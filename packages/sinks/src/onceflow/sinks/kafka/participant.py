@@ -17,6 +17,7 @@ from onceflow.core.avro.arrow import avro_schema, json_value, record_name
 from onceflow.core.avro.schemas_topic import SchemasTopic
 from onceflow.core.contract import (
     WHOLE_SINK,
+    CommittedBatches,
     Shard,
     SinkBinding,
     TransactionId,
@@ -30,7 +31,7 @@ from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
 from onceflow.ipcount.schema import ip_count_topic_binding
-from onceflow.sinks.base import BoundRows, CommittedBatches, SinkParticipant
+from onceflow.sinks.base import BoundRows, SinkParticipant
 from onceflow.sinks.exceptions import (
     BindingRejected,
     PrepareRejected,

@@ -7,12 +7,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from onceflow.core.contract import WHOLE_SINK, Shard, SinkBinding, TransactionId
+from onceflow.core.contract import WHOLE_SINK, CommittedBatches, Shard, SinkBinding, TransactionId
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
 from onceflow.ipcount.schema import ip_count_table_binding
 from onceflow.sinks.base import BoundRows, PreparedJournal, SinkParticipant
-from onceflow.sinks.base.txn import CommittedBatches
 from onceflow.sinks.exceptions import (
     BindingRejected,
     PrepareRejected,

@@ -9,7 +9,6 @@ import grpc
 
 from onceflow.core.contract import Resolution, TransactionId
 from onceflow.core.contract.clients import CoordinatorClient, RpcFailed
-from onceflow.core.contract.proto import state_from_proto
 from onceflow.core.logging import get_logger
 from onceflow.sinks.exceptions import SinkError
 
@@ -60,9 +59,8 @@ class CoordinatorOutcomes:
         while True:
             attempt += 1
             try:
-                state = state_from_proto(self._coordinator.get_transaction(txn, timeout_s=self._rpc_timeout_s).state)
-                if state is None:  # not in the coordinator's log: presumed abort
-                    return Resolution.ABORT
+                # A transaction not in the coordinator's log reads ABORTED: presumed abort.
+                state = self._coordinator.get_transaction(txn, timeout_s=self._rpc_timeout_s).state
                 if state.is_decided:
                     return Resolution.COMMIT if state.is_commit else Resolution.ABORT
                 _log.info(

@@ -12,12 +12,12 @@ import grpc
 import psycopg
 
 from onceflow.core.confinement import InvalidStagingUri, PathNotAllowed, StagingConfinement
-from onceflow.core.contract import Shard, SinkBinding, TransactionId, refuse_internal
+from onceflow.core.contract import HostedCommits, Shard, SinkBinding, TransactionId, refuse_internal
 from onceflow.core.contract.proto import (
     binding_from_proto,
     files_from_proto,
+    hosted_commits_to_proto,
     shard_from_proto,
-    shard_to_proto,
     txn_id_from_proto,
     txn_id_to_proto,
 )
@@ -325,17 +325,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         sinks = [self._sink(request.sink, context)] if request.sink else [self._sinks[n] for n in sorted(self._sinks)]
         limit = request.max_batches or DEFAULT_LISTED_BATCHES
-        return participant_pb2.ListCommittedBatchesResponse(
-            jobs=[
-                participant_pb2.CommittedBatches(
-                    sink=sink.name,
-                    job=found.job,
-                    last_batch=found.last_batch,
-                    batches=found.batches,
-                    cumulative=found.cumulative,
-                )
-                for sink in sinks
-                for found in sink.committed_batches(request.job or None, limit)
-            ],
-            sinks=[participant_pb2.HostedSink(sink=sink.name, shard=shard_to_proto(sink.shard)) for sink in sinks],
+        return hosted_commits_to_proto(
+            HostedCommits(sink.name, sink.shard, tuple(sink.committed_batches(request.job or None, limit)))
+            for sink in sinks
         )

@@ -12,11 +12,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from onceflow.core.contract import WHOLE_SINK, Shard, SinkBinding, TransactionId
+from onceflow.core.contract import WHOLE_SINK, CommittedBatches, Shard, SinkBinding, TransactionId
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
 from onceflow.ipcount.schema import ip_count_table_binding
-from onceflow.sinks.base import BoundRows, CommittedBatches, SinkParticipant, committed_batches_query, group_committed
+from onceflow.sinks.base import BoundRows, SinkParticipant, committed_batches_query, group_committed
 from onceflow.sinks.exceptions import PrepareRejected, TransactionAlreadyCommitted, TransactionNotPrepared
 from onceflow.sinks.sqlite.schema import SCHEMA
 from onceflow.sinks.tables import SQLITE_TABLES, Column, null_violation

@@ -15,7 +15,6 @@ from pyspark.sql.datasource import WriterCommitMessage
 
 from onceflow.core.contract import TransactionId
 from onceflow.core.contract.clients import CoordinatorClient, retrying
-from onceflow.core.contract.proto import state_from_proto, state_name
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile, StagingWriter, read_manifest
@@ -143,15 +142,14 @@ def commit_batch(
         )
     state, reason = response.state, response.reason
     # Step 3
-    decided = state_from_proto(state)
-    if decided is not None and decided.is_commit:
+    if state.is_commit:
         _log.info(
             "sink.batch_committed",
             job=job,
             batch=batch,
             epoch=epoch,
             txn=txn,
-            state=state_name(state),
+            state=state.value,
             files=len(files),
             rows=rows,
         )
@@ -159,7 +157,7 @@ def commit_batch(
         return
     # Step 4
     _log.warning("sink.batch_aborted", job=job, batch=batch, epoch=epoch, txn=txn, reason=reason)
-    raise TransactionAborted(job, batch, f"{state_name(state)}: {reason}")
+    raise TransactionAborted(job, batch, f"{state.value}: {reason}")
 
 
 def abort_batch(options: SinkOptions, messages: Sequence[WriterCommitMessage | None], batch: int) -> None:
@@ -177,6 +175,4 @@ def abort_batch(options: SinkOptions, messages: Sequence[WriterCommitMessage | N
     except Exception as exc:  # the batch fails either way
         _log.warning("sink.abort_failed", job=job, batch=batch, epoch=epoch, txn=txn, error=str(exc))
         return
-    _log.info(
-        "sink.batch_abort", job=job, batch=batch, epoch=epoch, txn=txn, state=state_name(state), files=len(messages)
-    )
+    _log.info("sink.batch_abort", job=job, batch=batch, epoch=epoch, txn=txn, state=state.value, files=len(messages))

@@ -40,14 +40,21 @@ import grpc
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import ParticipantRef, Shard, SinkBinding, TransactionId
+from onceflow.core.contract import (
+    ParticipantRef,
+    Shard,
+    SinkBinding,
+    TransactionId,
+    TransactionOutcome,
+    TransactionReport,
+    TransactionState,
+)
 from onceflow.core.contract.clients import CoordinatorClient
-from onceflow.core.contract.proto import state_name
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import S3Settings, StagedFile, StagingStore, StagingWriter, parse_staging_uri
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding, ip_count_topic_binding
-from onceflow.proto.v1 import coordinator_pb2, coordinator_pb2_grpc
+from onceflow.proto.v1 import coordinator_pb2_grpc
 from onceflow.sinks.postgres.schema import gid_prefix
 from onceflow.sinks.readback import BindingReader, KafkaReader, LakehouseReader, PostgresReader, SqliteReader
 from onceflow.testing.coordinator.process import CoordinatorProcess
@@ -349,28 +356,28 @@ class TwoPhaseCommitCluster:
 
     def commit(
         self, job: str, epoch: int, batch: int, files: Iterable[StagedFile], *, timeout: float = 60.0
-    ) -> coordinator_pb2.CommitTransactionResponse:
+    ) -> TransactionOutcome:
         """CommitTransaction, as the driver's ``commit(messages, batchId)`` calls it."""
         return self.client.commit_transaction(TransactionId(job, batch), epoch, list(files), timeout_s=timeout)
 
-    def transaction(self, job: str, batch: int, *, timeout: float = 10.0) -> coordinator_pb2.Transaction:
+    def transaction(self, job: str, batch: int, *, timeout: float = 10.0) -> TransactionReport:
         return self.client.get_transaction(TransactionId(job, batch), timeout_s=timeout)
 
-    def wait_for_state(self, job: str, batch: int, state: int, timeout: float = 30.0) -> coordinator_pb2.Transaction:
+    def wait_for_state(self, job: str, batch: int, state: TransactionState, timeout: float = 30.0) -> TransactionReport:
         """Poll GetTransaction until the transaction is in ``state`` (AssertionError with the logs if not)."""
         deadline = time.monotonic() + timeout
-        txn: coordinator_pb2.Transaction | None = None
+        txn: TransactionReport | None = None
         while time.monotonic() < deadline:
             try:
                 txn = self.transaction(job, batch)
             except grpc.RpcError:
                 txn = None  # the coordinator is (re)starting
-            if txn is not None and txn.state == state:
+            if txn is not None and txn.state is state:
                 return txn
             time.sleep(0.05)
-        seen = state_name(txn.state) if txn is not None else "no answer"
+        seen = txn.state.value if txn is not None else "no answer"
         raise AssertionError(
-            f"{TransactionId(job, batch)} is {seen}, not {state_name(state)} after {timeout}s\n{self.logs()}"
+            f"{TransactionId(job, batch)} is {seen}, not {state.value} after {timeout}s\n{self.logs()}"
         )
 
     # -- reading the sinks back ------------------------------------------------------------------

@@ -17,10 +17,13 @@ from onceflow.core.contract.participant_ref import ParticipantRef
 from onceflow.core.contract.proto import (
     bindings_to_proto,
     files_to_proto,
+    outcome_from_proto,
+    report_from_proto,
     resolution_to_proto,
     shard_to_proto,
     state_to_proto,
 )
+from onceflow.core.contract.report import TransactionOutcome, TransactionReport
 from onceflow.core.contract.state import Resolution, TransactionState
 from onceflow.core.contract.txn import TransactionId
 from onceflow.core.grpc import open_channel
@@ -58,8 +61,10 @@ class CoordinatorClient(ServiceClient):
     next coordinator.
 
     Arguments are the contract's values (:class:`TransactionId`, :class:`StagedFile`,
-    :class:`ParticipantRef`, :class:`TransactionState`, :class:`Resolution`); RegisterWriter answers a
-    :class:`WriterRegistration`, the other calls the ``onceflow.v1`` response messages. A failed call
+    :class:`ParticipantRef`, :class:`TransactionState`, :class:`Resolution`), and so are the answers
+    (:mod:`~onceflow.core.contract.report`): RegisterWriter answers a :class:`WriterRegistration`,
+    Commit-, Abort- and ResolveTransaction a :class:`TransactionOutcome`, Get- and ListTransactions
+    :class:`TransactionReport` s; no ``onceflow.v1`` message leaves this class. A failed call
     raises its typed error (:mod:`~onceflow.core.contract.clients.errors`: a fenced writer is
     :class:`WriterFenced`, a refusal :class:`RequestRefused` whose details say what was refused).
     A transaction id that is not a :class:`TransactionId` is a TypeError before anything is sent.
@@ -142,33 +147,32 @@ class CoordinatorClient(ServiceClient):
 
     def commit_transaction(
         self, txn: TransactionId, epoch: int, files: Sequence[StagedFile], *, timeout_s: float | None = None
-    ) -> coordinator_pb2.CommitTransactionResponse:
+    ) -> TransactionOutcome:
         """Run 2PC for ``txn`` with its staged ``files``; the answer is the transaction's state and reason."""
         check_txn(txn)
         request = coordinator_pb2.CommitTransactionRequest(
             job=txn.job, writer_epoch=epoch, batch=txn.batch, files=files_to_proto(files)
         )
         response: coordinator_pb2.CommitTransactionResponse = self._call("CommitTransaction", request, timeout_s)
-        return response
+        return outcome_from_proto(response.state, response.reason)
 
     def abort_transaction(
         self, txn: TransactionId, epoch: int, reason: str = "", *, timeout_s: float | None = None
-    ) -> coordinator_pb2.AbortTransactionResponse:
+    ) -> TransactionOutcome:
         """Abort ``txn`` unless it reached its commit point; the answer is the transaction's state."""
         check_txn(txn)
         request = coordinator_pb2.AbortTransactionRequest(
             job=txn.job, writer_epoch=epoch, batch=txn.batch, reason=reason
         )
         response: coordinator_pb2.AbortTransactionResponse = self._call("AbortTransaction", request, timeout_s)
-        return response
+        return outcome_from_proto(response.state)
 
-    def get_transaction(self, txn: TransactionId, *, timeout_s: float | None = None) -> coordinator_pb2.Transaction:
+    def get_transaction(self, txn: TransactionId, *, timeout_s: float | None = None) -> TransactionReport:
         """The latest attempt of ``txn``; ABORTED when the coordinator has no record of it (presumed abort)."""
         check_txn(txn)
         request = coordinator_pb2.GetTransactionRequest(job=txn.job, batch=txn.batch)
-        response = self._call("GetTransaction", request, timeout_s)
-        transaction: coordinator_pb2.Transaction = response.transaction
-        return transaction
+        response: coordinator_pb2.GetTransactionResponse = self._call("GetTransaction", request, timeout_s)
+        return report_from_proto(response.transaction)
 
     def list_transactions(
         self,
@@ -177,18 +181,18 @@ class CoordinatorClient(ServiceClient):
         limit: int = 0,
         *,
         timeout_s: float | None = None,
-    ) -> list[coordinator_pb2.Transaction]:
+    ) -> list[TransactionReport]:
         """Transactions, newest first: of ``job`` (all jobs when empty), in ``states`` (any when empty),
         at most ``limit`` (0: the coordinator's page size)."""
         request = coordinator_pb2.ListTransactionsRequest(
             job=job, states=[state_to_proto(s) for s in states], limit=limit
         )
-        response = self._call("ListTransactions", request, timeout_s)
-        return list(response.transactions)
+        response: coordinator_pb2.ListTransactionsResponse = self._call("ListTransactions", request, timeout_s)
+        return [report_from_proto(message) for message in response.transactions]
 
     def resolve_transaction(
         self, txn: TransactionId, resolution: Resolution, reason: str = "", *, timeout_s: float | None = None
-    ) -> coordinator_pb2.ResolveTransactionResponse:
+    ) -> TransactionOutcome:
         """Force a stuck ``txn`` to commit (only if every participant voted yes) or abort (only if no
         commit was decided); the answer is the transaction's state."""
         check_txn(txn)
@@ -196,4 +200,4 @@ class CoordinatorClient(ServiceClient):
             job=txn.job, batch=txn.batch, resolution=resolution_to_proto(resolution), reason=reason
         )
         response: coordinator_pb2.ResolveTransactionResponse = self._call("ResolveTransaction", request, timeout_s)
-        return response
+        return outcome_from_proto(response.state)

@@ -6,9 +6,11 @@ from collections.abc import Iterable, Sequence
 
 from onceflow.core.contract.bindings import SinkBinding
 from onceflow.core.contract.clients.base import ServiceClient, check_txn
+from onceflow.core.contract.commits import HostedCommits
 from onceflow.core.contract.proto import (
     bindings_to_proto,
     files_to_proto,
+    hosted_commits_from_proto,
     shard_to_proto,
     txn_id_from_proto,
     txn_id_to_proto,
@@ -27,7 +29,8 @@ class ParticipantClient(ServiceClient):
 
     Arguments are the contract's values (:class:`TransactionId`, :class:`StagedFile`,
     :class:`SinkBinding`, :class:`Shard`: which share of a sharded sink the server is believed to
-    serve; it refuses a request whose shard is not its own); a failed call raises its typed error
+    serve; it refuses a request whose shard is not its own), and so are the answers (a
+    :class:`PrepareVote`, ``(sink, TransactionId)`` pairs, :class:`HostedCommits`); a failed call raises its typed error
     (:mod:`~onceflow.core.contract.clients.errors`). A transaction id that is not a :class:`TransactionId` is a
     TypeError before anything is sent.
     """
@@ -121,13 +124,13 @@ class ParticipantClient(ServiceClient):
 
     def list_committed_batches(
         self, sink: str = "", job: str = "", max_batches: int = 0, *, timeout_s: float | None = None
-    ) -> participant_pb2.ListCommittedBatchesResponse:
-        """Per sink (every sink of the server when empty) and job (every job when empty): the batches
-        the sink's commit records say it committed, newest first (at most ``max_batches`` per job, 0:
-        the server's default), and which shard of each sink the server serves. UNIMPLEMENTED for a
-        sink kind that keeps no such records."""
+    ) -> list[HostedCommits]:
+        """Per sink (every sink of the server when empty): which shard of it the server serves and, per
+        job (every job when empty), the batches the sink's commit records say it committed, newest
+        first (at most ``max_batches`` per job, 0: the server's default). UNIMPLEMENTED for a sink kind
+        that keeps no such records."""
         request = participant_pb2.ListCommittedBatchesRequest(sink=sink, job=job, max_batches=max_batches)
         response: participant_pb2.ListCommittedBatchesResponse = self._unary(
             self._stub, "ListCommittedBatches", request, timeout_s
         )
-        return response
+        return hosted_commits_from_proto(response)
