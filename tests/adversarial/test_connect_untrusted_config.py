@@ -75,7 +75,7 @@ def test_an_unregistered_connector_class_is_refused_and_never_imported(broker: E
             assert not marker.exists(), "the module was imported"
 
             # the documented aliases of a registered plugin still work
-            generator = "onceflow.logproducer.generator.connector.AccessLogGeneratorConnector"
+            generator = "onceflow.ipcount.generator.AccessLogGeneratorConnector"
             config = {"connector.class": generator, "topic": "gen-out", "count": "10"}
             client.call("CreateConnector", pb.CreateConnectorRequest(name="gen", config=config))
     finally:

@@ -25,11 +25,13 @@ from onceflow.core.confinement import PathNotAllowed, StagingConfinement
 from onceflow.core.contract import PrepareVote, TransactionId
 from onceflow.core.contract.clients import ParticipantClient
 from onceflow.core.staging import StagedFile, StagingWriter
-from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding
 from onceflow.testing.sinks.process import ParticipantProcess
 
 pytestmark = pytest.mark.slow
 W0 = 1_700_000_000_000
+#: The job's binding of the sink, sent with every transaction (a participant has none of its own).
+RESULTS = [ip_count_table_binding("sqlite")]
 
 
 class Participant:
@@ -37,7 +39,7 @@ class Participant:
         self.process, self.client, self.staging, self.db = process, client, staging, db
 
     def prepare(self, batch: int, *files: StagedFile) -> PrepareVote:
-        return self.client.prepare_transaction("sqlite", TransactionId("job", batch), files)
+        return self.client.prepare_transaction("sqlite", TransactionId("job", batch), files, RESULTS)
 
     def prepared(self) -> list[int]:
         return [txn.batch for _, txn in self.client.list_prepared_transactions(timeout_s=10)]
@@ -61,6 +63,7 @@ def participant(tmp_path: Path) -> Iterator[Participant]:
     process = ParticipantProcess(tmp_path / "participant", settings).start()
     client = ParticipantClient(process.target, timeout_s=30)
     try:
+        client.prepare_bindings("sqlite", "job", RESULTS)  # the job's registration creates its table
         yield Participant(process, client, staging, db)
     finally:
         client.close()

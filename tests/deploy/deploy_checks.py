@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from onceflow.core import topics
-from onceflow.logproducer.generator.connector import generator_config_def
+from onceflow.ipcount.generator import generator_config_def
 from onceflow.runtime.config.worker_settings import ASSIGNMENT_TOPIC
 from onceflow.runtime.plugins import PluginRegistry
 from onceflow.runtime.worker.worker import connector_config_def

@@ -32,7 +32,7 @@ from onceflow.core.avro import IpCount
 from onceflow.core.contract import TransactionId, TransactionState
 from onceflow.core.contract.clients import ParticipantClient
 from onceflow.core.staging import S3Settings, StagedFile, StagingStore, StagingWriter
-from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding
 from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster, wait_for_log
 from onceflow.testing.s3 import S3ProxyProcess
 from onceflow.testing.sinks.process import ParticipantProcess
@@ -40,6 +40,8 @@ from onceflow.testing.sinks.process import ParticipantProcess
 pytestmark = pytest.mark.slow
 W0 = 1_700_000_000_000
 COMMITTED = TransactionState.COMMITTED
+#: The job's binding of the sink, sent with every transaction (a participant has none of its own).
+RESULTS = [ip_count_table_binding("sqlite")]
 
 
 def _rows(ip: str, count: int = 7) -> list[IpCount]:
@@ -88,13 +90,13 @@ def test_a_localhost_file_uri_opens_the_path_it_names(participant: Participant) 
     uri = f"file://localhost{path}"
     txn = TransactionId("job", 0)
 
-    lying = participant.client.prepare_transaction("sqlite", txn, [StagedFile(uri, decoy.count, decoy.sha256)])
+    lying = participant.client.prepare_transaction("sqlite", txn, [StagedFile(uri, decoy.count, decoy.sha256)], RESULTS)
     assert not lying.vote_commit, "the decoy outside the staging root was prepared"
     assert path in lying.reason and "sha256" in lying.reason, lying.reason
 
-    honest = participant.client.prepare_transaction("sqlite", txn, [StagedFile(uri, real.count, real.sha256)])
+    honest = participant.client.prepare_transaction("sqlite", txn, [StagedFile(uri, real.count, real.sha256)], RESULTS)
     assert honest.vote_commit, honest.reason
-    participant.client.commit_prepared_transaction("sqlite", txn, [StagedFile(uri, real.count, real.sha256)])
+    participant.client.commit_prepared_transaction("sqlite", txn, [StagedFile(uri, real.count, real.sha256)], RESULTS)
     assert participant.results() == [("10.0.0.1", 7)]
 
 
@@ -206,7 +208,9 @@ def test_an_s3_participant_accepts_only_its_bucket_and_prefix(s3proxy: S3ProxyPr
                 with pytest.raises(grpc.RpcError) as refused:
                     client.commit_prepared_transaction("sqlite", TransactionId("job", 0), [file])
                 assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, place
-            assert client.prepare_transaction("sqlite", TransactionId("job", 0), [staged["allowed"]]).vote_commit
+            assert client.prepare_transaction(
+                "sqlite", TransactionId("job", 0), [staged["allowed"]], RESULTS
+            ).vote_commit
         exposed = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10).read().decode()
         assert "onceflow_participant" in exposed
         for text in (exposed, process.log_since_start()):

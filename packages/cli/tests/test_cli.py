@@ -89,9 +89,9 @@ def test_a_subcommand_with_its_own_log_level_flag_still_runs(monkeypatch: pytest
 
 
 def test_a_closed_pipe_ends_a_command_quietly() -> None:
-    """``onceflow logproducer truth ... | head -1``: no BrokenPipeError traceback, the shell's 141."""
+    """``onceflow ipcount truth ... | head -1``: no BrokenPipeError traceback, the shell's 141."""
     result = subprocess.run(
-        f"'{ONCEFLOW}' logproducer truth --seed 3 --count 200000 | head -n 1; echo \"status=${{PIPESTATUS[0]}}\"",
+        f"'{ONCEFLOW}' ipcount truth --seed 3 --count 200000 | head -n 1; echo \"status=${{PIPESTATUS[0]}}\"",
         shell=True, executable="/bin/bash", capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
     assert "Traceback" not in result.stderr and "BrokenPipeError" not in result.stderr, result.stderr

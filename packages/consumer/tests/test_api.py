@@ -20,7 +20,7 @@ from onceflow.consumer.settings import ConsumerSettings
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IpCount
 from onceflow.core.contract.clients import ResultsClient
 from onceflow.core.settings import KafkaSettings
-from onceflow.logproducer.generator import event, expected_counts
+from onceflow.ipcount.traffic import event, expected_counts
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
 
 from .conftest import W0, Transaction, TransactionalWriter, ip_count, wait_until

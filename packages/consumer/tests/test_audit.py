@@ -28,9 +28,9 @@ from onceflow.core.avro import IP_COUNT_SERDE, IpCount
 from onceflow.core.contract import TransactionId
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagingWriter
-from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding, ip_count_topic_binding
+from onceflow.ipcount.traffic import event, expected_counts
 from onceflow.logproducer.encoding import AccessEventEncoder
-from onceflow.logproducer.generator import event, expected_counts
 from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.kafka import KafkaParticipant
 from onceflow.sinks.postgres import PostgresParticipant
@@ -80,14 +80,20 @@ def write_source_topic(bootstrap: str, topic: str) -> None:
 
 
 def commit_to_sinks(rows: list[IpCount], participants: list[SinkParticipant], staging: Path) -> None:
-    """Two batches through each participant's prepare/commit, as the coordinator drives them."""
+    """Two batches through each participant's prepare/commit, as the coordinator drives them (with the
+    job's binding of each sink: the IP-count results' topic or table)."""
     half = len(rows) // 2
     for batch, part in enumerate((rows[:half], rows[half:])):
         files = [StagingWriter(str(staging), "ipcount", batch).write("part-0", part, IP_COUNT_ARROW_SCHEMA)]
         for participant in participants:
             txn = TransactionId("ipcount", batch)
-            assert participant.prepare(txn, files).vote_commit
-            participant.commit(txn, files)
+            bindings = [
+                ip_count_topic_binding(participant.name, participant.topic)
+                if isinstance(participant, KafkaParticipant)
+                else ip_count_table_binding(participant.name)
+            ]
+            assert participant.prepare(txn, files, bindings).vote_commit
+            participant.commit(txn, files, bindings)
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from onceflow.consumer.audit.sinks import DeltaTableReader
 from onceflow.core.contract import TransactionId
 from onceflow.core.staging import StagingWriter
 from onceflow.core.toml_writer import to_toml
-from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding
 from onceflow.sinks.delta.settings import DeltaOptions
 from onceflow.sinks.iceberg.settings import IcebergCatalogSettings, IcebergOptions
 from onceflow.sinks.lakehouse.open import open_participant
@@ -34,7 +34,7 @@ def test_dump_table_prints_every_version(tmp_path: Path, capsys: pytest.CaptureF
         for batch, count in enumerate((1, 5)):
             rows = [dict(window_start=W0, window_end=W0 + 5_000, ip="10.0.0.1", count=count)]
             staged = StagingWriter(str(tmp_path / "staging"), "job", batch).write("part-0", rows, IP_COUNT_ARROW_SCHEMA)
-            assert sink.prepare(TransactionId("job", batch), [staged]).vote_commit
+            assert sink.prepare(TransactionId("job", batch), [staged], [ip_count_table_binding("lake")]).vote_commit
             sink.commit(TransactionId("job", batch))
         versions = [version for version, txn in sink.format.history("ip_counts") if txn == "job:0"]
     finally:

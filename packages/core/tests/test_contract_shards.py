@@ -77,14 +77,14 @@ def test_append_files_are_dealt_to_shards_balanced_by_rows_and_the_same_for_any_
     assert sorted(assign_files(empties, 2).values()) == [0, 0, 1, 1]
 
 
-def test_keyed_outputs_and_default_bindings_go_to_every_shard() -> None:
+def test_keyed_outputs_and_unbound_files_go_to_every_shard() -> None:
     results = [_file("r0", 5), _file("r1", 7)]
     events = [_file("e0", 3, "events"), _file("e1", 4, "events")]
     for index in range(2):
         share = shard_files(results + events, [KEYED, APPEND], Shard(index, 2))
         assert [f for f in share if f.output == DEFAULT_OUTPUT] == results
         assert len([f for f in share if f.output == "events"]) == 1
-        assert shard_files(results, [], Shard(index, 2)) == tuple(results), "no bindings: the keyed defaults"
+        assert shard_files(results, [], Shard(index, 2)) == tuple(results), "no bindings: every file"
 
 
 def test_an_output_bound_by_key_and_by_file_on_one_sharded_sink_is_refused() -> None:

@@ -16,24 +16,15 @@ USERS = {"ipcount", "demo", "testing"}
 FRAMEWORK = sorted(p for p in (ROOT / "packages").iterdir() if p.is_dir() and p.name not in USERS)
 #: Framework modules that still hold IP-count code, with what is left to move.
 NOT_YET_MOVED = {
-    # the participants' default bindings (the IP-count results)
-    "packages/sinks/src/onceflow/sinks/kafka/participant.py",
-    "packages/sinks/src/onceflow/sinks/sqlite/participant.py",
-    "packages/sinks/src/onceflow/sinks/postgres/participant.py",
-    "packages/sinks/src/onceflow/sinks/lakehouse/participant.py",
     # the consumer's IP-count table, views and audit
     "packages/consumer/src/onceflow/consumer/tables/stored.py",
     "packages/consumer/src/onceflow/consumer/store/ip_count_views.py",
     "packages/consumer/src/onceflow/consumer/store/sql.py",
     "packages/consumer/src/onceflow/consumer/audit/sinks.py",
     "packages/consumer/src/onceflow/consumer/audit/truth.py",
-    # the access-log-generator connector (the example's generator)
-    "packages/logproducer/src/onceflow/logproducer/cli.py",
-    "packages/logproducer/src/onceflow/logproducer/generator/__init__.py",
-    "packages/logproducer/src/onceflow/logproducer/generator/connector.py",
 }
 #: Framework packages that depend on the example because of ``NOT_YET_MOVED``.
-DEPENDING = {"sinks", "consumer", "logproducer"}
+DEPENDING = {"consumer"}
 
 
 def _names_the_example(path: Path) -> bool:

@@ -1,4 +1,4 @@
-"""Shared helpers of the sink tests: staging rows for a batch."""
+"""Shared helpers of the sink tests: staging rows for a batch, and the bindings they are written with."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 from onceflow.core.avro import IpCount
+from onceflow.core.contract import SinkBinding
 from onceflow.core.staging import StagedFile, StagingWriter
-from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding, ip_count_topic_binding
+from onceflow.sinks.base import SinkParticipant
+from onceflow.sinks.kafka import KafkaParticipant
 
 Stage = Callable[..., list[StagedFile]]
 
@@ -19,6 +22,14 @@ W1 = W0 + 5_000
 
 def row(ip: str, count: int, window_start: int = W0) -> IpCount:
     return IpCount(window_start=window_start, window_end=window_start + 5_000, ip=ip, count=count)
+
+
+def bound(sink: SinkParticipant) -> list[SinkBinding]:
+    """The bindings a job writing the IP-count example's results to ``sink`` gives with each request (a
+    participant has none of its own): its ``ip_counts`` table, or for Kafka its results topic."""
+    if isinstance(sink, KafkaParticipant):
+        return [ip_count_topic_binding(sink.name, sink.topic)]
+    return [ip_count_table_binding(sink.name)]
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import pytest
 from onceflow.core.contract import SinkBinding, SinkMode, TransactionId
 from onceflow.core.contract.clients import ParticipantClient
 from onceflow.core.settings import GrpcServerSettings
+from onceflow.ipcount.schema import ip_count_table_binding
 from onceflow.sinks.server import ParticipantSettings, SqliteOptions, SqliteSink
 from onceflow.sinks.server.settings import StagingSettings
 from onceflow.sinks.service import ParticipantServer
@@ -43,18 +44,39 @@ def test_every_participant_rpc_through_the_client(client: ParticipantClient, sta
     txn = TransactionId("job", 0)
     files = stage("job", 0, [row("a", 1), row("b", 2)])
     for sink in ("main", "audit"):
-        vote = client.prepare_transaction(sink, txn, files)
+        vote = client.prepare_transaction(sink, txn, files, [ip_count_table_binding(sink)])
         assert (vote.vote_commit, vote.rows, vote.reason) == (True, 2, "")
     assert client.list_prepared_transactions() == [("audit", txn), ("main", txn)]
     assert client.list_prepared_transactions("main", timeout_s=5) == [("main", txn)]
 
-    client.commit_prepared_transaction("main", txn, files)
-    client.commit_prepared_transaction("main", txn, files)  # idempotent
+    client.commit_prepared_transaction("main", txn, files, [ip_count_table_binding("main")])
+    client.commit_prepared_transaction("main", txn, files)  # idempotent (a re-sent commit, even without bindings)
     client.abort_prepared_transaction("audit", txn)
     client.abort_prepared_transaction("audit", TransactionId("job", 7))  # unknown: nothing to abort
     assert client.list_prepared_transactions() == []
     with sqlite3.connect(tmp_path / "main.db") as db:
         assert sorted(db.execute("SELECT window_start, ip, count FROM ip_counts")) == [(W0, "a", 1), (W0, "b", 2)]
+
+
+def test_a_transaction_without_bindings_is_refused_naming_the_job_and_output(
+    client: ParticipantClient, stage: Stage, tmp_path: Path
+) -> None:
+    """A participant has no bindings of its own: a prepare without any votes no, and a commit that would
+    redo the batch without any fails, each naming the job and the unbound output; nothing is written."""
+    files = stage("job", 0, [row("a", 1)])
+    vote = client.prepare_transaction("main", TransactionId("job", 0), files)
+    assert not vote.vote_commit
+    assert vote.reason == (
+        "sink 'main', job 'job': no binding for output 'results': a participant writes only what the job's "
+        "bindings say (declare [[outputs.<name>]] with sink = 'main' and its table or topic in the job's config)"
+    )
+    with pytest.raises(grpc.RpcError) as redo:
+        client.commit_prepared_transaction("main", TransactionId("job", 0), files)
+    assert redo.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "job 'job': no binding for output 'results'" in redo.value.details()
+    assert client.list_prepared_transactions() == []
+    with sqlite3.connect(tmp_path / "main.db") as db:
+        assert db.execute("SELECT name FROM sqlite_master WHERE name = 'ip_counts'").fetchall() == []
 
 
 def test_prepare_bindings_and_a_binding_that_does_not_fit(client: ParticipantClient, tmp_path: Path) -> None:

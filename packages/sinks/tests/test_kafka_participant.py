@@ -18,7 +18,7 @@ from onceflow.sinks.exceptions import TransactionAlreadyCommitted
 from onceflow.sinks.kafka import KafkaParticipant
 from onceflow.testing.broker.clients import ConsumedRecord, read_topic
 
-from .conftest import W0, W1, Stage, row
+from .conftest import W0, W1, Stage, bound, row
 
 
 def _rows(broker: EmbeddedBroker) -> list[tuple[str, int, int]]:
@@ -81,7 +81,9 @@ def test_prepare_commit_abort(open_sink: OpenSink, broker: EmbeddedBroker, stage
     started_ms = time.time() * 1000
     sink = open_sink()
     txn = TransactionId("job", 0)
-    vote = sink.prepare(txn, stage("job", 0, [row("10.0.0.1", 3), row("10.0.0.2", 1)], [row("10.0.0.1", 2, W1)]))
+    vote = sink.prepare(
+        txn, stage("job", 0, [row("10.0.0.1", 3), row("10.0.0.2", 1)], [row("10.0.0.1", 2, W1)]), bound(sink)
+    )
     assert (vote.vote_commit, vote.rows) == (True, 3)
     assert sink.list_prepared() == [txn]
     assert _rows(broker) == [], "read_committed sees nothing before commit"
@@ -98,7 +100,7 @@ def test_prepare_commit_abort(open_sink: OpenSink, broker: EmbeddedBroker, stage
     assert open_sink("other").committed_batches("job", 1000) == []
 
     aborted = TransactionId("job", 1)
-    assert sink.prepare(aborted, stage("job", 1, [row("10.0.0.9", 9)])).vote_commit
+    assert sink.prepare(aborted, stage("job", 1, [row("10.0.0.9", 9)]), bound(sink)).vote_commit
     sink.abort(aborted)
     sink.abort(aborted)
     assert len(_rows(broker)) == 3
@@ -113,11 +115,13 @@ def test_prepare_commit_abort(open_sink: OpenSink, broker: EmbeddedBroker, stage
 
 def test_one_open_transaction_per_sink_and_job(open_sink: OpenSink, stage: Stage) -> None:
     sink = open_sink()
-    assert sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)])).vote_commit
-    assert sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)])).vote_commit, "re-prepare is a yes"
-    vote = sink.prepare(TransactionId("job", 1), stage("job", 1, [row("a", 2)]))
+    assert sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)]), bound(sink)).vote_commit
+    assert sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)]), bound(sink)).vote_commit, (
+        "re-prepare is a yes"
+    )
+    vote = sink.prepare(TransactionId("job", 1), stage("job", 1, [row("a", 2)]), bound(sink))
     assert not vote.vote_commit and "job:0 is still open" in vote.reason
-    assert sink.prepare(TransactionId("other", 0), stage("other", 0, [row("a", 1)])).vote_commit, (
+    assert sink.prepare(TransactionId("other", 0), stage("other", 0, [row("a", 1)]), bound(sink)).vote_commit, (
         "other jobs are independent"
     )
 
@@ -126,10 +130,10 @@ def test_restarted_participant_redoes_a_committed_batch_from_staging_once(
     open_sink: OpenSink, broker: EmbeddedBroker, stage: Stage
 ) -> None:
     first = open_sink()
-    first.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)]))
+    first.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)]), bound(first))
     first.commit(TransactionId("job", 0))
-    first.prepare(TransactionId("job", 1), stage("job", 1, [row("a", 5), row("b", 1)]))
-    first.prepare(TransactionId("other", 0), stage("other", 0, [row("c", 1)]))
+    first.prepare(TransactionId("job", 1), stage("job", 1, [row("a", 5), row("b", 1)]), bound(first))
+    first.prepare(TransactionId("other", 0), stage("other", 0, [row("c", 1)]), bound(first))
     # The first participant "dies" with two open transactions: its successor fences it.
 
     second = open_sink()
@@ -140,9 +144,9 @@ def test_restarted_participant_redoes_a_committed_batch_from_staging_once(
     assert sorted(_rows(broker)) == [("a", W0, 1), ("a", W0, 5), ("b", W0, 1)]
 
     # The coordinator re-sends Commit (with the files): the marker makes the redo a no-op.
-    second.commit(TransactionId("job", 1), stage("job", 1, [row("a", 5), row("b", 1)]))
+    second.commit(TransactionId("job", 1), stage("job", 1, [row("a", 5), row("b", 1)]), bound(second))
     third = open_sink()
-    third.commit(TransactionId("job", 1), stage("job", 1, [row("a", 5), row("b", 1)]))
+    third.commit(TransactionId("job", 1), stage("job", 1, [row("a", 5), row("b", 1)]), bound(third))
     assert third.last_committed("job") == 1
     assert len(_rows(broker)) == 3
     assert sorted((m.key, m.value) for m in _markers(broker)) == [(b"kafka:job", b"0"), (b"kafka:job", b"1")]
@@ -151,5 +155,6 @@ def test_restarted_participant_redoes_a_committed_batch_from_staging_once(
 def test_bad_staged_file_votes_no(open_sink: OpenSink, stage: Stage) -> None:
     (file,) = stage("job", 0, [row("a", 1)])
     Path(file.uri.removeprefix("file://")).unlink()
-    vote = open_sink().prepare(TransactionId("job", 0), [file])
+    sink = open_sink()
+    vote = sink.prepare(TransactionId("job", 0), [file], bound(sink))
     assert not vote.vote_commit and file.uri in vote.reason

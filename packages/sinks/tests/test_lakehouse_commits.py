@@ -20,7 +20,7 @@ from onceflow.sinks.iceberg.format import IcebergFormat
 from onceflow.sinks.lakehouse.open import open_participant
 from onceflow.sinks.lakehouse.participant import LakehouseParticipant
 
-from .conftest import W0, W1, Stage, row
+from .conftest import W0, W1, Stage, bound, row
 from .lakehouse import KINDS, lakehouse_options, open_lakehouse
 
 
@@ -88,14 +88,14 @@ def test_another_writer_committing_in_between_is_retried_never_lost(tmp_path: Pa
     try:
         # Step 1
         sink.faults = Once("before-table-commit", lambda: _foreign_append(sink, "other-1"))
-        sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1), row("b", 2)]))
+        sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1), row("b", 2)]), bound(sink))
         # Step 2
         sink.commit(TransactionId("job", 0))
         assert _held(sink) == [(W0, "a", 1), (W0, "b", 2), (W1, "other-1", 100)]
         assert sink.last_committed("ip_counts", "job") == 0
         # Step 3
         sink.faults = Once("before-table-commit", lambda: _foreign_appends(sink, "x", "y"))
-        sink.prepare(TransactionId("job", 1), stage("job", 1, [row("a", 5)]))
+        sink.prepare(TransactionId("job", 1), stage("job", 1, [row("a", 5)]), bound(sink))
         sink.commit(TransactionId("job", 1))
         assert _held(sink) == [(W0, "a", 5), (W0, "b", 2), (W1, "other-1", 100), (W1, "x", 100), (W1, "y", 100)]
     finally:
@@ -118,7 +118,7 @@ def test_a_racing_commit_of_the_same_batch_is_acknowledged_not_written_twice(
     try:
         # Step 1
         sink.faults = Once("before-table-commit", lambda: zombie.commit(TransactionId("job", 0)))
-        sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1), row("b", 2)]))
+        sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1), row("b", 2)]), bound(sink))
         # Step 2
         sink.commit(TransactionId("job", 0))
         assert _held(sink) == [(W0, "a", 1), (W0, "b", 2)]
@@ -147,13 +147,13 @@ def test_a_participant_dying_at_each_step_recovers_exactly_once(
        and a replayed Commit is acknowledged.
     """
     sink = open_lakehouse(kind, tmp_path)
-    sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)]))
+    sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)]), bound(sink))
     sink.commit(TransactionId("job", 0))
     # Step 1
     sink.faults = CrashAt(point)
     files = stage("job", 1, [row("a", 2), row("b", 3)])
     with pytest.raises(CrashError):
-        sink.prepare(TransactionId("job", 1), files)
+        sink.prepare(TransactionId("job", 1), files, bound(sink))
         if point == "prepare-durable":  # the servicer's point, once the sink's prepare returned
             raise CrashError(point)
         sink.commit(TransactionId("job", 1))
@@ -169,7 +169,7 @@ def test_a_participant_dying_at_each_step_recovers_exactly_once(
         assert _held(reopened) == expected
         assert reopened.list_prepared() == []
         if voted_yes:
-            reopened.commit(TransactionId("job", 1), files)
+            reopened.commit(TransactionId("job", 1), files, bound(reopened))
             assert _held(reopened) == expected
     finally:
         reopened.close()
@@ -186,7 +186,7 @@ def test_every_table_version_is_a_committed_batch_boundary(tmp_path: Path, stage
     try:
         for batch, rows in enumerate(batches):
             txn = TransactionId("job", batch)
-            assert sink.prepare(txn, stage("job", batch, rows) if rows else []).vote_commit
+            assert sink.prepare(txn, stage("job", batch, rows) if rows else [], bound(sink)).vote_commit
             sink.commit(txn)
             state.update({(r["window_start"], r["ip"]): r["count"] for r in rows})
             expected[str(txn)] = sorted((ws, ip, n) for (ws, ip), n in state.items())
@@ -211,7 +211,7 @@ def test_delta_commit_carries_the_application_transaction(tmp_path: Path, stage:
     sink = open_lakehouse("delta", tmp_path)
     try:
         for batch in range(3):
-            sink.prepare(TransactionId("ip-count", batch), stage("ip-count", batch, [row("a", batch)]))
+            sink.prepare(TransactionId("ip-count", batch), stage("ip-count", batch, [row("a", batch)]), bound(sink))
             sink.commit(TransactionId("ip-count", batch))
         assert isinstance(sink.format, DeltaFormat)
         delta = sink.format.open("ip_counts")
@@ -265,7 +265,7 @@ def test_compaction_outside_the_job_keeps_every_batch_exactly_once(tmp_path: Pat
         batches = [[row("a", 1), row("b", 1)], [row("c", 1, W1)], [row("a", 3)]]
         staged = [stage("job", b, rows) for b, rows in enumerate(batches)]
         for batch, files in enumerate(staged):
-            sink.prepare(TransactionId("job", batch), files)
+            sink.prepare(TransactionId("job", batch), files, bound(sink))
             sink.commit(TransactionId("job", batch))
         assert _live_files(sink) > 1  # a file per batch, or fewer where a merge rewrote one
         expected = [(W0, "a", 3), (W0, "b", 1), (W1, "c", 1)]
@@ -274,11 +274,11 @@ def test_compaction_outside_the_job_keeps_every_batch_exactly_once(tmp_path: Pat
         assert _live_files(sink) == 1
         assert _held(sink) == expected
         # Step 3
-        sink.commit(TransactionId("job", 2), staged[2])
+        sink.commit(TransactionId("job", 2), staged[2], bound(sink))
         assert _held(sink) == expected
         # Step 4
         sink.faults = Once("before-table-commit", lambda: _compact(sink))
-        sink.prepare(TransactionId("job", 3), stage("job", 3, [row("b", 7)]))
+        sink.prepare(TransactionId("job", 3), stage("job", 3, [row("b", 7)]), bound(sink))
         sink.commit(TransactionId("job", 3))
         assert _held(sink) == [(W0, "a", 3), (W0, "b", 7), (W1, "c", 1)]
         assert sink.last_committed("ip_counts", "job") == 3
@@ -296,12 +296,12 @@ def test_two_shards_commit_their_shares_to_one_table(tmp_path: Path, stage: Stag
     try:
         rows = [row(f"10.0.0.{i}", i) for i in range(20)]
         files = stage("job", 0, rows)
-        held = [sink.prepare(TransactionId("job", 0), files).rows for sink in shards]
+        held = [sink.prepare(TransactionId("job", 0), files, bound(sink)).rows for sink in shards]
         assert sum(held) == 20 and all(held)
         for sink in shards:
             sink.commit(TransactionId("job", 0))
         for sink in shards:
-            sink.commit(TransactionId("job", 0), files)  # a re-sent Commit: acknowledged
+            sink.commit(TransactionId("job", 0), files, bound(sink))  # a re-sent Commit: acknowledged
         assert _held(shards[0]) == sorted((W0, f"10.0.0.{i}", i) for i in range(20))
         assert [sink.last_committed("ip_counts", f"job#{i}") for i, sink in enumerate(shards)] == [0, 0]
         assert shards[0].last_committed("ip_counts", "job") == -1

@@ -13,7 +13,7 @@ from onceflow.core.contract import Resolution, TransactionId
 from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.lakehouse.participant import LakehouseParticipant
 
-from .conftest import W0, Stage, row
+from .conftest import W0, Stage, bound, row
 from .contract import ParticipantContract, Results
 from .lakehouse import open_lakehouse
 
@@ -40,10 +40,10 @@ class LakehouseContract(ParticipantContract):
 
     def test_prepared_state_survives_reopen_and_recover_commits(self, sink: SinkParticipant, stage: Stage) -> None:
         """As the contract's, with one prepared batch per job (a later batch of a job votes no meanwhile)."""
-        assert sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)])).vote_commit
-        later = sink.prepare(TransactionId("job", 1), stage("job", 1, [row("b", 2)]))
+        assert sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)]), bound(sink)).vote_commit
+        later = sink.prepare(TransactionId("job", 1), stage("job", 1, [row("b", 2)]), bound(sink))
         assert not later.vote_commit and "job:0 is still prepared" in later.reason
-        assert sink.prepare(TransactionId("other", 0), stage("other", 0, [row("c", 3)])).vote_commit
+        assert sink.prepare(TransactionId("other", 0), stage("other", 0, [row("c", 3)]), bound(sink)).vote_commit
         sink.close()
 
         reopened = self.open()
@@ -54,7 +54,9 @@ class LakehouseContract(ParticipantContract):
             assert done == {TransactionId("job", 0): Resolution.COMMIT, TransactionId("other", 0): Resolution.ABORT}
             assert reopened.list_prepared() == []
             assert self.results() == {(W0, "a"): 1}
-            assert reopened.prepare(TransactionId("job", 1), stage("job", 1, [row("b", 2)])).vote_commit
+            assert reopened.prepare(
+                TransactionId("job", 1), stage("job", 1, [row("b", 2)]), bound(reopened)
+            ).vote_commit
         finally:
             reopened.close()
 
@@ -63,13 +65,13 @@ class LakehouseContract(ParticipantContract):
         table reads empty. Abort deletes them; commit makes exactly their rows visible."""
         assert isinstance(sink, LakehouseParticipant)
         before = _files(self.base)
-        assert sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)])).vote_commit
+        assert sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)]), bound(sink)).vote_commit
         written = _files(self.base) - before
         assert [p for p in written if p.suffix == ".parquet"], written
         assert self.results() == {}
         sink.abort(TransactionId("job", 0))
         assert not [p for p in _files(self.base) - before if p.suffix == ".parquet"]
-        assert sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 2)])).vote_commit
+        assert sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 2)]), bound(sink)).vote_commit
         sink.commit(TransactionId("job", 0))
         assert self.results() == {(W0, "a"): 2}
         assert sink.last_committed("ip_counts", "job") == 0
@@ -90,7 +92,7 @@ class TestIcebergParticipant(LakehouseContract):
 def test_iceberg_catalog_in_postgresql(tmp_path: Path, postgres_dsn: str, stage: Stage) -> None:
     """The SQL catalog can be the participant's PostgreSQL: prepared state survives a reopen, the commit lands."""
     sink = open_lakehouse("iceberg", tmp_path, postgres_dsn=postgres_dsn)
-    assert sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1), row("b", 2)])).vote_commit
+    assert sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1), row("b", 2)]), bound(sink)).vote_commit
     sink.close()
     reopened = open_lakehouse("iceberg", tmp_path, postgres_dsn=postgres_dsn)
     try:

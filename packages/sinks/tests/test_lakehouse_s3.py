@@ -15,7 +15,7 @@ from onceflow.sinks.lakehouse.exceptions import TableStoreUnavailable
 from onceflow.sinks.lakehouse.open import open_participant
 from onceflow.testing.s3.fixtures import S3ProxyFactory
 
-from .conftest import W0, Stage, row
+from .conftest import W0, Stage, bound, row
 from .lakehouse import KINDS
 
 
@@ -44,10 +44,12 @@ def test_a_store_killed_between_prepare_and_commit_loses_nothing(
     sink = open_participant("lake", options)
     try:
         # Step 1
-        assert sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1), row("b", 1)])).vote_commit
+        assert sink.prepare(
+            TransactionId("job", 0), stage("job", 0, [row("a", 1), row("b", 1)]), bound(sink)
+        ).vote_commit
         sink.commit(TransactionId("job", 0))
         batch1 = stage("job", 1, [row("a", 5)])
-        assert sink.prepare(TransactionId("job", 1), batch1).vote_commit
+        assert sink.prepare(TransactionId("job", 1), batch1, bound(sink)).vote_commit
         # Step 2
         store.kill()
         started = time.monotonic()
@@ -55,13 +57,13 @@ def test_a_store_killed_between_prepare_and_commit_loses_nothing(
             sink.commit(TransactionId("job", 1))
         assert time.monotonic() - started < 90, "a dead store must fail the commit in seconds"
         assert store.secret_access_key not in str(failed.value)
-        vote = sink.prepare(TransactionId("other", 0), stage("other", 0, [row("c", 1)]))
+        vote = sink.prepare(TransactionId("other", 0), stage("other", 0, [row("c", 1)]), bound(sink))
         assert not vote.vote_commit and "cannot prepare other:0" in vote.reason
         assert sink.list_prepared() == [TransactionId("job", 1)]
         # Step 3
         store.start()
         sink.commit(TransactionId("job", 1))
-        sink.commit(TransactionId("job", 1), batch1)
+        sink.commit(TransactionId("job", 1), batch1, bound(sink))
         held = sink.format.read("ip_counts")
         assert held is not None
         assert sorted((r["window_start"], r["ip"], r["count"]) for r in held.to_pylist()) == [

@@ -11,7 +11,7 @@ from onceflow.sinks.exceptions import PreparedTransactionsDisabled
 from onceflow.sinks.postgres import PostgresParticipant
 from onceflow.testing.sinks.postgres import running_postgres
 
-from .conftest import W0, Stage, row
+from .conftest import W0, Stage, bound, row
 from .contract import ParticipantContract, Results
 
 
@@ -29,7 +29,7 @@ class TestPostgresParticipant(ParticipantContract):
         return {(ws, ip): c for ws, ip, c in found}
 
     def test_prepare_is_a_real_prepared_transaction(self, sink: SinkParticipant, stage: Stage) -> None:
-        sink.prepare(TransactionId("ip:count", 12), stage("ipcount", 12, [row("a", 1)]))
+        sink.prepare(TransactionId("ip:count", 12), stage("ipcount", 12, [row("a", 1)]), bound(sink))
         with psycopg.connect(self.dsn) as conn:
             gids = [g for (g,) in conn.execute("SELECT gid FROM pg_prepared_xacts").fetchall()]
         assert gids == ["onceflow:db:ip:count:12"]
@@ -40,12 +40,12 @@ class TestPostgresParticipant(ParticipantContract):
     ) -> None:
         other = self.open("other")
         try:
-            assert other.prepare(TransactionId("a", 0), stage("a", 0, [row("x", 1)])).vote_commit
-            vote = sink.prepare(TransactionId("b", 0), stage("b", 0, [row("x", 2)]))
+            assert other.prepare(TransactionId("a", 0), stage("a", 0, [row("x", 1)]), bound(other)).vote_commit
+            vote = sink.prepare(TransactionId("b", 0), stage("b", 0, [row("x", 2)]), bound(sink))
             assert not vote.vote_commit
             assert "LockNotAvailable" in vote.reason and "b:0" in vote.reason
             other.commit(TransactionId("a", 0))
-            assert sink.prepare(TransactionId("b", 0), stage("b", 0, [row("x", 2)])).vote_commit
+            assert sink.prepare(TransactionId("b", 0), stage("b", 0, [row("x", 2)]), bound(sink)).vote_commit
             sink.commit(TransactionId("b", 0))
             assert self.results() == {(W0, "x"): 2}
         finally:

@@ -20,6 +20,7 @@ from onceflow.core.avro import IP_COUNT_SERDE
 from onceflow.core.contract import TransactionId
 from onceflow.core.staging import StagedFile
 from onceflow.core.topics import SINK_TOPIC
+from onceflow.ipcount.schema import ip_count_table_binding, ip_count_topic_binding
 from onceflow.testing.broker.clients import read_topic
 
 from .conftest import W0, Stage, row
@@ -42,8 +43,10 @@ def processes() -> Iterator[list[ParticipantProcess]]:
 
 
 def _prepare(process: ParticipantProcess, sink: str, job: str, batch: int, files: list[StagedFile]) -> None:
+    """Prepare as the coordinator does for a job writing the IP-count results: with the job's binding of ``sink``."""
+    binding = ip_count_topic_binding(sink) if sink == "kafka" else ip_count_table_binding(sink)
     with process.client() as client:
-        vote = client.prepare_transaction(sink, TransactionId(job, batch), files, timeout_s=30)
+        vote = client.prepare_transaction(sink, TransactionId(job, batch), files, [binding], timeout_s=30)
     assert vote.vote_commit, vote.reason
 
 

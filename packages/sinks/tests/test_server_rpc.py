@@ -17,6 +17,7 @@ from onceflow.core.contract.clients import ParticipantClient
 from onceflow.core.contract.proto import binding_to_proto
 from onceflow.core.contract.proto import file_to_proto as staged_file_to_proto
 from onceflow.core.settings import GrpcServerSettings, MetricsSettings
+from onceflow.ipcount.schema import ip_count_table_binding
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
 from onceflow.sinks.server import SERVICE_NAME, ParticipantSettings, SqliteOptions, SqliteSink
 from onceflow.sinks.server.settings import StagingSettings
@@ -62,13 +63,18 @@ def _id(job: str, batch: int) -> common_pb2.TransactionId:
     return common_pb2.TransactionId(job=job, batch=batch)
 
 
+def _bound(sink: str) -> list[common_pb2.SinkBinding]:
+    """What the coordinator sends with a transaction of a job writing the IP-count results to ``sink``."""
+    return [binding_to_proto(ip_count_table_binding(sink))]
+
+
 def test_prepare_list_commit_abort_over_grpc(
     client: ParticipantClient, stub: participant_pb2_grpc.ParticipantStub, stage: Stage, tmp_path: Path
 ) -> None:
     files = [staged_file_to_proto(f) for f in stage("job", 0, [row("a", 1), row("b", 2)])]
     for sink in ("main", "audit"):
         vote = stub.PrepareTransaction(
-            participant_pb2.PrepareTransactionRequest(sink=sink, id=_id("job", 0), files=files)
+            participant_pb2.PrepareTransactionRequest(sink=sink, id=_id("job", 0), files=files, bindings=_bound(sink))
         )
         assert (vote.vote_commit, vote.rows, vote.reason) == (True, 2, "")
 
@@ -103,7 +109,9 @@ def test_no_vote_is_a_response_naming_the_file(stub: participant_pb2_grpc.Partic
     (file,) = stage("job", 0, [row("a", 1)])
     Path(file.uri.removeprefix("file://")).unlink()
     vote = stub.PrepareTransaction(
-        participant_pb2.PrepareTransactionRequest(sink="main", id=_id("job", 0), files=[staged_file_to_proto(file)])
+        participant_pb2.PrepareTransactionRequest(
+            sink="main", id=_id("job", 0), files=[staged_file_to_proto(file)], bindings=_bound("main")
+        )
     )
     assert not vote.vote_commit
     assert file.uri in vote.reason and "does not exist" in vote.reason
@@ -208,7 +216,9 @@ def test_health_and_metrics(
     assert answer.status == health_pb2.HealthCheckResponse.SERVING
 
     files = [staged_file_to_proto(f) for f in stage("job", 0, [row("a", 1)])]
-    stub.PrepareTransaction(participant_pb2.PrepareTransactionRequest(sink="main", id=_id("job", 0), files=files))
+    stub.PrepareTransaction(
+        participant_pb2.PrepareTransactionRequest(sink="main", id=_id("job", 0), files=files, bindings=_bound("main"))
+    )
     stub.CommitPreparedTransaction(participant_pb2.CommitPreparedTransactionRequest(sink="main", id=_id("job", 0)))
     registry = server.metrics.service.registry
     assert registry.get_sample_value("onceflow_participant_prepares_total", {"sink": "main", "vote": "yes"}) == 1

@@ -23,10 +23,12 @@ from onceflow.sinks.server.settings import StagingSettings
 from onceflow.sinks.service import ParticipantServer
 from onceflow.sinks.sqlite import SqliteParticipant
 
-from .conftest import W0, Stage, row
+from .conftest import W0, Stage, bound, row
 
 SHARD = Shard(1, 2)
 TXN = TransactionId("job", 0)
+#: The job's binding of the sink (what the coordinator sends with each request).
+RESULTS = [ip_count_table_binding("main")]
 
 
 @pytest.fixture
@@ -63,11 +65,20 @@ def test_a_request_for_another_shard_is_refused_naming_both(client: ParticipantC
     assert client.list_prepared_transactions() == []
 
 
+def test_a_shard_registered_without_bindings_is_refused_naming_the_job(client: ParticipantClient) -> None:
+    """A shard cannot tell its rows without the job's (keyed) bindings, and has none of its own: the job's
+    registration fails before any batch."""
+    with pytest.raises(grpc.RpcError) as refused:
+        client.prepare_bindings("main", "job", [], shard=SHARD)
+    assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    assert "sink 'main', job 'job': no binding for output 'results'" in str(refused.value.details())
+
+
 def test_a_shard_keeps_its_keys_and_records_its_own_commits(
     client: ParticipantClient, stage: Stage, tmp_path: Path
 ) -> None:
     """Steps:
-    1. Shard 1 of 2 prepares a batch of the keyed default binding (every shard gets every file): it
+    1. Shard 1 of 2 prepares a batch of the keyed IP-count binding (every shard gets every file): it
        votes yes with the rows of the keys it owns, and commits them under ``main#1``.
     2. A shard whose share of a batch is empty prepares with no files and still records the batch.
     3. The reader sees the sink whole: nothing committed until shard 0 (here a participant in-process
@@ -78,9 +89,9 @@ def test_a_shard_keeps_its_keys_and_records_its_own_commits(
     mine = [r for r in rows if key_shard((r["window_start"], r["ip"]), 2) == 1]
     assert 5 < len(mine) < 35
     # Step 1
-    vote = client.prepare_transaction("main", TXN, files, shard=SHARD)
+    vote = client.prepare_transaction("main", TXN, files, RESULTS, shard=SHARD)
     assert (vote.vote_commit, vote.rows) == (True, len(mine))
-    client.commit_prepared_transaction("main", TXN, files, shard=SHARD)
+    client.commit_prepared_transaction("main", TXN, files, RESULTS, shard=SHARD)
     db = tmp_path / "main.db"
     with sqlite3.connect(db) as conn:
         stored = conn.execute("SELECT ip FROM ip_counts ORDER BY ip").fetchall()
@@ -89,14 +100,14 @@ def test_a_shard_keeps_its_keys_and_records_its_own_commits(
     assert commits == [("main#1", "job", 0)]
     # Step 2
     empty = TransactionId("job", 1)
-    assert client.prepare_transaction("main", empty, [], shard=SHARD).vote_commit
-    client.commit_prepared_transaction("main", empty, [], shard=SHARD)
+    assert client.prepare_transaction("main", empty, [], RESULTS, shard=SHARD).vote_commit
+    client.commit_prepared_transaction("main", empty, [], RESULTS, shard=SHARD)
     # Step 3
     reader = SqliteReader("main", db, shards=2)
     assert reader.last_committed("job") == -1
     other = SqliteParticipant("main", db, shard=Shard(0, 2))
     try:
-        assert other.prepare(TXN, files).rows == len(rows) - len(mine)
+        assert other.prepare(TXN, files, bound(other)).rows == len(rows) - len(mine)
         other.commit(TXN)
     finally:
         other.close()

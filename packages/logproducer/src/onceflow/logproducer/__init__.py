@@ -2,8 +2,8 @@
 
 - ``access-log-file`` (:mod:`.tailer`): tails a file, follows rotation, parses nginx combined or the
   minimal "time ip" lines; malformed lines go to the dead-letter topic;
-- ``access-log-generator`` (:mod:`.generator`): deterministic synthetic traffic from a seed, and the
-  exact expected counts per window and IP (:mod:`.generator.truth`).
+- :mod:`.encoding`: the AccessEvent encoding every access-log connector uses (the IP-count example's
+  ``access-log-generator``, :mod:`onceflow.ipcount.generator`, too).
 
 Records: key = ip, value = AccessEvent (Avro single-object encoding), timestamp = event time.
 """

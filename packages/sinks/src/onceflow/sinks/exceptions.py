@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from onceflow.core.errors import OnceflowError
 
 
@@ -51,6 +53,24 @@ class BindingRejected(SinkError):  # noqa: N818 - the job's binding does not fit
         self.sink = sink
         self.where = where
         super().__init__(f"sink {sink!r}, {where}: {message}")
+
+
+class BindingMissing(BindingRejected):
+    """A transaction (or a job's registration) reached this sink without bindings: a participant has
+    none of its own, so it cannot know where the job's rows go. The message names the job and the
+    outputs left unbound; the job's ``[[outputs.<name>]]`` entries say which table or topic of which
+    sink each output is written to."""
+
+    def __init__(self, sink: str, job: str, outputs: Sequence[str]) -> None:
+        self.job = job
+        self.outputs = tuple(outputs)
+        names = ", ".join(repr(output) for output in self.outputs)
+        super().__init__(
+            sink,
+            f"job {job!r}",
+            f"no binding for output {names}: a participant writes only what the job's bindings say (declare "
+            f"[[outputs.<name>]] with sink = {sink!r} and its table or topic in the job's config)",
+        )
 
 
 class ShardMismatch(SinkError):  # noqa: N818 - a request for a share of the sink this process does not serve

@@ -34,7 +34,7 @@ def generator_model(seed: int, settings: Mapping[str, str] | None = None) -> Tra
 
 
 def generator_truth(model: TrafficModel, count: int, window_ms: int = defaults.WINDOW_MS) -> Truth:
-    """The counts of the generator's first ``count`` events (what ``onceflow logproducer truth`` prints)."""
+    """The counts of the generator's first ``count`` events (what ``onceflow ipcount truth`` prints)."""
     if count < 0:
         raise InvalidQuery("count", f"must be >= 0, got {count}")
     if window_ms < 1:

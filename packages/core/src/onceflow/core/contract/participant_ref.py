@@ -12,7 +12,8 @@ from onceflow.core.contract.shards import WHOLE_SINK, Shard
 @dataclass(frozen=True, slots=True)
 class ParticipantRef:
     """A sink of a job, the gRPC target of the participant server hosting it, and what the job writes
-    there (its bindings; none = the sink's default binding, the IP-count results).
+    there (its bindings, from the job's ``[[outputs.<name>]]``; a participant has none of its own and
+    refuses a transaction without any).
 
     A sink served by several participant processes has one ref per process, each with its
     ``shard`` (index and count) and target, and the same bindings; :meth:`shards_of` builds them.

@@ -13,8 +13,8 @@ retried Prepare, a re-sent Commit and a recovered transaction give each shard th
 - **Upsert** outputs with key columns are split by key (:func:`rows_of_shard`): every shard gets all
   of the output's files and keeps the rows whose key hashes to it, so one key is always written by
   one shard, in batch order, and two shards never race on a key.
-- A sink that declares no bindings writes its default ones (the IP-count results, keyed): every shard
-  gets every file and splits by key.
+- A sink given no bindings gets every file on every shard, and each shard refuses the transaction
+  (a participant has no bindings of its own).
 - One output bound both by key and by file on one sharded sink cannot be split either way:
   :func:`check_shardable` refuses it.
 """
@@ -120,7 +120,7 @@ def assign_files(files: Iterable[StagedFile], count: int) -> dict[str, int]:
 def shard_files(files: Sequence[StagedFile], bindings: Sequence[SinkBinding], shard: Shard) -> tuple[StagedFile, ...]:
     """The files ``shard`` of a sink with ``bindings`` gets, in the transaction's order.
 
-    Files of keyed outputs (and every file when the sink has no bindings: its defaults are keyed)
+    Files of keyed outputs (and every file when the sink has no bindings, which every shard refuses)
     go to every shard, which keeps its keys' rows; the other files are dealt by :func:`assign_files`.
     """
     if not shard.is_sharded:

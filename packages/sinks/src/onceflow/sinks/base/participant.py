@@ -5,13 +5,21 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Sequence
 
-from onceflow.core.contract import CommittedBatches, InvalidBinding, PrepareVote, Resolution, SinkBinding, TransactionId
+from onceflow.core.contract import (
+    DEFAULT_OUTPUT,
+    CommittedBatches,
+    InvalidBinding,
+    PrepareVote,
+    Resolution,
+    SinkBinding,
+    TransactionId,
+)
 from onceflow.core.contract.shards import WHOLE_SINK, Shard, check_shardable, is_keyed, rows_of_shard
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile, StagingError
 from onceflow.sinks.base.rows import BoundRows, load_outputs
-from onceflow.sinks.exceptions import BindingRejected, PrepareRejected, ShardMismatch
+from onceflow.sinks.exceptions import BindingMissing, BindingRejected, PrepareRejected, ShardMismatch
 
 _log = get_logger(__name__)
 
@@ -34,7 +42,8 @@ class SinkParticipant(abc.ABC):
       the staged files of one output to one table or topic, in upsert mode (a later row replaces
       the stored row with the same key) or append mode (every row added once: the transaction id,
       not a key, recognises a replayed batch). Every binding of a transaction commits together.
-      No bindings means :meth:`default_bindings` (the IP-count results).
+      A participant has no bindings of its own: a transaction (or a sharded sink's registration)
+      without any is refused with :class:`BindingMissing`, naming the job and its unbound outputs.
     - :meth:`prepare_bindings` runs when a job starts: it creates missing tables, adds nullable
       columns, and refuses a table that does not fit (:class:`BindingRejected`).
     - A participant may serve one ``shard`` of a sink that several processes serve
@@ -46,7 +55,7 @@ class SinkParticipant(abc.ABC):
       the evidence a lost decision log is rebuilt from (``onceflow txn rebuild``).
 
     Subclasses implement :meth:`prepare_rows`, :meth:`commit`, :meth:`abort`, :meth:`list_prepared`,
-    :meth:`prepare_bindings`, :meth:`default_bindings` and :meth:`close`. Every method is safe to
+    :meth:`prepare_bindings` and :meth:`close`. Every method is safe to
     call from several threads.
     """
 
@@ -69,39 +78,35 @@ class SinkParticipant(abc.ABC):
         if shard != self.shard:
             raise ShardMismatch(self.name, self.shard, shard)
 
-    def check_shardable(self, bindings: Sequence[SinkBinding]) -> None:
-        """Raise :class:`BindingRejected` when this participant is a shard and ``bindings`` (or, with none,
-        the sink's defaults) cannot be split over shards: an output bound by key and by file at once,
-        or default bindings that are not keyed (every shard gets every file of those)."""
+    def check_shardable(self, job: str, bindings: Sequence[SinkBinding]) -> None:
+        """Raise :class:`BindingRejected` when this participant is a shard and ``bindings`` cannot be split
+        over shards (an output bound by key and by file at once), or :class:`BindingMissing` when ``job``
+        gave none (a shard cannot tell which rows are its own)."""
         if not self.shard.is_sharded:
             return
-        effective = self.bindings_or_default(bindings)
         try:
-            check_shardable(self.name, effective)
+            check_shardable(self.name, self.bindings_for(job, (), bindings))
         except InvalidBinding as exc:
             raise BindingRejected(self.name, "bindings", str(exc)) from None
-        unkeyed = [binding for binding in effective if not is_keyed(binding)] if not bindings else []
-        if unkeyed:
-            raise BindingRejected(
-                self.name,
-                unkeyed[0].describe(),
-                f"the sink is sharded and its default binding is {unkeyed[0].mode} without keys: every shard "
-                "would write every row; declare the job's bindings",
-            )
 
     def own_topics(self) -> frozenset[str]:
         """Topics this sink keeps for itself besides the internal ``_onceflow_*`` ones (a Kafka sink's
         configured commits topic): no binding may write them (:mod:`onceflow.core.contract.reserved`)."""
         return frozenset()
 
-    def bindings_or_default(self, bindings: Sequence[SinkBinding]) -> list[SinkBinding]:
-        """``bindings`` of this sink, or :meth:`default_bindings` when the job declared none."""
-        return list(bindings) if bindings else self.default_bindings()
+    def bindings_for(self, job: str, files: Sequence[StagedFile], bindings: Sequence[SinkBinding]) -> list[SinkBinding]:
+        """``bindings``, which ``job``'s ``[[outputs.<name>]]`` declare for this sink; none raises
+        :class:`BindingMissing` naming the job and the outputs of ``files`` (a participant has no
+        bindings of its own to fall back to)."""
+        if not bindings:
+            raise BindingMissing(self.name, job, sorted({f.output for f in files}) or [DEFAULT_OUTPUT])
+        return list(bindings)
 
-    def load(self, files: Sequence[StagedFile], bindings: Sequence[SinkBinding]) -> list[BoundRows]:
-        """The rows each binding writes, read and verified from ``files`` (raises ``StagingError``);
-        for a shard, a keyed binding keeps only the rows of the keys this shard owns."""
-        outputs = load_outputs(files, self.bindings_or_default(bindings))
+    def load(self, job: str, files: Sequence[StagedFile], bindings: Sequence[SinkBinding]) -> list[BoundRows]:
+        """The rows each of ``job``'s bindings writes, read and verified from ``files`` (raises
+        ``StagingError``, or :class:`BindingMissing` without bindings); for a shard, a keyed binding
+        keeps only the rows of the keys this shard owns."""
+        outputs = load_outputs(files, self.bindings_for(job, files, bindings))
         if not self.shard.is_sharded:
             return outputs
         return [
@@ -119,15 +124,15 @@ class SinkParticipant(abc.ABC):
         Steps:
             1. Read and verify every staged file, and group the rows by binding (a shard keeps the
                keys it owns). A missing, truncated or checksum-mismatched file, or bindings a shard
-               cannot split, is a no vote whose reason names the file or binding.
+               cannot split, or no bindings at all, is a no vote whose reason names the file or binding.
             2. Make the rows durable in the sink's prepared form (:meth:`prepare_rows`). A sink
                that refuses (:class:`PrepareRejected`) votes no with its reason.
             3. Vote yes with the number of rows.
         """
         # Step 1
         try:
-            self.check_shardable(bindings)
-            outputs = self.load(files, bindings)
+            self.check_shardable(txn.job, bindings)
+            outputs = self.load(txn.job, files, bindings)
         except (StagingError, BindingRejected) as exc:
             _log.warning("prepare.vote_no", sink=self.name, shard=self.shard.index, txn=txn, reason=str(exc))
             return PrepareVote.no(str(exc))
@@ -175,10 +180,6 @@ class SinkParticipant(abc.ABC):
         gained, refuse one whose columns or keys do not fit, naming the table, the column and the
         mismatch. Topics: create a missing one and publish the Avro writer schema.
         """
-
-    @abc.abstractmethod
-    def default_bindings(self) -> list[SinkBinding]:
-        """What a job that declares no bindings writes here: the IP-count results."""
 
     @abc.abstractmethod
     def abort(self, txn: TransactionId) -> None:

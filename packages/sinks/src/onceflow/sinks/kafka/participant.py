@@ -30,7 +30,6 @@ from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.staging import StagedFile
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
-from onceflow.ipcount.schema import ip_count_topic_binding
 from onceflow.sinks.base import BoundRows, SinkParticipant
 from onceflow.sinks.exceptions import (
     BindingRejected,
@@ -82,6 +81,9 @@ class KafkaParticipant(SinkParticipant):
     state is the staged files, listed per transaction in a :class:`PreparedJournal`. After a
     restart, commit redoes the batch from its staged files in a new transaction unless the commits
     topic already shows it (or a later batch) committed, so redo is idempotent.
+
+    ``topic`` is only created at start, so readers can subscribe before the first batch: what is
+    written where is always the job's bindings.
     """
 
     def __init__(
@@ -110,9 +112,6 @@ class KafkaParticipant(SinkParticipant):
             kafka.bootstrap_servers, config=_client_extras(kafka), replication=Replication.of(kafka)
         )
         ensure_topics(kafka, topic, commits_topic, timeout=timeout_s)
-
-    def default_bindings(self) -> list[SinkBinding]:
-        return [ip_count_topic_binding(self.name, self.topic)]
 
     def own_topics(self) -> frozenset[str]:
         return frozenset({self.commits_topic})
@@ -214,7 +213,8 @@ class KafkaParticipant(SinkParticipant):
         if remaining or failures:
             detail = f"{remaining} records unflushed" if remaining else f"delivery failed: {failures[0]}"
             self._abort_open(state)
-            raise PrepareRejected(f"sink {self.name!r} cannot produce {txn} to {self.topic}: {detail}")
+            topics = ", ".join(sorted({bound.binding.topic for bound in outputs} | {self.commits_topic}))
+            raise PrepareRejected(f"sink {self.name!r} cannot produce {txn} to {topics}: {detail}")
 
     def _produce_rows(self, producer: Producer, job: str, bound: BoundRows, on_delivery: DeliveryCallback) -> None:
         """One record per row of ``bound``: key columns, encoded value, header columns."""
@@ -328,7 +328,7 @@ class KafkaParticipant(SinkParticipant):
                 if state.open_txn is not None:
                     self._abort_open(state)
                 _log.warning("commit.redo_from_staging", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
-                self._produce_batch(state, txn, self.load(staged, redo_bindings))
+                self._produce_batch(state, txn, self.load(txn.job, staged, redo_bindings))
                 state.producer.commit_transaction(self._timeout_s)
                 state.open_txn = None
             # Step 4

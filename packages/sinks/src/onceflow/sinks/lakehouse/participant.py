@@ -10,7 +10,6 @@ from pathlib import Path
 from onceflow.core.contract import WHOLE_SINK, CommittedBatches, Shard, SinkBinding, TransactionId
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
-from onceflow.ipcount.schema import ip_count_table_binding
 from onceflow.sinks.base import BoundRows, PreparedJournal, SinkParticipant
 from onceflow.sinks.exceptions import (
     BindingRejected,
@@ -63,12 +62,7 @@ class LakehouseParticipant(SinkParticipant):
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
         self._ready: set[tuple[str, str]] = set()
-        # the default binding's table (the IP-count results) exists from the start, as readers expect
-        self.prepare_bindings("", self.default_bindings())
         _log.info(f"{table_format.kind}.open", sink=name)
-
-    def default_bindings(self) -> list[SinkBinding]:
-        return [ip_count_table_binding(self.name)]
 
     def app_id(self, job: str) -> str:
         """Who a table records ``job``'s batches for: the job, or ``<job>#<index>`` for a shard (each shard
@@ -112,6 +106,11 @@ class LakehouseParticipant(SinkParticipant):
 
     def _committed_everywhere(self, txn: TransactionId, bindings: Sequence[SinkBinding]) -> bool:
         return all(self.format.last_committed(b.table, self.app_id(txn.job)) >= txn.batch for b in bindings)
+
+    def _committed_anywhere(self, txn: TransactionId, tables: Sequence[str] | None = None) -> bool:
+        """Whether one of ``tables`` (default: every table of the sink) records ``txn`` or a later batch."""
+        tables = self.format.tables() if tables is None else tables
+        return any(self.format.last_committed(table, self.app_id(txn.job)) >= txn.batch for table in tables)
 
     def prepare_rows(self, txn: TransactionId, outputs: Sequence[BoundRows], files: Sequence[StagedFile]) -> None:
         """Write each binding's rows as data files outside the table, then journal them.
@@ -175,19 +174,24 @@ class LakehouseParticipant(SinkParticipant):
     def _prepared(
         self, txn: TransactionId, files: Sequence[StagedFile], bindings: Sequence[SinkBinding]
     ) -> tuple[list[SinkBinding], list[list[DataFile]]] | None:
-        """The journaled bindings and data files of ``txn``; without an entry, None if every table
-        holds it already, else the batch written now from ``files`` (the coordinator decided COMMIT,
-        so every participant voted yes); :class:`TransactionNotPrepared` without files."""
+        """The journaled bindings and data files of ``txn``; without an entry, None if every table of
+        ``bindings`` (without bindings: any table) holds it already, else the batch written now from
+        ``files`` (the coordinator decided COMMIT, so every participant voted yes);
+        :class:`TransactionNotPrepared` without files, :class:`BindingMissing` without bindings."""
         entry = self._journal.entry(txn)
         if entry is not None:
-            return entry[1] or self.default_bindings(), self._written(txn)
-        wanted = self.bindings_or_default(bindings)
+            return entry[1], self._written(txn)
+        if not bindings and self._committed_anywhere(txn):
+            return None  # a repeated commit without its bindings: the tables' commit records answer
+        if not bindings and not files:
+            raise TransactionNotPrepared(self.name, txn)
+        wanted = self.bindings_for(txn.job, files, bindings)
         if self._committed_everywhere(txn, wanted):
             return None
         if not files:
             raise TransactionNotPrepared(self.name, txn)
         _log.warning("commit.redo_from_staging", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
-        outputs = self.load(files, wanted)
+        outputs = self.load(txn.job, files, wanted)
         written = []
         for bound in outputs:
             self._ensure_table(bound.binding)
@@ -274,13 +278,12 @@ class LakehouseParticipant(SinkParticipant):
         """
         with self._lock(txn.job):
             entry = self._journal.entry(txn)
-            tables = [b.table for b in entry[1] or self.default_bindings()] if entry else self.format.tables()
-            if any(self.format.last_committed(table, self.app_id(txn.job)) >= txn.batch for table in tables):
+            if self._committed_anywhere(txn, [b.table for b in entry[1]] if entry else None):
                 raise TransactionAlreadyCommitted(self.name, txn)
             if entry is None:
                 _log.info("abort.unknown", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
                 return
-            bindings = entry[1] or self.default_bindings()
+            bindings = entry[1]
             for binding, uris in zip(bindings, self._written(txn), strict=False):
                 self.format.cleanup(binding, uris, committed=False)
             self._journal.remove(txn)

@@ -11,7 +11,6 @@ from psycopg import errors, sql
 from onceflow.core.contract import WHOLE_SINK, CommittedBatches, Shard, SinkBinding, TransactionId
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
-from onceflow.ipcount.schema import ip_count_table_binding
 from onceflow.sinks.base import BoundRows, SinkParticipant, committed_batches_query, group_committed
 from onceflow.sinks.exceptions import (
     PreparedTransactionsDisabled,
@@ -69,12 +68,7 @@ class PostgresParticipant(SinkParticipant):
                 conn.execute(SCHEMA)
         self._ready: set[tuple[str, str]] = set()
         self._ready_lock = threading.Lock()
-        # the default binding's table (the IP-count results) exists from the start, as readers expect
-        self.prepare_bindings("", self.default_bindings())
         _log.info("postgres.open", sink=name, max_prepared_transactions=value)
-
-    def default_bindings(self) -> list[SinkBinding]:
-        return [ip_count_table_binding(self.name)]
 
     def prepare_bindings(self, job: str, bindings: Sequence[SinkBinding]) -> None:
         """Create or check every binding's table (see :func:`onceflow.sinks.tables.plan_table`)."""
@@ -191,7 +185,7 @@ class PostgresParticipant(SinkParticipant):
             # Step 3
             if not files:
                 raise TransactionNotPrepared(self.name, txn)
-            outputs = self.load(files, bindings)
+            outputs = self.load(txn.job, files, bindings)
             rows = sum(b.rows.num_rows for b in outputs)
             _log.warning("commit.redo_from_staging", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=rows)
             for bound in outputs:

@@ -277,7 +277,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         except InvalidRequest as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         sink.check_serves(shard)
-        sink.check_shardable(bindings)
+        sink.check_shardable(request.job, bindings)
         sink.prepare_bindings(request.job, bindings)
         _log.info("bindings.ready", sink=sink.name, job=request.job, bindings=";".join(b.describe() for b in bindings))
         return participant_pb2.PrepareBindingsResponse()

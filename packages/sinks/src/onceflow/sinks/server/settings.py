@@ -60,6 +60,8 @@ class KafkaOptions(Section):
     """Where the Kafka sink writes, and where it keeps its small prepared-transaction journal."""
 
     kafka: KafkaSettings = KafkaSettings()
+    #: A topic created at start, for readers that subscribe before the first batch (the jobs' bindings
+    #: say what is written where; a participant has no bindings of its own).
     topic: str = SINK_TOPIC
     commits_topic: str = SINK_COMMITS_TOPIC
     state_dir: str = Field(min_length=1)

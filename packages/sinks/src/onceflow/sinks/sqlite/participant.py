@@ -15,7 +15,6 @@ from pathlib import Path
 from onceflow.core.contract import WHOLE_SINK, CommittedBatches, Shard, SinkBinding, TransactionId
 from onceflow.core.logging import get_logger
 from onceflow.core.staging import StagedFile
-from onceflow.ipcount.schema import ip_count_table_binding
 from onceflow.sinks.base import BoundRows, SinkParticipant, committed_batches_query, group_committed
 from onceflow.sinks.exceptions import PrepareRejected, TransactionAlreadyCommitted, TransactionNotPrepared
 from onceflow.sinks.sqlite.schema import SCHEMA
@@ -59,12 +58,7 @@ class SqliteParticipant(SinkParticipant):
         self._db.execute("PRAGMA synchronous = FULL")
         self._db.executescript(SCHEMA)
         self._ready: set[tuple[str, str]] = set()
-        # the default binding's table (the IP-count results) exists from the start, as readers expect
-        self.prepare_bindings("", self.default_bindings())
         _log.info("sqlite.open", sink=name, path=str(self.path))
-
-    def default_bindings(self) -> list[SinkBinding]:
-        return [ip_count_table_binding(self.name)]
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -182,10 +176,10 @@ class SqliteParticipant(SinkParticipant):
         # Step 2
         pending = self._pending(txn)
         if pending is not None:
-            outputs = self.load(*pending)
+            outputs = self.load(txn.job, *pending)
         elif files:
             _log.warning("commit.redo_from_staging", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
-            outputs = self.load(files, bindings)
+            outputs = self.load(txn.job, files, bindings)
         else:
             raise TransactionNotPrepared(self.name, txn)
         # Step 3

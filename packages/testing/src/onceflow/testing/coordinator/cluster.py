@@ -296,18 +296,29 @@ class TwoPhaseCommitCluster:
 
     @property
     def refs(self) -> list[ParticipantRef]:
-        """Every sink and the target of the participant process hosting it (one per shard)."""
+        """Every sink and the target of the participant process hosting it (one per shard), each with the
+        IP-count results' binding (:meth:`results_binding`)."""
         return self.refs_with()
 
     def refs_with(self, bindings: Mapping[str, Sequence[SinkBinding]] | None = None) -> list[ParticipantRef]:
-        """:attr:`refs`, each sink with its ``bindings`` (none: the sink's defaults, the IP-count results)."""
+        """:attr:`refs`, each sink with its ``bindings`` (a sink not in ``bindings``: :meth:`results_binding`,
+        as a job writing the IP-count example's results declares it; a participant has no defaults)."""
+        chosen = bindings or {}
         return [
             ref
             for sink in self.sinks
             for ref in ParticipantRef.shards_of(
-                sink, [p.target for p in self.processes_of(sink)], tuple((bindings or {}).get(sink, ()))
+                sink,
+                [p.target for p in self.processes_of(sink)],
+                tuple(chosen[sink]) if sink in chosen else (self.results_binding(sink),),
             )
         ]
+
+    @staticmethod
+    def results_binding(sink: str) -> SinkBinding:
+        """The IP-count results' binding of ``sink``: its ``ip_count_sink`` topic (Kafka), else its
+        ``ip_counts`` table (upserted by window and ip)."""
+        return ip_count_topic_binding(sink) if sink == "kafka" else ip_count_table_binding(sink)
 
     def processes_of(self, sink: str) -> list[ParticipantProcess]:
         """The participant processes of ``sink``, by shard index."""

@@ -11,7 +11,8 @@ import pytest
 
 from onceflow.cli.app import main as onceflow
 from onceflow.core.avro import ACCESS_EVENT_SERDE
-from onceflow.logproducer.generator import AccessLogGeneratorTask, TrafficModel, event, expected_counts
+from onceflow.ipcount.generator import AccessLogGeneratorTask
+from onceflow.ipcount.traffic import TrafficModel, event, expected_counts
 from onceflow.runtime.api.source import SourceTaskContext
 
 
@@ -84,12 +85,12 @@ def test_truth_counts_every_event_once_per_window() -> None:
 
 
 def test_truth_command(capsys: pytest.CaptureFixture[str]) -> None:
-    assert onceflow(["logproducer", "truth", "--seed", "5", "--count", "3000"]) == 0
+    assert onceflow(["ipcount", "truth", "--seed", "5", "--count", "3000"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert sum(int(r["count"]) for r in rows) == 3000
     assert set(rows[0]) == {"window_start", "window_end", "ip", "count"}
-    assert onceflow(["logproducer", "truth", "--seed", "5", "--count", "100", "--format", "jsonl", "-c", "ips=3"]) == 0
+    assert onceflow(["ipcount", "truth", "--seed", "5", "--count", "100", "--format", "jsonl", "-c", "ips=3"]) == 0
     docs = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len({d["ip"] for d in docs}) <= 3 and sum(d["count"] for d in docs) == 100
-    assert onceflow(["logproducer", "truth", "--seed", "5", "--count", "1", "-c", "ips=zero"]) == 2
+    assert onceflow(["ipcount", "truth", "--seed", "5", "--count", "1", "-c", "ips=zero"]) == 2
     assert "'ips'" in capsys.readouterr().err

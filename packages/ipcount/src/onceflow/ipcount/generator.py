@@ -1,4 +1,7 @@
-"""``access-log-generator``: deterministic synthetic traffic as a source connector.
+"""``access-log-generator``: the example's deterministic synthetic traffic (:mod:`onceflow.ipcount.traffic`) as a
+source connector of the runtime, registered as a plugin (the ``onceflow.connectors`` entry point of this
+package), so ``onceflow connect create ... connector.class=access-log-generator`` runs it once the example is
+installed. Its events are encoded as the log producer's connectors encode theirs (:mod:`onceflow.logproducer.encoding`).
 
 With ``tasks.max = n``, task ``k`` produces events ``k, k + n, k + 2n, ...`` (below ``count`` when
 it is set). Its source partition is ``{"generator": "access-log", "task": k, "tasks": n}`` and its
