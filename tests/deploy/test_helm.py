@@ -362,9 +362,11 @@ INIT = "onceflow-coordinator-init"
 def test_the_init_log_job_runs_on_install_after_topics_and_acls_as_the_coordinator(tmp_path: Path) -> None:
     """A pre-install hook after the topics and ACL Jobs (the topic exists, the coordinator may write it),
     before the coordinators are created, never on upgrade (a log lost since must be refused); it loads
-    the coordinator's own file and settings, whose init_if_missing is off, with the coordinator's
-    Kafka login and CA and no other Secret."""
-    docs = manifests(render(*CLUSTER, "-f", str(CHART.parent / "values" / "least-privilege.yaml")))
+    the coordinator's own file and settings (extraEnv included), whose init_if_missing is off, with
+    the coordinator's Kafka login and CA and no other Secret."""
+    topic = ("--set", "coordinator.extraEnv[0].name=ONCEFLOW_COORDINATOR__TRANSACTION_LOG__TOPIC",
+             "--set", "coordinator.extraEnv[0].value=_onceflow_decisions")  # fmt: skip
+    docs = manifests(render(*CLUSTER, "-f", str(CHART.parent / "values" / "least-privilege.yaml"), *topic))
     jobs = workloads(docs)
     phases, weight = hook(jobs[INIT])
     assert phases == {"pre-install"}
@@ -377,6 +379,7 @@ def test_the_init_log_job_runs_on_install_after_topics_and_acls_as_the_coordinat
     assert container["command"][:3] == ["onceflow", "txn", "init-log"] and container["image"] == served["image"]
     assert (init.kafka, init.transaction_log) == (coordinator.kafka, coordinator.transaction_log)
     assert coordinator.transaction_log.init_if_missing is False and coordinator.kafka.replication_factor == 3
+    assert init.transaction_log.topic == "_onceflow_decisions", "the coordinator's extraEnv reaches the Job"
 
     def secrets(name: str, container: dict[str, Any]) -> set[str]:
         volumes = pod_spec(jobs[name])["volumes"]
