@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from .deploy_support import CHART, ROOT
+from .deploy_support import CHART, ROOT, load_service_settings
 
 HELM = ROOT / ".cache" / "helm" / "v3.22.0" / "helm"
 KUBECHECK = ROOT / ".cache" / "kubecheck" / "kubecheck"
@@ -78,3 +78,26 @@ def config_file(docs: Sequence[dict[str, Any]], workload: dict[str, Any], direct
     written = directory / f"{workload['metadata']['name']}-{path.name}"
     written.write_text(config_map["data"][path.name])
     return written
+
+
+def loaded(docs: Sequence[dict[str, Any]], name: str, service: str, directory: Path) -> tuple[Any, dict[str, Any]]:
+    """What workload ``name``'s container loads, through its service's settings class, and its container."""
+    workload = workloads(docs)[name]
+    container = pod_spec(workload)["containers"][0]
+    env = {k: v for k, v in kubernetes_env(container).items() if k.startswith("ONCEFLOW_")}
+    return load_service_settings(service, config_file(docs, workload, directory), env), container
+
+
+def secret_refs(container: dict[str, Any]) -> dict[str, str]:
+    """Each variable that comes from a Secret: its Secret's name."""
+    return {
+        v["name"]: v["valueFrom"]["secretKeyRef"]["name"]
+        for v in container["env"]
+        if "secretKeyRef" in v.get("valueFrom", {})
+    }
+
+
+def hook(workload: dict[str, Any]) -> tuple[set[str], int]:
+    """A hook's phases (``helm.sh/hook``) and its weight: Helm runs a phase's hooks by ascending weight."""
+    annotations = workload["metadata"]["annotations"]
+    return set(annotations["helm.sh/hook"].split(",")), int(annotations["helm.sh/hook-weight"])

@@ -15,20 +15,26 @@ from typing import Any
 
 import pytest
 
+from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.coordinator.log.refusals import LogNotInitialised
+from onceflow.coordinator.service.server import transaction_log_for
 from onceflow.spark.runner.topology import check_shared_storage
 
-from .deploy_support import CHART, load_service_settings, load_yaml
+from .deploy_support import CHART, load_yaml
 from .helm_support import (
     HELM,
     KUBE_VERSION,
     KUBECHECK,
     REQUIRED,
     config_file,
+    hook,
     kubernetes_env,
+    loaded,
     manifests,
     pod_spec,
     render,
     run,
+    secret_refs,
     template,
     workloads,
 )
@@ -171,23 +177,6 @@ def cluster_values() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def cluster_docs() -> list[dict[str, Any]]:
     return manifests(render(*CLUSTER))
-
-
-def loaded(docs: list[dict[str, Any]], name: str, service: str, directory: Path) -> tuple[Any, dict[str, Any]]:
-    """What workload ``name``'s container loads, through its service's settings class, and its container."""
-    workload = workloads(docs)[name]
-    container = pod_spec(workload)["containers"][0]
-    env = {k: v for k, v in kubernetes_env(container).items() if k.startswith("ONCEFLOW_")}
-    return load_service_settings(service, config_file(docs, workload, directory), env), container
-
-
-def secret_refs(container: dict[str, Any]) -> dict[str, str]:
-    """Each variable that comes from a Secret: its Secret's name."""
-    return {
-        v["name"]: v["valueFrom"]["secretKeyRef"]["name"]
-        for v in container["env"]
-        if "secretKeyRef" in v.get("valueFrom", {})
-    }
 
 
 def test_cluster_shards_standby_and_s3_staging_load_through_the_services_settings(
@@ -363,3 +352,69 @@ def test_a_k8s_master_gets_its_executors_the_image_and_the_shared_volumes() -> N
 def test_a_bad_value_fails_helm_template_naming_it(values: tuple[str, ...], message: str) -> None:
     result = template(*(arg for value in values for arg in ("--set", value)))
     assert result.returncode == 1 and message in result.stderr, result.stderr
+
+
+# --- the decision log: initialised once, by a hook Job (issue 23) ------------------------------
+
+INIT = "onceflow-coordinator-init"
+
+
+def test_the_init_log_job_runs_on_install_after_topics_and_acls_as_the_coordinator(tmp_path: Path) -> None:
+    """A pre-install hook after the topics and ACL Jobs (the topic exists, the coordinator may write it),
+    before the coordinators are created, never on upgrade (a log lost since must be refused); it loads
+    the coordinator's own file and settings (extraEnv included), whose init_if_missing is off, with
+    the coordinator's Kafka login and CA and no other Secret."""
+    topic = ("--set", "coordinator.extraEnv[0].name=ONCEFLOW_COORDINATOR__TRANSACTION_LOG__TOPIC",
+             "--set", "coordinator.extraEnv[0].value=_onceflow_decisions")  # fmt: skip
+    docs = manifests(render(*CLUSTER, "-f", str(CHART.parent / "values" / "least-privilege.yaml"), *topic))
+    jobs = workloads(docs)
+    phases, weight = hook(jobs[INIT])
+    assert phases == {"pre-install"}
+    for name in ("onceflow-topics", "onceflow-acls"):
+        assert "pre-install" in hook(jobs[name])[0] and hook(jobs[name])[1] < weight, name
+    config_map = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == INIT)
+    assert hook(config_map) == ({"pre-install"}, -10), "the Job's file exists before the Job"
+    init, container = loaded(docs, INIT, "coordinator", tmp_path)
+    coordinator, served = loaded(docs, "onceflow-coordinator", "coordinator", tmp_path)
+    assert container["command"][:3] == ["onceflow", "txn", "init-log"] and container["image"] == served["image"]
+    assert (init.kafka, init.transaction_log) == (coordinator.kafka, coordinator.transaction_log)
+    assert coordinator.transaction_log.init_if_missing is False and coordinator.kafka.replication_factor == 3
+    assert init.transaction_log.topic == "_onceflow_decisions", "the coordinator's extraEnv reaches the Job"
+
+    def secrets(name: str, container: dict[str, Any]) -> set[str]:
+        volumes = pod_spec(jobs[name])["volumes"]
+        return {v["secret"]["secretName"] for v in volumes if "secret" in v} | set(secret_refs(container).values())
+
+    assert secrets(INIT, container) == {"onceflow-kafka-coordinator", "onceflow-kafka-tls"}
+    assert secrets(INIT, container) < secrets("onceflow-coordinator", served)
+    coordinators = jobs["onceflow-coordinator"]["metadata"]
+    assert "helm.sh/hook" not in coordinators.get("annotations", {}), "created after the pre-install hooks"
+
+
+def test_the_init_log_job_initialises_the_log_the_coordinator_refuses_to_create(
+    broker: EmbeddedBroker, tmp_path: Path
+) -> None:
+    """The install's hooks in order on a real broker: the topics Job creates the log topic empty, the
+    coordinator's rendered settings refuse it, the init Job's command writes the genesis, the
+    coordinator opens it; run again, the Job leaves the log alone."""
+    docs = manifests(render(*(arg for value in (f"kafka.bootstrapServers={broker.bootstrap_servers}",
+                                                "kafka.replicationFactor=1", "kafka.minInsyncReplicas=1")
+                              for arg in ("--set", value))))  # fmt: skip
+    jobs = workloads(docs)
+    (topics,) = pod_spec(jobs["onceflow-topics"])["containers"]
+    script = str(CHART / "files" / "create_topics.py")
+    created = subprocess.run([sys.executable, script], env={**os.environ, **kubernetes_env(topics)},
+                             capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    coordinator, _ = loaded(docs, "onceflow-coordinator", "coordinator", tmp_path)
+    with pytest.raises(LogNotInitialised, match=r"no genesis record.*onceflow txn init-log"):
+        transaction_log_for(coordinator).open()
+    (container,) = pod_spec(jobs[INIT])["containers"]
+    argv = [str(ONCEFLOW), *container["command"][1:-1], str(config_file(docs, jobs[INIT], tmp_path))]
+    env = {**os.environ, **kubernetes_env(container)}
+    for wanted in ("initialised at", "already initialised (1 records): nothing to do"):
+        result = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, check=False)
+        assert result.returncode == 0 and wanted in result.stdout, result.stdout + result.stderr
+    log = transaction_log_for(coordinator)
+    assert log.open() == []
+    log.close()

@@ -119,6 +119,24 @@ else kafka.propertiesSecret, else kafka.properties. Takes (dict "context" . "ser
 {{- end }}
 {{- end }}
 
+{{/*
+The coordinator's Kafka and decision-log settings, the same in its pods and in the init-log Job: its
+login (coordinator.kafkaPropertiesSecret, its principal), the cluster, the replication.
+*/}}
+{{- define "onceflow.coordinator.kafkaEnv" -}}
+{{ include "onceflow.kafkaPropertiesEnv" (dict "context" . "service" .Values.coordinator) }}
+- name: ONCEFLOW_COORDINATOR__KAFKA__BOOTSTRAP_SERVERS
+  value: {{ .Values.kafka.bootstrapServers | quote }}
+- name: ONCEFLOW_COORDINATOR__KAFKA__PROPERTIES
+  value: "$(KAFKA_PROPERTIES)"
+- name: ONCEFLOW_COORDINATOR__KAFKA__REPLICATION_FACTOR
+  value: {{ .Values.kafka.replicationFactor | quote }}
+- name: ONCEFLOW_COORDINATOR__KAFKA__MIN_INSYNC_REPLICAS
+  value: {{ .Values.kafka.minInsyncReplicas | quote }}
+- name: ONCEFLOW_COORDINATOR__TRANSACTION_LOG__REPLICATION_FACTOR
+  value: {{ .Values.kafka.replicationFactor | quote }}
+{{- end }}
+
 {{/* POSTGRES_DSN, from the Secret */}}
 {{- define "onceflow.postgresDsnEnv" -}}
 - name: POSTGRES_DSN
