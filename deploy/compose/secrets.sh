@@ -10,7 +10,9 @@
 #    consumer) and the brokers' own; kafka-<principal>.properties holds a client's login (its config's
 #    kafka.properties_file), kafka/ what the brokers read (scram-users at format time, the JAAS logins
 #    of the inter-broker and controller listeners).
-# 4. s3-secret-key: the staging store's secret key (S3Proxy and its clients).
+# 4. s3-secret-key: the staging store's secret key (S3Proxy), and s3.env, the login of its clients
+#    (the drivers, the coordinators, the participants) as the AWS variables, with the checksum
+#    switches S3Proxy needs (docs/cluster.md, "Staging on an object store").
 # The directory is the host user's alone (0700); the files are readable by the containers' users.
 set -euo pipefail
 
@@ -48,4 +50,10 @@ listener.name.controller.plain.sasl.jaas.config=org.apache.kafka.common.security
 JAAS
 # Step 4
 keep "$DIR/s3-secret-key" || random >"$DIR/s3-secret-key"
+cat >"$DIR/s3.env" <<ENV
+AWS_ACCESS_KEY_ID=onceflow-staging
+AWS_SECRET_ACCESS_KEY=$(cat "$DIR/s3-secret-key")
+AWS_REQUEST_CHECKSUM_CALCULATION=when_required
+AWS_RESPONSE_CHECKSUM_VALIDATION=when_required
+ENV
 echo "deploy-secrets: ok ($(cd "$DIR" && ls | tr '\n' ' '))"

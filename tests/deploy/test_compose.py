@@ -344,29 +344,34 @@ def test_clients_name_both_coordinators_and_each_advertises_itself(compose: dict
         assert settings.transaction_log.replication_factor == 3
 
 
-def test_staging_and_checkpoints_are_volumes_every_node_mounts(compose: dict[str, Any]) -> None:
+def test_staging_is_the_object_store_and_checkpoints_a_volume_every_node_mounts(compose: dict[str, Any]) -> None:
     services = compose["services"]
     root = typed(compose, "job-ipcount", SparkJobSettings).staging_root
-    for name in (
-        "coordinator-1",
-        "coordinator-2",
-        "participant-0",
-        "participant-1",
-        "job-ipcount",
-        "job-traffic",
-        "spark-worker-1",
-        "spark-worker-2",
-    ):
-        assert f"staging:{root}" in services[name]["volumes"], name
+    bucket = root.removeprefix("s3://").split("/")[0]
+    assert root.startswith("s3://") and services["s3proxy"]["environment"]["S3PROXY_BUCKETS"] == bucket
+    assert not services["s3proxy"].get("ports"), "the object store is not published on the host"
+    # Least privilege: the store's login goes to the services that stage, read or delete batches only
+    # (the executors get it from their driver), and no service mounts staging as a volume.
+    stores = {"coordinator-1", "coordinator-2", "participant-0", "participant-1", "job-ipcount", "job-traffic"}
+    for name, service in services.items():
+        assert ("secrets/s3.env" in service.get("env_file", [])) == (name in stores), name
+        assert not any(str(v).startswith("staging:") for v in service.get("volumes", [])), name
     for name in ("coordinator-1", "coordinator-2"):
-        assert typed(compose, name, CoordinatorSettings).staging_root == root
+        settings = typed(compose, name, CoordinatorSettings)
+        assert (settings.staging_root, settings.staging.s3.endpoint_url) == (root, "http://s3proxy:8080"), name
+    for name in ("participant-0", "participant-1"):
+        staging = typed(compose, name, ParticipantSettings).staging
+        assert (staging.roots, staging.allowed_schemes, staging.s3.endpoint_url) == (
+            [root],
+            ["s3"],
+            "http://s3proxy:8080",
+        ), name
     for name in ("job-ipcount", "job-traffic", "spark-worker-1", "spark-worker-2"):
         assert "spark-checkpoints:/var/lib/onceflow/spark/checkpoints" in services[name]["volumes"], name
-    for name in ("participant-0", "participant-1"):
-        assert typed(compose, name, ParticipantSettings).staging.roots == [root]
     for name in ("job-ipcount", "job-traffic"):
         # what the driver checks at start on its standalone master: local paths must be declared shared
         job = typed(compose, name, SparkJobSettings)
+        assert (job.staging_root, job.staging.s3.endpoint_url) == (root, "http://s3proxy:8080"), name
         assert job.spark.master.startswith("spark://"), name
         check_shared_storage(job, job.spark.master)
 

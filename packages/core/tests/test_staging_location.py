@@ -166,3 +166,20 @@ def test_each_module_imports_first_in_a_fresh_interpreter(module: str) -> None:
 
     result = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_checksum_switches_go_to_child_processes_with_the_connection() -> None:
+    """An executor on another host gets the store's connection from its driver's ``environment()``:
+    without S3Proxy's checksum switches its uploads fail (XAmzContentSHA256Mismatch)."""
+    environ = {
+        "AWS_ENDPOINT_URL": "http://s3proxy:8080",
+        "AWS_ACCESS_KEY_ID": "id",
+        "AWS_SECRET_ACCESS_KEY": "secret",
+        "AWS_REQUEST_CHECKSUM_CALCULATION": "when_required",
+        "AWS_RESPONSE_CHECKSUM_VALIDATION": "when_required",
+    }
+    child = S3Connection.resolve(None, environ).environment()
+    assert child == environ
+    assert (
+        "when_required" not in repr(S3Connection.resolve(None, {})) and not S3Connection.resolve(None, {}).environment()
+    )

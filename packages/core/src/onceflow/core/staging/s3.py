@@ -21,6 +21,9 @@ _CREDENTIAL_ERRORS: Final = frozenset(
     {"ACCESS_DENIED", "SIGNATURE_DOES_NOT_MATCH", "INVALID_ACCESS_KEY_ID", "INVALID_SIGNATURE", "EXPIRED_TOKEN"}
 )
 _REDACTED: Final = "[redacted]"
+#: The AWS SDKs' checksum switches: stores without the newer default checksums (S3Proxy 2.6, older
+#: MinIO and Ceph) need both at ``when_required`` in every process that talks to them.
+CHECKSUM_SWITCHES: Final = ("AWS_REQUEST_CHECKSUM_CALCULATION", "AWS_RESPONSE_CHECKSUM_VALIDATION")
 
 
 def _first(environ: Mapping[str, str], *names: str) -> str:
@@ -43,6 +46,8 @@ class S3Connection:
     credentials_from: str
     connect_timeout_s: float = 3.0
     max_attempts: int = 3
+    #: The :data:`CHECKSUM_SWITCHES` set in the environment it was resolved from, as (name, value).
+    checksum_switches: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def resolve(cls, settings: S3Settings | None, environ: Mapping[str, str]) -> S3Connection:
@@ -69,6 +74,7 @@ class S3Connection:
             credentials_from=source,
             connect_timeout_s=settings.connect_timeout_s,
             max_attempts=settings.max_attempts,
+            checksum_switches=tuple((name, environ[name]) for name in CHECKSUM_SWITCHES if environ.get(name)),
         )
 
     def __str__(self) -> str:
@@ -105,9 +111,10 @@ class S3Connection:
         return pafs.S3FileSystem(**options)
 
     def environment(self) -> dict[str, str]:
-        """The standard AWS variables that give a child process (a Spark JVM and its Python workers)
-        this same connection."""
+        """The standard AWS variables that give a child process (a Spark JVM and its Python workers, an
+        executor on another host) this same connection, with the checksum switches it was given."""
         pairs = {
+            **dict(self.checksum_switches),
             "AWS_ENDPOINT_URL": self.endpoint_url,
             "AWS_REGION": self.region,
             "AWS_ACCESS_KEY_ID": self.access_key_id,
