@@ -252,13 +252,18 @@ class SinkSystem:
         }
         return spark_job_config(tmp_path / f"{job}.toml", settings)
 
-    def replay_audit(self, configs: list[Path]) -> subprocess.CompletedProcess[str]:
-        """``onceflow audit --replay`` of the jobs ``configs`` against this system's participant config."""
+    def replay_audit(
+        self, configs: list[Path], env: Mapping[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """``onceflow audit --replay`` of the jobs ``configs`` against this system's participant config
+        (``env``: the whole environment of the command, else this process's)."""
         command = [
             str(Path(sys.executable).parent / "onceflow"), "audit", "--replay", *map(str, configs),
             "--participant-config", str(self.work_dir / "participant.toml"), "--master", "local[2]",
         ]  # fmt: skip
-        return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=600, check=False, env=None if env is None else dict(env)
+        )
 
     def log_tail(self, name: str, chars: int = 4000) -> str:
         path = self.work_dir / name

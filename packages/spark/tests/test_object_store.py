@@ -8,6 +8,7 @@ The coordinator and the participant get the same store from the standard AWS var
 
 from __future__ import annotations
 
+import os
 import re
 import time
 import uuid
@@ -60,6 +61,8 @@ def test_staging_and_checkpoint_on_s3_survive_a_driver_kill(
     3. A new driver resumes from that checkpoint (its first batch follows the last committed one),
        reads the rest of the input and closes every window.
     4. Kafka, SQLite and PostgreSQL hold exactly the truth; the driver's log never shows the secret.
+    5. The replay audit, with the store in the job's ``[staging.s3]`` only (no AWS variable): it reads
+       the checkpoint and stages its side outputs on S3, and every sink is EXACT.
     """
     model = recent_model(21)
     expected = truth(model, 2 * EVENTS_PER_ROUND)
@@ -124,3 +127,8 @@ def test_staging_and_checkpoint_on_s3_survive_a_driver_kill(
     system.wait_exact(expected)
     for log in (first_life, second_life):
         assert s3proxy.secret_access_key not in log and s3proxy.access_key_id not in log
+    # Step 5
+    environ = {name: value for name, value in os.environ.items() if not name.startswith("AWS_")}
+    audit = system.replay_audit([config], env={**environ, **env})
+    assert audit.returncode == 0, audit.stdout + audit.stderr[-3000:]
+    assert audit.stdout.endswith("verdict: EXACT\n"), audit.stdout
