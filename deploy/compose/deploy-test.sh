@@ -50,8 +50,10 @@ on_exit() {
     # Every log in full to a file; here, the onceflow services' errors, then the state of every container.
     compose -f deploy/compose/test/broken-settings.yml logs --no-color --timestamps >.cache/deploy-test-logs.txt 2>&1 || true
     say "the services' errors (every log: .cache/deploy-test-logs.txt):"
-    grep -v -E '^(spark-|kafka-|postgres|prometheus)' .cache/deploy-test-logs.txt \
-      | grep -E 'ERROR|FATAL|Traceback|Error:|exited|invalid|failed' | tail -n 60 | cut -c1-400 || true
+    # (not librdkafka's connection lines, which every broker restart fills the logs with)
+    grep -v -E '^(spark-|kafka-|postgres|prometheus)|\|[0-9]+\|[A-Z]+\|rdkafka|%[0-9]\|' .cache/deploy-test-logs.txt \
+      | grep -E ' (ERROR|CRITICAL|FATAL) |Traceback|[A-Za-z]+(Error|Exception):|onceflow[a-z -]*: (error|invalid)|exited' \
+      | tail -n 40 | cut -c1-400 || true
     say "the processes using the host's cores ($(load)):"
     ps -eo pcpu,etimes,args --sort=-pcpu | head -n 6 | cut -c1-160 || true
     compose -f deploy/compose/test/broken-settings.yml ps -a --format '{{.Service}}: {{.Status}}' || true
@@ -174,7 +176,8 @@ audit() {
   compose exec -T "$service" onceflow audit "$@" >"$report" 2>&1 || status=$?
   grep -v -E '^\s+at |WARN (Utils|NativeCodeLoader)' "$report" | tail -n 25
   local last
-  last=$(grep -v -E '^\s+at |WARN ' "$report" | tail -n 6 | cut -c1-200 | tr '\n' '|')
+  # (Spark's progress bars are carriage-return lines: not a line of the report)
+  last=$(tr '\r' '\n' <"$report" | grep -v -E '^\s+at |WARN |^\s*\[Stage [0-9]+|^\s*$|^%[0-9]\|' | tail -n 6 | cut -c1-200 | tr '\n' '|')
   [ "$status" -eq 0 ] || fail "$name: the audit exited $status; its last lines: $last (all: $report)"
   tail -n 1 "$report" | grep -q "EXACT" || fail "$name: the audit is not EXACT; its last lines: $last"
 }

@@ -15,6 +15,7 @@ and an owner that learns it lost the partition stops at once.
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 import time
 from collections.abc import Callable
@@ -109,7 +110,12 @@ class LeaderElection:
             self._on_lost(f"member {self.advertised} lost the leadership of consumer group {self.group_id}")
 
     def _run(self) -> None:
-        """Poll the group (its rebalance callbacks run here); a standby also refreshes who leads."""
+        """Poll the group (its rebalance callbacks run here); a standby also refreshes who leads.
+
+        Nothing may end this loop but :meth:`close`: librdkafka keeps heartbeating without it, so a
+        dead loop would leave a member that the group gives the partition to and that never takes
+        it, and no coordinator would ever be active.
+        """
         paused = False
         last_leader: str | None = ""
         next_refresh = 0.0
@@ -126,17 +132,20 @@ class LeaderElection:
             now = time.monotonic()
             if now >= next_refresh:
                 next_refresh = now + _LEADER_REFRESH_S
-                leader = self.leader()
-                if leader != last_leader:
-                    last_leader = leader
-                    self._on_leader(leader)
+                try:
+                    leader = self.leader()
+                    if leader != last_leader:
+                        last_leader = leader
+                        self._on_leader(leader)
+                except Exception as exc:  # who leads is advisory: the loop must go on
+                    _log.warning("election.leader_refresh_failed", group=self.group_id, error=repr(exc))
 
     def leader(self) -> str | None:
         """The advertised target of the member that owns the partition (None if nobody does, or unknown)."""
         try:
             future = self._admin.describe_consumer_groups([self.group_id], request_timeout=5)[self.group_id]
             group = future.result(5)
-        except KafkaException as exc:
+        except (KafkaException, concurrent.futures.TimeoutError) as exc:  # a broker still loading the group
             _log.warning("election.describe_failed", group=self.group_id, error=exc)
             return None
         for member in group.members:
