@@ -5,10 +5,13 @@ ListTransactions report it (the coordinator keeps these values; the contract's c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from onceflow.core.contract.state import TransactionState
 from onceflow.core.contract.txn import TransactionId
-from onceflow.core.staging.files import StagedFile
+
+if TYPE_CHECKING:  # staging imports the contract: a runtime import here would be circular
+    from onceflow.core.staging.files import StagedFile
 
 
 @dataclass(frozen=True, slots=True)
