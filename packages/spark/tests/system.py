@@ -279,7 +279,10 @@ class SinkSystem:
         return {(int(r["window_start"]), str(r["ip"])): int(r["count"]) for r in rows}
 
     def postgres_results(self) -> dict[Key, int]:
-        rows = PostgresReader("postgres", self.postgres_dsn).rows(ip_count_table_binding("postgres"))
+        try:
+            rows = PostgresReader("postgres", self.postgres_dsn).rows(ip_count_table_binding("postgres"))
+        except psycopg.errors.UndefinedTable:  # not created yet: a job creates its tables when it registers
+            return {}
         return {(int(r["window_start"]), str(r["ip"])): int(r["count"]) for r in rows}
 
     def kafka_results(self, *, latest_wins: bool = False) -> dict[Key, int]:
