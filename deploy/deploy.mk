@@ -25,7 +25,7 @@ docker: ## start a Docker engine: installs docker.io + debootstrap from Debian w
 wheelhouse: setup-env ## the locked wheels of uv.lock for the images' Python, and onceflow's own (.cache/wheelhouse)
 	@UV="$(UV)" PYTHON="$(PYTHON)" bash deploy/images/wheelhouse.sh
 
-images: docker wheelhouse kafka s3proxy ## build every image of the deploys (base by debootstrap when it cannot be pulled)
+images: docker wheelhouse kafka s3proxy hadoop-aws ## build every image of the deploys (base by debootstrap when it cannot be pulled)
 	@bash deploy/images/build.sh
 
 # The go builds: `go install`/`go build` from the Go module proxy into .cache, with a stamp of what was

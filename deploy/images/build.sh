@@ -4,7 +4,8 @@
 #
 # 1. The base: BASE_IMAGE if it can be had, else Debian bookworm built by debootstrap (base.sh).
 # 2. The onceflow images: one per target of services/Dockerfile (onceflow-<service>; they share every
-#    layer but their last few). The wheelhouse must exist (make wheelhouse).
+#    layer but their last few). The wheelhouse must exist (make wheelhouse), and the Spark image takes
+#    the S3A connector's jars (make hadoop-aws), copied into .cache/images/hadoop-aws.
 # 3. The dependencies on the same base: Apache Kafka and S3Proxy from the jars in .cache (make kafka,
 #    make s3proxy), PostgreSQL and Prometheus from Debian's packages.
 # The engine's layer cache makes a second run take seconds; only what changed is rebuilt.
@@ -22,6 +23,10 @@ mkdir -p .cache/images
 pom_version() { sed -n "s:.*<$2>\(.*\)</$2>.*:\1:p" "$1" | head -n 1; }
 KAFKA_VERSION=$(pom_version tools/kafka/pom.xml kafka.version)
 [ -f ".cache/kafka/$KAFKA_VERSION/.complete" ] || { say "no Kafka $KAFKA_VERSION jars: run 'make kafka' first"; exit 1; }
+
+HADOOP_AWS_VERSION=$(pom_version tools/hadoop-aws/pom.xml hadoop.version)
+HADOOP_AWS_JARS=.cache/hadoop-aws/$HADOOP_AWS_VERSION/classpath.txt
+[ -s "$HADOOP_AWS_JARS" ] || { say "no hadoop-aws $HADOOP_AWS_VERSION classpath: run 'make hadoop-aws' first"; exit 1; }
 
 start_all=$(date +%s)
 rows=()
@@ -44,7 +49,27 @@ BASE=$(bash deploy/images/base.sh | tail -n 1)
 rows+=("base($BASE) $(( $(date +%s) - start ))")
 
 # Step 2
-for service in "${SERVICES[@]}"; do build "$service" services/Dockerfile --target "$service"; done
+# The S3A jars, copied where the build context reaches them (only what changed), and their paths in
+# the Spark image.
+mkdir -p .cache/images/hadoop-aws
+IFS=':' read -r -a jars <"$HADOOP_AWS_JARS"
+image_classpath=()
+for jar in "${jars[@]}"; do
+  [ -f "$jar" ] || { say "$jar (in $HADOOP_AWS_JARS) is missing: run 'make hadoop-aws' again"; exit 1; }
+  cp -u "$jar" .cache/images/hadoop-aws/
+  image_classpath+=("/opt/hadoop-aws/$(basename "$jar")")
+done
+for staged in .cache/images/hadoop-aws/*.jar; do
+  [[ " ${image_classpath[*]} " == *" /opt/hadoop-aws/$(basename "$staged") "* ]] || rm -f "$staged"
+done
+classpath=$(IFS=':'; echo "${image_classpath[*]}")
+for service in "${SERVICES[@]}"; do
+  if [ "$service" = spark-worker ]; then
+    build "$service" services/Dockerfile --target "$service" --build-arg "HADOOP_AWS_CLASSPATH=$classpath"
+  else
+    build "$service" services/Dockerfile --target "$service"
+  fi
+done
 
 # Step 3
 build kafka deploy/images/kafka/Dockerfile --build-arg "KAFKA_VERSION=$KAFKA_VERSION"

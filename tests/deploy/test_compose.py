@@ -148,6 +148,19 @@ def test_every_image_is_one_make_images_builds(compose: dict[str, Any]) -> None:
         assert "ARG BASE_IMAGE=debian:bookworm-slim" in (ROOT / "deploy" / "images" / image / "Dockerfile").read_text()
 
 
+def test_only_the_spark_image_carries_the_s3a_jars_its_checkpoints_need() -> None:
+    """The jobs' checkpoints are on s3a://, so every Spark JVM needs hadoop-aws: the driver checks
+    ONCEFLOW_HADOOP_AWS_CLASSPATH at start (exit 2 naming checkpoint_location without it)."""
+    dockerfile = (ROOT / "services" / "Dockerfile").read_text()
+    stages = re.split(r"^FROM ", dockerfile, flags=re.M)
+    assert stages[-1].startswith("onceflow AS spark-worker"), "the last stage: no other target passes its jars"
+    assert "ONCEFLOW_HADOOP_AWS_CLASSPATH=${HADOOP_AWS_CLASSPATH}" in stages[-1]
+    assert not any(".cache/images/hadoop-aws" in stage for stage in stages[:-1])
+    build = (ROOT / "deploy" / "images" / "build.sh").read_text()
+    assert '--build-arg "HADOOP_AWS_CLASSPATH=$classpath"' in build
+    assert "!.cache/images/hadoop-aws/" in (ROOT / ".dockerignore").read_text().splitlines()
+
+
 @pytest.mark.parametrize(
     "name",
     ["coordinator-1", "participant-0", "participant-1", "job-ipcount", "job-traffic", "consumer", "connect-worker"],
@@ -344,11 +357,12 @@ def test_clients_name_both_coordinators_and_each_advertises_itself(compose: dict
         assert settings.transaction_log.replication_factor == 3
 
 
-def test_staging_is_the_object_store_and_checkpoints_a_volume_every_node_mounts(compose: dict[str, Any]) -> None:
+def test_staging_and_checkpoints_are_on_the_object_store_and_no_spark_volume_is_shared(compose: dict[str, Any]) -> None:
     services = compose["services"]
     root = typed(compose, "job-ipcount", SparkJobSettings).staging_root
     bucket = root.removeprefix("s3://").split("/")[0]
-    assert root.startswith("s3://") and services["s3proxy"]["environment"]["S3PROXY_BUCKETS"] == bucket
+    buckets = services["s3proxy"]["environment"]["S3PROXY_BUCKETS"].split(",")
+    assert root.startswith("s3://") and buckets == [bucket, "onceflow-checkpoints"]
     assert not services["s3proxy"].get("ports"), "the object store is not published on the host"
     # Least privilege: the store's login goes to the services that stage, read or delete batches only
     # (the executors get it from their driver), and no service mounts staging as a volume.
@@ -366,14 +380,24 @@ def test_staging_is_the_object_store_and_checkpoints_a_volume_every_node_mounts(
             ["s3"],
             "http://s3proxy:8080",
         ), name
-    for name in ("job-ipcount", "job-traffic", "spark-worker-1", "spark-worker-2"):
-        assert "spark-checkpoints:/var/lib/onceflow/spark/checkpoints" in services[name]["volumes"], name
+    # Nothing Spark writes is on a volume: a worker or driver may start on any node.
+    for name in ("spark-master", "job-ipcount", "job-traffic", "spark-worker-1", "spark-worker-2"):
+        assert all(
+            str(v).startswith("./config:")
+            for v in services[name].get("volumes", [])
+            if not str(v).startswith("participant-0-data:")
+        ), name
+    checkpoints = set()
     for name in ("job-ipcount", "job-traffic"):
-        # what the driver checks at start on its standalone master: local paths must be declared shared
+        # what the driver checks at start on its standalone master: nothing local, nothing declared shared
         job = typed(compose, name, SparkJobSettings)
         assert (job.staging_root, job.staging.s3.endpoint_url) == (root, "http://s3proxy:8080"), name
-        assert job.spark.master.startswith("spark://"), name
+        assert job.spark.master.startswith("spark://") and not job.checkpoint_shared, name
+        assert job.checkpoint_location.startswith("s3a://onceflow-checkpoints/"), name
+        assert not job.checkpoint_location.startswith(root.replace("s3://", "s3a://")), "outside every staging root"
         check_shared_storage(job, job.spark.master)
+        checkpoints.add(job.checkpoint_location)
+    assert len(checkpoints) == 2, "one checkpoint per job"
 
 
 def test_the_log_producer_tails_the_input_volume_the_audit_recounts(compose: dict[str, Any]) -> None:
