@@ -18,6 +18,7 @@ from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.core.avro.arrow import json_value
 from onceflow.core.contract.clients import RequestRefused, ResultsClient
+from onceflow.core.contract.results import RowsUpdate
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
 
 from .conftest import Transaction, TransactionalWriter, ip_count, wait_until
@@ -160,9 +161,9 @@ def test_the_results_client_watches_rows_until_it_is_closed(
     with ResultsClient(f"127.0.0.1:{service[0].port}", timeout_s=10) as client:
         with pytest.raises(RequestRefused, match="NOT_FOUND: table: 'missing' is not a stored table"):
             next(client.watch_rows("missing"))
-        assert [t.table for t in client.list_tables().tables] == ["results", "events"]
+        assert [t.table for t in client.list_tables()] == ["results", "events"]
         stream = client.watch_rows("events")
-        received: list[results_pb2.WatchRowsResponse] = []
+        received: list[RowsUpdate] = []
         live = threading.Event()
 
         def collect() -> None:
@@ -179,8 +180,8 @@ def test_the_results_client_watches_rows_until_it_is_closed(
         thread.join(20)
         assert not thread.is_alive(), "the watched row"
         stream.close()  # cancels the call
-        assert [json.loads(row.json)["seq"] for r in received for row in r.rows] == [200]
-        assert client.list_rows("events", limit=1).rows  # the channel still serves
+        assert [row["seq"] for r in received for row in r.records()] == [200]
+        assert len(client.list_rows("events", limit=1).records()) == 1  # the channel still serves
 
 
 def test_results_table_commands(service: tuple[ConsumerService, Any, Any], capsys: pytest.CaptureFixture[str]) -> None:

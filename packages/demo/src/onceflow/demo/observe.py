@@ -196,7 +196,7 @@ class Observer:
                 reply = client.get_top_ips(limit=limit)
         except RpcFailed:
             return None
-        return TopIps(reply.window_start_ms, tuple((c.ip, int(c.count)) for c in reply.counts))
+        return TopIps(reply.window_start_ms, tuple((c.ip, c.count) for c in reply.counts))
 
     def consumer_totals(self) -> tuple[int, int] | None:
         return sqlite_totals(self.context.consumer_store_path, "results")

@@ -1,6 +1,6 @@
 """The contract's values to and from their ``onceflow.v1`` messages: one conversion for every service
 (bindings, staged files, transaction ids, transaction states, resolutions, shards, the coordinator's
-reports and outcomes, the sinks' commit records)."""
+reports and outcomes, the sinks' commit records, the Results API's answers)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,26 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from onceflow.core.contract.bindings import DEFAULT_OUTPUT, SinkBinding, SinkMode, ValueFormat
 from onceflow.core.contract.commits import CommittedBatches, HostedCommits
 from onceflow.core.contract.report import ParticipantVote, TransactionOutcome, TransactionReport
+from onceflow.core.contract.results import (
+    AuditSummary,
+    CountMismatch,
+    GeneratorTruth,
+    IpCount,
+    IpCountsUpdate,
+    RowsPage,
+    RowsUpdate,
+    SinkAuditSummary,
+    SourceTopicTruth,
+    TableColumn,
+    TableDescription,
+    TopIpCounts,
+)
 from onceflow.core.contract.schema import schema_from_bytes, schema_to_bytes
 from onceflow.core.contract.shards import Shard
 from onceflow.core.contract.state import Resolution, TransactionState
 from onceflow.core.contract.txn import TransactionId
 from onceflow.core.staging.files import StagedFile
-from onceflow.proto.v1 import common_pb2, coordinator_pb2, participant_pb2
+from onceflow.proto.v1 import common_pb2, coordinator_pb2, participant_pb2, results_pb2
 
 
 def binding_to_proto(binding: SinkBinding) -> common_pb2.SinkBinding:
@@ -252,3 +266,65 @@ def hosted_commits_from_proto(message: participant_pb2.ListCommittedBatchesRespo
         )
         for hosted in message.sinks
     ]
+
+
+def table_from_proto(message: results_pb2.StoredTable) -> TableDescription:
+    return TableDescription(
+        table=message.table,
+        topic=message.topic,
+        mode=message.mode,
+        keys=tuple(message.keys),
+        value_format=message.value_format,
+        created=message.created,
+        columns=tuple(TableColumn(c.name, c.type, c.nullable) for c in message.columns),
+    )
+
+
+def rows_page_from_proto(message: results_pb2.ListRowsResponse) -> RowsPage:
+    return RowsPage(rows=tuple(row.json for row in message.rows), next_page_token=message.next_page_token)
+
+
+def rows_update_from_proto(message: results_pb2.WatchRowsResponse) -> RowsUpdate:
+    return RowsUpdate(rows=tuple(row.json for row in message.rows), offsets=dict(message.offsets))
+
+
+def ip_counts_from_proto(messages: Iterable[results_pb2.IpCount]) -> tuple[IpCount, ...]:
+    return tuple(IpCount(m.window_start_ms, m.window_end_ms, m.ip, m.count) for m in messages)
+
+
+def top_ips_from_proto(message: results_pb2.GetTopIpsResponse) -> TopIpCounts:
+    return TopIpCounts(message.window_start_ms, ip_counts_from_proto(message.counts))
+
+
+def ip_counts_update_from_proto(message: results_pb2.WatchResultsResponse) -> IpCountsUpdate:
+    return IpCountsUpdate(ip_counts_from_proto(message.counts), dict(message.offsets))
+
+
+def audit_request_to_proto(
+    truth: GeneratorTruth | SourceTopicTruth, sinks: Iterable[str] = ()
+) -> results_pb2.RunAuditRequest:
+    """RunAudit's request: the truth to compare with, and the sinks to audit (none: every sink)."""
+    if isinstance(truth, GeneratorTruth):
+        generator = results_pb2.GeneratorTruth(seed=truth.seed, count=truth.count)
+        return results_pb2.RunAuditRequest(generator=generator, sinks=list(sinks))
+    topic = results_pb2.SourceTopicTruth(topic=truth.topic)
+    return results_pb2.RunAuditRequest(source_topic=topic, sinks=list(sinks))
+
+
+def audit_from_proto(message: results_pb2.RunAuditResponse) -> AuditSummary:
+    return AuditSummary(
+        sinks=tuple(
+            SinkAuditSummary(
+                sink=s.sink,
+                windows_expected=s.windows_expected,
+                matched=s.matched,
+                missing=s.missing,
+                extra=s.extra,
+                mismatched=s.mismatched,
+                examples=tuple(CountMismatch(e.window_start_ms, e.ip, e.expected, e.actual) for e in s.examples),
+                exact=s.exact,
+            )
+            for s in message.sinks
+        ),
+        exact=message.exact,
+    )
