@@ -202,3 +202,36 @@ def test_results_table_commands(service: tuple[ConsumerService, Any, Any], capsy
     assert "INVALID_ARGUMENT: page_token" in capsys.readouterr().err
     assert onceflow(["results", "tables", "--results", target, "--timeout", "0"]) == 2
     assert "timeout must be a positive number of seconds, got 0.0" in capsys.readouterr().err
+
+
+def _run_while_writing(args: list[str], write: Callable[[int], None]) -> int:
+    """``onceflow args`` (a watch that stops after one batch) while ``write(i)`` commits a batch every
+    0.2 s, until the watch returns (a batch written before the watch subscribed is not streamed)."""
+    result: list[int] = []
+    thread = threading.Thread(target=lambda: result.append(onceflow(args)), daemon=True)
+    thread.start()
+    for i in range(150):
+        thread.join(0.2)
+        if not thread.is_alive():
+            break
+        write(i)
+    assert result, f"{args[:2]} printed no batch"
+    return result[0]
+
+
+def test_the_watch_commands_print_committed_batches(
+    service: tuple[ConsumerService, TransactionalWriter, TransactionalWriter], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, writer, counts = service
+    target = f"127.0.0.1:{service[0].port}"
+    watch_rows = ["results", "watch-rows", "events", "--max-batches", "1", "--results", target]
+    assert _run_while_writing(watch_rows, lambda i: writer.write_values([json_value(event(1000 + i))])) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out.splitlines()[0])["seq"] >= 1000
+    assert "# watching; offsets 0:" in captured.err and "# offsets 0:" in captured.err
+
+    watch = ["results", "watch", "--from", "60000", "--max-batches", "1", "--results", target]
+    assert _run_while_writing(watch, lambda i: counts.write(Transaction([ip_count(60_000, "10.9.9.9", i + 1)]))) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "window_start,window_end,ip,count" and out[1].startswith("# watching; offsets 0:")
+    assert out[2].startswith("60000,65000,10.9.9.9,") and out[3].startswith("# offsets 0:")
