@@ -3,6 +3,9 @@ JSON and proto forms."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import pyarrow as pa
 import pytest
 
@@ -172,6 +175,13 @@ def test_the_coordinators_reports_and_outcomes_round_trip_through_proto() -> Non
     )
     assert report_from_proto(report_to_proto(report)) == report
     assert report.rows == 7
+    # a time since 1970 comes back as the same float, to the last bit (time.time() is such a float);
+    # 1709071301.334387 is one that a float product (seconds * 1e9) gets wrong
+    for seconds in (1_709_071_301.334387, 1_700_000_000.123456789, 4_102_444_800.999999):
+        timed = dataclasses.replace(report, started_at=seconds, updated_at=math.nextafter(seconds, math.inf))
+        assert report_from_proto(report_to_proto(timed)) == timed, seconds
+    stamp = report_to_proto(dataclasses.replace(report, started_at=1_700_000_000.25)).started_at
+    assert (stamp.seconds, stamp.nanos) == (1_700_000_000, 250_000_000)
     unset = TransactionReport(TransactionId("ipcount", 0), TransactionState.COMMITTED)
     assert report_to_proto(unset).started_at.ToNanoseconds() == 0
     assert report_from_proto(report_to_proto(unset)) == unset
