@@ -107,11 +107,9 @@ def test_no_stub_is_built_outside_the_client_layer() -> None:
 
 
 #: Client methods that still answer ``onceflow.v1`` messages (issue 24, item 2): the Results API's
-#: (its IP-count views move with the example) and Connect's generic ``call`` (the ``onceflow connect``
-#: command maps its sub-commands onto the RPCs' messages). Nothing may join this list.
+#: (its IP-count views move with the example). Nothing may join this list.
 STILL_ANSWERING_PROTO = frozenset(
     {
-        "ConnectClient.call",
         "ResultsClient.get_ip_counts",
         "ResultsClient.get_top_ips",
         "ResultsClient.list_rows",

@@ -30,13 +30,17 @@ from onceflow.core.contract import (
     schema_to_bytes,
 )
 from onceflow.core.contract.clients import CoordinatorClient, ParticipantClient, ServiceClient
+from onceflow.core.contract.connect import ConnectorOffset
 from onceflow.core.contract.proto import (
     binding_from_proto,
     binding_to_proto,
+    connector_state_from_proto,
     file_from_proto,
     file_to_proto,
     hosted_commits_from_proto,
     hosted_commits_to_proto,
+    offset_from_proto,
+    offset_to_proto,
     outcome_from_proto,
     report_from_proto,
     report_to_proto,
@@ -46,10 +50,11 @@ from onceflow.core.contract.proto import (
     state_to_proto,
     txn_id_from_proto,
     txn_id_to_proto,
+    work_state_to_proto,
 )
 from onceflow.core.staging import StagedFile
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding, ip_count_topic_binding
-from onceflow.proto.v1 import common_pb2, coordinator_pb2
+from onceflow.proto.v1 import common_pb2, connect_pb2, coordinator_pb2
 
 WIDE = pa.schema(
     [
@@ -216,3 +221,28 @@ def test_a_client_refuses_an_empty_target_and_a_bad_deadline(client_class: type[
             client_class("127.0.0.1:1", timeout_s=bad)
     with client_class("127.0.0.1:1", timeout_s=2) as client:
         assert client.target == "127.0.0.1:1" and client.timeout_s == 2.0
+
+
+def test_the_connect_answers_convert_from_proto_as_the_rest_api_spells_them() -> None:
+    offset = ConnectorOffset(partition={"file": "/logs/a.log"}, offset={"lines": 41, "ratio": 0.5})
+    assert offset_from_proto(offset_to_proto(offset)) == offset  # whole numbers come back as ints
+    reset = ConnectorOffset(partition={"counter": 0})
+    assert offset_from_proto(offset_to_proto(reset)) == reset
+    status = connector_state_from_proto(
+        connect_pb2.ConnectorStatus(
+            name="c",
+            state=connect_pb2.WORK_STATE_RUNNING,
+            worker_id="w1",
+            type=connect_pb2.CONNECTOR_TYPE_SOURCE,
+            tasks=[connect_pb2.TaskStatus(id=0, state=connect_pb2.WORK_STATE_FAILED, trace="boom")],
+        )
+    )
+    assert (status.state, status.type, status.tasks[0].state, status.tasks[0].trace) == (
+        "RUNNING",
+        "source",
+        "FAILED",
+        "boom",
+    )
+    assert work_state_to_proto("paused") == connect_pb2.WORK_STATE_PAUSED
+    with pytest.raises(ValueError, match=r"unknown connector state 'asleep'.*RUNNING"):
+        work_state_to_proto("asleep")
