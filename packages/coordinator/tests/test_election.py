@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.coordinator.service.election import LeaderElection
+from onceflow.coordinator.election import LeaderElection
 from onceflow.core.settings import KafkaSettings
 from onceflow.testing.broker.clients import create_topic
 

@@ -25,9 +25,9 @@ import time
 
 from grpc_health.v1 import health, health_pb2
 
+from onceflow.coordinator.election import LeaderElection
 from onceflow.coordinator.engine import RecoveryReport, TwoPhaseCommitEngine
-from onceflow.coordinator.service.election import LeaderElection
-from onceflow.coordinator.service.servicer import SERVICE_NAME
+from onceflow.coordinator.servicer import SERVICE_NAME
 from onceflow.coordinator.settings import CoordinatorSettings
 from onceflow.core.logging import get_logger
 
