@@ -13,7 +13,6 @@ import grpc
 from onceflow.core.contract.clients import ConnectClient
 from onceflow.core.process import ServiceProcess
 from onceflow.core.service import Readiness
-from onceflow.proto.v1 import connect_pb2 as pb
 
 
 def free_port() -> int:
@@ -61,7 +60,7 @@ class WorkerProcess(ServiceProcess):
     def probe_ready(self, pid: int) -> Readiness | None:
         with ConnectClient(self.target, timeout_s=2) as client:
             try:
-                client.call("ListConnectors", pb.ListConnectorsRequest())
+                client.list_connectors()
             except grpc.RpcError:
                 return None
         return Readiness(port=self._port)
