@@ -31,7 +31,6 @@ import base64
 import os
 import re
 import shutil
-import socket
 import subprocess
 import uuid
 from collections.abc import Mapping, Sequence
@@ -42,6 +41,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 from onceflow.broker.admin.connection import KafkaConnection
 from onceflow.broker.embedded import BrokerProcess
 from onceflow.broker.protocol.shapes import build_entity
+from onceflow.core.process import free_port
 from onceflow.core.service import Readiness
 
 __all__ = [
@@ -152,13 +152,6 @@ def find_kafka_libs() -> Path:
             f"(or 'make kafka'), which fetches them from Maven Central"
         )
     return cache / "libs"
-
-
-def free_port(host: str) -> int:
-    """A TCP port free on ``host`` right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def new_cluster_id() -> str:

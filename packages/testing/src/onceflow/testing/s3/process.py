@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from onceflow.core.process import ServiceProcess
+from onceflow.core.process import ServiceProcess, free_port
 from onceflow.core.service import Readiness
 
 POM: Final = Path("tools/s3proxy/pom.xml")
@@ -81,12 +81,6 @@ def find_s3proxy_libs() -> Path:
             f"(or 'make s3proxy'), which fetches them from Maven Central"
         )
     return cache / "libs"
-
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 class S3ProxyProcess(ServiceProcess):
@@ -174,7 +168,7 @@ class S3ProxyProcess(ServiceProcess):
     def command(self) -> Sequence[str]:
         # Step 1
         if self._port == 0:
-            self._port = _free_port(self.host)
+            self._port = free_port(self.host)
             for bucket in self.buckets:
                 self.create_bucket(bucket)
         # Step 2
