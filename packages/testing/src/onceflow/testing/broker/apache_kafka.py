@@ -43,6 +43,7 @@ from onceflow.broker.embedded import BrokerProcess
 from onceflow.broker.protocol.shapes import build_entity
 from onceflow.core.process import free_port
 from onceflow.core.service import Readiness
+from onceflow.testing.jars import JarsMissing, fetched_libs, pom_property, repo_root
 
 __all__ = [
     "BROKER_USER",
@@ -67,7 +68,6 @@ _BROKER_PASSWORD_FILE = "sasl-broker-password"
 KAFKA_HOME_ENV = "ONCEFLOW_KAFKA_HOME"
 """Environment variable naming a folder whose ``libs/`` holds the Kafka jars (overrides the cache)."""
 POM = Path("tools/kafka/pom.xml")
-STAMP = ".complete"
 NODE_ID = 1
 """The node id of a one-node Kafka."""
 
@@ -109,26 +109,14 @@ logger.state.level = WARN
 """
 
 
-class KafkaJarsMissing(RuntimeError):  # noqa: N818 - the name says what it is
+class KafkaJarsMissing(JarsMissing):
     """The Apache Kafka jars are not where ``make setup`` puts them."""
-
-
-def _repo_root(start: Path) -> Path | None:
-    for folder in (start, *start.parents):
-        if (folder / POM).is_file():
-            return folder
-    return None
 
 
 def kafka_version(root: Path | None = None) -> str:
     """The Kafka version ``tools/kafka/pom.xml`` pins (the repository is found from the cwd upwards)."""
-    root = root or _repo_root(Path.cwd()) or _repo_root(Path(__file__).resolve())
-    if root is None:
-        raise KafkaJarsMissing(f"no {POM} above {Path.cwd()}: run from inside the onceflow repository")
-    match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", (root / POM).read_text())
-    if match is None:
-        raise KafkaJarsMissing(f"{root / POM} has no <kafka.version>")
-    return match.group(1)
+    root = root or repo_root(POM, KafkaJarsMissing)
+    return pom_property(root / POM, "kafka.version", KafkaJarsMissing)
 
 
 def find_kafka_libs() -> Path:
@@ -142,16 +130,7 @@ def find_kafka_libs() -> Path:
         if not any(libs.glob("kafka_2.13-*.jar")):
             raise KafkaJarsMissing(f"${KAFKA_HOME_ENV}={home}, but {libs} holds no kafka_2.13 jar")
         return libs
-    root = _repo_root(Path.cwd()) or _repo_root(Path(__file__).resolve())
-    version = kafka_version(root)
-    assert root is not None
-    cache = root / ".cache" / "kafka" / version
-    if not (cache / STAMP).is_file():
-        raise KafkaJarsMissing(
-            f"Apache Kafka {version} jars are missing ({cache / 'libs'}): run 'make setup' "
-            f"(or 'make kafka'), which fetches them from Maven Central"
-        )
-    return cache / "libs"
+    return fetched_libs("kafka", title="Apache Kafka", version_property="kafka.version", missing=KafkaJarsMissing)
 
 
 def new_cluster_id() -> str:

@@ -22,7 +22,6 @@ and so breaks Hadoop's S3A connector).
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shutil
 import socket
@@ -32,6 +31,7 @@ from typing import Final
 
 from onceflow.core.process import ServiceProcess, free_port
 from onceflow.core.service import Readiness
+from onceflow.testing.jars import JarsMissing, fetched_libs
 
 POM: Final = Path("tools/s3proxy/pom.xml")
 S3PROXY_HOME_ENV: Final = "ONCEFLOW_S3PROXY_HOME"
@@ -46,25 +46,8 @@ CLIENT_CHECKSUM_ENV: Final[Mapping[str, str]] = {
 FAST_START_JVM_OPTIONS: Final = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
 
 
-class S3ProxyJarsMissing(RuntimeError):  # noqa: N818 - the name says what it is
+class S3ProxyJarsMissing(JarsMissing):
     """The S3Proxy jars are not where ``make setup`` puts them."""
-
-
-def repo_root() -> Path:
-    """The onceflow checkout this runs in (found from the working directory, else from this file)."""
-    for start in (Path.cwd(), Path(__file__).resolve()):
-        for folder in (start, *start.parents):
-            if (folder / "tools").is_dir() and (folder / "Makefile").is_file():
-                return folder
-    raise S3ProxyJarsMissing(f"no onceflow checkout above {Path.cwd()}: run from inside the repository")
-
-
-def pom_property(pom: Path, name: str) -> str:
-    """The value of ``<name>`` in the ``<properties>`` of ``pom``."""
-    match = re.search(rf"<{re.escape(name)}>([^<]+)</{re.escape(name)}>", pom.read_text())
-    if match is None:
-        raise S3ProxyJarsMissing(f"{pom} has no <{name}>")
-    return match.group(1)
 
 
 def find_s3proxy_libs() -> Path:
@@ -72,15 +55,7 @@ def find_s3proxy_libs() -> Path:
     home = os.environ.get(S3PROXY_HOME_ENV)
     if home:
         return Path(home) / "libs"
-    root = repo_root()
-    version = pom_property(root / POM, "s3proxy.version")
-    cache = root / ".cache" / "s3proxy" / version
-    if not (cache / ".complete").is_file():
-        raise S3ProxyJarsMissing(
-            f"S3Proxy {version} jars are missing ({cache / 'libs'}): run 'make setup' "
-            f"(or 'make s3proxy'), which fetches them from Maven Central"
-        )
-    return cache / "libs"
+    return fetched_libs("s3proxy", title="S3Proxy", version_property="s3proxy.version", missing=S3ProxyJarsMissing)
 
 
 class S3ProxyProcess(ServiceProcess):
