@@ -2,14 +2,20 @@
 
 Each tool has a ``tools/<tool>/pom.xml`` pinning its version as a property; ``make setup`` resolves it
 into ``.cache/<tool>/<version>/libs`` and marks the folder complete with ``.complete``. The Kafka,
-S3Proxy and hadoop-aws fixtures find their jars here, one way.
+S3Proxy and hadoop-aws fixtures find their jars here, one way, and fail alike when they are missing.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
+
+import pytest
+
+T = TypeVar("T")
 
 STAMP: Final = ".complete"
 
@@ -50,3 +56,30 @@ def fetched_libs(tool: str, *, title: str, version_property: str, missing: type[
             f"(or 'make {tool}'), which fetches them from Maven Central"
         )
     return cache / "libs"
+
+
+def java_command(
+    main: str,
+    *args: str,
+    libs: Path,
+    heap: str,
+    options: Sequence[str] = (),
+    title: str,
+    missing: type[JarsMissing] = JarsMissing,
+) -> list[str]:
+    """``java -Xmx<heap> <options> -cp <libs>/* <main> <args>``; ``missing`` when there is no java on PATH
+    (``title`` names what needs it)."""
+    java = shutil.which("java")
+    if java is None:
+        raise missing(f"no java on PATH: {title} needs Java 17+ (see 'make setup')")
+    return [java, f"-Xmx{heap}", *options, "-cp", f"{libs}/*", main, *args]
+
+
+def start_or_fail(start: Callable[[], T]) -> T:
+    """``start()`` of a fixture's JVM tool; a :class:`JarsMissing` fails the test with its message alone
+    (it says what to run), never a skip."""
+    try:
+        return start()
+    except JarsMissing as exc:
+        missing = str(exc)
+    pytest.fail(missing, pytrace=False)  # outside the except: the message alone, no chained traceback

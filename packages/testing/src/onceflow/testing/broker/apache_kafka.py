@@ -30,7 +30,6 @@ from __future__ import annotations
 import base64
 import os
 import re
-import shutil
 import subprocess
 import uuid
 from collections.abc import Mapping, Sequence
@@ -43,7 +42,7 @@ from onceflow.broker.embedded import BrokerProcess
 from onceflow.broker.protocol.shapes import build_entity
 from onceflow.core.process import free_port
 from onceflow.core.service import Readiness
-from onceflow.testing.jars import JarsMissing, fetched_libs, pom_property, repo_root
+from onceflow.testing.jars import JarsMissing, fetched_libs, java_command, pom_property, repo_root
 
 __all__ = [
     "BROKER_USER",
@@ -225,22 +224,20 @@ class ApacheKafka(BrokerProcess):
         return self.data_dir / "server.properties"
 
     def _java(self, main: str, *args: str) -> list[str]:
-        libs = self._libs or find_kafka_libs()
-        java = shutil.which("java")
-        if java is None:
-            raise KafkaJarsMissing("no java on PATH: Apache Kafka needs Java 17+ (see 'make setup')")
-        return [
-            java,
-            f"-Xmx{self._heap}",
-            "-Xms64m",
-            *self._jvm_options,
-            "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
-            "-cp",
-            f"{libs}/*",
+        return java_command(
             main,
             *args,
-        ]
+            libs=self._libs or find_kafka_libs(),
+            heap=self._heap,
+            options=(
+                "-Xms64m",
+                *self._jvm_options,
+                "-Djava.awt.headless=true",
+                f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
+            ),
+            title="Apache Kafka",
+            missing=KafkaJarsMissing,
+        )
 
     def command(self) -> Sequence[str]:
         # Step 1

@@ -31,7 +31,7 @@ from typing import Final
 
 from onceflow.core.process import ServiceProcess, free_port
 from onceflow.core.service import Readiness
-from onceflow.testing.jars import JarsMissing, fetched_libs
+from onceflow.testing.jars import JarsMissing, fetched_libs, java_command
 
 POM: Final = Path("tools/s3proxy/pom.xml")
 S3PROXY_HOME_ENV: Final = "ONCEFLOW_S3PROXY_HOME"
@@ -158,23 +158,21 @@ class S3ProxyProcess(ServiceProcess):
         config = self.work_dir / "s3proxy.conf"
         config.write_text("".join(f"{key}={value}\n" for key, value in properties.items()))
         config.chmod(0o600)
-        java = shutil.which("java")
-        if java is None:
-            raise S3ProxyJarsMissing("no java on PATH: S3Proxy needs Java 17+ (see 'make setup')")
-        libs = self._libs or find_s3proxy_libs()
-        return [
-            java,
-            f"-Xmx{self._heap}",
-            *FAST_START_JVM_OPTIONS,
-            # slf4j-simple to stdout (the log file): S3Proxy routes System.err into its own logger.
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-            "-Dorg.slf4j.simpleLogger.logFile=System.out",
-            "-cp",
-            f"{libs}/*",
+        return java_command(
             "org.gaul.s3proxy.Main",
             "--properties",
             str(config),
-        ]
+            libs=self._libs or find_s3proxy_libs(),
+            heap=self._heap,
+            options=(
+                *FAST_START_JVM_OPTIONS,
+                # slf4j-simple to stdout (the log file): S3Proxy routes System.err into its own logger.
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                "-Dorg.slf4j.simpleLogger.logFile=System.out",
+            ),
+            title="S3Proxy",
+            missing=S3ProxyJarsMissing,
+        )
 
     def probe_ready(self, pid: int) -> Readiness | None:
         # Step 3
