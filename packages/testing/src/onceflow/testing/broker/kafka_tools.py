@@ -87,7 +87,7 @@ def tool_command(main_class: str, *args: str, heap: str = "256m", libs: Path | N
         libs=libs or find_kafka_libs(),
         heap=heap,
         options=(*FAST_START_JVM_OPTIONS, "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={_log4j2_config()}"),
-        title="Kafka's tools",
+        title="each Kafka tool",
         missing=KafkaJarsMissing,
     )
 
