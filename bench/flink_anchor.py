@@ -9,11 +9,13 @@ each broker (the embedded broker, then Apache Kafka 4.3 from ``make setup``), on
 (the broker, onceflow's coordinator and a participant hosting the Kafka, SQLite and PostgreSQL sinks)
 and one preloaded input: ``--events`` AccessEvents (single-object Avro, 2 partitions) and the runtime's
 end-of-input markers (``bench/ip_count_rig.py``). Then ``--repeats`` rounds, each running every system
-once, alternating, over the same input:
+once, over the same input, in an order rotated per round (no system always runs first, or after the
+same other one):
 
 - ``onceflow EOS, 3 sinks`` / ``onceflow EOS, Kafka only`` / ``onceflow ALO`` (``bench/onceflow_runs.py``):
-  Spark ``local[2]`` in this process (warm: the session is built once), ``maxOffsetsPerTrigger =
-  --batch``, a 100 ms trigger;
+  Spark ``local[2]`` in this process (warm: the session is built once, and one untimed run per
+  broker warms its JIT and Python workers, as Flink's JVM start is not timed either),
+  ``maxOffsetsPerTrigger = --batch``, a 100 ms trigger;
 - ``Flink EOS, JVM decoder`` / ``Flink EOS, Python decoder`` (``bench/flink/ip_count_job.py``, in
   Flink's own virtualenv): a read_committed Kafka source bounded at the input's end offsets (Flink's
   end of input), 5 s event-time windows, 5 s watermark delay, an exactly-once Kafka sink, 5 s
@@ -59,7 +61,7 @@ from ip_count_rig import (
     preload,
     sink_services,
 )
-from onceflow_runs import base_settings, job_settings, run_variant, spark_jvm_pid
+from onceflow_runs import base_settings, in_turn, job_settings, run_variant, spark_jvm_pid, warm_up
 
 from onceflow.core.avro import ACCESS_EVENT_SERDE
 from onceflow.core.avro.single_object import MAGIC
@@ -224,8 +226,20 @@ def main() -> int:
                 base = base_settings(bootstrap, here, services, "local[2]")
                 if spark is None and any(not s.startswith("flink") for s in systems):
                     spark = build_session(job_settings(base, "exactly-once", here, "bench"), "local[2]")
+                if spark is not None:
+                    warm_up(
+                        spark,
+                        base,
+                        f"{broker_kind}-warmup",
+                        work=here,
+                        data=data,
+                        services=services,
+                        meter=CpuMeter(),
+                        batch=args.batch,
+                        timeout_s=args.timeout,
+                    )
                 for repeat in range(args.repeats):
-                    for system in systems:
+                    for system in in_turn(systems, repeat):
                         meter = CpuMeter()
                         meter.add("broker", broker_pid)
                         name = f"{broker_kind}-{system}-{repeat}"

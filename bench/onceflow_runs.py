@@ -86,6 +86,22 @@ def first_read_time(progress: dict[str, Any]) -> float:
     return started + before_tasks / 1000
 
 
+def in_turn(systems: list[str], repeat: int) -> list[str]:
+    """``systems`` rotated by ``repeat``: across the repeats, no system always runs first, or always
+    right after the same other one (a run pays for what the one before it left: load, reaped Python
+    workers, a cold JIT)."""
+    shift = repeat % len(systems) if systems else 0
+    return systems[shift:] + systems[:shift]
+
+
+def warm_up(spark: Any, base: dict[str, Any], name: str, **kwargs: Any) -> None:
+    """One untimed exactly-once run before the timed ones: the Spark JVM's JIT and its Python workers
+    warm, as in a streaming job that has been running for a while. Its outcome is printed, not counted."""
+    started = time.monotonic()
+    outcome = run_variant(spark, base, "exactly-once", name, **kwargs)
+    print(f"{name}: warm-up, not counted: {time.monotonic() - started:.1f}s, first batch {outcome['first_batch_s']}s")
+
+
 def run_variant(
     spark: Any,
     base: dict[str, Any],

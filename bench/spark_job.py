@@ -44,7 +44,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from cpu_meter import CpuMeter, format_cpu
 from ip_count_rig import LATENESS_MS, WINDOW_MS, broker, preload, sink_services
-from onceflow_runs import VARIANTS, base_settings, job_settings, run_variant, spark_jvm_pid
+from onceflow_runs import VARIANTS, base_settings, in_turn, job_settings, run_variant, spark_jvm_pid, warm_up
 
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IP_COUNT_SERDE
 from onceflow.core.topics import SINK_TOPIC
@@ -218,8 +218,9 @@ def main() -> int:
         meter.add("broker", broker_pid)
         for name, pid in services.pids.items():
             meter.add(name, pid)
+        warm_up(spark, base, "tp-warmup", work=work, data=data, services=services, meter=CpuMeter(), batch=args.batch)
         for repeat in range(args.repeats):
-            for variant in variants:
+            for variant in in_turn(variants, repeat):
                 name = f"tp-{variant}-{repeat}"
                 outcome = run_variant(
                     spark, base, variant, name, work=work, data=data, services=services, meter=meter, batch=args.batch

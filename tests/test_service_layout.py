@@ -40,10 +40,13 @@ def test_every_service_class_lives_in_its_packages_service_module() -> None:
             if isinstance(node, ast.ClassDef) and any(getattr(b, "id", None) == "Service" for b in node.bases):
                 package, inner = _where(path)
                 found.append((package, node.name))
-                assert inner == "service.py" or inner.startswith("service/"), (
+                assert inner == "service.py", (
                     f"{node.name} is a Service in {path.relative_to(ROOT)}: it belongs in onceflow.{package}.service"
                 )
     assert {package for package, _ in found} >= {"broker", "consumer", "coordinator", "runtime", "sinks", "spark"}
+    # a service is one module, not a package beside it (core's ``service`` package is the serve loop)
+    packages = [p.relative_to(ROOT) for p in PRODUCT if p.name != "core" and any((p / "service").glob("*.py"))]
+    assert not packages, f"a service package; its Service belongs in service.py, the rest in modules: {packages}"
 
 
 def test_commands_are_declared_only_in_command_modules_and_run_only_by_core() -> None:

@@ -23,7 +23,7 @@ import pytest
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core import topics
 from onceflow.core.contract.clients import ConnectClient
-from onceflow.proto.v1 import connect_pb2 as pb
+from onceflow.core.contract.connect import TaskStateInfo
 from onceflow.testing.broker.clients import create_topic
 from onceflow.testing.runtime import WorkerProcess, read_records
 
@@ -48,9 +48,8 @@ def _wait(predicate: Callable[[], bool], timeout: float, worker: WorkerProcess, 
         time.sleep(0.1)
 
 
-def _task(client: ConnectClient, name: str) -> pb.TaskStatus:
-    status: pb.TaskStatus = client.call("GetTaskStatus", pb.GetTaskStatusRequest(connector=name, task=0)).status
-    return status
+def _task(client: ConnectClient, name: str) -> TaskStateInfo:
+    return client.get_task_status(name, 0)
 
 
 def test_an_unregistered_connector_class_is_refused_and_never_imported(broker: EmbeddedBroker, tmp_path: Path) -> None:
@@ -67,7 +66,7 @@ def test_an_unregistered_connector_class_is_refused_and_never_imported(broker: E
         with worker.client() as client:
             config = {"connector.class": "hostile_plugin:Hostile", "topic": "out"}
             with pytest.raises(grpc.RpcError) as refused:
-                client.call("CreateConnector", pb.CreateConnectorRequest(name="hostile", config=config))
+                client.create_connector("hostile", config)
             assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             details = refused.value.details() or ""
             assert "'hostile_plugin:Hostile' is not a registered connector plugin" in details
@@ -77,7 +76,7 @@ def test_an_unregistered_connector_class_is_refused_and_never_imported(broker: E
             # the documented aliases of a registered plugin still work
             generator = "onceflow.ipcount.generator.AccessLogGeneratorConnector"
             config = {"connector.class": generator, "topic": "gen-out", "count": "10"}
-            client.call("CreateConnector", pb.CreateConnectorRequest(name="gen", config=config))
+            client.create_connector("gen", config)
     finally:
         worker.stop()
 
@@ -101,8 +100,8 @@ def test_the_file_connector_reads_only_allowed_paths(broker: EmbeddedBroker, tmp
     try:
         with worker.client() as client:
             config = {"connector.class": "access-log-file", "file": file, "end.of.input": "eof"}
-            client.call("CreateConnector", pb.CreateConnectorRequest(name="tail", config=config))
-            _wait(lambda: _task(client, "tail").state == pb.WORK_STATE_FAILED, 30, worker, "task FAILED")
+            client.create_connector("tail", config)
+            _wait(lambda: _task(client, "tail").state == "FAILED", 30, worker, "task FAILED")
             trace = _task(client, "tail").trace
             assert "PathNotAllowed" in trace and "is not allowed" in trace, trace
         for topic in (topics.SOURCE_TOPIC, topics.DEAD_LETTER_TOPIC):

@@ -17,7 +17,7 @@ import pytest
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
-from onceflow.coordinator.service.server import CoordinatorServer
+from onceflow.coordinator.service import CoordinatorServer
 from onceflow.coordinator.settings import CoordinatorSettings
 from onceflow.core.contract import TransactionId
 from onceflow.core.contract.clients import CoordinatorClient, ParticipantClient

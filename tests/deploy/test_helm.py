@@ -17,7 +17,7 @@ import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.coordinator.log.refusals import LogNotInitialised
-from onceflow.coordinator.service.server import transaction_log_for
+from onceflow.coordinator.service import transaction_log_for
 from onceflow.spark.runner.topology import check_shared_storage
 
 from .deploy_support import CHART, load_yaml

@@ -23,7 +23,7 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.coordinator.service.server import CoordinatorServer
+from onceflow.coordinator.service import CoordinatorServer
 from onceflow.coordinator.settings import CoordinatorSettings
 from onceflow.core.contract import ParticipantRef, SinkBinding, SinkMode, TransactionId
 from onceflow.core.contract.clients import CoordinatorClient, ParticipantClient

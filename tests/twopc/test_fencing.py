@@ -5,7 +5,7 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from onceflow.coordinator.service.server import EXIT_FENCED
+from onceflow.coordinator.service import EXIT_FENCED
 from onceflow.core.contract import TransactionId, TransactionState
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster

@@ -17,7 +17,7 @@ from typing import Final
 import grpc
 import pytest
 
-from onceflow.coordinator.service.server import EXIT_FENCED
+from onceflow.coordinator.service import EXIT_FENCED
 from onceflow.core.contract import TransactionId
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.testing.coordinator import CoordinatorProcess

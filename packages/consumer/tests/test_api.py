@@ -19,9 +19,11 @@ from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IpCount
 from onceflow.core.contract.clients import ResultsClient
+from onceflow.core.contract.results import GeneratorTruth, IpCountsUpdate
+from onceflow.core.contract.results import IpCount as AnsweredCount
 from onceflow.core.settings import KafkaSettings
 from onceflow.ipcount.traffic import event, expected_counts
-from onceflow.proto.v1 import results_pb2, results_pb2_grpc
+from onceflow.proto.v1 import results_pb2
 
 from .conftest import W0, Transaction, TransactionalWriter, ip_count, wait_until
 
@@ -59,32 +61,31 @@ def service(
 
 
 @pytest.fixture
-def stub(service: tuple[ConsumerService, TransactionalWriter]) -> Iterator[results_pb2_grpc.ResultsStub]:
-    with ResultsClient(f"127.0.0.1:{service[0].port}") as client:
-        yield client.stub
+def client(service: tuple[ConsumerService, TransactionalWriter]) -> Iterator[ResultsClient]:
+    with ResultsClient(f"127.0.0.1:{service[0].port}", timeout_s=10) as client:
+        yield client
 
 
-def test_counts_top_and_invalid_arguments(stub: results_pb2_grpc.ResultsStub) -> None:
+def test_counts_top_and_invalid_arguments(client: ResultsClient) -> None:
     truth = expected_counts(generator_model(SEED, GENERATOR), COUNT)
     ip = truth[0].ip
     mine = [r for r in truth if r.ip == ip]
-    counts = stub.GetIpCounts(results_pb2.GetIpCountsRequest(ip=ip), timeout=10).counts
-    assert [(c.window_start_ms, c.window_end_ms, c.count) for c in counts] == [
-        (r.window_start, r.window_end, r.count) for r in mine
-    ]
+    counts = client.get_ip_counts(ip)
+    assert counts == tuple(AnsweredCount(r.window_start, r.window_end, ip, r.count) for r in mine)
     second = mine[1].window_start
-    ranged = stub.GetIpCounts(
-        results_pb2.GetIpCountsRequest(ip=ip, window_start_from_ms=second, window_start_to_ms=second + 1), timeout=10
-    )
-    assert [c.window_start_ms for c in ranged.counts] == [second]
+    ranged = client.get_ip_counts(ip, second, second + 1)
+    assert [c.window_start_ms for c in ranged] == [second]
 
     window = truth[len(truth) // 2].window_start
-    top = stub.GetTopIps(results_pb2.GetTopIpsRequest(window_start_ms=window, limit=3), timeout=10)
+    top = client.get_top_ips(window, 3)
     in_window = sorted((r for r in truth if r.window_start == window), key=lambda r: (-r.count, r.ip))
+    assert top.window_start_ms == window
     assert [(c.ip, c.count) for c in top.counts] == [(r.ip, r.count) for r in in_window[:3]]
-    latest = stub.GetTopIps(results_pb2.GetTopIpsRequest(limit=1), timeout=10)
+    latest = client.get_top_ips(limit=1)
     newest = max(r.window_start for r in truth)
     assert latest.window_start_ms == newest - 10_000  # end + 5 s lateness <= newest window start
+
+    stub = client.stub  # requests the client would not build
 
     bad: list[tuple[Callable[..., object], object, str]] = [
         (stub.GetIpCounts, results_pb2.GetIpCountsRequest(ip=""), "ip: must not be empty"),
@@ -107,20 +108,19 @@ def test_counts_top_and_invalid_arguments(stub: results_pb2_grpc.ResultsStub) ->
 
 
 def test_watch_receives_rows_applied_after_it_started(
-    service: tuple[ConsumerService, TransactionalWriter], stub: results_pb2_grpc.ResultsStub
+    service: tuple[ConsumerService, TransactionalWriter], client: ResultsClient
 ) -> None:
     _, writer = service
-    stream = stub.WatchResults(results_pb2.WatchResultsRequest(window_start_from_ms=W0 + 3_600_000))
-    received: list[results_pb2.WatchResultsResponse] = []
+    stream = client.watch_results(W0 + 3_600_000)
+    received: list[IpCountsUpdate] = []
     live = threading.Event()
 
     def collect() -> None:
-        try:
-            for response in stream:
-                received.append(response)
-                live.set()
-        except grpc.RpcError:
-            pass
+        for update in stream:
+            received.append(update)
+            live.set()
+            if sum(len(r.counts) for r in received) >= 2:
+                return  # a generator is closed by the thread iterating it, not while another one is inside it
 
     thread = threading.Thread(target=collect, daemon=True)
     thread.start()
@@ -129,20 +129,16 @@ def test_watch_receives_rows_applied_after_it_started(
     hour = 3_600_000
     writer.write(Transaction([ip_count(W0 + hour - 5000, "10.7.7.7", 1)]))  # before window_start_from: filtered out
     writer.write(Transaction([ip_count(W0 + hour, "10.7.7.7", 4), ip_count(W0 + hour, "10.7.7.8", 2)]))
-    wait_until(lambda: sum(len(r.counts) for r in received) >= 2, 20, "the watched rows")
-    stream.cancel()
-    thread.join(5)
+    thread.join(20)
+    assert not thread.is_alive(), "the watched rows"
+    stream.close()  # cancels the call
     rows = sorted((c.window_start_ms, c.ip, c.count) for r in received for c in r.counts)
     assert rows == [(W0 + hour, "10.7.7.7", 4), (W0 + hour, "10.7.7.8", 2)]
     assert all(r.offsets for r in received[1:])
 
 
-def test_run_audit_over_grpc(
-    service: tuple[ConsumerService, TransactionalWriter], stub: results_pb2_grpc.ResultsStub
-) -> None:
-    exact = stub.RunAudit(
-        results_pb2.RunAuditRequest(generator=results_pb2.GeneratorTruth(seed=SEED, count=COUNT)), timeout=60
-    )
+def test_run_audit_over_grpc(service: tuple[ConsumerService, TransactionalWriter], client: ResultsClient) -> None:
+    exact = client.run_audit(GeneratorTruth(SEED, COUNT), timeout_s=60)
     assert exact.exact and [s.sink for s in exact.sinks] == ["kafka", "consumer"]
     assert all(s.exact and s.matched == s.windows_expected > 0 for s in exact.sinks)
 
@@ -156,10 +152,7 @@ def test_run_audit_over_grpc(
     store = service[0]._api_store
     wait_until(lambda: store.counts_for_ip(first.ip, first.window_start, first.window_start + 1)[0].count
                == first.count + 5, 20, "the update")  # fmt: skip
-    report = stub.RunAudit(
-        results_pb2.RunAuditRequest(generator=results_pb2.GeneratorTruth(seed=SEED, count=COUNT), sinks=["consumer"]),
-        timeout=60,
-    )
+    report = client.run_audit(GeneratorTruth(SEED, COUNT), ["consumer"], timeout_s=60)
     assert not report.exact
     (consumer,) = report.sinks
     assert (consumer.sink, consumer.mismatched, consumer.missing, consumer.extra) == ("consumer", 1, 0, 0)

@@ -18,6 +18,7 @@ from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.core.avro.arrow import json_value
 from onceflow.core.contract.clients import RequestRefused, ResultsClient
+from onceflow.core.contract.results import RowsUpdate
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
 
 from .conftest import Transaction, TransactionalWriter, ip_count, wait_until
@@ -160,9 +161,9 @@ def test_the_results_client_watches_rows_until_it_is_closed(
     with ResultsClient(f"127.0.0.1:{service[0].port}", timeout_s=10) as client:
         with pytest.raises(RequestRefused, match="NOT_FOUND: table: 'missing' is not a stored table"):
             next(client.watch_rows("missing"))
-        assert [t.table for t in client.list_tables().tables] == ["results", "events"]
+        assert [t.table for t in client.list_tables()] == ["results", "events"]
         stream = client.watch_rows("events")
-        received: list[results_pb2.WatchRowsResponse] = []
+        received: list[RowsUpdate] = []
         live = threading.Event()
 
         def collect() -> None:
@@ -179,8 +180,8 @@ def test_the_results_client_watches_rows_until_it_is_closed(
         thread.join(20)
         assert not thread.is_alive(), "the watched row"
         stream.close()  # cancels the call
-        assert [json.loads(row.json)["seq"] for r in received for row in r.rows] == [200]
-        assert client.list_rows("events", limit=1).rows  # the channel still serves
+        assert [row["seq"] for r in received for row in r.records()] == [200]
+        assert len(client.list_rows("events", limit=1).records()) == 1  # the channel still serves
 
 
 def test_results_table_commands(service: tuple[ConsumerService, Any, Any], capsys: pytest.CaptureFixture[str]) -> None:
@@ -201,3 +202,36 @@ def test_results_table_commands(service: tuple[ConsumerService, Any, Any], capsy
     assert "INVALID_ARGUMENT: page_token" in capsys.readouterr().err
     assert onceflow(["results", "tables", "--results", target, "--timeout", "0"]) == 2
     assert "timeout must be a positive number of seconds, got 0.0" in capsys.readouterr().err
+
+
+def _run_while_writing(args: list[str], write: Callable[[int], None]) -> int:
+    """``onceflow args`` (a watch that stops after one batch) while ``write(i)`` commits a batch every
+    0.2 s, until the watch returns (a batch written before the watch subscribed is not streamed)."""
+    result: list[int] = []
+    thread = threading.Thread(target=lambda: result.append(onceflow(args)), daemon=True)
+    thread.start()
+    for i in range(150):
+        thread.join(0.2)
+        if not thread.is_alive():
+            break
+        write(i)
+    assert result, f"{args[:2]} printed no batch"
+    return result[0]
+
+
+def test_the_watch_commands_print_committed_batches(
+    service: tuple[ConsumerService, TransactionalWriter, TransactionalWriter], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, writer, counts = service
+    target = f"127.0.0.1:{service[0].port}"
+    watch_rows = ["results", "watch-rows", "events", "--max-batches", "1", "--results", target]
+    assert _run_while_writing(watch_rows, lambda i: writer.write_values([json_value(event(1000 + i))])) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out.splitlines()[0])["seq"] >= 1000
+    assert "# watching; offsets 0:" in captured.err and "# offsets 0:" in captured.err
+
+    watch = ["results", "watch", "--from", "60000", "--max-batches", "1", "--results", target]
+    assert _run_while_writing(watch, lambda i: counts.write(Transaction([ip_count(60_000, "10.9.9.9", i + 1)]))) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "window_start,window_end,ip,count" and out[1].startswith("# watching; offsets 0:")
+    assert out[2].startswith("60000,65000,10.9.9.9,") and out[3].startswith("# offsets 0:")

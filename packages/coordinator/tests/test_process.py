@@ -14,7 +14,7 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.coordinator.service.server import EXIT_FENCED
+from onceflow.coordinator.service import EXIT_FENCED
 from onceflow.core.contract import TransactionId, TransactionState
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.testing.coordinator import CoordinatorProcess, FakeParticipantServer, staged_files

@@ -13,7 +13,8 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from onceflow.cli.app import main as onceflow_main
 from onceflow.coordinator.log import MemoryTransactionLog
-from onceflow.coordinator.service import SERVICE_NAME, CoordinatorServer
+from onceflow.coordinator.service import CoordinatorServer
+from onceflow.coordinator.servicer import SERVICE_NAME
 from onceflow.coordinator.settings import CoordinatorSettings
 from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc

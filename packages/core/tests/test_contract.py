@@ -3,6 +3,9 @@ JSON and proto forms."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import pyarrow as pa
 import pytest
 
@@ -27,13 +30,17 @@ from onceflow.core.contract import (
     schema_to_bytes,
 )
 from onceflow.core.contract.clients import CoordinatorClient, ParticipantClient, ServiceClient
+from onceflow.core.contract.connect import ConnectorOffset
 from onceflow.core.contract.proto import (
     binding_from_proto,
     binding_to_proto,
+    connector_state_from_proto,
     file_from_proto,
     file_to_proto,
     hosted_commits_from_proto,
     hosted_commits_to_proto,
+    offset_from_proto,
+    offset_to_proto,
     outcome_from_proto,
     report_from_proto,
     report_to_proto,
@@ -43,10 +50,11 @@ from onceflow.core.contract.proto import (
     state_to_proto,
     txn_id_from_proto,
     txn_id_to_proto,
+    work_state_to_proto,
 )
 from onceflow.core.staging import StagedFile
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding, ip_count_topic_binding
-from onceflow.proto.v1 import common_pb2, coordinator_pb2
+from onceflow.proto.v1 import common_pb2, connect_pb2, coordinator_pb2
 
 WIDE = pa.schema(
     [
@@ -172,6 +180,13 @@ def test_the_coordinators_reports_and_outcomes_round_trip_through_proto() -> Non
     )
     assert report_from_proto(report_to_proto(report)) == report
     assert report.rows == 7
+    # a time since 1970 comes back as the same float, to the last bit (time.time() is such a float);
+    # 1709071301.334387 is one that a float product (seconds * 1e9) gets wrong
+    for seconds in (1_709_071_301.334387, 1_700_000_000.123456789, 4_102_444_800.999999):
+        timed = dataclasses.replace(report, started_at=seconds, updated_at=math.nextafter(seconds, math.inf))
+        assert report_from_proto(report_to_proto(timed)) == timed, seconds
+    stamp = report_to_proto(dataclasses.replace(report, started_at=1_700_000_000.25)).started_at
+    assert (stamp.seconds, stamp.nanos) == (1_700_000_000, 250_000_000)
     unset = TransactionReport(TransactionId("ipcount", 0), TransactionState.COMMITTED)
     assert report_to_proto(unset).started_at.ToNanoseconds() == 0
     assert report_from_proto(report_to_proto(unset)) == unset
@@ -206,3 +221,28 @@ def test_a_client_refuses_an_empty_target_and_a_bad_deadline(client_class: type[
             client_class("127.0.0.1:1", timeout_s=bad)
     with client_class("127.0.0.1:1", timeout_s=2) as client:
         assert client.target == "127.0.0.1:1" and client.timeout_s == 2.0
+
+
+def test_the_connect_answers_convert_from_proto_as_the_rest_api_spells_them() -> None:
+    offset = ConnectorOffset(partition={"file": "/logs/a.log"}, offset={"lines": 41, "ratio": 0.5})
+    assert offset_from_proto(offset_to_proto(offset)) == offset  # whole numbers come back as ints
+    reset = ConnectorOffset(partition={"counter": 0})
+    assert offset_from_proto(offset_to_proto(reset)) == reset
+    status = connector_state_from_proto(
+        connect_pb2.ConnectorStatus(
+            name="c",
+            state=connect_pb2.WORK_STATE_RUNNING,
+            worker_id="w1",
+            type=connect_pb2.CONNECTOR_TYPE_SOURCE,
+            tasks=[connect_pb2.TaskStatus(id=0, state=connect_pb2.WORK_STATE_FAILED, trace="boom")],
+        )
+    )
+    assert (status.state, status.type, status.tasks[0].state, status.tasks[0].trace) == (
+        "RUNNING",
+        "source",
+        "FAILED",
+        "boom",
+    )
+    assert work_state_to_proto("paused") == connect_pb2.WORK_STATE_PAUSED
+    with pytest.raises(ValueError, match=r"unknown connector state 'asleep'.*RUNNING"):
+        work_state_to_proto("asleep")

@@ -9,69 +9,60 @@ from typing import Any
 
 import grpc
 import pytest
-from google.protobuf import struct_pb2
 
 from onceflow.cli.app import main as onceflow
 from onceflow.core.contract.clients import ConnectClient, RequestRefused
-from onceflow.proto.v1 import connect_pb2 as pb
+from onceflow.core.contract.connect import ConnectorOffset
 from onceflow.runtime.service import ConnectWorkerService
 
 ServiceFactory = Callable[..., ConnectWorkerService]
 Waiter = Callable[..., Any]
 
 
-def _struct(**values: Any) -> struct_pb2.Struct:
-    struct = struct_pb2.Struct()
-    struct.update(values)
-    return struct
-
-
 def _state(client: ConnectClient, name: str) -> str:
-    status = client.call("GetConnectorStatus", pb.GetConnectorStatusRequest(name=name)).status
-    return pb.WorkState.Name(status.tasks[0].state) if status.tasks else "NO TASKS"
+    status = client.get_connector_status(name)
+    return status.tasks[0].state if status.tasks else "NO TASKS"
 
 
 def test_grpc_lifecycle_status_and_offsets(service_factory: ServiceFactory, waiter: Waiter) -> None:
     service = service_factory()
     with ConnectClient(f"127.0.0.1:{service.port}") as client:
         config = {"connector.class": "counter", "topic": "admin-out", "rate": "200", "tasks.max": "2"}
-        created = client.call("CreateConnector", pb.CreateConnectorRequest(name="c", config=config)).connector
-        assert list(created.tasks) == [0, 1] and created.type == pb.CONNECTOR_TYPE_SOURCE
+        created = client.create_connector("c", config)
+        assert (created.name, created.tasks, created.type) == ("c", (0, 1), "source")
+        assert created.config["topic"] == "admin-out"
         with pytest.raises(RequestRefused) as exists:
-            client.call("CreateConnector", pb.CreateConnectorRequest(name="c", config=config))
+            client.create_connector("c", config)
         assert exists.value.code() == grpc.StatusCode.ALREADY_EXISTS
-        with pytest.raises(ValueError, match="'DropConnector' is not a Connect RPC"):
-            client.call("DropConnector", pb.DeleteConnectorRequest(name="c"))
-        assert client.call("ListConnectors", pb.ListConnectorsRequest()).names == ["c"]
-        waiter(lambda: _state(client, "c") == "WORK_STATE_RUNNING", what="RUNNING")
-        client.call("PauseConnector", pb.PauseConnectorRequest(name="c"))
-        waiter(lambda: _state(client, "c") == "WORK_STATE_PAUSED", what="PAUSED")
-        client.call("ResumeConnector", pb.ResumeConnectorRequest(name="c"))
-        waiter(lambda: _state(client, "c") == "WORK_STATE_RUNNING", what="RUNNING again")
-        task = client.call("GetTaskStatus", pb.GetTaskStatusRequest(connector="c", task=1)).status
+        with pytest.raises(ValueError, match="unknown connector state 'SLEEPING'"):
+            client.create_connector("d", config, initial_state="SLEEPING")
+        assert client.list_connectors().names == ("c",)
+        waiter(lambda: _state(client, "c") == "RUNNING", what="RUNNING")
+        client.pause_connector("c")
+        waiter(lambda: _state(client, "c") == "PAUSED", what="PAUSED")
+        client.resume_connector("c")
+        waiter(lambda: _state(client, "c") == "RUNNING", what="RUNNING again")
+        task = client.get_task_status("c", 1)
         assert task.transactional_id == "onceflow-src-c-1" and task.worker_id == service.worker_id
-        client.call("RestartTask", pb.RestartTaskRequest(connector="c", task=0))
-        tasks = client.call("ListTasks", pb.ListTasksRequest(connector="c")).tasks
+        client.restart_task("c", 0)
+        tasks = client.list_tasks("c")
         assert [t.config["task.index"] for t in tasks] == ["0", "1"]
         # Offsets: read, then alter while STOPPED (KIP-875), and the task resumes from there.
-        waiter(lambda: len(client.call("GetConnectorOffsets", pb.GetConnectorOffsetsRequest(name="c")).offsets) == 2)
-        alter = pb.AlterConnectorOffsetsRequest(
-            name="c", offsets=[pb.ConnectorOffset(partition=_struct(counter=0), offset=_struct(n=1_000_000))]
-        )
-        with pytest.raises(grpc.RpcError) as running:
-            client.call("AlterConnectorOffsets", alter)
+        waiter(lambda: len(client.get_connector_offsets("c")) == 2)
+        alter = [ConnectorOffset(partition={"counter": 0}, offset={"n": 1_000_000})]
+        with pytest.raises(RequestRefused) as running:
+            client.alter_connector_offsets("c", alter)
         assert running.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-        client.call("StopConnector", pb.StopConnectorRequest(name="c"))
-        waiter(lambda: _state(client, "c") == "WORK_STATE_STOPPED", what="STOPPED")
-        assert "altered" in client.call("AlterConnectorOffsets", alter).message
-        offsets = client.call("GetConnectorOffsets", pb.GetConnectorOffsetsRequest(name="c")).offsets
-        by_task = {int(o.partition["counter"]): o.offset["n"] for o in offsets}
-        assert by_task[0] == 1_000_000
-        client.call("ResetConnectorOffsets", pb.ResetConnectorOffsetsRequest(name="c"))
-        assert not client.call("GetConnectorOffsets", pb.GetConnectorOffsetsRequest(name="c")).offsets
-        client.call("DeleteConnector", pb.DeleteConnectorRequest(name="c"))
-        with pytest.raises(grpc.RpcError) as gone:
-            client.call("GetConnector", pb.GetConnectorRequest(name="c"))
+        client.stop_connector("c")
+        waiter(lambda: _state(client, "c") == "STOPPED", what="STOPPED")
+        assert "altered" in client.alter_connector_offsets("c", alter)
+        by_task = {o.partition["counter"]: (o.offset or {})["n"] for o in client.get_connector_offsets("c")}
+        assert by_task[0] == 1_000_000  # a whole number comes back as an int
+        client.reset_connector_offsets("c")
+        assert not client.get_connector_offsets("c")
+        client.delete_connector("c")
+        with pytest.raises(RequestRefused) as gone:
+            client.get_connector("c")
         assert gone.value.code() == grpc.StatusCode.NOT_FOUND
 
 
@@ -79,21 +70,20 @@ def test_invalid_config_is_invalid_argument_naming_the_setting(service_factory: 
     service = service_factory()
     with ConnectClient(f"127.0.0.1:{service.port}") as client:
         bad = {"connector.class": "access-log-generator", "rate": "fast"}
-        with pytest.raises(grpc.RpcError) as info:
-            client.call("CreateConnector", pb.CreateConnectorRequest(name="g", config=bad))
+        with pytest.raises(RequestRefused) as info:
+            client.create_connector("g", bad)
         assert info.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert "'rate'" in (info.value.details() or "")
-        with pytest.raises(grpc.RpcError) as unknown:
-            client.call("CreateConnector", pb.CreateConnectorRequest(name="g", config={"connector.class": "nope"}))
+        assert "'rate'" in info.value.details()
+        with pytest.raises(RequestRefused) as unknown:
+            client.create_connector("g", {"connector.class": "nope"})
         assert unknown.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-        assert "'connector.class'" in (unknown.value.details() or "")
-        result = client.call(
-            "ValidateConnectorConfig", pb.ValidateConnectorConfigRequest(plugin="access-log-file", config={})
-        )
+        assert "'connector.class'" in unknown.value.details()
+        result = client.validate_connector_config("access-log-file", {})
         assert result.error_count == 1
         assert [c.name for c in result.configs if c.errors] == ["file"]
-        plugins = {p.name for p in client.call("ListPlugins", pb.ListPluginsRequest()).plugins}
-        assert {"access-log-file", "access-log-generator", "counter"} <= plugins
+        plugins = {p.name: p for p in client.list_plugins()}
+        assert {"access-log-file", "access-log-generator", "counter"} <= set(plugins)
+        assert plugins["counter"].type == "source"
 
 
 def _cli(port: int, *args: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, Any, str]:
@@ -115,10 +105,11 @@ def test_cli_commands(
     assert _cli(port, "list", capsys=capsys)[1]["names"] == ["cli"]
     assert _cli(port, "config", "cli", capsys=capsys)[1]["config"]["topic"] == "cli-out"
     assert _cli(port, "get", "cli", capsys=capsys)[1]["connector"]["tasks"] == [0]
+    assert _cli(port, "list", "--expand", "status", capsys=capsys)[1]["statuses"][0]["type"] == "source"
     assert _cli(port, "tasks", "cli", capsys=capsys)[1]["tasks"][0]["config"]["topic"] == "cli-out"
-    waiter(lambda: _cli(port, "status", "cli", capsys=capsys)[1]["status"]["tasks"][0]["state"] == "WORK_STATE_RUNNING")
+    waiter(lambda: _cli(port, "status", "cli", capsys=capsys)[1]["status"]["tasks"][0]["state"] == "RUNNING")
     assert _cli(port, "pause", "cli", capsys=capsys)[0] == 0
-    waiter(lambda: _cli(port, "status", "cli", capsys=capsys)[1]["status"]["tasks"][0]["state"] == "WORK_STATE_PAUSED")
+    waiter(lambda: _cli(port, "status", "cli", capsys=capsys)[1]["status"]["tasks"][0]["state"] == "PAUSED")
     assert _cli(port, "resume", "cli", capsys=capsys)[0] == 0
     assert _cli(port, "restart", "cli", "--include-tasks", "--only-failed", capsys=capsys)[0] == 0
     assert (

@@ -18,7 +18,6 @@ import pytest
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.contract.clients import ConnectClient
 from onceflow.core.kafka import RetryPolicy
-from onceflow.proto.v1 import connect_pb2 as pb
 from onceflow.runtime.service import ConnectWorkerService
 from onceflow.runtime.storage import kafka_log
 
@@ -27,7 +26,7 @@ Waiter = Callable[..., Any]
 
 
 def _offsets(client: ConnectClient) -> int:
-    return len(client.call("GetConnectorOffsets", pb.GetConnectorOffsetsRequest(name="c")).offsets)
+    return len(client.get_connector_offsets("c"))
 
 
 def test_the_admin_api_waits_through_a_broker_restart_and_answers_unavailable_without_it(
@@ -36,7 +35,7 @@ def test_the_admin_api_waits_through_a_broker_restart_and_answers_unavailable_wi
     service = service_factory()
     with ConnectClient(f"127.0.0.1:{service.port}") as client:
         config = {"connector.class": "counter", "topic": "outage-out", "rate": "50", "tasks.max": "1"}
-        client.call("CreateConnector", pb.CreateConnectorRequest(name="c", config=config))
+        client.create_connector("c", config)
         waiter(lambda: _offsets(client) == 1, what="the task's first committed offset")
         # down for 3 s: the read is retried and answers as if nothing happened
         broker.kill()

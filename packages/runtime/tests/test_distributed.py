@@ -13,7 +13,6 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.proto.v1 import connect_pb2 as pb
 from onceflow.runtime.storage import KafkaOffsetBackingStore
 from onceflow.testing.broker.clients import create_topic
 from onceflow.testing.runtime import WorkerProcess, read_records
@@ -39,8 +38,8 @@ def _wait(predicate: Callable[[], Any], timeout: float, what: str, *workers: Wor
 
 def _owners(worker: WorkerProcess) -> dict[int, str]:
     with worker.client() as client:
-        status = client.call("GetConnectorStatus", pb.GetConnectorStatusRequest(name="dist")).status
-    return {t.id: t.worker_id for t in status.tasks if t.state == pb.WORK_STATE_RUNNING}
+        status = client.get_connector_status("dist")
+    return {t.id: t.worker_id for t in status.tasks if t.state == "RUNNING"}
 
 
 @pytest.mark.slow
@@ -62,13 +61,13 @@ def test_tasks_split_and_move_when_a_worker_dies(broker: EmbeddedBroker, tmp_pat
     try:
         config = {"connector.class": COUNTER, "topic": "dist-out", "count": str(COUNT), "rate": "200", "tasks.max": "2"}
         with two.client() as client:
-            client.call("CreateConnector", pb.CreateConnectorRequest(name="dist", config=config))
+            client.create_connector("dist", config)
         # Both workers see the connector (configs topic) and each runs one task (group assignment).
         owners = _wait(lambda: (o := _owners(one)) and len(o) == 2 and set(o.values()) == {"w1", "w2"} and o, 40,
                        "the tasks to split over both workers", one, two)  # fmt: skip
         assert sorted(owners.values()) == ["w1", "w2"]
         with one.client() as client:
-            assert client.call("ListConnectors", pb.ListConnectorsRequest()).names == ["dist"]
+            assert client.list_connectors().names == ("dist",)
         time.sleep(2)
         two.kill()
         _wait(lambda: _owners(one) == {0: "w1", 1: "w1"}, 40, "w2's task to move to w1", one)

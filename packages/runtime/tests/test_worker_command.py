@@ -15,7 +15,6 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.contract.clients import ConnectClient
 from onceflow.core.service import read_ready_file
 from onceflow.core.toml_writer import to_toml
-from onceflow.proto.v1 import connect_pb2 as pb
 
 
 def _worker(tmp_path: Path, settings: dict[str, Any]) -> tuple[subprocess.Popen[bytes], Path, Path]:
@@ -42,7 +41,7 @@ def test_the_worker_publishes_its_ready_file_and_stops_on_sigterm(broker: Embedd
             time.sleep(0.05)
         assert info.metrics_port == 0
         with ConnectClient(f"127.0.0.1:{info.port}", timeout_s=10) as client:
-            client.call("ListConnectors", pb.ListConnectorsRequest())
+            assert client.list_connectors().names == ()
         process.send_signal(signal.SIGTERM)
         assert process.wait(60) == 0, log.read_text()
         assert not ready.exists()

@@ -30,6 +30,7 @@ from onceflow.acls.plan import Grant, plan
 from onceflow.acls.topology import SERVICES, Topology
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.logging import get_logger
+from onceflow.core.service import add_command
 from onceflow.core.settings import parse_pairs
 from onceflow.core.settings.base import read_properties_file
 
@@ -73,11 +74,8 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Entry point of the ``onceflow.cli`` group: adds ``onceflow acls plan|apply``."""
-    parser = subparsers.add_parser(
-        "acls",
-        help="print or apply the least-privilege ACLs of every service",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = add_command(
+        subparsers, "acls", help="print or apply the least-privilege ACLs of every service", description=__doc__
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND", required=True)
     plan_parser = commands.add_parser("plan", help="print the ACLs each service needs")

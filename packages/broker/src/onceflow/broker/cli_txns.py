@@ -17,15 +17,12 @@ import sys
 import time
 from typing import Any, TextIO
 
+from onceflow.core.service import add_command
+
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Add the ``txns`` subcommand (under ``onceflow broker``)."""
-    parser = subparsers.add_parser(
-        "txns",
-        help="list open transactions, or abort a stuck one",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(subparsers, "txns", help="list open transactions, or abort a stuck one", description=__doc__)
     parser.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT", help="the broker to ask")
     parser.add_argument("--abort", metavar="TRANSACTIONAL_ID", help="abort this id's open transaction")
     parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")

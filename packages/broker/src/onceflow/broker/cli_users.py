@@ -18,16 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from onceflow.broker.auth.credentials import MECHANISMS, CredentialStore
+from onceflow.core.service import add_command
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Add the ``users`` subcommand (under ``onceflow broker``)."""
-    parser = subparsers.add_parser(
-        "users",
-        help="add, remove or list SASL users",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = add_command(subparsers, "users", help="add, remove or list SASL users", description=__doc__)
     actions = parser.add_subparsers(title="actions", metavar="ACTION", required=True)
     add = actions.add_parser("add", help="create or replace a user's credential for one mechanism")
     add.add_argument("--mechanism", required=True, choices=MECHANISMS)

@@ -10,11 +10,11 @@ Three periodic jobs, each isolated so one failing partition never stops the othe
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from onceflow.broker.partition import Partition
+from onceflow.broker.tasks import cancel_and_wait
 from onceflow.core.logging import get_logger
 
 if TYPE_CHECKING:
@@ -54,9 +54,5 @@ class Maintenance:
 
     async def stop(self) -> None:
         """Cancel the jobs and wait for them to end."""
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks)
         self._tasks.clear()

@@ -8,8 +8,9 @@ A crash therefore skips at most one block of ids and never repeats one.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
+
+from onceflow.core.fsync import replace_durably
 
 BLOCK_SIZE = 1000
 FILE_NAME = "producer-ids"
@@ -34,20 +35,9 @@ class ProducerIdAllocator:
         return int(text)
 
     def _reserve(self) -> None:
-        # Step 1: write the new bound to a temporary file and fsync it.
         bound = self._next + self._block_size
-        tmp = self._path.with_suffix(".tmp")
-        with tmp.open("w") as fh:
-            fh.write(f"{bound}\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        # Step 2: atomically replace the old bound, then fsync the directory entry.
-        os.replace(tmp, self._path)
-        dir_fd = os.open(self._path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        # The bound is durable (file and directory fsynced) before any id of the block is handed out.
+        replace_durably(self._path, f"{bound}\n".encode(), tmp=self._path.with_suffix(".tmp"))
         self._reserved_until = bound
 
     def allocate(self) -> int:

@@ -15,7 +15,6 @@ Guarantees:
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import uuid
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from onceflow.broker.partition import Partition
 from onceflow.broker.storage.config import LogConfig
+from onceflow.core.fsync import replace_durably
 from onceflow.core.logging import get_logger
 
 log = get_logger("onceflow.broker.topics")
@@ -150,17 +150,7 @@ class TopicRegistry:
                 for t in self._topics.values()
             ]
         }
-        tmp = self._data_dir / f".{REGISTRY_FILE}.tmp"
-        with tmp.open("w") as fh:
-            json.dump(payload, fh, indent=1, sort_keys=True)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self._data_dir / REGISTRY_FILE)
-        dir_fd = os.open(self._data_dir, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        replace_durably(self._data_dir / REGISTRY_FILE, json.dumps(payload, indent=1, sort_keys=True).encode())
 
     def get(self, name: str) -> Topic | None:
         """The topic called ``name``, if registered."""

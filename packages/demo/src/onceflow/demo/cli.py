@@ -24,6 +24,7 @@ from types import FrameType
 from typing import Any
 
 from onceflow.core.errors import InvalidConfig
+from onceflow.core.service import add_command
 from onceflow.core.settings import parse_pairs
 from onceflow.demo.options import DEFAULT_EVENTS, DEFAULT_RATE, DEFAULT_SEED, DemoOptions
 
@@ -99,11 +100,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Entry point of the ``onceflow.cli`` group: adds ``onceflow demo``."""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "demo",
         help="run the whole pipeline embedded, with a live dashboard and a final audit",
         description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_arguments(parser)
     parser.set_defaults(func=run)

@@ -22,13 +22,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from google.protobuf.json_format import MessageToDict
 from prometheus_client.parser import text_string_to_metric_families
 
 from onceflow.core.contract import TransactionState
 from onceflow.core.contract.clients import ConnectClient, CoordinatorClient, ResultsClient, RpcFailed
 from onceflow.demo.components import JOB, Context, connector_name
-from onceflow.proto.v1 import connect_pb2 as connect_pb
 from onceflow.runtime.api.source import END_OF_INPUT_KEY
 from onceflow.sinks.readback import SqliteReader
 
@@ -156,11 +154,10 @@ class Observer:
     def input_progress(self) -> InputProgress | None:
         try:
             with ConnectClient(self.context.target("connect"), self.context.tls, timeout_s=RPC_TIMEOUT_S) as client:
-                request = connect_pb.GetConnectorOffsetsRequest(name=connector_name(self.context.state))
-                reply = client.call("GetConnectorOffsets", request)
+                offsets = client.get_connector_offsets(connector_name(self.context.state))
         except RpcFailed:
             return None
-        pairs = [(MessageToDict(o.partition), MessageToDict(o.offset)) for o in reply.offsets]
+        pairs = [(o.partition, o.offset or {}) for o in offsets]
         return input_from_offsets(pairs)
 
     def transactions(self) -> TransactionTally | None:
@@ -196,7 +193,7 @@ class Observer:
                 reply = client.get_top_ips(limit=limit)
         except RpcFailed:
             return None
-        return TopIps(reply.window_start_ms, tuple((c.ip, int(c.count)) for c in reply.counts))
+        return TopIps(reply.window_start_ms, tuple((c.ip, c.count) for c in reply.counts))
 
     def consumer_totals(self) -> tuple[int, int] | None:
         return sqlite_totals(self.context.consumer_store_path, "results")

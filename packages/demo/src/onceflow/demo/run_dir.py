@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from onceflow.core.errors import InvalidConfig
+from onceflow.core.process import free_port
 
 STATE_FILE = "run.json"
 
@@ -37,13 +38,6 @@ PORT_NAMES = (
     "consumer",
     "consumer_metrics",
 )
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A port that is free on ``host`` right now."""
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:

@@ -16,7 +16,7 @@ import argparse
 import dataclasses
 from typing import Any
 
-from onceflow.core.service import ServiceCommand, flag
+from onceflow.core.service import ServiceCommand, add_command, flag
 
 #: ``--guarantee``: every form of the driver's command has it.
 GUARANTEE = flag(
@@ -69,7 +69,4 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
 
 def _add_run(parser: argparse.ArgumentParser, group: str, command: ServiceCommand) -> None:
     commands = parser.add_subparsers(title=f"{group} commands", dest=f"{group}_command", required=True)
-    run = commands.add_parser(
-        "run", help=command.help, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    command.add_arguments(run)
+    command.add_arguments(add_command(commands, "run", help=command.help, description=__doc__))

@@ -26,6 +26,8 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from onceflow.core.fsync import replace_durably
+
 USERS_FILE = "users.json"
 SECRET_FILE = "sasl-secret"
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -163,14 +165,5 @@ class CredentialStore:
 
     def _write(self, users: dict[str, dict[str, dict[str, object]]]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(f".{USERS_FILE}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump({"users": users}, fh, indent=1, sort_keys=True)
-                fh.flush()
-                os.fsync(fh.fileno())
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        os.replace(tmp, self.path)
+        document = json.dumps({"users": users}, indent=1, sort_keys=True).encode()
+        replace_durably(self.path, document, tmp=self.path.with_name(f".{USERS_FILE}.tmp"), mode=0o600)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -27,6 +26,7 @@ from onceflow.broker.groups.results import (
 )
 from onceflow.broker.groups.state import GroupState
 from onceflow.broker.groups.store import GroupStore
+from onceflow.broker.tasks import cancel_and_wait
 from onceflow.core.logging import get_logger
 
 logger = get_logger(__name__)
@@ -143,10 +143,7 @@ class GroupCoordinator:
         running, self._running = self._running, None
         if running is None:
             return
-        if running.timer is not None:
-            running.timer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await running.timer
+        await cancel_and_wait(running.timer)
         for group in self._groups.values():
             for member in group.members.values():
                 member.answer_join(JoinResult.failed(ErrorCode.not_coordinator, member.member_id))

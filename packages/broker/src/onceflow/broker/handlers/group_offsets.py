@@ -70,6 +70,12 @@ async def handle_commit(ctx: RequestContext, request: Any) -> Any:
             getattr(request, "group_instance_id", None),
             offsets,
         )
+    return commit_response(ctx, request.topics, errors)
+
+
+def commit_response(ctx: RequestContext, topics: Any, errors: dict[tuple[str, int], ErrorCode]) -> Any:
+    """The OffsetCommit (and TxnOffsetCommit) response: a code per requested partition, NONE unless in
+    ``errors``."""
     return ctx.respond(
         {
             "throttle_time": 0,
@@ -84,7 +90,7 @@ async def handle_commit(ctx: RequestContext, request: Any) -> Any:
                         for p in topic.partitions
                     ],
                 }
-                for topic in request.topics
+                for topic in topics
             ],
         }
     )

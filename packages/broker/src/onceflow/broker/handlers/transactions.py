@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 
 from onceflow.broker.acl import AclOperation, ResourceType
 from onceflow.broker.handlers.context import RequestContext
-from onceflow.broker.handlers.group_offsets import offsets_to_commit
+from onceflow.broker.handlers.group_offsets import commit_response, offsets_to_commit
 from onceflow.broker.handlers.producer_fenced import for_client
 
 TopicPartition = tuple[str, int]
@@ -148,28 +148,8 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
             getattr(request, "group_instance_id", None),
             offsets,
         )
-    return ctx.respond(
-        {
-            "throttle_time": 0,
-            "topics": [
-                {
-                    "name": topic.name,
-                    "partitions": [
-                        {
-                            "partition_index": p.partition_index,
-                            "error_code": for_client(
-                                errors.get((topic.name, p.partition_index), ErrorCode.none),
-                                ctx.api_key,
-                                ctx.api_version,
-                            ),
-                        }
-                        for p in topic.partitions
-                    ],
-                }
-                for topic in request.topics
-            ],
-        }
-    )
+    translated = {partition: for_client(code, ctx.api_key, ctx.api_version) for partition, code in errors.items()}
+    return commit_response(ctx, request.topics, translated)
 
 
 async def handle_end_txn(ctx: RequestContext, request: Any) -> Any:

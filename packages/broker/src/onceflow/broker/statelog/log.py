@@ -22,6 +22,7 @@ from onceflow.broker.statelog.framing import (
     read_frames,
     single_record_frame_size,
 )
+from onceflow.core.fsync import fsync_path, write_all
 from onceflow.core.logging import get_logger
 
 logger = get_logger(__name__)
@@ -209,16 +210,16 @@ class StateLog:
                 chunk.append(frame)
                 chunk_bytes += len(frame)
                 if chunk_bytes >= _WRITE_CHUNK:
-                    size += _write_all(tmp_fd, b"".join(chunk))
+                    size += write_all(tmp_fd, b"".join(chunk))
                     chunk, chunk_bytes = [], 0
-            size += _write_all(tmp_fd, b"".join(chunk))
+            size += write_all(tmp_fd, b"".join(chunk))
             os.fsync(tmp_fd)
         finally:
             os.close(tmp_fd)
         # Step 3
         before = self._end
         os.replace(tmp, self._path)
-        _fsync_directory(self._path.parent)
+        fsync_path(self._path.parent)
         # Step 4
         assert self._fd is not None
         os.close(self._fd)
@@ -274,7 +275,7 @@ class StateLog:
         where it was, so the frame is neither replayed nor in the way of the next append. Only if
         that truncation fails too are later appends refused."""
         try:
-            _write_all(fd, data)
+            write_all(fd, data)
             if self._fsync:
                 os.fsync(fd)
         except OSError as error:
@@ -327,13 +328,13 @@ def _ensure_header(path: Path, *, fsync: bool) -> None:
     # Missing, or created by a process that died before its header was complete.
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        _write_all(fd, FILE_HEADER)
+        write_all(fd, FILE_HEADER)
         if fsync:
             os.fsync(fd)
     finally:
         os.close(fd)
     if fsync:
-        _fsync_directory(path.parent)
+        fsync_path(path.parent)
 
 
 def _recover(path: Path, *, fsync: bool) -> tuple[int, dict[bytes, int]]:
@@ -367,19 +368,3 @@ def _recover(path: Path, *, fsync: bool) -> tuple[int, dict[bytes, int]]:
         finally:
             os.close(fd)
     return end, live_sizes
-
-
-def _write_all(fd: int, data: bytes) -> int:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-    return len(data)
-
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

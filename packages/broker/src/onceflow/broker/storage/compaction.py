@@ -27,10 +27,10 @@ from pathlib import Path
 from onceflow.broker.storage.config import LogConfig
 from onceflow.broker.storage.errors import UnsupportedCompressionError
 from onceflow.broker.storage.header import BatchHeader
-from onceflow.broker.storage.producer_snapshot import fsync_directory
 from onceflow.broker.storage.records import ControlType, SimpleRecord, control_marker, decode_records, encode_batch
 from onceflow.broker.storage.recovery import CLEANED_SUFFIX, SWAP_SUFFIX, complete_swap
 from onceflow.broker.storage.segment import LogSegment, segment_path
+from onceflow.core.fsync import fsync_path
 from onceflow.core.logging import get_logger
 
 log = get_logger(__name__)
@@ -215,7 +215,7 @@ def compact_segments(
             os.close(fd)
         # Step 5
         cleaned_path.rename(segment_path(directory, base, SWAP_SUFFIX))
-        fsync_directory(directory)
+        fsync_path(directory)
         # Step 6
         aborted = [entry for segment in group for entry in segment.txn_index.entries]
         for segment in group:

@@ -9,10 +9,11 @@ is the larger of the two; whole segments below it are deleted.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
+
+from onceflow.core.fsync import replace_durably
 
 FILE = "log-start-offset"
 
@@ -33,18 +34,7 @@ def load(directory: Path, first_base: int, log_end: int) -> int:
 
 def store(directory: Path, offset: int) -> None:
     """Make ``offset`` the durable log start offset; raises OSError and then changes nothing."""
-    path = directory / FILE
-    tmp = path.with_name(f".{FILE}.tmp")
-    with tmp.open("w") as out:
-        out.write(f"{offset}\n")
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    replace_durably(directory / FILE, f"{offset}\n".encode())
 
 
 def whole_segments_below(segments: Sequence[_Segment], offset: int) -> int:

@@ -9,7 +9,6 @@ the CRC still guards against media damage, and an unreadable snapshot only costs
 from __future__ import annotations
 
 import json
-import os
 import struct
 from collections.abc import Iterable
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 from crc32c import crc32c
 
 from onceflow.broker.storage.producer_entry import BatchMetadata, ProducerEntry
+from onceflow.core.fsync import replace_durably
 from onceflow.core.logging import get_logger
 
 log = get_logger(__name__)
@@ -40,15 +40,6 @@ def _path(directory: Path, offset: int) -> Path:
     return directory / f"{offset:020d}{SUFFIX}"
 
 
-def fsync_directory(directory: Path) -> None:
-    """Make renames and unlinks in ``directory`` durable."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def write(directory: Path, offset: int, entries: Iterable[ProducerEntry]) -> Path:
     """Atomically write a snapshot at ``offset`` and delete all but the newest ``KEEP``."""
     document = {
@@ -68,20 +59,7 @@ def write(directory: Path, offset: int, entries: Iterable[ProducerEntry]) -> Pat
     }
     payload = json.dumps(document, separators=(",", ":")).encode()
     final = _path(directory, offset)
-    tmp = final.with_name(final.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        data = memoryview(struct.pack(">I", crc32c(payload)) + payload)
-        while data:  # a short write (disk full) either finishes or raises
-            data = data[os.write(fd, data) :]
-        os.fsync(fd)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
-    finally:
-        os.close(fd)
-    os.replace(tmp, final)
-    fsync_directory(directory)
+    replace_durably(final, struct.pack(">I", crc32c(payload)) + payload, tmp=final.with_name(final.name + ".tmp"))
     for old in snapshot_offsets(directory)[:-KEEP]:
         _path(directory, old).unlink(missing_ok=True)
     return final

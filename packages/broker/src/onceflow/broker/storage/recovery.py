@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from onceflow.broker.storage.errors import CorruptRecordError
-from onceflow.broker.storage.producer_snapshot import fsync_directory
 from onceflow.broker.storage.producer_state import ProducerStateManager
 from onceflow.broker.storage.records import control_marker
 from onceflow.broker.storage.segment import (
@@ -18,6 +17,7 @@ from onceflow.broker.storage.segment import (
     segment_path,
 )
 from onceflow.broker.storage.segment_scan import scan_next_offset
+from onceflow.core.fsync import fsync_path
 from onceflow.core.logging import get_logger
 
 log = get_logger(__name__)
@@ -55,7 +55,7 @@ def complete_swap(directory: Path, swap_base: int) -> None:
         if swap_base <= base < end:
             _delete_segment_files(directory, base)
     swap.rename(segment_path(directory, swap_base, LOG_SUFFIX))
-    fsync_directory(directory)
+    fsync_path(directory)
 
 
 def recover_segments(directory: Path, index_interval_bytes: int, topic_partition: str) -> list[LogSegment]:

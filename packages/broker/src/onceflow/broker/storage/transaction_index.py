@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from onceflow.broker.storage.producer_snapshot import fsync_directory
+from onceflow.core.fsync import replace_durably
 from onceflow.core.logging import get_logger
 
 if TYPE_CHECKING:
@@ -94,20 +94,8 @@ class TransactionIndex:
         self.close()
         self.entries = list(entries)
         self._last_offsets = [e.last_offset for e in self.entries]
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            data = memoryview(b"".join(_encode(e) for e in self.entries))
-            while data:  # a short write (disk full) either finishes or raises
-                data = data[os.write(fd, data) :]
-            os.fsync(fd)
-        except OSError:
-            tmp.unlink(missing_ok=True)
-            raise
-        finally:
-            os.close(fd)
-        os.replace(tmp, self.path)
-        fsync_directory(self.path.parent)
+        data = b"".join(_encode(e) for e in self.entries)
+        replace_durably(self.path, data, tmp=self.path.with_name(self.path.name + ".tmp"))
         self.unwritten = False
 
     def append(self, entry: AbortedTxn) -> None:

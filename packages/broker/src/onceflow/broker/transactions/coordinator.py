@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 from kio.schema.errors import ErrorCode
 
 from onceflow.broker.groups import GroupCoordinator, OffsetAndMetadata
+from onceflow.broker.tasks import cancel_and_wait
 from onceflow.broker.transactions.completion import TransactionCompleter
 from onceflow.broker.transactions.listing import describe, list_transactions
 from onceflow.broker.transactions.markers import MarkerWriter
@@ -142,10 +142,7 @@ class TransactionCoordinator:
         running, self._running = self._running, None
         if running is None:
             return
-        if running.timer is not None:
-            running.timer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await running.timer
+        await cancel_and_wait(running.timer)
         async with running.lock:
             running.store.close()
         log.info("txn.coordinator_stopped", data_dir=str(self._data_dir))

@@ -9,13 +9,7 @@ from typing import Final, TypeVar
 import grpc
 from google.protobuf.message import Message
 
-from onceflow.consumer.api.convert import (
-    report_to_proto,
-    rows_to_proto,
-    table_rows_to_proto,
-    table_to_proto,
-    truth_from_proto,
-)
+from onceflow.consumer.api.convert import audit_summary, ip_counts, json_rows, table_description, truth_source
 from onceflow.consumer.api.query import ResultsQuery
 from onceflow.consumer.api.tables import TableQuery
 from onceflow.consumer.audit.bounded import AuditsBusy, AuditStopped, BoundedAuditRunner
@@ -23,6 +17,17 @@ from onceflow.consumer.exceptions import FeatureUnavailable, InvalidQuery, Unkno
 from onceflow.consumer.feed import ResultsFeed, ResultsUpdate, Subscription
 from onceflow.consumer.store import as_result_row
 from onceflow.consumer.tables import IP_COUNT_TABLE
+from onceflow.core.contract.proto import (
+    audit_to_proto,
+    audit_truth_from_proto,
+    ip_counts_to_proto,
+    ip_counts_update_to_proto,
+    rows_page_to_proto,
+    rows_update_to_proto,
+    table_to_proto,
+    top_ips_to_proto,
+)
+from onceflow.core.contract.results import IpCountsUpdate, RowsPage, RowsUpdate, TopIpCounts
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
 from onceflow.core.logging import get_logger
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
@@ -73,14 +78,14 @@ class ResultsServicer(results_pb2_grpc.ResultsServicer):
         self, request: results_pb2.GetIpCountsRequest, context: grpc.ServicerContext
     ) -> results_pb2.GetIpCountsResponse:
         rows = self.query.ip_counts(request.ip, request.window_start_from_ms, request.window_start_to_ms)
-        return results_pb2.GetIpCountsResponse(counts=rows_to_proto(rows))
+        return results_pb2.GetIpCountsResponse(counts=ip_counts_to_proto(ip_counts(rows)))
 
     @translate_errors(STATUS_CODES)
     def GetTopIps(  # noqa: N802
         self, request: results_pb2.GetTopIpsRequest, context: grpc.ServicerContext
     ) -> results_pb2.GetTopIpsResponse:
         window, rows = self.query.top_ips(request.window_start_ms, request.limit)
-        return results_pb2.GetTopIpsResponse(window_start_ms=window, counts=rows_to_proto(rows))
+        return top_ips_to_proto(TopIpCounts(window, ip_counts(rows)))
 
     @translate_errors(STATUS_CODES)
     def WatchResults(  # noqa: N802
@@ -101,7 +106,7 @@ class ResultsServicer(results_pb2_grpc.ResultsServicer):
             rows = [row for row in rows if row.window_start >= window_start_from]
             if not rows:
                 return None
-            return results_pb2.WatchResultsResponse(counts=rows_to_proto(rows), offsets=update.offsets.get(topic, {}))
+            return ip_counts_update_to_proto(IpCountsUpdate(ip_counts(rows), update.offsets.get(topic, {})))
 
         return self._stream(feed, feed.subscribe(), message, context)
 
@@ -120,8 +125,7 @@ class ResultsServicer(results_pb2_grpc.ResultsServicer):
             rows = update.rows.get(table.table, ())
             if not rows:
                 return None
-            offsets = update.offsets.get(table.topic, {})
-            return results_pb2.WatchRowsResponse(rows=table_rows_to_proto(rows), offsets=offsets)
+            return rows_update_to_proto(RowsUpdate(json_rows(rows), update.offsets.get(table.topic, {})))
 
         return self._stream(feed, feed.subscribe(), message, context)
 
@@ -158,20 +162,21 @@ class ResultsServicer(results_pb2_grpc.ResultsServicer):
     def ListTables(  # noqa: N802
         self, request: results_pb2.ListTablesRequest, context: grpc.ServicerContext
     ) -> results_pb2.ListTablesResponse:
-        return results_pb2.ListTablesResponse(tables=[table_to_proto(info) for info in self.tables.list_tables()])
+        tables = [table_to_proto(table_description(info)) for info in self.tables.list_tables()]
+        return results_pb2.ListTablesResponse(tables=tables)
 
     @translate_errors(STATUS_CODES)
     def ListRows(  # noqa: N802
         self, request: results_pb2.ListRowsRequest, context: grpc.ServicerContext
     ) -> results_pb2.ListRowsResponse:
         page = self.tables.rows(request.table, request.limit, request.page_token)
-        return results_pb2.ListRowsResponse(rows=table_rows_to_proto(page.rows), next_page_token=page.next_page_token)
+        return rows_page_to_proto(RowsPage(json_rows(page.rows), page.next_page_token))
 
     @translate_errors(STATUS_CODES)
     def RunAudit(  # noqa: N802
         self, request: results_pb2.RunAuditRequest, context: grpc.ServicerContext
     ) -> results_pb2.RunAuditResponse:
-        source = truth_from_proto(request)
+        source = truth_source(audit_truth_from_proto(request))
         if self.audits is None:
             raise FeatureUnavailable("audits are not configured on this server")
         try:
@@ -182,4 +187,4 @@ class ResultsServicer(results_pb2_grpc.ResultsServicer):
             _log.warning("audit.stopped", why=exc.why, reason=str(exc))
             context.abort(AUDIT_STOPPED_CODES[exc.why], f"audit stopped: {exc}")
         _log.info("audit.done", truth=report.truth_source, exact=report.exact, sinks=len(report.sinks))
-        return report_to_proto(report)
+        return audit_to_proto(audit_summary(report))

@@ -35,6 +35,7 @@ import base64
 import json
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ from onceflow.consumer.audit.topic import TopicRecord, read_committed
 from onceflow.core.avro import REGISTRY
 from onceflow.core.avro.arrow import json_value
 from onceflow.core.contract.clients import ResultsClient, RpcFailed
+from onceflow.core.contract.results import IpCount
 from onceflow.core.defaults import BOOTSTRAP_SERVERS
 from onceflow.core.end_of_input import is_marker
 from onceflow.core.errors import SerializationError
@@ -138,7 +140,7 @@ def _fail(exc: RpcFailed, target: str) -> int:
     return 2 if exc.code() == grpc.StatusCode.INVALID_ARGUMENT else 1
 
 
-def _print_rows(rows: Any) -> None:
+def _print_rows(rows: Iterable[IpCount]) -> None:
     for row in rows:
         print(f"{row.window_start_ms},{row.window_end_ms},{row.ip},{row.count}")
 
@@ -146,11 +148,11 @@ def _print_rows(rows: Any) -> None:
 def _counts(args: argparse.Namespace) -> int:
     with results_client(args) as client:
         try:
-            response = client.get_ip_counts(args.ip, args.from_ms, args.to_ms)
+            counts = client.get_ip_counts(args.ip, args.from_ms, args.to_ms)
         except RpcFailed as exc:
             return _fail(exc, args.results)
     print("window_start,window_end,ip,count")
-    _print_rows(response.counts)
+    _print_rows(counts)
     return 0
 
 
@@ -191,11 +193,11 @@ def _watch(args: argparse.Namespace) -> int:
 def _tables(args: argparse.Namespace) -> int:
     with results_client(args) as client:
         try:
-            response = client.list_tables()
+            tables = client.list_tables()
         except RpcFailed as exc:
             return _fail(exc, args.results)
     print("\t".join(["table", "topic", "mode", "format", "keys", "columns"]))
-    for table in response.tables:
+    for table in tables:
         columns = ", ".join(f"{c.name}:{c.type}{'' if c.nullable else ' not null'}" for c in table.columns)
         fields = [table.table, table.topic or "-", table.mode, table.value_format, ",".join(table.keys) or "-"]
         print("\t".join([*fields, columns or "- (not created yet)"]))
@@ -211,7 +213,7 @@ def _rows(args: argparse.Namespace) -> int:
             except RpcFailed as exc:
                 return _fail(exc, args.results)
             for row in page.rows:
-                print(row.json)
+                print(row)
             token = page.next_page_token
             if not token:
                 break
@@ -230,7 +232,7 @@ def _watch_rows(args: argparse.Namespace) -> int:
             for response in stream:
                 offsets = " ".join(f"{p}:{o}" for p, o in sorted(response.offsets.items())) or "-"
                 for row in response.rows:
-                    print(row.json)
+                    print(row)
                 print(f"# {'offsets' if response.rows else 'watching; offsets'} {offsets}", file=sys.stderr)
                 sys.stdout.flush()
                 if not response.rows:

@@ -1,6 +1,6 @@
 """The presumed-abort two-phase-commit engine: one transaction per micro-batch, ``<job>:<batch>``.
 
-A plain domain object (no gRPC): the servicer in :mod:`onceflow.coordinator.service` adapts it,
+A plain domain object (no gRPC): the servicer in :mod:`onceflow.coordinator.servicer` adapts it,
 tests and benchmarks drive it directly with in-process participants.
 """
 

@@ -1,7 +1,8 @@
 """The cross-process contract: what the Spark driver, the coordinator, the sink participants, the
 consumer and the demo agree on. Transaction ids and states, participants' votes, what the coordinator
 reports of a transaction (:mod:`onceflow.core.contract.report`), what sinks' commit records say
-(:mod:`onceflow.core.contract.commits`), participant refs, sink bindings (which
+(:mod:`onceflow.core.contract.commits`), what the consumer's Results API answers
+(:mod:`onceflow.core.contract.results`), participant refs, sink bindings (which
 output goes to which table or topic, how), the output schemas they carry and how a sink served by
 several participant processes splits a batch (:mod:`onceflow.core.contract.shards`) live here, and
 :mod:`onceflow.core.contract.clients` holds the typed clients of the coordinator and the participants;

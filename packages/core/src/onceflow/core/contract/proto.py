@@ -1,24 +1,52 @@
 """The contract's values to and from their ``onceflow.v1`` messages: one conversion for every service
 (bindings, staged files, transaction ids, transaction states, resolutions, shards, the coordinator's
-reports and outcomes, the sinks' commit records)."""
+reports and outcomes, the sinks' commit records, the Results API's answers, the connect worker's admin
+answers)."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
-from typing import Final
+from collections.abc import Iterable, Mapping
+from fractions import Fraction
+from typing import Any, Final, cast
 
+from google.protobuf import json_format, struct_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from onceflow.core.contract.bindings import DEFAULT_OUTPUT, SinkBinding, SinkMode, ValueFormat
 from onceflow.core.contract.commits import CommittedBatches, HostedCommits
+from onceflow.core.contract.connect import (
+    ConfigValidation,
+    ConfigValidationResult,
+    ConnectorInfo,
+    ConnectorListing,
+    ConnectorOffset,
+    ConnectorStateInfo,
+    PluginInfo,
+    TaskStateInfo,
+)
 from onceflow.core.contract.report import ParticipantVote, TransactionOutcome, TransactionReport
+from onceflow.core.contract.results import (
+    AuditSummary,
+    CountMismatch,
+    GeneratorTruth,
+    IpCount,
+    IpCountsUpdate,
+    RowsPage,
+    RowsUpdate,
+    SinkAuditSummary,
+    SourceTopicTruth,
+    TableColumn,
+    TableDescription,
+    TopIpCounts,
+)
 from onceflow.core.contract.schema import schema_from_bytes, schema_to_bytes
 from onceflow.core.contract.shards import Shard
 from onceflow.core.contract.state import Resolution, TransactionState
 from onceflow.core.contract.txn import TransactionId
 from onceflow.core.staging.files import StagedFile
-from onceflow.proto.v1 import common_pb2, coordinator_pb2, participant_pb2
+from onceflow.proto.v1 import common_pb2, connect_pb2, coordinator_pb2, participant_pb2, results_pb2
+
+_NANOS_PER_SECOND: Final = 1_000_000_000
 
 
 def binding_to_proto(binding: SinkBinding) -> common_pb2.SinkBinding:
@@ -168,19 +196,19 @@ def outcome_from_proto(state: int, reason: str = "") -> TransactionOutcome:
 
 
 def _timestamp_to_proto(seconds: float) -> Timestamp:
-    """Seconds since the epoch (0: unknown, left unset); whole seconds and nanoseconds apart, so that
-    :func:`_timestamp_from_proto` gives the same float back."""
-    if seconds <= 0:
-        return Timestamp()
-    whole = math.floor(seconds)
-    nanos = round((seconds - whole) * 1e9)
-    if nanos == 1_000_000_000:
-        whole, nanos = whole + 1, 0
-    return Timestamp(seconds=whole, nanos=nanos)
+    """Seconds since the epoch (0: unknown, left unset), to the nanosecond. The float's exact value is
+    scaled (a float product would be off by up to 128 ns at today's epoch), so that
+    :func:`_timestamp_from_proto` gives the same float back for any time after February 1970 (from
+    there on, floats are coarser than a nanosecond)."""
+    stamp = Timestamp()
+    if seconds > 0:
+        stamp.FromNanoseconds(round(Fraction(seconds) * _NANOS_PER_SECOND))
+    return stamp
 
 
 def _timestamp_from_proto(stamp: Timestamp) -> float:
-    return stamp.seconds + stamp.nanos / 1e9
+    """The float nearest to ``stamp`` (an exact integer division, not a float one)."""
+    return stamp.ToNanoseconds() / _NANOS_PER_SECOND
 
 
 def report_to_proto(report: TransactionReport) -> coordinator_pb2.Transaction:
@@ -252,3 +280,224 @@ def hosted_commits_from_proto(message: participant_pb2.ListCommittedBatchesRespo
         )
         for hosted in message.sinks
     ]
+
+
+def table_to_proto(table: TableDescription) -> results_pb2.StoredTable:
+    columns = [results_pb2.Column(name=c.name, type=c.type, nullable=c.nullable) for c in table.columns]
+    return results_pb2.StoredTable(
+        table=table.table, topic=table.topic, mode=table.mode, keys=list(table.keys),
+        value_format=table.value_format, created=table.created, columns=columns,
+    )  # fmt: skip
+
+
+def table_from_proto(message: results_pb2.StoredTable) -> TableDescription:
+    return TableDescription(
+        table=message.table, topic=message.topic, mode=message.mode, keys=tuple(message.keys),
+        value_format=message.value_format, created=message.created,
+        columns=tuple(TableColumn(c.name, c.type, c.nullable) for c in message.columns),
+    )  # fmt: skip
+
+
+def rows_page_to_proto(page: RowsPage) -> results_pb2.ListRowsResponse:
+    rows = [results_pb2.Row(json=row) for row in page.rows]
+    return results_pb2.ListRowsResponse(rows=rows, next_page_token=page.next_page_token)
+
+
+def rows_page_from_proto(message: results_pb2.ListRowsResponse) -> RowsPage:
+    return RowsPage(rows=tuple(row.json for row in message.rows), next_page_token=message.next_page_token)
+
+
+def rows_update_to_proto(update: RowsUpdate) -> results_pb2.WatchRowsResponse:
+    return results_pb2.WatchRowsResponse(
+        rows=[results_pb2.Row(json=row) for row in update.rows], offsets=update.offsets
+    )
+
+
+def rows_update_from_proto(message: results_pb2.WatchRowsResponse) -> RowsUpdate:
+    return RowsUpdate(rows=tuple(row.json for row in message.rows), offsets=dict(message.offsets))
+
+
+def ip_counts_to_proto(counts: Iterable[IpCount]) -> list[results_pb2.IpCount]:
+    return [results_pb2.IpCount(window_start_ms=c.window_start_ms, window_end_ms=c.window_end_ms, ip=c.ip,
+                                count=c.count) for c in counts]  # fmt: skip
+
+
+def ip_counts_from_proto(messages: Iterable[results_pb2.IpCount]) -> tuple[IpCount, ...]:
+    return tuple(IpCount(m.window_start_ms, m.window_end_ms, m.ip, m.count) for m in messages)
+
+
+def top_ips_to_proto(top: TopIpCounts) -> results_pb2.GetTopIpsResponse:
+    return results_pb2.GetTopIpsResponse(window_start_ms=top.window_start_ms, counts=ip_counts_to_proto(top.counts))
+
+
+def top_ips_from_proto(message: results_pb2.GetTopIpsResponse) -> TopIpCounts:
+    return TopIpCounts(message.window_start_ms, ip_counts_from_proto(message.counts))
+
+
+def ip_counts_update_to_proto(update: IpCountsUpdate) -> results_pb2.WatchResultsResponse:
+    return results_pb2.WatchResultsResponse(counts=ip_counts_to_proto(update.counts), offsets=update.offsets)
+
+
+def ip_counts_update_from_proto(message: results_pb2.WatchResultsResponse) -> IpCountsUpdate:
+    return IpCountsUpdate(ip_counts_from_proto(message.counts), dict(message.offsets))
+
+
+def audit_request_to_proto(
+    truth: GeneratorTruth | SourceTopicTruth, sinks: Iterable[str] = ()
+) -> results_pb2.RunAuditRequest:
+    """RunAudit's request: the truth to compare with, and the sinks to audit (none: every sink)."""
+    if isinstance(truth, GeneratorTruth):
+        generator = results_pb2.GeneratorTruth(seed=truth.seed, count=truth.count)
+        return results_pb2.RunAuditRequest(generator=generator, sinks=list(sinks))
+    topic = results_pb2.SourceTopicTruth(topic=truth.topic)
+    return results_pb2.RunAuditRequest(source_topic=topic, sinks=list(sinks))
+
+
+def audit_truth_from_proto(message: results_pb2.RunAuditRequest) -> GeneratorTruth | SourceTopicTruth | None:
+    """The truth a RunAudit request names; None when it names none (its sinks are ``message.sinks``)."""
+    which = message.WhichOneof("truth")
+    if which == "generator":
+        return GeneratorTruth(seed=message.generator.seed, count=message.generator.count)
+    if which == "source_topic":
+        return SourceTopicTruth(message.source_topic.topic)
+    return None
+
+
+def audit_to_proto(summary: AuditSummary) -> results_pb2.RunAuditResponse:
+    sinks = [
+        results_pb2.SinkAudit(
+            sink=s.sink, windows_expected=s.windows_expected, matched=s.matched, missing=s.missing, extra=s.extra,
+            mismatched=s.mismatched, exact=s.exact,
+            examples=[results_pb2.CountMismatch(window_start_ms=e.window_start_ms, ip=e.ip, expected=e.expected,
+                                                actual=e.actual) for e in s.examples],
+        )
+        for s in summary.sinks
+    ]  # fmt: skip
+    return results_pb2.RunAuditResponse(sinks=sinks, exact=summary.exact)
+
+
+def audit_from_proto(message: results_pb2.RunAuditResponse) -> AuditSummary:
+    sinks = tuple(
+        SinkAuditSummary(
+            sink=s.sink, windows_expected=s.windows_expected, matched=s.matched, missing=s.missing, extra=s.extra,
+            mismatched=s.mismatched, exact=s.exact,
+            examples=tuple(CountMismatch(e.window_start_ms, e.ip, e.expected, e.actual) for e in s.examples),
+        )
+        for s in message.sinks
+    )  # fmt: skip
+    return AuditSummary(sinks=sinks, exact=message.exact)
+
+
+# -- Connect (the connect worker's admin API) -----------------------------------------------------
+
+
+def _integral(value: Any) -> Any:
+    """Struct numbers are doubles; give whole numbers back as ints (offsets are positions)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
+
+
+def struct_to_dict(struct: struct_pb2.Struct) -> dict[str, Any]:
+    """A JSON object from a Struct, whole numbers as ints."""
+    result: dict[str, Any] = _integral(json_format.MessageToDict(struct))
+    return result
+
+
+def dict_to_struct(value: Mapping[str, Any]) -> struct_pb2.Struct:
+    struct = struct_pb2.Struct()
+    struct.update(value)
+    return struct
+
+
+def connector_type_name(value: int) -> str:
+    """``source`` or ``sink`` (``unspecified`` for 0), as Kafka Connect's REST API spells a type."""
+    return connect_pb2.ConnectorType.Name(value).removeprefix("CONNECTOR_TYPE_").lower()
+
+
+def work_state_name(value: int) -> str:
+    """``RUNNING``, ``PAUSED``, ... (``UNSPECIFIED`` for 0), as Kafka Connect's REST API spells a state."""
+    return connect_pb2.WorkState.Name(value).removeprefix("WORK_STATE_")
+
+
+def work_state_to_proto(name: str) -> connect_pb2.WorkState:
+    """The WorkState of ``RUNNING``, ``paused``, ...; ValueError naming the states for anything else."""
+    try:
+        return cast(connect_pb2.WorkState, connect_pb2.WorkState.Value(f"WORK_STATE_{name.upper()}"))
+    except ValueError:
+        names = ", ".join(work_state_name(v) for v in connect_pb2.WorkState.values() if v)
+        raise ValueError(f"unknown connector state {name!r} (one of {names})") from None
+
+
+def connector_info_from_proto(message: connect_pb2.ConnectorInfo) -> ConnectorInfo:
+    return ConnectorInfo(
+        name=message.name,
+        config=dict(message.config),
+        tasks=tuple(message.tasks),
+        type=connector_type_name(message.type),
+    )
+
+
+def task_state_from_proto(message: connect_pb2.TaskStatus) -> TaskStateInfo:
+    return TaskStateInfo(
+        id=message.id,
+        state=work_state_name(message.state),
+        worker_id=message.worker_id,
+        trace=message.trace,
+        transactional_id=message.transactional_id,
+        producer_id=message.producer_id,
+        producer_epoch=message.producer_epoch,
+        transactions_committed=message.transactions_committed,
+        records_produced=message.records_produced,
+    )
+
+
+def connector_state_from_proto(message: connect_pb2.ConnectorStatus) -> ConnectorStateInfo:
+    return ConnectorStateInfo(
+        name=message.name,
+        state=work_state_name(message.state),
+        worker_id=message.worker_id,
+        type=connector_type_name(message.type),
+        trace=message.trace,
+        tasks=tuple(task_state_from_proto(t) for t in message.tasks),
+    )
+
+
+def listing_from_proto(message: connect_pb2.ListConnectorsResponse) -> ConnectorListing:
+    return ConnectorListing(
+        names=tuple(message.names),
+        statuses=tuple(connector_state_from_proto(s) for s in message.statuses),
+        infos=tuple(connector_info_from_proto(i) for i in message.infos),
+    )
+
+
+def offset_to_proto(offset: ConnectorOffset) -> connect_pb2.ConnectorOffset:
+    message = connect_pb2.ConnectorOffset(partition=dict_to_struct(offset.partition))
+    if offset.offset is not None:
+        message.offset.CopyFrom(dict_to_struct(offset.offset))
+    return message
+
+
+def offset_from_proto(message: connect_pb2.ConnectorOffset) -> ConnectorOffset:
+    offset = struct_to_dict(message.offset) if message.HasField("offset") else None
+    return ConnectorOffset(partition=struct_to_dict(message.partition), offset=offset)
+
+
+def plugin_from_proto(message: connect_pb2.PluginInfo) -> PluginInfo:
+    return PluginInfo(
+        name=message.name,
+        type=connector_type_name(message.type),
+        version=message.version,
+        entry_point=message.entry_point,
+    )
+
+
+def validation_from_proto(message: connect_pb2.ValidateConnectorConfigResponse) -> ConfigValidationResult:
+    return ConfigValidationResult(
+        error_count=message.error_count,
+        configs=tuple(ConfigValidation(c.name, c.value, tuple(c.errors)) for c in message.configs),
+    )

@@ -8,7 +8,7 @@ from onceflow.core.service.base import (
     Service,
     ServiceStartFailed,
 )
-from onceflow.core.service.command import Flag, ServiceCommand, flag, run_service
+from onceflow.core.service.command import Flag, ServiceCommand, add_command, flag, run_service
 from onceflow.core.service.loop import serve_until_signalled
 from onceflow.core.service.ready_file import Readiness, read_ready_file, remove_ready_file, write_ready_file
 
@@ -22,6 +22,7 @@ __all__ = [
     "Service",
     "ServiceCommand",
     "ServiceStartFailed",
+    "add_command",
     "flag",
     "read_ready_file",
     "remove_ready_file",

@@ -58,6 +58,15 @@ def flag(*names: str, setting: str, extend: bool = False, **options: Any) -> Fla
     return Flag(names, setting, options, extend)
 
 
+def add_command(subparsers: Any, name: str, *, help: str, description: str | None) -> argparse.ArgumentParser:
+    """Add ``name`` under ``subparsers``: ``help`` in the list of commands, ``description`` (the command
+    module's docstring) as ``--help`` shows it, line breaks kept. Every ``onceflow`` command is added so."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        name, help=help, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    return parser
+
+
 @dataclass(frozen=True, kw_only=True)
 class ServiceCommand:
     """One service command, as its package declares it.
@@ -89,13 +98,7 @@ class ServiceCommand:
 
     def register(self, subparsers: Any) -> None:
         """Entry point of the ``onceflow.cli`` group: adds ``onceflow <name>``."""
-        parser = subparsers.add_parser(
-            self.name,
-            help=self.help,
-            description=self.description,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
-        )
-        self.add_arguments(parser)
+        self.add_arguments(add_command(subparsers, self.name, help=self.help, description=self.description))
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """``--config``, ``--ready-file``, the command's flags, then its admin subcommands."""

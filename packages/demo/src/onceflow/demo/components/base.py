@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from onceflow.core.service import read_ready_file
 from onceflow.core.settings import TlsSettings
 from onceflow.core.toml_writer import to_toml
 from onceflow.demo.run_dir import RunDir, RunState
@@ -129,3 +130,22 @@ class Component(ABC):
 
     def logging_settings(self) -> dict[str, str]:
         return {"level": self.context.log_level, "format": "kv"}
+
+
+class ReadyFileComponent(Component):
+    """A service run as ``onceflow <name> --config ... --ready-file ...``: it serves once its current
+    instance has written the ready file (a stale one is removed before every start)."""
+
+    @property
+    def ready_path(self) -> Path:
+        return self.context.run.ready_file(self.name)
+
+    def command(self) -> list[str]:
+        return onceflow_command(self.name, "--config", str(self.config_path), "--ready-file", str(self.ready_path))
+
+    def prepare(self) -> None:
+        super().prepare()
+        self.ready_path.unlink(missing_ok=True)
+
+    def probe(self, child: ChildProcess) -> bool:
+        return read_ready_file(self.ready_path, child.pid) is not None

@@ -20,7 +20,6 @@ from onceflow.core.contract.clients import ConnectClient, RpcFailed
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SOURCE_TOPIC
 from onceflow.demo.components.base import HOST, Component, onceflow_command
 from onceflow.demo.supervisor import ChildProcess
-from onceflow.proto.v1 import connect_pb2 as pb
 
 GENERATOR = "access-log-generator"
 FILE_CONNECTOR = "access-log-file"
@@ -111,7 +110,7 @@ class ConnectComponent(Component):
     def probe(self, child: ChildProcess) -> bool:
         try:
             with ConnectClient(self.context.target("connect"), self.context.tls, timeout_s=1.0) as client:
-                reply = client.call("ListConnectors", pb.ListConnectorsRequest())
+                listing = client.list_connectors()
         except RpcFailed:
             return False
-        return connector_name(self.context.state) in list(getattr(reply, "names", []))
+        return connector_name(self.context.state) in listing.names

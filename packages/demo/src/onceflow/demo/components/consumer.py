@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from onceflow.core.service import read_ready_file
 from onceflow.core.topics import SINK_TOPIC
-from onceflow.demo.components.base import HOST, Component, onceflow_command
-from onceflow.demo.supervisor import ChildProcess
+from onceflow.demo.components.base import HOST, ReadyFileComponent
 
 CONSUMER_GROUP = "onceflow-demo-results"
 
 
-class ConsumerComponent(Component):
+class ConsumerComponent(ReadyFileComponent):
     """Store: SQLite in ``data/consumer``; static membership, so a restarted instance resumes at once."""
 
     name = "consumer"
@@ -31,17 +29,3 @@ class ConsumerComponent(Component):
             "metrics": {"host": HOST, "port": context.port("consumer_metrics")},
             "log": self.logging_settings(),
         }
-
-    @property
-    def ready_path(self) -> Any:
-        return self.context.run.ready_file(self.name)
-
-    def command(self) -> list[str]:
-        return onceflow_command("consumer", "--config", str(self.config_path), "--ready-file", str(self.ready_path))
-
-    def prepare(self) -> None:
-        super().prepare()
-        self.ready_path.unlink(missing_ok=True)
-
-    def probe(self, child: ChildProcess) -> bool:
-        return read_ready_file(self.ready_path, child.pid) is not None

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from onceflow.core.service import read_ready_file
-from onceflow.demo.components.base import HOST, Component, onceflow_command
-from onceflow.demo.supervisor import ChildProcess
+from onceflow.demo.components.base import HOST, ReadyFileComponent
 
 
-class CoordinatorComponent(Component):
+class CoordinatorComponent(ReadyFileComponent):
     """Deletes a batch's staged files once its transaction has ended (same staging root as the job)."""
 
     name = "coordinator"
@@ -27,17 +25,3 @@ class CoordinatorComponent(Component):
             "metrics": {"host": HOST, "port": self.context.port("coordinator_metrics")},
             "log": self.logging_settings(),
         }
-
-    @property
-    def ready_path(self) -> Any:
-        return self.context.run.ready_file(self.name)
-
-    def command(self) -> list[str]:
-        return onceflow_command("coordinator", "--config", str(self.config_path), "--ready-file", str(self.ready_path))
-
-    def prepare(self) -> None:
-        super().prepare()
-        self.ready_path.unlink(missing_ok=True)
-
-    def probe(self, child: ChildProcess) -> bool:
-        return read_ready_file(self.ready_path, child.pid) is not None

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from onceflow.core.service import read_ready_file
 from onceflow.core.topics import SINK_TOPIC
-from onceflow.demo.components.base import HOST, Component, onceflow_command
-from onceflow.demo.supervisor import ChildProcess
+from onceflow.demo.components.base import HOST, ReadyFileComponent
 
 #: Sink names, as the job registers them with the coordinator and the audit reports them.
 KAFKA_SINK = "kafka"
@@ -17,7 +15,7 @@ POSTGRES_SINK = "postgres"
 DELTA_SINK = "delta"
 
 
-class ParticipantComponent(Component):
+class ParticipantComponent(ReadyFileComponent):
     name = "participant"
 
     def sink_names(self) -> list[str]:
@@ -55,17 +53,3 @@ class ParticipantComponent(Component):
             "metrics": {"host": HOST, "port": context.port("participant_metrics")},
             "log": self.logging_settings(),
         }
-
-    @property
-    def ready_path(self) -> Any:
-        return self.context.run.ready_file(self.name)
-
-    def command(self) -> list[str]:
-        return onceflow_command("participant", "--config", str(self.config_path), "--ready-file", str(self.ready_path))
-
-    def prepare(self) -> None:
-        super().prepare()
-        self.ready_path.unlink(missing_ok=True)
-
-    def probe(self, child: ChildProcess) -> bool:
-        return read_ready_file(self.ready_path, child.pid) is not None

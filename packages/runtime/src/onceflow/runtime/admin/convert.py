@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.protobuf import json_format, struct_pb2
-
 from onceflow.proto.v1 import connect_pb2 as pb
 from onceflow.runtime.api.connector import ConnectorType
 from onceflow.runtime.herder.admin_ops import ConnectorInfo, ValidationResult
@@ -16,14 +14,6 @@ _TYPES = {ConnectorType.SOURCE: pb.CONNECTOR_TYPE_SOURCE, ConnectorType.SINK: pb
 _STATES: dict[WorkState, Any] = {state: pb.WorkState.Value(f"WORK_STATE_{state.value}") for state in WorkState}
 
 
-def connector_type_name(value: int) -> str:
-    return pb.ConnectorType.Name(value).removeprefix("CONNECTOR_TYPE_").lower()
-
-
-def work_state_name(value: int) -> str:
-    return pb.WorkState.Name(value).removeprefix("WORK_STATE_")
-
-
 def initial_state_from_proto(value: int) -> TargetState:
     """KIP-980 initial state: RUNNING (or unspecified), PAUSED or STOPPED."""
     if value == pb.WORK_STATE_PAUSED:
@@ -31,28 +21,6 @@ def initial_state_from_proto(value: int) -> TargetState:
     if value == pb.WORK_STATE_STOPPED:
         return TargetState.STOPPED
     return TargetState.STARTED
-
-
-def _integral(value: Any) -> Any:
-    """Struct numbers are doubles; give whole numbers back as ints (offsets are positions)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {k: _integral(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_integral(v) for v in value]
-    return value
-
-
-def struct_to_dict(struct: struct_pb2.Struct) -> dict[str, Any]:
-    result: dict[str, Any] = _integral(json_format.MessageToDict(struct))
-    return result
-
-
-def dict_to_struct(value: dict[str, Any]) -> struct_pb2.Struct:
-    struct = struct_pb2.Struct()
-    struct.update(value)
-    return struct
 
 
 def connector_info_to_proto(info: ConnectorInfo) -> pb.ConnectorInfo:

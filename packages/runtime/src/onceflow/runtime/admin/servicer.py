@@ -12,6 +12,8 @@ from typing import Any, Final
 
 import grpc
 
+from onceflow.core.contract.connect import ConnectorOffset
+from onceflow.core.contract.proto import offset_from_proto, offset_to_proto
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
 from onceflow.proto.v1 import connect_pb2 as pb
@@ -158,10 +160,7 @@ class ConnectServicer(connect_pb2_grpc.ConnectServicer):
     ) -> Any:
         offsets = self.herder.connector_offsets(_name(request.name))
         return pb.GetConnectorOffsetsResponse(
-            offsets=[
-                pb.ConnectorOffset(partition=convert.dict_to_struct(p), offset=convert.dict_to_struct(o))
-                for p, o in offsets
-            ]
+            offsets=[offset_to_proto(ConnectorOffset(partition, offset)) for partition, offset in offsets]
         )
 
     @_translate
@@ -169,11 +168,8 @@ class ConnectServicer(connect_pb2_grpc.ConnectServicer):
         self, request: pb.AlterConnectorOffsetsRequest, context: grpc.ServicerContext
     ) -> Any:
         offsets = [
-            (
-                convert.struct_to_dict(item.partition),
-                convert.struct_to_dict(item.offset) if item.HasField("offset") else None,
-            )
-            for item in request.offsets
+            (dict(item.partition), dict(item.offset) if item.offset is not None else None)
+            for item in map(offset_from_proto, request.offsets)
         ]
         if not offsets:
             raise InvalidConfig("offsets", "at least one partition is required")

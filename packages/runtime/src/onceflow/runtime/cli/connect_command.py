@@ -18,20 +18,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from google.protobuf import json_format
-
 from onceflow.core.contract.clients import ConnectClient, RpcFailed
+from onceflow.core.contract.connect import ConnectorOffset
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.settings import TlsSettings, parse_pairs
-from onceflow.proto.v1 import connect_pb2 as pb
-from onceflow.runtime.admin.convert import dict_to_struct
 from onceflow.runtime.config.files import load_connector_file
 
 DEFAULT_SERVER = "127.0.0.1:8083"
-_INITIAL = {"running": pb.WORK_STATE_RUNNING, "paused": pb.WORK_STATE_PAUSED, "stopped": pb.WORK_STATE_STOPPED}
+_INITIAL_STATES = ("running", "paused", "stopped")
 
 
 def _config_args(parser: argparse.ArgumentParser) -> None:
@@ -55,7 +53,7 @@ def register(subparsers: Any) -> None:
         sub.add_argument("name")
         _config_args(sub)
         if name == "create":
-            sub.add_argument("--initial-state", choices=sorted(_INITIAL), default="running")
+            sub.add_argument("--initial-state", choices=_INITIAL_STATES, default="running")
     for name, text in [
         ("get", "connector info"), ("config", "connector config"), ("delete", "delete a connector"),
         ("pause", "pause a connector's tasks"), ("resume", "resume a paused connector"),
@@ -94,7 +92,7 @@ def _config(args: argparse.Namespace, name: str | None = None) -> dict[str, str]
     return config
 
 
-def _offsets(args: argparse.Namespace) -> list[pb.ConnectorOffset]:
+def _offsets(args: argparse.Namespace) -> list[ConnectorOffset]:
     text = Path(args.file).read_text() if args.file else args.offsets
     if not text:
         raise InvalidConfig("--offsets", "alter needs --file or --offsets")
@@ -109,51 +107,54 @@ def _offsets(args: argparse.Namespace) -> list[pb.ConnectorOffset]:
     for i, item in enumerate(items):
         if not isinstance(item, dict) or not isinstance(item.get("partition"), dict):
             raise InvalidConfig(f"offsets[{i}].partition", "must be an object")
-        entry = pb.ConnectorOffset(partition=dict_to_struct(item["partition"]))
-        if item.get("offset") is not None:
-            entry.offset.CopyFrom(dict_to_struct(item["offset"]))
-        result.append(entry)
+        offset = item.get("offset")
+        if offset is not None and not isinstance(offset, dict):
+            raise InvalidConfig(f"offsets[{i}].offset", "must be an object or null")
+        result.append(ConnectorOffset(item["partition"], offset))
     return result
 
 
-def _request(args: argparse.Namespace) -> tuple[str, Any]:
+def _answer(client: ConnectClient, args: argparse.Namespace) -> dict[str, Any]:
+    """The sub-command's call, and its answer as the JSON document the command prints (the shape of
+    the RPC's response: ``{"connector": {...}}``, ``{"status": {...}}``, ...)."""
     command, name = args.connect_command, getattr(args, "name", "")
-    simple = {
-        "get": ("GetConnector", pb.GetConnectorRequest), "config": ("GetConnectorConfig", pb.GetConnectorConfigRequest),
-        "delete": ("DeleteConnector", pb.DeleteConnectorRequest), "pause": ("PauseConnector", pb.PauseConnectorRequest),
-        "resume": ("ResumeConnector", pb.ResumeConnectorRequest), "stop": ("StopConnector", pb.StopConnectorRequest),
-        "status": ("GetConnectorStatus", pb.GetConnectorStatusRequest),
+    lifecycle = {
+        "delete": client.delete_connector, "pause": client.pause_connector,
+        "resume": client.resume_connector, "stop": client.stop_connector,
     }  # fmt: skip
-    if command in simple:
-        method, message = simple[command]
-        return method, message(name=name)
+    if command in lifecycle:
+        lifecycle[command](name)
+        return {}
     if command == "list":
-        return "ListConnectors", pb.ListConnectorsRequest(
-            expand_status="status" in args.expand, expand_info="info" in args.expand
-        )
+        return asdict(client.list_connectors(expand_status="status" in args.expand, expand_info="info" in args.expand))
     if command == "create":
-        return "CreateConnector", pb.CreateConnectorRequest(
-            name=name, config=_config(args, name), initial_state=_INITIAL[args.initial_state]
-        )
+        info = client.create_connector(name, _config(args, name), initial_state=args.initial_state)
+        return {"connector": asdict(info)}
+    if command == "get":
+        return {"connector": asdict(client.get_connector(name))}
+    if command == "config":
+        return {"config": client.get_connector_config(name)}
     if command == "update":
-        return "UpdateConnectorConfig", pb.UpdateConnectorConfigRequest(name=name, config=_config(args, name))
+        return asdict(client.update_connector_config(name, _config(args, name)))
+    if command == "status":
+        return {"status": asdict(client.get_connector_status(name))}
     if command == "restart":
         if args.task is not None:
-            return "RestartTask", pb.RestartTaskRequest(connector=name, task=args.task)
-        return "RestartConnector", pb.RestartConnectorRequest(
-            name=name, include_tasks=args.include_tasks, only_failed=args.only_failed
-        )
+            client.restart_task(name, args.task)
+            return {}
+        status = client.restart_connector(name, include_tasks=args.include_tasks, only_failed=args.only_failed)
+        return {"status": asdict(status)}
     if command == "tasks":
-        return "ListTasks", pb.ListTasksRequest(connector=name)
+        return {"tasks": [asdict(task) for task in client.list_tasks(name)]}
     if command == "offsets":
         if args.action == "get":
-            return "GetConnectorOffsets", pb.GetConnectorOffsetsRequest(name=name)
+            return {"offsets": [asdict(offset) for offset in client.get_connector_offsets(name)]}
         if args.action == "reset":
-            return "ResetConnectorOffsets", pb.ResetConnectorOffsetsRequest(name=name)
-        return "AlterConnectorOffsets", pb.AlterConnectorOffsetsRequest(name=name, offsets=_offsets(args))
+            return {"message": client.reset_connector_offsets(name)}
+        return {"message": client.alter_connector_offsets(name, _offsets(args))}
     if command == "plugins":
-        return "ListPlugins", pb.ListPluginsRequest(include_all=True)
-    return "ValidateConnectorConfig", pb.ValidateConnectorConfigRequest(plugin=args.plugin, config=_config(args))
+        return {"plugins": [asdict(plugin) for plugin in client.list_plugins(include_all=True)]}
+    return asdict(client.validate_connector_config(args.plugin, _config(args)))
 
 
 def run_describe(args: argparse.Namespace) -> int:
@@ -172,18 +173,14 @@ def run_describe(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.connect_command == "describe":
         return run_describe(args)
-    method, request = _request(args)
     tls = TlsSettings(ca=args.tls_ca, token_file=args.token_file)
     with ConnectClient(args.server, tls, timeout_s=args.timeout) as client:
         try:
-            response = client.call(method, request)
+            doc = _answer(client, args)
         except RpcFailed as exc:
             print(f"onceflow: error: {exc.code().name}: {exc.details()}", file=sys.stderr)
             return 1
-    doc = json_format.MessageToDict(
-        response, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
-    )
     print(json.dumps(doc, indent=2, sort_keys=True))
-    if method == "ValidateConnectorConfig" and doc.get("error_count", 0):
+    if args.connect_command == "validate" and doc.get("error_count", 0):
         return 1
     return 0

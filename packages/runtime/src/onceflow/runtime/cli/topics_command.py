@@ -26,6 +26,7 @@ from onceflow.core import topics
 from onceflow.core.defaults import BOOTSTRAP_SERVERS
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.kafka import Replication
+from onceflow.core.service import add_command
 from onceflow.core.settings import parse_pairs
 from onceflow.runtime.storage.kafka_log import ensure_topic
 from onceflow.runtime.worker.end_of_input import write_end_of_input
@@ -35,10 +36,9 @@ PIPELINE_TOPICS = (topics.SOURCE_TOPIC, topics.SINK_TOPIC, topics.DEAD_LETTER_TO
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "topics", help="create the pipeline's topics; end a topic's input", description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )  # fmt: skip
+    parser = add_command(
+        subparsers, "topics", help="create the pipeline's topics; end a topic's input", description=__doc__
+    )
     commands = parser.add_subparsers(dest="topics_command", required=True)
     create = commands.add_parser("create", help="create the pipeline's topics (idempotent)")
     _client_arguments(create)

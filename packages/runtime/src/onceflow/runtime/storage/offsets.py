@@ -8,7 +8,6 @@ spaces) so that compaction and lookups see one key per partition.
 from __future__ import annotations
 
 import json
-import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from onceflow.core.errors import CorruptRecord
+from onceflow.core.fsync import replace_durably
 
 Partition = Mapping[str, Any]
 Offset = Mapping[str, Any]
@@ -118,9 +118,4 @@ class FileOffsetBackingStore(MemoryOffsetBackingStore):
 
     def _persist(self) -> None:
         doc = [{"key": json.loads(key), "offset": offset} for key, offset in self._data.items()]
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        with tmp.open("w") as fh:
-            json.dump(doc, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        replace_durably(self.path, json.dumps(doc).encode(), tmp=self.path.with_name(self.path.name + ".tmp"))

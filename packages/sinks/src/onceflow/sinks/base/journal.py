@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import urllib.parse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from onceflow.core.contract import SinkBinding, TransactionId
-from onceflow.core.fsync import fsync_path
+from onceflow.core.fsync import fsync_path, replace_durably
 from onceflow.core.staging import StagedFile
 
 
@@ -42,7 +41,6 @@ class PreparedJournal:
         earlier entry for it."""
         path = self._path(txn)
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
         body = {
             "job": txn.job,
             "batch": txn.batch,
@@ -50,12 +48,7 @@ class PreparedJournal:
             "bindings": [b.to_dict() for b in bindings],
             "extra": dict(extra or {}),
         }
-        with tmp.open("w") as out:
-            json.dump(body, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-        fsync_path(path.parent)
+        replace_durably(path, json.dumps(body).encode())
 
     def files(self, txn: TransactionId) -> list[StagedFile] | None:
         """The files recorded for ``txn``, or None when it has no entry."""

@@ -7,8 +7,7 @@ from typing import Self
 from pydantic import Field, field_validator, model_validator
 
 from onceflow.core.settings import Section
-from onceflow.core.staging.settings import S3Settings
-from onceflow.sinks.lakehouse.settings import CommitRetrySettings, check_table_root
+from onceflow.sinks.lakehouse.settings import LakehouseOptions, check_table_root
 
 
 class IcebergCatalogSettings(Section):
@@ -29,16 +28,12 @@ class IcebergCatalogSettings(Section):
         return self
 
 
-class IcebergOptions(Section):
+class IcebergOptions(LakehouseOptions):
     """``warehouse`` holds the tables' data and metadata (``<warehouse>/<namespace>/<table>``): a local
     directory or ``s3://bucket/prefix``; ``state_dir`` holds the journal of prepared batches."""
 
     warehouse: str = Field(min_length=1)
-    state_dir: str = Field(min_length=1)
     catalog: IcebergCatalogSettings
-    #: The S3 API store of an ``s3://`` root (as ``[staging.s3]``: empty fields from the AWS variables).
-    s3: S3Settings = S3Settings()
-    commit_retry: CommitRetrySettings = CommitRetrySettings()
 
     @field_validator("warehouse")
     @classmethod

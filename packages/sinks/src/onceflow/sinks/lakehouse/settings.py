@@ -8,6 +8,7 @@ from typing import Final
 from pydantic import Field
 
 from onceflow.core.settings import Section
+from onceflow.core.staging.settings import S3Settings
 
 #: Where a table root may live: a local directory (a path or ``file://``) or an S3 bucket.
 TABLE_SCHEMES: Final = ("file", "s3")
@@ -20,6 +21,17 @@ class CommitRetrySettings(Section):
     attempts: int = Field(default=8, ge=1, le=100)
     initial_backoff_ms: int = Field(default=50, gt=0)
     max_backoff_ms: int = Field(default=2_000, gt=0)
+
+
+class LakehouseOptions(Section):
+    """What every lakehouse sink's options have besides its table root: ``state_dir`` holds the journal
+    of prepared batches (local disk), ``s3`` the S3 API store of an ``s3://`` root, ``commit_retry``
+    how a lost commit race is retried."""
+
+    state_dir: str = Field(min_length=1)
+    #: The S3 API store of an ``s3://`` root (as ``[staging.s3]``: empty fields from the AWS variables).
+    s3: S3Settings = S3Settings()
+    commit_retry: CommitRetrySettings = CommitRetrySettings()
 
 
 def check_table_root(value: str) -> str:

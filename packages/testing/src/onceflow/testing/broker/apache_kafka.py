@@ -30,8 +30,6 @@ from __future__ import annotations
 import base64
 import os
 import re
-import shutil
-import socket
 import subprocess
 import uuid
 from collections.abc import Mapping, Sequence
@@ -42,7 +40,9 @@ from kio.schema.metadata.v12.request import MetadataRequest
 from onceflow.broker.admin.connection import KafkaConnection
 from onceflow.broker.embedded import BrokerProcess
 from onceflow.broker.protocol.shapes import build_entity
+from onceflow.core.process import free_port
 from onceflow.core.service import Readiness
+from onceflow.testing.jars import JarsMissing, fetched_libs, java_command, pom_property, repo_root
 
 __all__ = [
     "BROKER_USER",
@@ -67,7 +67,6 @@ _BROKER_PASSWORD_FILE = "sasl-broker-password"
 KAFKA_HOME_ENV = "ONCEFLOW_KAFKA_HOME"
 """Environment variable naming a folder whose ``libs/`` holds the Kafka jars (overrides the cache)."""
 POM = Path("tools/kafka/pom.xml")
-STAMP = ".complete"
 NODE_ID = 1
 """The node id of a one-node Kafka."""
 
@@ -109,26 +108,14 @@ logger.state.level = WARN
 """
 
 
-class KafkaJarsMissing(RuntimeError):  # noqa: N818 - the name says what it is
+class KafkaJarsMissing(JarsMissing):
     """The Apache Kafka jars are not where ``make setup`` puts them."""
-
-
-def _repo_root(start: Path) -> Path | None:
-    for folder in (start, *start.parents):
-        if (folder / POM).is_file():
-            return folder
-    return None
 
 
 def kafka_version(root: Path | None = None) -> str:
     """The Kafka version ``tools/kafka/pom.xml`` pins (the repository is found from the cwd upwards)."""
-    root = root or _repo_root(Path.cwd()) or _repo_root(Path(__file__).resolve())
-    if root is None:
-        raise KafkaJarsMissing(f"no {POM} above {Path.cwd()}: run from inside the onceflow repository")
-    match = re.search(r"<kafka\.version>([^<]+)</kafka\.version>", (root / POM).read_text())
-    if match is None:
-        raise KafkaJarsMissing(f"{root / POM} has no <kafka.version>")
-    return match.group(1)
+    root = root or repo_root(POM, KafkaJarsMissing)
+    return pom_property(root / POM, "kafka.version", KafkaJarsMissing)
 
 
 def find_kafka_libs() -> Path:
@@ -142,23 +129,7 @@ def find_kafka_libs() -> Path:
         if not any(libs.glob("kafka_2.13-*.jar")):
             raise KafkaJarsMissing(f"${KAFKA_HOME_ENV}={home}, but {libs} holds no kafka_2.13 jar")
         return libs
-    root = _repo_root(Path.cwd()) or _repo_root(Path(__file__).resolve())
-    version = kafka_version(root)
-    assert root is not None
-    cache = root / ".cache" / "kafka" / version
-    if not (cache / STAMP).is_file():
-        raise KafkaJarsMissing(
-            f"Apache Kafka {version} jars are missing ({cache / 'libs'}): run 'make setup' "
-            f"(or 'make kafka'), which fetches them from Maven Central"
-        )
-    return cache / "libs"
-
-
-def free_port(host: str) -> int:
-    """A TCP port free on ``host`` right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    return fetched_libs("kafka", title="Apache Kafka", version_property="kafka.version", missing=KafkaJarsMissing)
 
 
 def new_cluster_id() -> str:
@@ -253,22 +224,20 @@ class ApacheKafka(BrokerProcess):
         return self.data_dir / "server.properties"
 
     def _java(self, main: str, *args: str) -> list[str]:
-        libs = self._libs or find_kafka_libs()
-        java = shutil.which("java")
-        if java is None:
-            raise KafkaJarsMissing("no java on PATH: Apache Kafka needs Java 17+ (see 'make setup')")
-        return [
-            java,
-            f"-Xmx{self._heap}",
-            "-Xms64m",
-            *self._jvm_options,
-            "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
-            "-cp",
-            f"{libs}/*",
+        return java_command(
             main,
             *args,
-        ]
+            libs=self._libs or find_kafka_libs(),
+            heap=self._heap,
+            options=(
+                "-Xms64m",
+                *self._jvm_options,
+                "-Djava.awt.headless=true",
+                f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.properties'}",
+            ),
+            title="Apache Kafka",
+            missing=KafkaJarsMissing,
+        )
 
     def command(self) -> Sequence[str]:
         # Step 1

@@ -32,7 +32,8 @@ from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 
 from onceflow.broker.admin.connection import KafkaConnection
 from onceflow.broker.protocol.shapes import build_entity
-from onceflow.testing.broker.apache_kafka import ApacheKafka, free_port, new_cluster_id
+from onceflow.core.process import free_port
+from onceflow.testing.broker.apache_kafka import ApacheKafka, new_cluster_id
 
 __all__ = ["CLUSTER_SETTINGS", "ApacheKafkaCluster", "CoordinatorType"]
 

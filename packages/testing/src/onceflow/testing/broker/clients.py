@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -78,7 +78,24 @@ def produce_acked(
     return acked
 
 
-def read_topic(
+class ReadOptions(TypedDict, total=False):
+    """How :func:`read_messages` reads (its keyword arguments, with their defaults there)."""
+
+    isolation_level: str
+    idle_timeout: float
+    timeout: float
+    partitions: int | None
+
+
+def read_topic(bootstrap: str, topic: str, **options: Unpack[ReadOptions]) -> list[ConsumedRecord]:
+    """Every record of ``topic`` from the beginning, in offset order per partition (see :func:`read_messages`)."""
+    return [
+        ConsumedRecord(_int(msg.partition()), _int(msg.offset()), msg.key(), msg.value())
+        for msg in read_messages(bootstrap, topic, **options)
+    ]
+
+
+def read_messages(
     bootstrap: str,
     topic: str,
     *,
@@ -86,11 +103,12 @@ def read_topic(
     idle_timeout: float = 3.0,
     timeout: float = 120,
     partitions: int | None = None,
-) -> list[ConsumedRecord]:
-    """Every record of ``topic`` from the beginning, in offset order per partition.
+) -> list[Message]:
+    """Every message of ``topic`` from the beginning (the first ``partitions``, default all), in offset
+    order per partition.
 
     Reads until every partition has reached its end offset (as seen by ``isolation_level``)
-    and nothing new arrived for ``idle_timeout`` seconds.
+    and nothing new arrived for ``idle_timeout`` seconds; ``TimeoutError`` after ``timeout``.
     """
     consumer = Consumer(
         {
@@ -106,7 +124,7 @@ def read_topic(
         metadata = consumer.list_topics(topic, timeout=30)
         count = partitions if partitions is not None else len(metadata.topics[topic].partitions)
         consumer.assign([TopicPartition(topic, p, 0) for p in range(count)])
-        records: list[ConsumedRecord] = []
+        messages: list[Message] = []
         at_eof: set[int] = set()
         deadline = time.monotonic() + timeout
         last_data = time.monotonic()
@@ -119,12 +137,11 @@ def read_topic(
                         at_eof.add(_int(msg.partition()))
                         continue
                     raise KafkaException(err)
-                partition = _int(msg.partition())
-                at_eof.discard(partition)
-                records.append(ConsumedRecord(partition, _int(msg.offset()), msg.key(), msg.value()))
+                at_eof.discard(_int(msg.partition()))
+                messages.append(msg)
                 last_data = time.monotonic()
             if len(at_eof) == count and time.monotonic() - last_data >= idle_timeout:
-                return records
-        raise TimeoutError(f"reading {topic} did not reach the end within {timeout}s ({len(records)} records)")
+                return messages
+        raise TimeoutError(f"reading {topic} did not reach the end within {timeout}s ({len(messages)} records)")
     finally:
         consumer.close()

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.testing.jars import start_or_fail
 
 if TYPE_CHECKING:
     from onceflow.testing.broker.apache_kafka import ApacheKafka
@@ -67,14 +68,9 @@ def broker(broker_factory: BrokerFactory, request: pytest.FixtureRequest) -> Ite
 
 
 def _start_apache_kafka(data_dir: Path, port: int = 0, **options: Any) -> ApacheKafka:
-    from onceflow.testing.broker.apache_kafka import ApacheKafka, KafkaJarsMissing
+    from onceflow.testing.broker.apache_kafka import ApacheKafka
 
-    instance = ApacheKafka(data_dir, port, **options)
-    try:
-        return instance.start()
-    except KafkaJarsMissing as exc:
-        missing = str(exc)
-    pytest.fail(missing, pytrace=False)  # outside the except: the message alone, no chained traceback
+    return start_or_fail(ApacheKafka(data_dir, port, **options).start)
 
 
 @pytest.fixture(scope="session")
@@ -105,19 +101,12 @@ def apache_kafka_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[A
 @pytest.fixture(scope="module")
 def apache_kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKafkaCluster]:
     """Three Apache Kafka nodes in one KRaft cluster, started once per module; stopped after it."""
-    from onceflow.testing.broker.apache_kafka import KafkaJarsMissing
     from onceflow.testing.broker.apache_kafka_cluster import ApacheKafkaCluster
 
     cluster = ApacheKafkaCluster(tmp_path_factory.mktemp("kafka-cluster"))
-    try:
-        cluster.start()
-    except KafkaJarsMissing as exc:
-        missing = str(exc)
-    else:
-        yield cluster
-        cluster.stop()
-        return
-    pytest.fail(missing, pytrace=False)
+    start_or_fail(cluster.start)
+    yield cluster
+    cluster.stop()
 
 
 #: The kinds of broker ``kafka_broker`` can start.

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 import threading
@@ -26,7 +25,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
-from onceflow.testing.broker.apache_kafka import KafkaJarsMissing, find_kafka_libs
+from onceflow.testing.broker.apache_kafka import FAST_START_JVM_OPTIONS, KafkaJarsMissing, find_kafka_libs
+from onceflow.testing.jars import java_command
 
 __all__ = [
     "ACL_COMMAND",
@@ -81,21 +81,15 @@ def tool_command(main_class: str, *args: str, heap: str = "256m", libs: Path | N
 
     Raises :class:`KafkaJarsMissing` when the jars or java are missing.
     """
-    java = shutil.which("java")
-    if java is None:
-        raise KafkaJarsMissing("no java on PATH: Kafka's tools need Java 17+ (see 'make setup')")
-    return [
-        java,
-        f"-Xmx{heap}",
-        "-XX:+UseSerialGC",
-        "-XX:TieredStopAtLevel=1",
-        "-Djava.awt.headless=true",
-        f"-Dlog4j2.configurationFile={_log4j2_config()}",
-        "-cp",
-        f"{libs or find_kafka_libs()}/*",
+    return java_command(
         main_class,
         *args,
-    ]
+        libs=libs or find_kafka_libs(),
+        heap=heap,
+        options=(*FAST_START_JVM_OPTIONS, "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={_log4j2_config()}"),
+        title="each Kafka tool",
+        missing=KafkaJarsMissing,
+    )
 
 
 def run_tool(main_class: str, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:

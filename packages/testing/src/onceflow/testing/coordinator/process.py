@@ -22,7 +22,7 @@ from confluent_kafka import KafkaException, TopicCollection
 from confluent_kafka.admin import AdminClient
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from onceflow.coordinator.service.servicer import SERVICE_NAME
+from onceflow.coordinator.servicer import SERVICE_NAME
 from onceflow.core.grpc import open_channel
 from onceflow.core.process import ServerProcess
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -11,16 +10,8 @@ from typing import Any
 import grpc
 
 from onceflow.core.contract.clients import ConnectClient
-from onceflow.core.process import ServiceProcess
+from onceflow.core.process import ServiceProcess, free_port
 from onceflow.core.service import Readiness
-from onceflow.proto.v1 import connect_pb2 as pb
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 class WorkerProcess(ServiceProcess):
@@ -61,7 +52,7 @@ class WorkerProcess(ServiceProcess):
     def probe_ready(self, pid: int) -> Readiness | None:
         with ConnectClient(self.target, timeout_s=2) as client:
             try:
-                client.call("ListConnectors", pb.ListConnectorsRequest())
+                client.list_connectors()
             except grpc.RpcError:
                 return None
         return Readiness(port=self._port)

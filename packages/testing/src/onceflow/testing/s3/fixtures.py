@@ -20,18 +20,14 @@ from typing import Any
 
 import pytest
 
-from onceflow.testing.s3.process import CLIENT_CHECKSUM_ENV, S3ProxyJarsMissing, S3ProxyProcess
+from onceflow.testing.jars import start_or_fail
+from onceflow.testing.s3.process import CLIENT_CHECKSUM_ENV, S3ProxyProcess
 
 S3ProxyFactory = Callable[..., S3ProxyProcess]
 
 
 def _start(data_dir: Path, **options: Any) -> S3ProxyProcess:
-    instance = S3ProxyProcess(data_dir, **options)
-    try:
-        return instance.start()
-    except S3ProxyJarsMissing as exc:
-        missing = str(exc)
-    pytest.fail(missing, pytrace=False)  # outside the except: the message alone, no chained traceback
+    return start_or_fail(S3ProxyProcess(data_dir, **options).start)
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 from typing import Final
 
-from onceflow.testing.s3.process import S3ProxyJarsMissing, pom_property, repo_root
+from onceflow.testing.jars import pom_property, repo_root
+from onceflow.testing.s3.process import S3ProxyJarsMissing
 
 POM: Final = Path("tools/hadoop-aws/pom.xml")
 
@@ -15,8 +16,8 @@ POM: Final = Path("tools/hadoop-aws/pom.xml")
 def hadoop_aws_classpath() -> str:
     """The ``:``-separated jars of hadoop-aws and the AWS SDK bundle; :class:`S3ProxyJarsMissing` saying
     to run ``make setup`` when they were not resolved (or were removed from the Maven repository)."""
-    root = repo_root()
-    version = pom_property(root / POM, "hadoop.version")
+    root = repo_root(POM, S3ProxyJarsMissing)
+    version = pom_property(root / POM, "hadoop.version", S3ProxyJarsMissing)
     listing = root / ".cache" / "hadoop-aws" / version / "classpath.txt"
     jars = listing.read_text().strip().split(os.pathsep) if listing.is_file() else []
     missing = [jar for jar in jars if not Path(jar).is_file()]

@@ -22,7 +22,6 @@ and so breaks Hadoop's S3A connector).
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import shutil
 import socket
@@ -30,8 +29,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from onceflow.core.process import ServiceProcess
+from onceflow.core.process import ServiceProcess, free_port
 from onceflow.core.service import Readiness
+from onceflow.testing.jars import JarsMissing, fetched_libs, java_command
 
 POM: Final = Path("tools/s3proxy/pom.xml")
 S3PROXY_HOME_ENV: Final = "ONCEFLOW_S3PROXY_HOME"
@@ -46,25 +46,8 @@ CLIENT_CHECKSUM_ENV: Final[Mapping[str, str]] = {
 FAST_START_JVM_OPTIONS: Final = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
 
 
-class S3ProxyJarsMissing(RuntimeError):  # noqa: N818 - the name says what it is
+class S3ProxyJarsMissing(JarsMissing):
     """The S3Proxy jars are not where ``make setup`` puts them."""
-
-
-def repo_root() -> Path:
-    """The onceflow checkout this runs in (found from the working directory, else from this file)."""
-    for start in (Path.cwd(), Path(__file__).resolve()):
-        for folder in (start, *start.parents):
-            if (folder / "tools").is_dir() and (folder / "Makefile").is_file():
-                return folder
-    raise S3ProxyJarsMissing(f"no onceflow checkout above {Path.cwd()}: run from inside the repository")
-
-
-def pom_property(pom: Path, name: str) -> str:
-    """The value of ``<name>`` in the ``<properties>`` of ``pom``."""
-    match = re.search(rf"<{re.escape(name)}>([^<]+)</{re.escape(name)}>", pom.read_text())
-    if match is None:
-        raise S3ProxyJarsMissing(f"{pom} has no <{name}>")
-    return match.group(1)
 
 
 def find_s3proxy_libs() -> Path:
@@ -72,21 +55,7 @@ def find_s3proxy_libs() -> Path:
     home = os.environ.get(S3PROXY_HOME_ENV)
     if home:
         return Path(home) / "libs"
-    root = repo_root()
-    version = pom_property(root / POM, "s3proxy.version")
-    cache = root / ".cache" / "s3proxy" / version
-    if not (cache / ".complete").is_file():
-        raise S3ProxyJarsMissing(
-            f"S3Proxy {version} jars are missing ({cache / 'libs'}): run 'make setup' "
-            f"(or 'make s3proxy'), which fetches them from Maven Central"
-        )
-    return cache / "libs"
-
-
-def _free_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    return fetched_libs("s3proxy", title="S3Proxy", version_property="s3proxy.version", missing=S3ProxyJarsMissing)
 
 
 class S3ProxyProcess(ServiceProcess):
@@ -174,7 +143,7 @@ class S3ProxyProcess(ServiceProcess):
     def command(self) -> Sequence[str]:
         # Step 1
         if self._port == 0:
-            self._port = _free_port(self.host)
+            self._port = free_port(self.host)
             for bucket in self.buckets:
                 self.create_bucket(bucket)
         # Step 2
@@ -189,23 +158,21 @@ class S3ProxyProcess(ServiceProcess):
         config = self.work_dir / "s3proxy.conf"
         config.write_text("".join(f"{key}={value}\n" for key, value in properties.items()))
         config.chmod(0o600)
-        java = shutil.which("java")
-        if java is None:
-            raise S3ProxyJarsMissing("no java on PATH: S3Proxy needs Java 17+ (see 'make setup')")
-        libs = self._libs or find_s3proxy_libs()
-        return [
-            java,
-            f"-Xmx{self._heap}",
-            *FAST_START_JVM_OPTIONS,
-            # slf4j-simple to stdout (the log file): S3Proxy routes System.err into its own logger.
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-            "-Dorg.slf4j.simpleLogger.logFile=System.out",
-            "-cp",
-            f"{libs}/*",
+        return java_command(
             "org.gaul.s3proxy.Main",
             "--properties",
             str(config),
-        ]
+            libs=self._libs or find_s3proxy_libs(),
+            heap=self._heap,
+            options=(
+                *FAST_START_JVM_OPTIONS,
+                # slf4j-simple to stdout (the log file): S3Proxy routes System.err into its own logger.
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                "-Dorg.slf4j.simpleLogger.logFile=System.out",
+            ),
+            title="S3Proxy",
+            missing=S3ProxyJarsMissing,
+        )
 
     def probe_ready(self, pid: int) -> Readiness | None:
         # Step 3

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from onceflow.core.process import free_port
 from onceflow.sinks.postgres.server_binaries import find_server_binaries
 
 SERVER_SETTINGS = {
@@ -61,12 +61,6 @@ def find_postgres_bin() -> Path:
         "run `make setup` (it installs PostgreSQL) and try again",
         pytrace=False,
     )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _as_server_user(argv: list[str]) -> list[str]:
@@ -108,7 +102,7 @@ def running_postgres(**settings: str) -> Iterator[PostgresServer]:
         with (data_dir / "postgresql.conf").open("a") as conf:
             conf.write("\n# onceflow test server\n")
             conf.writelines(f"{key} = {value}\n" for key, value in {**SERVER_SETTINGS, **settings}.items())
-        port = _free_port()
+        port = free_port()
         pg_ctl = [str(bindir / "pg_ctl"), "-D", str(data_dir), "-w", "-t", "60"]
         _run([*pg_ctl, "-l", str(log), "-o", f"-p {port}", "start"], "pg_ctl start", log)
         try:

@@ -11,6 +11,14 @@ process, a network partition).
 The group only decides *when to try*. Safety comes from the log: the new active instance's
 ``init_transactions`` on the log's transactional id fences the old one, whose next write fails,
 and an owner that learns it lost the partition stops at once.
+
+An unexpected error on the election thread (a callback that raised, a fatal consumer error, a bug)
+never ends the membership silently: a dead poll loop behind a consumer that librdkafka keeps
+heartbeating is a member the group gives the partition to and that never takes it. The member
+leaves the group and joins again with a fresh consumer instead (see :meth:`LeaderElection._rejoin`),
+as a Kafka Streams client replaces a failed stream thread; an owner reports ``on_lost`` first, and
+the coordinator then ends as Connect's herder does after an uncaught error, for its supervisor to
+restart it clean.
 """
 
 from __future__ import annotations
@@ -32,8 +40,14 @@ CLIENT_ID_PREFIX: Final = "onceflow-coordinator@"
 _POLL_S: Final = 0.2
 #: How often a standby looks up who is active (for the UNAVAILABLE answers that name it).
 _LEADER_REFRESH_S: Final = 2.0
+#: Pause before a member that failed joins again (a failure that repeats must not spin).
+_REJOIN_BACKOFF_S: Final = 1.0
 
 _log = get_logger(__name__)
+
+
+class ElectionCallbackError(Exception):
+    """A callback given to :class:`LeaderElection` raised (the cause): the member rejoins."""
 
 
 class LeaderElection:
@@ -43,7 +57,9 @@ class LeaderElection:
     - ``on_lost(reason)`` when it loses it after that: the instance must stop serving at once;
     - ``on_leader(target)`` whenever the active instance a standby sees changes (None: none right now).
 
-    Callbacks must return quickly: they run on the thread that polls the group.
+    Callbacks must return quickly: they run on the thread that polls the group. One that raises is
+    an unexpected error of the election: the member reports ``on_lost`` if it owned the partition,
+    leaves the group and joins again.
     """
 
     def __init__(
@@ -66,23 +82,14 @@ class LeaderElection:
         self._on_lost = on_lost
         self._on_leader = on_leader
         self._partition = TopicPartition(topic, 0)
-        self._consumer = Consumer(
-            kafka.client_config(
-                **{
-                    "group.id": group_id,
-                    "client.id": CLIENT_ID_PREFIX + advertised,
-                    "partition.assignment.strategy": "cooperative-sticky",
-                    "session.timeout.ms": session_timeout_ms,
-                    "heartbeat.interval.ms": max(100, session_timeout_ms // 5),
-                    "enable.auto.commit": False,
-                    "auto.offset.reset": "latest",
-                }
-            )
-        )
+        self._session_timeout_ms = session_timeout_ms
+        self._consumer = self._new_consumer()
         admin_config: dict[str, Any] = kafka.client_config()
         self._admin = AdminClient(admin_config)
         self._elected = False
         self._closed = threading.Event()
+        #: Held to replace or close the consumer: :meth:`close` and a rejoin never race.
+        self._consumer_lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="coordinator-election", daemon=True)
 
     @property
@@ -91,15 +98,37 @@ class LeaderElection:
 
     def start(self) -> None:
         """Join the group; the callbacks start arriving."""
-        self._consumer.subscribe([self.topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._revoked)
+        self._subscribe()
         self._thread.start()
+
+    def _new_consumer(self) -> Consumer:
+        timeout_ms = self._session_timeout_ms
+        return Consumer(
+            self._kafka.client_config(
+                **{
+                    "group.id": self.group_id,
+                    "client.id": CLIENT_ID_PREFIX + self.advertised,
+                    "partition.assignment.strategy": "cooperative-sticky",
+                    "session.timeout.ms": timeout_ms,
+                    "heartbeat.interval.ms": max(100, timeout_ms // 5),
+                    "enable.auto.commit": False,
+                    "auto.offset.reset": "latest",
+                }
+            )
+        )
+
+    def _subscribe(self) -> None:
+        self._consumer.subscribe([self.topic], on_assign=self._assigned, on_revoke=self._revoked, on_lost=self._revoked)
         _log.info("election.joined", group=self.group_id, topic=self.topic, member=self.advertised)
 
     def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if any(p.topic == self.topic and p.partition == 0 for p in partitions) and not self._elected:
             self._elected = True
             _log.info("election.elected", group=self.group_id, member=self.advertised)
-            self._on_elected()
+            try:
+                self._on_elected()
+            except Exception as exc:
+                raise ElectionCallbackError(f"on_elected of member {self.advertised} raised {exc!r}") from exc
 
     def _revoked(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         if self._closed.is_set():
@@ -110,12 +139,20 @@ class LeaderElection:
             self._on_lost(f"member {self.advertised} lost the leadership of consumer group {self.group_id}")
 
     def _run(self) -> None:
-        """Poll the group (its rebalance callbacks run here); a standby also refreshes who leads.
+        """Poll the group until :meth:`close`; an unexpected error makes the member rejoin.
 
         Nothing may end this loop but :meth:`close`: librdkafka keeps heartbeating without it, so a
         dead loop would leave a member that the group gives the partition to and that never takes
         it, and no coordinator would ever be active.
         """
+        while not self._closed.is_set():
+            try:
+                self._poll_until_failure()
+            except Exception as exc:  # a callback, a fatal consumer error or a bug: never a silent zombie
+                self._rejoin(exc)
+
+    def _poll_until_failure(self) -> None:
+        """Poll the group (its rebalance callbacks run here); a standby also refreshes who leads."""
         paused = False
         last_leader: str | None = ""
         next_refresh = 0.0
@@ -126,7 +163,9 @@ class LeaderElection:
                     self._consumer.pause([self._partition])
                 paused = self._elected
             except KafkaException as exc:
-                _log.warning("election.poll_failed", group=self.group_id, error=exc)
+                if exc.args and exc.args[0].fatal():
+                    raise  # this consumer is unusable: rejoin with a new one
+                _log.warning("election.poll_failed", group=self.group_id, member=self.advertised, error=exc)
             if self._elected or self._closed.wait(0):
                 continue
             now = time.monotonic()
@@ -134,11 +173,53 @@ class LeaderElection:
                 next_refresh = now + _LEADER_REFRESH_S
                 try:
                     leader = self.leader()
-                    if leader != last_leader:
-                        last_leader = leader
-                        self._on_leader(leader)
                 except Exception as exc:  # who leads is advisory: the loop must go on
                     _log.warning("election.leader_refresh_failed", group=self.group_id, error=repr(exc))
+                    continue
+                if leader != last_leader:
+                    last_leader = leader
+                    self._on_leader(leader)
+
+    def _rejoin(self, error: Exception) -> None:
+        """Leave the group and join it again with a fresh consumer, after an unexpected ``error``.
+
+        Steps:
+            1. Log the error with the group and the member.
+            2. An owner of the partition reports ``on_lost``: whatever it started as the active
+               instance must stop, since this member no longer knows what it holds.
+            3. Close the consumer: the member leaves the group and the partition moves to a
+               standby at once, without waiting for the session timeout.
+            4. After a short pause (unless closed meanwhile), join with a new consumer.
+        """
+        # Step 1
+        _log.error(
+            "election.failed", group=self.group_id, member=self.advertised, elected=self._elected, error=repr(error)
+        )
+        # Step 2
+        if self._elected:
+            self._elected = False
+            try:
+                self._on_lost(f"the election of member {self.advertised} in group {self.group_id} failed: {error!r}")
+            except Exception as exc:
+                _log.error("election.on_lost_failed", group=self.group_id, member=self.advertised, error=repr(exc))
+        # Step 3
+        self._close_consumer()
+        # Step 4
+        if self._closed.wait(_REJOIN_BACKOFF_S):
+            return
+        with self._consumer_lock:
+            if self._closed.is_set():
+                return
+            self._consumer = self._new_consumer()
+            self._subscribe()
+        _log.info("election.rejoined", group=self.group_id, member=self.advertised)
+
+    def _close_consumer(self) -> None:
+        with self._consumer_lock:
+            try:
+                self._consumer.close()
+            except Exception as exc:  # already closed, or a callback raised while leaving: it left anyway
+                _log.warning("election.close_failed", group=self.group_id, member=self.advertised, error=repr(exc))
 
     def leader(self) -> str | None:
         """The advertised target of the member that owns the partition (None if nobody does, or unknown)."""
@@ -162,7 +243,4 @@ class LeaderElection:
         self._closed.set()
         if self._thread.is_alive():
             self._thread.join(5)
-        try:
-            self._consumer.close()
-        except (KafkaException, RuntimeError) as exc:
-            _log.warning("election.close_failed", group=self.group_id, error=exc)
+        self._close_consumer()

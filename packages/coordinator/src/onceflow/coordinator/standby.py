@@ -12,9 +12,10 @@ Steps:
     2. Recover: re-send COMMIT and ABORT decisions, presume abort for undecided batches.
     3. Serve: health SERVING, ``coordinator.active`` logged with how long the take-over took.
 
-An instance that loses the leadership (it missed its session timeout, say) stops serving at once
-and ends with the fenced exit code: its memory may already be stale, and its supervisor restarts
-it as a standby. A take-over that fails (a log that is missing, truncated or unsafe) ends it too.
+An instance that loses the leadership (it missed its session timeout, or its election failed and
+rejoined the group) stops serving at once and ends with the fenced exit code: its memory may
+already be stale, and its supervisor restarts it as a standby. A take-over that fails (a log
+that is missing, truncated or unsafe) ends it too.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ import time
 
 from grpc_health.v1 import health, health_pb2
 
+from onceflow.coordinator.election import LeaderElection
 from onceflow.coordinator.engine import RecoveryReport, TwoPhaseCommitEngine
-from onceflow.coordinator.service.election import LeaderElection
-from onceflow.coordinator.service.servicer import SERVICE_NAME
+from onceflow.coordinator.servicer import SERVICE_NAME
 from onceflow.coordinator.settings import CoordinatorSettings
 from onceflow.core.logging import get_logger
 
@@ -84,6 +85,8 @@ class Standby:
         self._engine.state.not_active(f"this coordinator ({me}) is a standby; {reason}")
 
     def _elected(self) -> None:
+        if self._engine.stopped.is_set():
+            return  # lost the leadership (or closed) before: this process ends, it never takes over
         threading.Thread(target=self._take_over, name="coordinator-take-over", daemon=True).start()
 
     def _take_over(self) -> None:

@@ -16,9 +16,9 @@ from onceflow.coordinator.log.memory import MemoryTransactionLog
 from onceflow.coordinator.log.refusals import LogRefused
 from onceflow.coordinator.metrics import CoordinatorMetrics
 from onceflow.coordinator.participants import GrpcParticipantConnector, ParticipantConnector
-from onceflow.coordinator.service.servicer import SERVICE_NAME, TransactionCoordinatorServicer
-from onceflow.coordinator.service.standby import Standby, set_serving
+from onceflow.coordinator.servicer import SERVICE_NAME, TransactionCoordinatorServicer
 from onceflow.coordinator.settings import CoordinatorSettings
+from onceflow.coordinator.standby import Standby, set_serving
 from onceflow.core.contract import TransactionId
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.grpc import build_server
@@ -73,7 +73,7 @@ class CoordinatorServer(Service):
     in-memory ones. As a :class:`~onceflow.core.service.Service` it finishes on its own when it is
     fenced or loses the leadership (exit 3) or its log fails (exit 4): its in-memory state may be
     stale then, and only a replay of the log tells the truth. With ``standby.enabled`` it serves
-    only while it leads (:mod:`~onceflow.coordinator.service.standby`); a take-over refused by the
+    only while it leads (:mod:`~onceflow.coordinator.standby`); a take-over refused by the
     log ends it with exit 2, as a refusal at start does.
     """
 
