@@ -52,7 +52,7 @@ rows+=("base($BASE) $(( $(date +%s) - start ))")
 # The S3A jars, copied where the build context reaches them (only what changed), and their paths in
 # the Spark image.
 mkdir -p .cache/images/hadoop-aws
-IFS=':' read -r -a jars <"$HADOOP_AWS_JARS"
+IFS=":" read -r -a jars <"$HADOOP_AWS_JARS" || [ "${#jars[@]}" -gt 0 ]  # one line, maybe without its newline
 image_classpath=()
 for jar in "${jars[@]}"; do
   [ -f "$jar" ] || { say "$jar (in $HADOOP_AWS_JARS) is missing: run 'make hadoop-aws' again"; exit 1; }
