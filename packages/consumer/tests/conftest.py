@@ -13,10 +13,13 @@ from confluent_kafka import Producer
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.consumer.model import ResultRow
+from onceflow.consumer.settings import ConsumerLoopSettings
 from onceflow.consumer.store import ResultsStore
+from onceflow.consumer.tables import StoredTables
 from onceflow.core.avro import IP_COUNT_SERDE, IpCount
 from onceflow.core.kafka import read_committed
 from onceflow.core.settings import KafkaSettings
+from onceflow.ipcount.consumer import ip_count_table
 from onceflow.testing.broker.clients import create_topic
 
 W0 = 1_767_225_600_000
@@ -91,6 +94,11 @@ def expected_from_topic(bootstrap: str, topic: str) -> tuple[dict[tuple[int, str
         )
         per_partition[record.partition] = per_partition.get(record.partition, 0) + 1
     return latest, per_partition
+
+
+def ip_count_tables(settings: ConsumerLoopSettings) -> StoredTables:
+    """The IP-count results of ``settings.topic``, as the example's extension stores them."""
+    return StoredTables([ip_count_table(settings.topic, skip_undecodable=settings.skip_undecodable)])
 
 
 def store_snapshot(store: ResultsStore) -> dict[tuple[int, str], ResultRow]:

@@ -17,7 +17,15 @@ from onceflow.consumer.store import SqliteResultsStore
 from onceflow.core.settings import KafkaSettings
 from onceflow.testing.broker.clients import produce_acked
 
-from .conftest import Transaction, TransactionalWriter, assert_store_equals_topic, ip_count, wait_until, windows_rows
+from .conftest import (
+    Transaction,
+    TransactionalWriter,
+    assert_store_equals_topic,
+    ip_count,
+    ip_count_tables,
+    wait_until,
+    windows_rows,
+)
 
 #: Run on the embedded broker and on Apache Kafka (issue 15: the guarantees, tested on both): the
 #: ``broker`` every fixture of this module uses is ``kafka_broker``, one of each kind.
@@ -48,7 +56,7 @@ def test_applies_committed_transactions_only_and_resumes_from_stored_offsets(
     )
     feed = ResultsFeed()
     watcher = feed.subscribe()
-    consumer = ResultsConsumer(kafka, settings, store, feed=feed).start()
+    consumer = ResultsConsumer(kafka, settings, store, tables=ip_count_tables(settings), feed=feed).start()
     try:
         assert_store_equals_topic(store, broker.bootstrap_servers, topic, "results")
     finally:
@@ -60,7 +68,9 @@ def test_applies_committed_transactions_only_and_resumes_from_stored_offsets(
 
     # While it is down: more committed and aborted writes. A new instance resumes exactly.
     writer.write_all([Transaction(windows_rows([3], ips), commit=False), Transaction(windows_rows([2, 3], ips, 90))])
-    again = ResultsConsumer(kafka, settings, SqliteResultsStore(tmp_path / "results.db")).start()
+    again = ResultsConsumer(
+        kafka, settings, SqliteResultsStore(tmp_path / "results.db"), tables=ip_count_tables(settings)
+    ).start()
     try:
         counts = assert_store_equals_topic(store, broker.bootstrap_servers, topic, "results")
     finally:
@@ -80,7 +90,7 @@ def test_undecodable_records_stop_the_consumer_or_are_skipped(
     settings = ConsumerLoopSettings(topic=topic, group_id="g", skip_undecodable=skip, max_batch_ms=0)
     store = SqliteResultsStore(tmp_path / "results.db")
     store.create_schema()
-    consumer = ResultsConsumer(kafka, settings, store).start()
+    consumer = ResultsConsumer(kafka, settings, store, tables=ip_count_tables(settings)).start()
     try:
         if skip:
             wait_until(lambda: len(store.all_results()) == 2, 30, "both good records")

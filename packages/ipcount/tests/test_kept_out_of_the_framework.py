@@ -17,7 +17,6 @@ FRAMEWORK = sorted(p for p in (ROOT / "packages").iterdir() if p.is_dir() and p.
 #: Framework modules that still hold IP-count code, with what is left to move.
 NOT_YET_MOVED = {
     # the consumer's IP-count table, views and audit
-    "packages/consumer/src/onceflow/consumer/tables/stored.py",
     "packages/consumer/src/onceflow/consumer/store/ip_count_views.py",
     "packages/consumer/src/onceflow/consumer/store/sql.py",
     "packages/consumer/src/onceflow/consumer/audit/sinks.py",

@@ -15,8 +15,7 @@ from onceflow.consumer.api.tables import TableQuery
 from onceflow.consumer.audit.bounded import AuditsBusy, AuditStopped, BoundedAuditRunner
 from onceflow.consumer.exceptions import FeatureUnavailable, InvalidQuery, UnknownTable
 from onceflow.consumer.feed import ResultsFeed, ResultsUpdate, Subscription
-from onceflow.consumer.store import as_result_row
-from onceflow.consumer.tables import IP_COUNT_TABLE
+from onceflow.consumer.store import IP_COUNT_TABLE, as_result_row
 from onceflow.core.contract.proto import (
     audit_to_proto,
     audit_truth_from_proto,
@@ -97,7 +96,8 @@ class ResultsServicer(results_pb2_grpc.ResultsServicer):
         if request.window_start_from_ms < 0:
             raise InvalidQuery("window_start_from_ms", f"must be >= 0, got {request.window_start_from_ms}")
         feed = self._feed()
-        topic, window_start_from = self.tables.tables.ip_count_topic, request.window_start_from_ms
+        stored = self.tables.tables.by_table(IP_COUNT_TABLE)
+        topic, window_start_from = (stored.topic if stored else ""), request.window_start_from_ms
 
         def message(update: ResultsUpdate | None) -> results_pb2.WatchResultsResponse | None:
             if update is None:

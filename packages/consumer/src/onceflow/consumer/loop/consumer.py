@@ -18,7 +18,7 @@ from onceflow.consumer.loop.pending import PendingBatch, TopicPartitionKey
 from onceflow.consumer.loop.router import TableRouter
 from onceflow.consumer.settings import ConsumerLoopSettings
 from onceflow.consumer.store import ResultBatch, ResultsStore
-from onceflow.consumer.tables import StoredTables, ip_count_table
+from onceflow.consumer.tables import StoredTables
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 
@@ -58,7 +58,7 @@ class ResultsConsumer:
         settings: ConsumerLoopSettings,
         store: ResultsStore,
         *,
-        tables: StoredTables | None = None,
+        tables: StoredTables,
         feed: ResultsFeed | None = None,
         metrics: ConsumerMetrics | None = None,
         owner: str | None = None,
@@ -69,13 +69,9 @@ class ResultsConsumer:
         self.feed = feed
         self.metrics = metrics or ConsumerMetrics()
         self.owner = owner or default_owner()
-        #: Without ``tables``: the IP-count results of ``settings.topic`` only.
-        self.tables = tables or StoredTables(
-            [ip_count_table(settings.topic, skip_undecodable=settings.skip_undecodable)],
-            ip_count_topic=settings.topic,
-        )
+        self.tables = tables
         if not len(self.tables):
-            raise ValueError("nothing to consume: no stored topics (consumer.topic is empty and there are no tables)")
+            raise ValueError("nothing to consume: no stored topics (no extension stores one and there are no tables)")
         self.topics = self.tables.topics
         self._topics_label = ",".join(self.topics)
         self.group = settings.group_id

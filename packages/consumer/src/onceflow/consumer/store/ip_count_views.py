@@ -8,7 +8,8 @@ from typing import Any, Final
 
 from onceflow.consumer.model import ResultRow
 from onceflow.consumer.store.base import Row, TableRow
-from onceflow.consumer.tables import StoredTable, ip_count_table
+from onceflow.consumer.tables import StoredTable
+from onceflow.ipcount.consumer import ip_count_table
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 
 #: The views' index (the table itself is created from the IP-count schema like any stored table).
@@ -33,6 +34,8 @@ MAX_WINDOW_START: Final = 2**63 - 1
 
 #: The IP-count table as stored when no topic feeds it (its views still answer, empty).
 IP_COUNT_STORED: Final[StoredTable] = ip_count_table("")
+#: The table's name (the rows WatchResults streams).
+IP_COUNT_TABLE: Final = IP_COUNT_STORED.table
 
 
 def as_table_row(row: ResultRow, table: StoredTable = IP_COUNT_STORED) -> TableRow:

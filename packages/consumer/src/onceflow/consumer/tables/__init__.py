@@ -1,10 +1,9 @@
 """Stored tables: the topics the consumer stores, each into one table, and how their records decode."""
 
 from onceflow.consumer.tables.decode import AvroDecoder, DecodedRecord, JsonDecoder, RecordDecoder, decoder_for
-from onceflow.consumer.tables.stored import IP_COUNT_TABLE, STORE_SINK, StoredTable, StoredTables, ip_count_table
+from onceflow.consumer.tables.stored import STORE_SINK, StoredTable, StoredTables
 
 __all__ = [
-    "IP_COUNT_TABLE",
     "STORE_SINK",
     "AvroDecoder",
     "DecodedRecord",
@@ -13,5 +12,4 @@ __all__ = [
     "StoredTable",
     "StoredTables",
     "decoder_for",
-    "ip_count_table",
 ]

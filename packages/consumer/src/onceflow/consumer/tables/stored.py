@@ -8,27 +8,26 @@ from typing import TYPE_CHECKING, Final
 
 import pyarrow as pa
 
+from onceflow.consumer.extension import load_extensions
 from onceflow.consumer.tables.columns import parse_columns
 from onceflow.core.contract import SinkBinding, SinkMode, ValueFormat
-from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 
 if TYPE_CHECKING:
+    from onceflow.consumer.extension import ConsumerExtension
     from onceflow.consumer.settings import ConsumerSettings
 
 #: The name the consumer's store goes by in the sinks' table messages ("sink 'consumer', table ...").
 STORE_SINK: Final = "consumer"
-#: The IP-count results' table (read by GetIpCounts, GetTopIps, the audit and the demo).
-IP_COUNT_TABLE: Final = "results"
 
 
 @dataclass(frozen=True)
 class StoredTable:
     """One topic stored into one table: every record one row, upserted on ``keys`` or appended.
 
-    ``schema`` is the declared one (the JSON columns, the IP-count contract): the table is created
+    ``schema`` is the declared one (the JSON columns, or an extension's table): the table is created
     from it at start. Without it (Avro), the table is created from the first record's writer
-    schema. ``avro_logical_types`` False reads Avro logical types as their raw type (the IP-count
-    contract's epoch milliseconds).
+    schema. ``avro_logical_types`` False reads Avro logical types as their raw type (epoch
+    milliseconds as integers).
     """
 
     topic: str
@@ -47,29 +46,14 @@ class StoredTable:
         )
 
 
-def ip_count_table(topic: str, *, skip_undecodable: bool = False) -> StoredTable:
-    """The IP-count results: IpCount records upserted by (window_start, ip) into ``results``."""
-    return StoredTable(
-        topic=topic,
-        table=IP_COUNT_TABLE,
-        mode=SinkMode.UPSERT,
-        keys=("window_start", "ip"),
-        value_format=ValueFormat.AVRO,
-        schema=IP_COUNT_ARROW_SCHEMA,
-        skip_undecodable=skip_undecodable,
-        avro_logical_types=False,
-    )
-
-
 class StoredTables:
     """Every stored table of a consumer, by table and by topic."""
 
-    def __init__(self, tables: Sequence[StoredTable], *, ip_count_topic: str = "") -> None:
+    def __init__(self, tables: Sequence[StoredTable]) -> None:
         self._by_table = {t.table: t for t in tables}
         self._by_topic = {t.topic: t for t in tables}
         if len(self._by_table) != len(tables) or len(self._by_topic) != len(tables):
             raise ValueError("each table and each topic is stored once")
-        self.ip_count_topic = ip_count_topic
 
     def __iter__(self) -> Iterator[StoredTable]:
         return iter(self._by_table.values())
@@ -88,11 +72,13 @@ class StoredTables:
         return self._by_table.get(table)
 
     @classmethod
-    def from_settings(cls, settings: ConsumerSettings) -> StoredTables:
-        """``consumer.topic`` as the IP-count table (unless empty), then every ``[[tables]]`` entry."""
-        tables: list[StoredTable] = []
-        if settings.consumer.topic:
-            tables.append(ip_count_table(settings.consumer.topic, skip_undecodable=settings.consumer.skip_undecodable))
+    def from_settings(
+        cls, settings: ConsumerSettings, extensions: Sequence[ConsumerExtension] | None = None
+    ) -> StoredTables:
+        """The tables of every extension (None: the installed ones), then every ``[[tables]]`` entry."""
+        if extensions is None:
+            extensions = load_extensions()
+        tables = [table for extension in extensions for table in extension.stored_tables(settings)]
         for entry in settings.tables:
             tables.append(
                 StoredTable(
@@ -105,4 +91,4 @@ class StoredTables:
                     skip_undecodable=entry.skip_undecodable,
                 )
             )
-        return cls(tables, ip_count_topic=settings.consumer.topic)
+        return cls(tables)

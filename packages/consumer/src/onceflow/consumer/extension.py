@@ -1,0 +1,52 @@
+"""Consumer extensions, discovered through the ``onceflow.consumer.extensions`` entry-point group.
+
+An extension adds to every consumer what an example or application owns: the stored tables it
+derives from the consumer's settings (the IP-count example stores ``consumer.topic`` into
+``results``). The consumer names no extension: it loads whatever is installed, the way the
+runtime loads its connectors (``onceflow.connectors``).
+
+Unlike a connector, a broken extension stops the consumer with a clear error naming it: skipping
+it would silently store less than the settings ask for.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Final
+
+from onceflow.core.errors import InvalidConfig
+
+if TYPE_CHECKING:
+    from onceflow.consumer.settings import ConsumerSettings
+    from onceflow.consumer.tables.stored import StoredTable
+
+ENTRY_POINT_GROUP: Final = "onceflow.consumer.extensions"
+
+
+class ConsumerExtension(abc.ABC):
+    """What an installed extension adds to a consumer."""
+
+    @abc.abstractmethod
+    def stored_tables(self, settings: ConsumerSettings) -> Sequence[StoredTable]:
+        """The tables this extension stores for ``settings`` (none is fine), before the ``[[tables]]`` entries."""
+
+
+def load_extensions() -> list[ConsumerExtension]:
+    """An instance of every installed extension, by entry-point name.
+
+    Raises :class:`~onceflow.core.errors.InvalidConfig` naming an entry point that does not load or
+    is not a :class:`ConsumerExtension` class.
+    """
+    found: list[ConsumerExtension] = []
+    for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        setting = f"{ENTRY_POINT_GROUP} {entry.name}"
+        try:
+            loaded = entry.load()
+        except Exception as exc:
+            raise InvalidConfig(setting, f"{entry.value} does not load: {exc!r}") from exc
+        if not (isinstance(loaded, type) and issubclass(loaded, ConsumerExtension)):
+            raise InvalidConfig(setting, f"{entry.value} is not a ConsumerExtension class")
+        found.append(loaded())
+    return found

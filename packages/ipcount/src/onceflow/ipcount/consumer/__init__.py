@@ -1,0 +1,7 @@
+"""The IP-count example in the results consumer (``onceflow consumer``), added through the consumer's
+``onceflow.consumer.extensions`` entry point: its stored table ``results``."""
+
+from onceflow.ipcount.consumer.extension import IpCountExtension
+from onceflow.ipcount.consumer.tables import STORE_TABLE, ip_count_table
+
+__all__ = ["STORE_TABLE", "IpCountExtension", "ip_count_table"]

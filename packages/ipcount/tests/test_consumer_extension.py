@@ -1,0 +1,48 @@
+"""The example's consumer extension: installed through ``onceflow.consumer.extensions``, it stores
+``consumer.topic`` into ``results`` (the consumer itself names no example); a broken extension stops
+the consumer with an error naming it."""
+
+from __future__ import annotations
+
+from importlib.metadata import EntryPoint
+
+import pytest
+
+from onceflow.consumer import extension
+from onceflow.consumer.extension import ENTRY_POINT_GROUP, load_extensions
+from onceflow.consumer.settings import ConsumerSettings
+from onceflow.consumer.tables import StoredTables
+from onceflow.core.contract import SinkMode
+from onceflow.core.errors import InvalidConfig
+from onceflow.ipcount.consumer import IpCountExtension
+from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
+
+
+def test_the_installed_extension_stores_the_results_topic_before_the_declared_tables() -> None:
+    assert [type(found) for found in load_extensions()] == [IpCountExtension]
+    settings = ConsumerSettings.model_validate(
+        {"consumer": {"topic": "counts"}, "tables": [{"topic": "errors", "table": "server_errors"}]}
+    )
+    tables = StoredTables.from_settings(settings)
+    assert [(t.topic, t.table) for t in tables] == [("counts", "results"), ("errors", "server_errors")]
+    results = tables.by_table("results")
+    assert results is not None and results.mode is SinkMode.UPSERT and results.keys == ("window_start", "ip")
+    assert results.schema == IP_COUNT_ARROW_SCHEMA and not results.avro_logical_types
+
+
+def test_an_empty_results_topic_stores_only_the_declared_tables() -> None:
+    settings = ConsumerSettings.model_validate(
+        {"consumer": {"topic": ""}, "tables": [{"topic": "errors", "table": "server_errors"}]}
+    )
+    assert [t.table for t in StoredTables.from_settings(settings)] == ["server_errors"]
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [("onceflow.nowhere:Extension", "does not load"), ("onceflow.ipcount.consumer:ip_count_table", "is not a")],
+)
+def test_a_broken_extension_is_refused_by_name(monkeypatch: pytest.MonkeyPatch, value: str, reason: str) -> None:
+    broken = EntryPoint(name="broken", value=value, group=ENTRY_POINT_GROUP)
+    monkeypatch.setattr(extension, "entry_points", lambda group: [broken] if group == ENTRY_POINT_GROUP else [])
+    with pytest.raises(InvalidConfig, match=f"{ENTRY_POINT_GROUP} broken.*{reason}"):
+        load_extensions()
