@@ -12,7 +12,6 @@ import pytest
 from confluent_kafka import Producer
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.consumer.model import ResultRow
 from onceflow.consumer.settings import ConsumerLoopSettings
 from onceflow.consumer.store import ResultsStore
 from onceflow.consumer.tables import StoredTables
@@ -20,6 +19,7 @@ from onceflow.core.avro import IP_COUNT_SERDE, IpCount
 from onceflow.core.kafka import read_committed
 from onceflow.core.settings import KafkaSettings
 from onceflow.ipcount.consumer import ip_count_table
+from onceflow.ipcount.consumer.views import IpCountViews, ResultRow
 from onceflow.testing.broker.clients import create_topic
 
 W0 = 1_767_225_600_000
@@ -101,8 +101,13 @@ def ip_count_tables(settings: ConsumerLoopSettings) -> StoredTables:
     return StoredTables([ip_count_table(settings.topic, skip_undecodable=settings.skip_undecodable)])
 
 
+def results_of(store: ResultsStore) -> list[ResultRow]:
+    """Every IP-count row of the store's ``results``, through the example's views."""
+    return IpCountViews(store).all_results()
+
+
 def store_snapshot(store: ResultsStore) -> dict[tuple[int, str], ResultRow]:
-    return {(row.window_start, row.ip): row for row in store.all_results()}
+    return {(row.window_start, row.ip): row for row in results_of(store)}
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, what: str, interval: float = 0.2) -> None:

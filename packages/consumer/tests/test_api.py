@@ -22,10 +22,11 @@ from onceflow.core.contract.clients import ResultsClient
 from onceflow.core.contract.results import GeneratorTruth, IpCountsUpdate
 from onceflow.core.contract.results import IpCount as AnsweredCount
 from onceflow.core.settings import KafkaSettings
+from onceflow.ipcount.consumer.views import IpCountViews
 from onceflow.ipcount.traffic import event, expected_counts
 from onceflow.proto.v1 import results_pb2
 
-from .conftest import W0, Transaction, TransactionalWriter, ip_count, wait_until
+from .conftest import W0, Transaction, TransactionalWriter, ip_count, results_of, wait_until
 
 SEED, COUNT = 3, 3_000
 GENERATOR = {"ips": "20", "event.time.rate": "100"}
@@ -55,7 +56,7 @@ def service(
     running = ConsumerService(settings).start()
     assert running._api_store is not None
     store = running._api_store
-    wait_until(lambda: len(store.all_results()) == len(rows), 30, "the consumer to apply the rows")
+    wait_until(lambda: len(results_of(store)) == len(rows), 30, "the consumer to apply the rows")
     yield running, writer
     running.stop()
 
@@ -150,7 +151,7 @@ def test_run_audit_over_grpc(service: tuple[ConsumerService, TransactionalWriter
                                       count=first.count + 5)]))  # fmt: skip
     assert service[0]._api_store is not None
     store = service[0]._api_store
-    wait_until(lambda: store.counts_for_ip(first.ip, first.window_start, first.window_start + 1)[0].count
+    wait_until(lambda: IpCountViews(store).counts_for_ip(first.ip, first.window_start, first.window_start + 1)[0].count
                == first.count + 5, 20, "the update")  # fmt: skip
     report = client.run_audit(GeneratorTruth(SEED, COUNT), ["consumer"], timeout_s=60)
     assert not report.exact

@@ -23,6 +23,7 @@ from .conftest import (
     assert_store_equals_topic,
     ip_count,
     ip_count_tables,
+    results_of,
     wait_until,
     windows_rows,
 )
@@ -62,7 +63,7 @@ def test_applies_committed_transactions_only_and_resumes_from_stored_offsets(
     finally:
         consumer.stop()
     assert consumer.failure is None
-    assert not any(row.ip == "10.9.9.9" for row in store.all_results())
+    assert not any(row.ip == "10.9.9.9" for row in results_of(store))
     first = watcher.get(1.0)
     assert first is not None and first.rows["results"] and set(first.offsets[topic]) <= {0, 1}
 
@@ -93,12 +94,12 @@ def test_undecodable_records_stop_the_consumer_or_are_skipped(
     consumer = ResultsConsumer(kafka, settings, store, tables=ip_count_tables(settings)).start()
     try:
         if skip:
-            wait_until(lambda: len(store.all_results()) == 2, 30, "both good records")
+            wait_until(lambda: len(results_of(store)) == 2, 30, "both good records")
             assert consumer.metrics.undecodable.labels(topic, "0")._value.get() == 1
         else:
             assert consumer.stopped.wait(30)
             assert isinstance(consumer.failure, UndecodableResult)
             assert consumer.failure.offset == 2  # after the first transaction's record and its commit marker
-            assert [r.ip for r in store.all_results()] in ([], ["10.0.0.1"])
+            assert [r.ip for r in results_of(store)] in ([], ["10.0.0.1"])
     finally:
         consumer.stop()

@@ -21,7 +21,15 @@ from onceflow.core.avro.arrow import avro_schema
 from onceflow.core.avro.schemas_topic import SchemasTopic
 from onceflow.testing.consumer import ConsumerProcess
 
-from .conftest import Transaction, TransactionalWriter, assert_store_equals_topic, ip_count, wait_until, windows_rows
+from .conftest import (
+    Transaction,
+    TransactionalWriter,
+    assert_store_equals_topic,
+    ip_count,
+    results_of,
+    wait_until,
+    windows_rows,
+)
 
 
 class BackgroundWriter(threading.Thread):
@@ -84,7 +92,7 @@ def test_kill_9_ten_times_leaves_the_store_equal_to_the_topic(
         assert writer.error is None and not writer.is_alive()
         store = SqliteResultsStore(db)
         counts = assert_store_equals_topic(store, broker.bootstrap_servers, topic, "results", timeout=90)
-        assert not any(row.ip.startswith("10.99.") for row in store.all_results())
+        assert not any(row.ip.startswith("10.99.") for row in results_of(store))
         store.close()
     except BaseException:
         print(process.log_tail(80))

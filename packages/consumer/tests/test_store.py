@@ -9,9 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from onceflow.consumer.api import ResultsQuery
 from onceflow.consumer.exceptions import InvalidQuery, StaleOffsets, StoreUnreachable
-from onceflow.consumer.model import ResultRow
 from onceflow.consumer.settings import StoreSettings
 from onceflow.consumer.store import (
     PartitionBatch,
@@ -19,9 +17,10 @@ from onceflow.consumer.store import (
     ResultBatch,
     ResultsStore,
     SqliteResultsStore,
-    as_table_row,
     open_store,
 )
+from onceflow.ipcount.consumer.query import ResultsQuery
+from onceflow.ipcount.consumer.views import IpCountViews, ResultRow, as_table_row
 
 W0 = 1_767_225_600_000
 GROUP, TOPIC = "g", "ip_count_sink"
@@ -36,6 +35,8 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ResultsSto
         instance = PostgresResultsStore(request.getfixturevalue("postgres_dsn"))
     instance.create_schema()
     instance.create_schema()  # idempotent
+    IpCountViews(instance)  # the example's table `results` and its index, as its servicer opens them
+    IpCountViews(instance)  # idempotent
     yield instance
     instance.close()
 
@@ -62,7 +63,7 @@ def test_batches_commit_rows_and_offsets_together(store: ResultsStore) -> None:
     }
     # A later record for a key replaces the stored one (update mode: last write wins).
     store.apply(batch(part(0, 3, 6, (row(0, "a", 5), row(1, "a", 1), row(0, "a", 7))), owner="b"))
-    assert store.all_results() == [row(0, "a", 7), row(0, "b", 2), row(1, "a", 1)]
+    assert IpCountViews(store).all_results() == [row(0, "a", 7), row(0, "b", 2), row(1, "a", 1)]
     assert store.stored_offsets(GROUP, TOPIC)[0].applied_records == 5
     assert store.stored_offsets(GROUP, TOPIC)[0].owner == "b"
     assert store.stored_offsets("other-group", TOPIC) == {}
@@ -77,19 +78,20 @@ def test_a_batch_on_moved_offsets_is_rolled_back_whole(store: ResultsStore) -> N
     # A second "first" batch for a partition that has offsets already is stale too.
     with pytest.raises(StaleOffsets):
         store.apply(batch(part(0, None, 4, (row(0, "a", 9),))))
-    assert store.all_results() == [row(0, "a", 1), row(0, "z", 1)]
+    assert IpCountViews(store).all_results() == [row(0, "a", 1), row(0, "z", 1)]
     assert {p: o.next_offset for p, o in store.stored_offsets(GROUP, TOPIC).items()} == {0: 3, 1: 2}
 
 
 def test_queries(store: ResultsStore) -> None:
     rows = [row(0, "a", 3), row(0, "b", 5), row(0, "c", 5), row(1, "a", 1), row(2, "a", 2), row(3, "d", 1)]
     store.apply(batch(part(0, None, len(rows), tuple(rows))))
-    assert store.counts_for_ip("a", W0, None) == [row(0, "a", 3), row(1, "a", 1), row(2, "a", 2)]
-    assert store.counts_for_ip("a", W0 + 5000, W0 + 10_000) == [row(1, "a", 1)]
-    assert store.counts_for_ip("nobody", 0, None) == []
-    assert store.top_ips(W0, 2) == [row(0, "b", 5), row(0, "c", 5)]  # ties by ip
-    assert store.latest_window_start() == W0 + 15_000
-    query = ResultsQuery(store, allowed_lateness_ms=5000)
+    views = IpCountViews(store)
+    assert views.counts_for_ip("a", W0, None) == [row(0, "a", 3), row(1, "a", 1), row(2, "a", 2)]
+    assert views.counts_for_ip("a", W0 + 5000, W0 + 10_000) == [row(1, "a", 1)]
+    assert views.counts_for_ip("nobody", 0, None) == []
+    assert views.top_ips(W0, 2) == [row(0, "b", 5), row(0, "c", 5)]  # ties by ip
+    assert views.latest_window_start() == W0 + 15_000
+    query = ResultsQuery(views, allowed_lateness_ms=5000)
     # Newest window starts at W0+15s; closed: window_end + 5 s <= W0+15s, i.e. the window starting at W0+5s.
     assert query.latest_closed_window() == W0 + 5000
     assert query.top_ips(0, 10) == (W0 + 5000, [row(1, "a", 1)])
@@ -103,7 +105,7 @@ def test_queries(store: ResultsStore) -> None:
 
 
 def test_empty_store_queries(store: ResultsStore) -> None:
-    query = ResultsQuery(store)
+    query = ResultsQuery(IpCountViews(store))
     assert query.latest_closed_window() is None
     assert query.top_ips(0, 5) == (0, [])
 

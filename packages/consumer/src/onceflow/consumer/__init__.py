@@ -5,8 +5,9 @@ Sub-packages, one concept each:
 - :mod:`.store`: :class:`~onceflow.consumer.store.ResultsStore`, results and consumed offsets committed
   in one database transaction (SQLite by default, PostgreSQL as an option);
 - :mod:`.loop`: :class:`~onceflow.consumer.loop.ResultsConsumer`, the consumer-group member that reads
-  ``ip_count_sink`` with read_committed and applies each batch with its offsets;
-- :mod:`.api`: the ``onceflow.v1.Results`` servicer over :class:`~onceflow.consumer.api.ResultsQuery`;
+  the stored topics with read_committed and applies each batch with its offsets;
+- :mod:`.extension`: what installed extensions add (stored tables, their Results RPCs);
+- :mod:`.api`: the ``onceflow.v1.Results`` servicer over the stored tables;
 - :mod:`.audit`: ground truth (generator or ``ip_count_source``) compared with every sink;
 - :mod:`.service`: store + consumer + API + metrics in one process (``onceflow consumer``);
 - :mod:`.cli`: ``onceflow consumer``, ``onceflow results ...``, ``onceflow audit``.

@@ -2,8 +2,10 @@
 
 An extension adds to every consumer what an example or application owns: the stored tables it
 derives from the consumer's settings (the IP-count example stores ``consumer.topic`` into
-``results``). The consumer names no extension: it loads whatever is installed, the way the
-runtime loads its connectors (``onceflow.connectors``).
+``results``), and its RPCs of the Results service (a subclass of the consumer's servicer; the
+example serves GetIpCounts, GetTopIps and WatchResults over its views of ``results``). The
+consumer names no extension: it loads whatever is installed, the way the runtime loads its
+connectors (``onceflow.connectors``).
 
 Unlike a connector, a broken extension stops the consumer with a clear error naming it: skipping
 it would silently store less than the settings ask for.
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING, Final
 from onceflow.core.errors import InvalidConfig
 
 if TYPE_CHECKING:
+    from onceflow.consumer.api.servicer import ResultsApi, ResultsServicer
     from onceflow.consumer.settings import ConsumerSettings
     from onceflow.consumer.tables.stored import StoredTable
 
@@ -31,6 +34,11 @@ class ConsumerExtension(abc.ABC):
     @abc.abstractmethod
     def stored_tables(self, settings: ConsumerSettings) -> Sequence[StoredTable]:
         """The tables this extension stores for ``settings`` (none is fine), before the ``[[tables]]`` entries."""
+
+    def results_servicer(self, api: ResultsApi) -> ResultsServicer | None:
+        """A :class:`~onceflow.consumer.api.ResultsServicer` subclass serving this extension's RPCs
+        over ``api``, or None (the default) when it serves none. At most one extension may."""
+        return None
 
 
 def load_extensions() -> list[ConsumerExtension]:
@@ -50,3 +58,16 @@ def load_extensions() -> list[ConsumerExtension]:
             raise InvalidConfig(setting, f"{entry.value} is not a ConsumerExtension class")
         found.append(loaded())
     return found
+
+
+def results_servicer(extensions: Sequence[ConsumerExtension], api: ResultsApi) -> ResultsServicer:
+    """The Results servicer of the one extension that serves RPCs, or the consumer's own.
+
+    Raises :class:`~onceflow.core.errors.InvalidConfig` when two extensions would serve the service.
+    """
+    from onceflow.consumer.api.servicer import ResultsServicer
+
+    found = {type(e).__name__: servicer for e in extensions if (servicer := e.results_servicer(api)) is not None}
+    if len(found) > 1:
+        raise InvalidConfig(ENTRY_POINT_GROUP, f"extensions {sorted(found)} each serve the Results RPCs; one may")
+    return next(iter(found.values()), None) or ResultsServicer(api)

@@ -1,18 +1,8 @@
-"""The values the consumer stores and serves: one result row, and the offsets of a partition."""
+"""The offsets of a partition, as the store holds them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-
-@dataclass(frozen=True, order=True)
-class ResultRow:
-    """Requests of ``ip`` in the tumbling event-time window ``[window_start, window_end)`` (epoch ms)."""
-
-    window_start: int
-    window_end: int
-    ip: str
-    count: int
 
 
 @dataclass(frozen=True)

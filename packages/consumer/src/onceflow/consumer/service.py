@@ -8,9 +8,10 @@ from typing import Final
 import grpc
 from grpc_health.v1 import health
 
-from onceflow.consumer.api import SERVICE_NAME, ResultsQuery, ResultsServicer, TableQuery
+from onceflow.consumer.api import SERVICE_NAME, ResultsApi, TableQuery
 from onceflow.consumer.audit import Auditor
 from onceflow.consumer.audit.bounded import BoundedAuditRunner
+from onceflow.consumer.extension import load_extensions, results_servicer
 from onceflow.consumer.feed import ResultsFeed
 from onceflow.consumer.loop import ConsumerMetrics, ResultsConsumer
 from onceflow.consumer.settings import ConsumerSettings
@@ -44,7 +45,8 @@ class ConsumerService(Service):
     def __init__(self, settings: ConsumerSettings, *, faults: FaultInjector = NO_FAULTS) -> None:
         self.settings = settings
         self._faults = faults
-        self.tables = StoredTables.from_settings(settings)
+        self.extensions = load_extensions()
+        self.tables = StoredTables.from_settings(settings, self.extensions)
         self.metrics = ConsumerMetrics()
         self.feed = ResultsFeed(settings.api.watch_queue_batches)
         self.health = health.HealthServicer()
@@ -64,11 +66,12 @@ class ConsumerService(Service):
         """Start serving.
 
         Steps:
-            1. Open the store (creating its own tables and the IP-count table) twice: one connection
+            1. Open the store (creating its own tables) twice: one connection
                for the loop, one for queries; create or check every table with declared columns (a
                table that does not fit them is a configuration error naming the column).
             2. Start the consumer loop; it joins the group and seeks to the stored offsets on assignment.
-            3. Build the gRPC server (TLS, health, reflection) with the Results servicer; start it.
+            3. Build the gRPC server (TLS, health, reflection) with the Results servicer (an
+               extension's, when one serves RPCs); start it.
             4. Expose ``/metrics`` when ``metrics.port`` is set.
         """
         settings = self.settings
@@ -88,7 +91,6 @@ class ConsumerService(Service):
             settings.server, service_names=[SERVICE_NAME], max_workers=settings.api.max_workers,
             health_servicer=self.health,
         )  # fmt: skip
-        query = ResultsQuery(self._api_store, allowed_lateness_ms=settings.api.allowed_lateness_ms)
         self.audits = BoundedAuditRunner(
             Auditor(settings.kafka, settings.audit, settings.store),
             max_generator_events=settings.audit.max_generator_events,
@@ -96,8 +98,9 @@ class ConsumerService(Service):
             max_concurrent=settings.audit.max_concurrent,
             faults=self._faults,
         )
+        api = ResultsApi(settings, self._api_store, TableQuery(self.tables, self._api_store), self.feed, self.audits)
         results_pb2_grpc.add_ResultsServicer_to_server(  # type: ignore[no-untyped-call]
-            ResultsServicer(query, TableQuery(self.tables, self._api_store), self.feed, self.audits), server
+            results_servicer(self.extensions, api), server
         )
         server.start()
         self._server = server

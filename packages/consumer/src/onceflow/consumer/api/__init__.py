@@ -1,15 +1,14 @@
-"""The Results gRPC API: a thin servicer over :class:`ResultsQuery` (the IP-count views),
-:class:`TableQuery` (every stored table), the change feed and the auditor."""
+"""The Results gRPC API: a thin servicer over :class:`TableQuery` (every stored table), the change
+feed and the auditor; an extension serves its own RPCs with a subclass."""
 
-from onceflow.consumer.api.query import MAX_TOP_LIMIT, ResultsQuery
-from onceflow.consumer.api.servicer import SERVICE_NAME, ResultsServicer
+from onceflow.consumer.api.servicer import SERVICE_NAME, STATUS_CODES, ResultsApi, ResultsServicer
 from onceflow.consumer.api.tables import MAX_ROWS_LIMIT, RowsPage, TableInfo, TableQuery
 
 __all__ = [
     "MAX_ROWS_LIMIT",
-    "MAX_TOP_LIMIT",
     "SERVICE_NAME",
-    "ResultsQuery",
+    "STATUS_CODES",
+    "ResultsApi",
     "ResultsServicer",
     "RowsPage",
     "TableInfo",

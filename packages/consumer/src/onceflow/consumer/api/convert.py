@@ -8,24 +8,18 @@ from collections.abc import Iterable
 from onceflow.consumer.api.tables import TableInfo
 from onceflow.consumer.audit import AuditReport, GeneratorSource, SinkAudit, TopicSource, TruthSource
 from onceflow.consumer.exceptions import InvalidQuery
-from onceflow.consumer.model import ResultRow
 from onceflow.consumer.store import Row
 from onceflow.core.avro.arrow import json_value
 from onceflow.core.contract.results import (
     AuditSummary,
     CountMismatch,
     GeneratorTruth,
-    IpCount,
     SinkAuditSummary,
     SourceTopicTruth,
     TableColumn,
     TableDescription,
 )
 from onceflow.core.topics import SOURCE_TOPIC
-
-
-def ip_counts(rows: Iterable[ResultRow]) -> tuple[IpCount, ...]:
-    return tuple(IpCount(r.window_start, r.window_end, r.ip, r.count) for r in rows)
 
 
 def json_rows(rows: Iterable[Row]) -> tuple[str, ...]:

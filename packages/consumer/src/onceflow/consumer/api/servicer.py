@@ -1,35 +1,38 @@
-"""``onceflow.v1.Results``: a thin adapter over :class:`ResultsQuery`, :class:`TableQuery`, the feed and
-the :class:`Auditor`."""
+"""``onceflow.v1.Results``: a thin adapter over :class:`TableQuery`, the feed and the :class:`Auditor`.
+
+An extension serves its own RPCs of the service (the IP-count example's GetIpCounts, GetTopIps and
+WatchResults) with a subclass it builds from the :class:`ResultsApi`
+(:meth:`~onceflow.consumer.extension.ConsumerExtension.results_servicer`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Final, TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, TypeVar
 
 import grpc
 from google.protobuf.message import Message
 
-from onceflow.consumer.api.convert import audit_summary, ip_counts, json_rows, table_description, truth_source
-from onceflow.consumer.api.query import ResultsQuery
+from onceflow.consumer.api.convert import audit_summary, json_rows, table_description, truth_source
 from onceflow.consumer.api.tables import TableQuery
 from onceflow.consumer.audit.bounded import AuditsBusy, AuditStopped, BoundedAuditRunner
 from onceflow.consumer.exceptions import FeatureUnavailable, InvalidQuery, UnknownTable
 from onceflow.consumer.feed import ResultsFeed, ResultsUpdate, Subscription
-from onceflow.consumer.store import IP_COUNT_TABLE, as_result_row
+from onceflow.consumer.store import ResultsStore
 from onceflow.core.contract.proto import (
     audit_to_proto,
     audit_truth_from_proto,
-    ip_counts_to_proto,
-    ip_counts_update_to_proto,
     rows_page_to_proto,
     rows_update_to_proto,
     table_to_proto,
-    top_ips_to_proto,
 )
-from onceflow.core.contract.results import IpCountsUpdate, RowsPage, RowsUpdate, TopIpCounts
+from onceflow.core.contract.results import RowsPage, RowsUpdate
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
 from onceflow.core.logging import get_logger
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
+
+if TYPE_CHECKING:
+    from onceflow.consumer.settings import ConsumerSettings
 
 SERVICE_NAME: Final = results_pb2.DESCRIPTOR.services_by_name["Results"].full_name
 STATUS_CODES: Final = {
@@ -53,62 +56,31 @@ _log = get_logger(__name__)
 M = TypeVar("M", bound=Message)
 
 
-class ResultsServicer(results_pb2_grpc.ResultsServicer):
-    """Serves queries over the store, pushes applied batches to watchers, and runs audits.
+@dataclass(frozen=True)
+class ResultsApi:
+    """What a Results servicer serves from: the settings, the API's store connection, the stored
+    tables, the feed of committed batches (None: no consumer runs here) and the audits (None: off)."""
 
-    ``feed`` is None when no consumer runs in this process (WatchResults and WatchRows are then
-    FAILED_PRECONDITION); ``audits`` None disables RunAudit the same way.
+    settings: ConsumerSettings
+    store: ResultsStore
+    tables: TableQuery
+    feed: ResultsFeed | None = None
+    audits: BoundedAuditRunner | None = None
+
+
+class ResultsServicer(results_pb2_grpc.ResultsServicer):
+    """Serves the stored tables, pushes applied batches to watchers, and runs audits.
+
+    ``api.feed`` is None when no consumer runs in this process (WatchRows is then
+    FAILED_PRECONDITION); ``api.audits`` None disables RunAudit the same way. An RPC no installed
+    extension serves is UNIMPLEMENTED.
     """
 
-    def __init__(
-        self,
-        query: ResultsQuery,
-        tables: TableQuery,
-        feed: ResultsFeed | None = None,
-        audits: BoundedAuditRunner | None = None,
-    ) -> None:
-        self.query = query
-        self.tables = tables
-        self.feed = feed
-        self.audits = audits
-
-    @translate_errors(STATUS_CODES)
-    def GetIpCounts(  # noqa: N802 - gRPC method name
-        self, request: results_pb2.GetIpCountsRequest, context: grpc.ServicerContext
-    ) -> results_pb2.GetIpCountsResponse:
-        rows = self.query.ip_counts(request.ip, request.window_start_from_ms, request.window_start_to_ms)
-        return results_pb2.GetIpCountsResponse(counts=ip_counts_to_proto(ip_counts(rows)))
-
-    @translate_errors(STATUS_CODES)
-    def GetTopIps(  # noqa: N802
-        self, request: results_pb2.GetTopIpsRequest, context: grpc.ServicerContext
-    ) -> results_pb2.GetTopIpsResponse:
-        window, rows = self.query.top_ips(request.window_start_ms, request.limit)
-        return top_ips_to_proto(TopIpCounts(window, ip_counts(rows)))
-
-    @translate_errors(STATUS_CODES)
-    def WatchResults(  # noqa: N802
-        self, request: results_pb2.WatchResultsRequest, context: grpc.ServicerContext
-    ) -> Iterator[results_pb2.WatchResultsResponse]:
-        """Stream every batch the consumer commits from now on (rows of windows starting at or after
-        ``window_start_from_ms``). The first message has no rows, only the current offsets: once it
-        arrived, the stream is live and misses nothing."""
-        if request.window_start_from_ms < 0:
-            raise InvalidQuery("window_start_from_ms", f"must be >= 0, got {request.window_start_from_ms}")
-        feed = self._feed()
-        stored = self.tables.tables.by_table(IP_COUNT_TABLE)
-        topic, window_start_from = (stored.topic if stored else ""), request.window_start_from_ms
-
-        def message(update: ResultsUpdate | None) -> results_pb2.WatchResultsResponse | None:
-            if update is None:
-                return results_pb2.WatchResultsResponse(offsets=feed.offsets(topic))
-            rows = [as_result_row(row) for row in update.rows.get(IP_COUNT_TABLE, ())]
-            rows = [row for row in rows if row.window_start >= window_start_from]
-            if not rows:
-                return None
-            return ip_counts_update_to_proto(IpCountsUpdate(ip_counts(rows), update.offsets.get(topic, {})))
-
-        return self._stream(feed, feed.subscribe(), message, context)
+    def __init__(self, api: ResultsApi) -> None:
+        self.api = api
+        self.tables = api.tables
+        self.feed = api.feed
+        self.audits = api.audits
 
     @translate_errors(STATUS_CODES)
     def WatchRows(  # noqa: N802
@@ -130,6 +102,7 @@ class ResultsServicer(results_pb2_grpc.ResultsServicer):
         return self._stream(feed, feed.subscribe(), message, context)
 
     def _feed(self) -> ResultsFeed:
+        """The feed watch streams read (FeatureUnavailable when no consumer runs here)."""
         if self.feed is None:
             raise FeatureUnavailable("no consumer runs in this server: nothing to watch")
         return self.feed

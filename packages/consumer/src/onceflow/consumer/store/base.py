@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from onceflow.consumer.model import ResultRow, StoredOffset
+from onceflow.consumer.model import StoredOffset
 from onceflow.consumer.tables import StoredTable
 
 #: One row of a stored table: column name -> Python value of the column's Arrow type.
@@ -83,7 +83,8 @@ class ResultsStore(abc.ABC):
     - Every method is safe to call from several threads; several stores (processes) may share one
       database.
 
-    The IP-count views (:meth:`counts_for_ip`, :meth:`top_ips`, ...) read the ``results`` table.
+    Extensions read their own tables with :meth:`select` (the store's SQL, ``?`` placeholders) and
+    index them with :meth:`create_index`.
     """
 
     #: A human-readable location (file path or database), for logs.
@@ -91,8 +92,7 @@ class ResultsStore(abc.ABC):
 
     @abc.abstractmethod
     def create_schema(self) -> None:
-        """Create the store's own tables (``consumer_offsets``, ``consumer_tables``) and the IP-count
-        table ``results`` if they do not exist."""
+        """Create the store's own tables (``consumer_offsets``, ``consumer_tables``) if they do not exist."""
 
     @abc.abstractmethod
     def stored_offsets(self, group: str, topic: str) -> dict[int, StoredOffset]:
@@ -120,24 +120,12 @@ class ResultsStore(abc.ABC):
         sequence of an append table (rows in insertion order)."""
 
     @abc.abstractmethod
-    def counts_for_ip(self, ip: str, window_start_from: int, window_start_to: int | None) -> list[ResultRow]:
-        """Rows of ``ip`` whose window starts in ``[from, to)`` (``to`` None: no upper bound), by window."""
+    def select(self, query: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
+        """The rows of one read-only SQL query (``?`` placeholders) over the stored tables."""
 
     @abc.abstractmethod
-    def top_ips(self, window_start: int, limit: int) -> list[ResultRow]:
-        """The ``limit`` rows of one window with the highest counts, ties broken by ip."""
-
-    @abc.abstractmethod
-    def latest_window_start(self) -> int | None:
-        """The start of the newest window in the store, or None when it is empty."""
-
-    @abc.abstractmethod
-    def latest_window_start_ending_by(self, end_limit: int) -> int | None:
-        """The start of the newest window whose ``window_end <= end_limit``, or None."""
-
-    @abc.abstractmethod
-    def all_results(self) -> list[ResultRow]:
-        """Every IP-count row, sorted by window then ip (for audits)."""
+    def create_index(self, name: str, table: str, columns: Sequence[str]) -> None:
+        """Create the index ``name`` on ``columns`` of ``table`` if it does not exist."""
 
     @abc.abstractmethod
     def close(self) -> None:

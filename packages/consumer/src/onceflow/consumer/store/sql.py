@@ -16,11 +16,9 @@ import pyarrow as pa
 from onceflow.consumer.exceptions import StaleOffsets
 from onceflow.consumer.model import StoredOffset
 from onceflow.consumer.store.base import PartitionBatch, ResultBatch, ResultsStore, Row, TableRow
-from onceflow.consumer.store.ip_count_views import CREATE_INDEX, IP_COUNT_STORED, IpCountViews
 from onceflow.consumer.tables import STORE_SINK, StoredTable
 from onceflow.core.contract import SinkMode, schema_from_bytes, schema_to_bytes
 from onceflow.core.logging import get_logger
-from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.sinks.base.rows import last_row_per_key
 from onceflow.sinks.tables import TableAccess
 
@@ -117,7 +115,7 @@ def _runs(rows: Sequence[TableRow]) -> Iterator[tuple[StoredTable, pa.Schema, li
             start = end
 
 
-class SqlResultsStore(IpCountViews, ResultsStore):
+class SqlResultsStore(ResultsStore):
     """A :class:`ResultsStore` over one DB-API connection, serialised by a lock.
 
     Subclasses open the connection and provide :meth:`_transaction` (a cursor inside one database
@@ -150,9 +148,11 @@ class SqlResultsStore(IpCountViews, ResultsStore):
         with self._lock, self._transaction() as cur:
             for statement in SCHEMA:
                 cur.execute(statement)
-        self.prepare_table(IP_COUNT_STORED, IP_COUNT_ARROW_SCHEMA)
+
+    def create_index(self, name: str, table: str, columns: Sequence[str]) -> None:
+        q = self.tables.dialect.quote
         with self._lock, self._transaction() as cur:
-            cur.execute(CREATE_INDEX)
+            cur.execute(f"CREATE INDEX IF NOT EXISTS {q(name)} ON {q(table)} ({', '.join(q(c) for c in columns)})")
 
     def stored_offsets(self, group: str, topic: str) -> dict[int, StoredOffset]:
         with self._lock, self._reader() as cur:
@@ -245,7 +245,7 @@ class SqlResultsStore(IpCountViews, ResultsStore):
         )
         readers = [dialect.read(schema.field(name).type) for name in names]
         found = []
-        for record in self._query(query, [*params, limit]):
+        for record in self.select(query, [*params, limit]):
             position, values = tuple(record[: len(order)]), record[len(order) :]
             row = {n: (read(v) if read is not None else v) for n, read, v in zip(names, readers, values, strict=True)}
             if table.mode is SinkMode.UPSERT:
@@ -257,7 +257,7 @@ class SqlResultsStore(IpCountViews, ResultsStore):
         convert = self.tables.dialect.value(schema.field(name).type)
         return convert(value) if convert is not None else value
 
-    def _query(self, query: str, params: Sequence[object]) -> list[Any]:
+    def select(self, query: str, params: Sequence[object]) -> list[tuple[Any, ...]]:
         with self._lock, self._reader() as cur:
             cur.execute(self._sql(query), tuple(params))
             return [tuple(row) for row in cur.fetchall()]

@@ -1,5 +1,6 @@
 """The IP-count example in the results consumer (``onceflow consumer``), added through the consumer's
-``onceflow.consumer.extensions`` entry point: its stored table ``results``."""
+``onceflow.consumer.extensions`` entry point: its stored table ``results``, the views over it and
+the Results RPCs that read them (GetIpCounts, GetTopIps, WatchResults)."""
 
 from onceflow.ipcount.consumer.extension import IpCountExtension
 from onceflow.ipcount.consumer.tables import STORE_TABLE, ip_count_table

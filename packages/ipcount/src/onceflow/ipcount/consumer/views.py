@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import abc
 from collections.abc import Sequence
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Final
 
-from onceflow.consumer.model import ResultRow
-from onceflow.consumer.store.base import Row, TableRow
+from onceflow.consumer.store import ResultsStore, Row, TableRow
 from onceflow.consumer.tables import StoredTable
-from onceflow.ipcount.consumer import ip_count_table
+from onceflow.ipcount.consumer.tables import STORE_TABLE, ip_count_table
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 
 #: The views' index (the table itself is created from the IP-count schema like any stored table).
-CREATE_INDEX: Final = "CREATE INDEX IF NOT EXISTS results_by_ip ON results (ip, window_start)"
+INDEX: Final = ("results_by_ip", ("ip", "window_start"))
 
 SELECT_IP: Final = """
 SELECT window_start, window_end, ip, count FROM results
@@ -34,8 +33,16 @@ MAX_WINDOW_START: Final = 2**63 - 1
 
 #: The IP-count table as stored when no topic feeds it (its views still answer, empty).
 IP_COUNT_STORED: Final[StoredTable] = ip_count_table("")
-#: The table's name (the rows WatchResults streams).
-IP_COUNT_TABLE: Final = IP_COUNT_STORED.table
+
+
+@dataclass(frozen=True, order=True)
+class ResultRow:
+    """Requests of ``ip`` in the tumbling event-time window ``[window_start, window_end)`` (epoch ms)."""
+
+    window_start: int
+    window_end: int
+    ip: str
+    count: int
 
 
 def as_table_row(row: ResultRow, table: StoredTable = IP_COUNT_STORED) -> TableRow:
@@ -49,31 +56,43 @@ def as_result_row(row: Row) -> ResultRow:
     return ResultRow(int(row["window_start"]), int(row["window_end"]), str(row["ip"]), int(row["count"]))
 
 
-class IpCountViews(abc.ABC):
-    """The IP-count queries of a SQL store (see :class:`~onceflow.consumer.store.ResultsStore`)."""
+class IpCountViews:
+    """The IP-count queries over a store's ``results`` table.
 
-    @abc.abstractmethod
-    def _query(self, query: str, params: Sequence[object]) -> list[Any]: ...
+    Opening the views creates the table (so they answer, empty, when no topic feeds it) and their
+    index; both are idempotent, so every process opening them may do it.
+    """
+
+    def __init__(self, store: ResultsStore) -> None:
+        self.store = store
+        store.prepare_table(IP_COUNT_STORED, IP_COUNT_ARROW_SCHEMA)
+        name, columns = INDEX
+        store.create_index(name, STORE_TABLE, columns)
 
     def counts_for_ip(self, ip: str, window_start_from: int, window_start_to: int | None) -> list[ResultRow]:
+        """Rows of ``ip`` whose window starts in ``[from, to)`` (``to`` None: no upper bound), by window."""
         upper = MAX_WINDOW_START if window_start_to is None else window_start_to
         return self._results(SELECT_IP, (ip, window_start_from, upper))
 
     def top_ips(self, window_start: int, limit: int) -> list[ResultRow]:
+        """The ``limit`` rows of one window with the highest counts, ties broken by ip."""
         return self._results(SELECT_TOP, (window_start, limit))
 
     def latest_window_start(self) -> int | None:
+        """The start of the newest window in the store, or None when it is empty."""
         return self._scalar(SELECT_LATEST, ())
 
     def latest_window_start_ending_by(self, end_limit: int) -> int | None:
+        """The start of the newest window whose ``window_end <= end_limit``, or None."""
         return self._scalar(SELECT_LATEST_ENDING_BY, (end_limit,))
 
     def all_results(self) -> list[ResultRow]:
+        """Every IP-count row, sorted by window then ip (for audits)."""
         return self._results(SELECT_ALL, ())
 
     def _results(self, query: str, params: Sequence[object]) -> list[ResultRow]:
-        return [ResultRow(int(s), int(e), str(ip), int(n)) for s, e, ip, n in self._query(query, params)]
+        return [ResultRow(int(s), int(e), str(ip), int(n)) for s, e, ip, n in self.store.select(query, params)]
 
     def _scalar(self, query: str, params: Sequence[object]) -> int | None:
-        found = self._query(query, params)
+        found = self.store.select(query, params)
         return None if not found or found[0][0] is None else int(found[0][0])

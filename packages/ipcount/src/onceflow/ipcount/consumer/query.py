@@ -1,11 +1,10 @@
-"""The read side of the results store, with the Results API's argument rules."""
+"""The IP-count views as the Results API reads them, with its argument rules."""
 
 from __future__ import annotations
 
 from onceflow.consumer.exceptions import InvalidQuery
-from onceflow.consumer.model import ResultRow
-from onceflow.consumer.store import ResultsStore
 from onceflow.core import defaults
+from onceflow.ipcount.consumer.views import IpCountViews, ResultRow
 
 #: The most rows GetTopIps returns.
 MAX_TOP_LIMIT = 10_000
@@ -13,15 +12,15 @@ MAX_IP_LENGTH = 255
 
 
 class ResultsQuery:
-    """Queries over a :class:`ResultsStore`; bad arguments raise :class:`InvalidQuery` naming them.
+    """Queries over the :class:`IpCountViews`; bad arguments raise :class:`InvalidQuery` naming them.
 
     "Closed" windows: the store holds results, not events, so the newest window start stands in
     for the newest event time. A window is closed when ``window_end + allowed_lateness_ms`` is at
     most that: the watermark has passed it, and its count is final.
     """
 
-    def __init__(self, store: ResultsStore, *, allowed_lateness_ms: int = defaults.ALLOWED_LATENESS_MS) -> None:
-        self.store = store
+    def __init__(self, views: IpCountViews, *, allowed_lateness_ms: int = defaults.ALLOWED_LATENESS_MS) -> None:
+        self.views = views
         self.allowed_lateness_ms = allowed_lateness_ms
 
     def ip_counts(self, ip: str, window_start_from_ms: int, window_start_to_ms: int) -> list[ResultRow]:
@@ -37,14 +36,14 @@ class ResultsQuery:
             raise InvalidQuery(
                 "window_start_from_ms", f"{window_start_from_ms} is after window_start_to_ms {window_start_to_ms}"
             )
-        return self.store.counts_for_ip(ip, window_start_from_ms, upper)
+        return self.views.counts_for_ip(ip, window_start_from_ms, upper)
 
     def latest_closed_window(self) -> int | None:
         """The start of the newest closed window (see the class docstring), or None."""
-        newest = self.store.latest_window_start()
+        newest = self.views.latest_window_start()
         if newest is None:
             return None
-        return self.store.latest_window_start_ending_by(newest - self.allowed_lateness_ms)
+        return self.views.latest_window_start_ending_by(newest - self.allowed_lateness_ms)
 
     def top_ips(self, window_start_ms: int, limit: int) -> tuple[int, list[ResultRow]]:
         """The window's start and its ``limit`` top rows by count (ties by ip); window 0 = the newest
@@ -59,4 +58,4 @@ class ResultsQuery:
             if latest is None:
                 return 0, []
             window = latest
-        return window, self.store.top_ips(window, limit)
+        return window, self.views.top_ips(window, limit)

@@ -1,0 +1,70 @@
+"""The IP-count RPCs of ``onceflow.v1.Results`` (GetIpCounts, GetTopIps, WatchResults): a thin adapter
+over :class:`ResultsQuery` and the consumer's feed, added to the consumer's servicer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import grpc
+
+from onceflow.consumer.api import STATUS_CODES, ResultsApi, ResultsServicer
+from onceflow.consumer.exceptions import InvalidQuery
+from onceflow.consumer.feed import ResultsUpdate
+from onceflow.core.contract.proto import ip_counts_to_proto, ip_counts_update_to_proto, top_ips_to_proto
+from onceflow.core.contract.results import IpCount, IpCountsUpdate, TopIpCounts
+from onceflow.core.grpc import translate_errors
+from onceflow.ipcount.consumer.query import ResultsQuery
+from onceflow.ipcount.consumer.tables import STORE_TABLE
+from onceflow.ipcount.consumer.views import IpCountViews, ResultRow, as_result_row
+from onceflow.proto.v1 import results_pb2
+
+
+def ip_counts(rows: Iterable[ResultRow]) -> tuple[IpCount, ...]:
+    return tuple(IpCount(r.window_start, r.window_end, r.ip, r.count) for r in rows)
+
+
+class IpCountServicer(ResultsServicer):
+    """The consumer's Results servicer plus the IP-count views' RPCs (opening the views creates the
+    ``results`` table and its index on the API's store connection)."""
+
+    def __init__(self, api: ResultsApi) -> None:
+        super().__init__(api)
+        self.query = ResultsQuery(IpCountViews(api.store), allowed_lateness_ms=api.settings.api.allowed_lateness_ms)
+
+    @translate_errors(STATUS_CODES)
+    def GetIpCounts(  # noqa: N802 - gRPC method name
+        self, request: results_pb2.GetIpCountsRequest, context: grpc.ServicerContext
+    ) -> results_pb2.GetIpCountsResponse:
+        rows = self.query.ip_counts(request.ip, request.window_start_from_ms, request.window_start_to_ms)
+        return results_pb2.GetIpCountsResponse(counts=ip_counts_to_proto(ip_counts(rows)))
+
+    @translate_errors(STATUS_CODES)
+    def GetTopIps(  # noqa: N802
+        self, request: results_pb2.GetTopIpsRequest, context: grpc.ServicerContext
+    ) -> results_pb2.GetTopIpsResponse:
+        window, rows = self.query.top_ips(request.window_start_ms, request.limit)
+        return top_ips_to_proto(TopIpCounts(window, ip_counts(rows)))
+
+    @translate_errors(STATUS_CODES)
+    def WatchResults(  # noqa: N802
+        self, request: results_pb2.WatchResultsRequest, context: grpc.ServicerContext
+    ) -> Iterator[results_pb2.WatchResultsResponse]:
+        """Stream every batch the consumer commits from now on (rows of windows starting at or after
+        ``window_start_from_ms``). The first message has no rows, only the current offsets: once it
+        arrived, the stream is live and misses nothing."""
+        if request.window_start_from_ms < 0:
+            raise InvalidQuery("window_start_from_ms", f"must be >= 0, got {request.window_start_from_ms}")
+        feed = self._feed()
+        stored = self.tables.tables.by_table(STORE_TABLE)
+        topic, window_start_from = (stored.topic if stored else ""), request.window_start_from_ms
+
+        def message(update: ResultsUpdate | None) -> results_pb2.WatchResultsResponse | None:
+            if update is None:
+                return results_pb2.WatchResultsResponse(offsets=feed.offsets(topic))
+            rows = [as_result_row(row) for row in update.rows.get(STORE_TABLE, ())]
+            rows = [row for row in rows if row.window_start >= window_start_from]
+            if not rows:
+                return None
+            return ip_counts_update_to_proto(IpCountsUpdate(ip_counts(rows), update.offsets.get(topic, {})))
+
+        return self._stream(feed, feed.subscribe(), message, context)
