@@ -1,20 +1,24 @@
 """The example's consumer extension: installed through ``onceflow.consumer.extensions``, it stores
-``consumer.topic`` into ``results`` (the consumer itself names no example); a broken extension stops
-the consumer with an error naming it."""
+``consumer.topic`` into ``results`` and serves the IP-count RPCs (the consumer itself names no
+example); a broken extension, or two serving the Results RPCs, stop the consumer with an error."""
 
 from __future__ import annotations
 
 from importlib.metadata import EntryPoint
+from pathlib import Path
 
 import pytest
 
 from onceflow.consumer import extension
-from onceflow.consumer.extension import ENTRY_POINT_GROUP, load_extensions
+from onceflow.consumer.api import ResultsApi, TableQuery
+from onceflow.consumer.extension import ENTRY_POINT_GROUP, load_extensions, results_servicer
 from onceflow.consumer.settings import ConsumerSettings
+from onceflow.consumer.store import SqliteResultsStore
 from onceflow.consumer.tables import StoredTables
 from onceflow.core.contract import SinkMode
 from onceflow.core.errors import InvalidConfig
 from onceflow.ipcount.consumer import IpCountExtension
+from onceflow.ipcount.consumer.servicer import IpCountServicer
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 
 
@@ -46,3 +50,16 @@ def test_a_broken_extension_is_refused_by_name(monkeypatch: pytest.MonkeyPatch, 
     monkeypatch.setattr(extension, "entry_points", lambda group: [broken] if group == ENTRY_POINT_GROUP else [])
     with pytest.raises(InvalidConfig, match=f"{ENTRY_POINT_GROUP} broken.*{reason}"):
         load_extensions()
+
+
+def test_two_extensions_serving_the_results_rpcs_are_refused(tmp_path: Path) -> None:
+    settings = ConsumerSettings.model_validate({"store": {"path": str(tmp_path / "results.db")}})
+    store = SqliteResultsStore(tmp_path / "results.db")
+    try:
+        store.create_schema()
+        api = ResultsApi(settings, store, TableQuery(StoredTables.from_settings(settings), store))
+        assert type(results_servicer([IpCountExtension()], api)) is IpCountServicer
+        with pytest.raises(InvalidConfig, match="each serve the Results RPCs; one may"):
+            results_servicer([IpCountExtension(), IpCountExtension()], api)
+    finally:
+        store.close()

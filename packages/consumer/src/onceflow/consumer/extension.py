@@ -67,7 +67,8 @@ def results_servicer(extensions: Sequence[ConsumerExtension], api: ResultsApi) -
     """
     from onceflow.consumer.api.servicer import ResultsServicer
 
-    found = {type(e).__name__: servicer for e in extensions if (servicer := e.results_servicer(api)) is not None}
+    found = [(type(e).__name__, servicer) for e in extensions if (servicer := e.results_servicer(api)) is not None]
     if len(found) > 1:
-        raise InvalidConfig(ENTRY_POINT_GROUP, f"extensions {sorted(found)} each serve the Results RPCs; one may")
-    return next(iter(found.values()), None) or ResultsServicer(api)
+        names = [name for name, _ in found]
+        raise InvalidConfig(ENTRY_POINT_GROUP, f"extensions {names} each serve the Results RPCs; one may")
+    return found[0][1] if found else ResultsServicer(api)
