@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 
 import psycopg
 from psycopg import errors, sql
+from psycopg_pool import ConnectionPool
 
 from onceflow.core.contract import WHOLE_SINK, CommittedBatches, Shard, SinkBinding, TransactionId
 from onceflow.core.logging import get_logger
@@ -39,8 +41,10 @@ class PostgresParticipant(SinkParticipant):
     and its commits rows ``<sink>#<index>``; the shards' DDL (``onceflow_commits``, a binding's table)
     is serialized by an advisory lock, so shards starting together do not race on ``CREATE TABLE``.
 
-    Each operation opens its own connection, so operations on different transactions run in
-    parallel. A prepared transaction holds its row locks until it is resolved; a prepare that
+    Each operation takes its own connection from a pool (at most ``max_connections``, each checked
+    alive before use), so operations on different transactions run in parallel and none pays for a
+    new connection. A prepared transaction lives in the server, not in a session: any pooled
+    connection commits or rolls it back. A prepared transaction holds its row locks until it is resolved; a prepare that
     waits on them longer than ``lock_timeout_ms`` votes no instead of hanging.
     """
 
@@ -51,14 +55,15 @@ class PostgresParticipant(SinkParticipant):
         *,
         lock_timeout_ms: int = 10_000,
         connect_timeout_s: int = 10,
+        max_connections: int = 8,
         shard: Shard = WHOLE_SINK,
     ) -> None:
         super().__init__(name, shard=shard)
         self.dsn = dsn
         self._lock_timeout_ms = lock_timeout_ms
-        self._connect_timeout_s = connect_timeout_s
-        with self._connect() as conn:
-            # Step 0: check that two-phase commit is possible at all, then create the tables.
+        # Step 0: check that two-phase commit is possible at all, then create the tables (on a
+        # connection of its own: a wrong DSN or server fails at once with psycopg's error).
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=connect_timeout_s) as conn:
             setting = conn.execute("SHOW max_prepared_transactions").fetchone()
             value = int(str(setting[0])) if setting else 0
             if value <= 0:
@@ -68,7 +73,17 @@ class PostgresParticipant(SinkParticipant):
                 conn.execute(SCHEMA)
         self._ready: set[tuple[str, str]] = set()
         self._ready_lock = threading.Lock()
-        _log.info("postgres.open", sink=name, max_prepared_transactions=value)
+        self._pool: ConnectionPool[Connection] = ConnectionPool(
+            dsn,
+            kwargs={"autocommit": True, "connect_timeout": connect_timeout_s},
+            min_size=1,
+            max_size=max_connections,
+            timeout=connect_timeout_s,
+            check=ConnectionPool.check_connection,
+            name=f"onceflow-sink-{self.record_name}",
+            open=True,
+        )
+        _log.info("postgres.open", sink=name, max_prepared_transactions=value, max_connections=max_connections)
 
     def prepare_bindings(self, job: str, bindings: Sequence[SinkBinding]) -> None:
         """Create or check every binding's table (see :func:`onceflow.sinks.tables.plan_table`)."""
@@ -95,15 +110,18 @@ class PostgresParticipant(SinkParticipant):
         """Every row of the binding in one set-based statement (see :class:`~onceflow.sinks.tables.PostgresTables`)."""
         POSTGRES_TABLES.write(conn, bound.binding, bound.rows)
 
-    def _connect(self) -> Connection:
-        return psycopg.connect(self.dsn, autocommit=True, connect_timeout=self._connect_timeout_s)
+    def _connect(self) -> AbstractContextManager[Connection]:
+        """A pooled connection (autocommit, idle), given back when the block ends."""
+        return self._pool.connection()
 
-    @staticmethod
-    def _is_prepared(conn: Connection, gid: str) -> bool:
+    def _is_prepared_or_committed(self, conn: Connection, gid: str, txn: TransactionId) -> bool:
+        """One round trip: is ``gid`` a prepared transaction here, or is ``txn`` recorded as committed?"""
         found = conn.execute(
-            "SELECT 1 FROM pg_prepared_xacts WHERE gid = %s AND database = current_database()", (gid,)
+            "SELECT EXISTS (SELECT 1 FROM pg_prepared_xacts WHERE gid = %s AND database = current_database()) "
+            "OR EXISTS (SELECT 1 FROM onceflow_commits WHERE sink = %s AND job = %s AND batch = %s)",
+            (gid, self.record_name, txn.job, txn.batch),
         ).fetchone()
-        return found is not None
+        return bool(found and found[0])
 
     def _is_committed(self, conn: Connection, txn: TransactionId) -> bool:
         found = conn.execute(
@@ -125,7 +143,7 @@ class PostgresParticipant(SinkParticipant):
         gid = gid_of(self.record_name, txn)
         with self._connect() as conn:
             # Step 1
-            if self._is_prepared(conn, gid) or self._is_committed(conn, txn):
+            if self._is_prepared_or_committed(conn, gid, txn):
                 _log.info("prepare.again", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, gid=gid)
                 return
             for bound in outputs:
@@ -228,4 +246,5 @@ class PostgresParticipant(SinkParticipant):
         return group_committed((str(j), str(b)) for j, b in rows)
 
     def close(self) -> None:
-        """Nothing to release: every operation closes its own connection."""
+        """Close the pool's connections (prepared transactions stay in the server)."""
+        self._pool.close()
