@@ -137,7 +137,7 @@ class PostgresParticipant(SinkParticipant):
             1. A transaction already prepared or committed is prepared: nothing to write. Tables a
                binding needs are made to fit first, each in its own short transaction.
             2. ``BEGIN``, set the lock timeout, write each binding's rows, insert ``(sink, job, batch)``
-               into ``onceflow_commits``.
+               into ``onceflow_commits``: sent as one pipeline with Step 3, one round trip in all.
             3. ``PREPARE TRANSACTION '<gid>'``: from here the server keeps the transaction durably.
         """
         gid = gid_of(self.record_name, txn)
@@ -148,15 +148,18 @@ class PostgresParticipant(SinkParticipant):
                 return
             for bound in outputs:
                 self._ensure_table(conn, bound.binding)
-            # Step 2
+            # Step 2 (pipelined: one round trip; the first error aborts the rest and is raised at the end)
             try:
-                conn.execute("BEGIN")
-                conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{self._lock_timeout_ms}ms")))
-                for bound in outputs:
-                    self._write(conn, bound)
-                conn.execute(RECORD_COMMIT, (self.record_name, txn.job, txn.batch))
-                # Step 3
-                conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
+                with conn.pipeline():
+                    conn.execute("BEGIN")
+                    conn.execute(
+                        sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{self._lock_timeout_ms}ms"))
+                    )
+                    for bound in outputs:
+                        self._write(conn, bound)
+                    conn.execute(RECORD_COMMIT, (self.record_name, txn.job, txn.batch))
+                    # Step 3 (its answer arrives when the pipeline ends: the vote waits for it)
+                    conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
             except (
                 errors.LockNotAvailable,
                 errors.QueryCanceled,
