@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+import time
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import psycopg
 from psycopg import errors, sql
@@ -27,6 +29,9 @@ Connection = psycopg.Connection[tuple[object, ...]]
 
 _log = get_logger(__name__)
 
+#: A pooled connection idle this long is checked alive (one round trip) before it is used again.
+IDLE_CHECK_S = 1.0
+
 
 class PostgresParticipant(SinkParticipant):
     """Writes each binding's rows to its table in PostgreSQL, holding each batch as a prepared transaction.
@@ -41,11 +46,12 @@ class PostgresParticipant(SinkParticipant):
     and its commits rows ``<sink>#<index>``; the shards' DDL (``onceflow_commits``, a binding's table)
     is serialized by an advisory lock, so shards starting together do not race on ``CREATE TABLE``.
 
-    Each operation takes its own connection from a pool (at most ``max_connections``, each checked
-    alive before use), so operations on different transactions run in parallel and none pays for a
-    new connection. A prepared transaction lives in the server, not in a session: any pooled
-    connection commits or rolls it back. A prepared transaction holds its row locks until it is resolved; a prepare that
-    waits on them longer than ``lock_timeout_ms`` votes no instead of hanging.
+    Each operation takes its own connection from a pool (at most ``max_connections``; one idle
+    for :data:`IDLE_CHECK_S` or more is checked alive first), so operations on different
+    transactions run in parallel and none pays for a new connection. A prepared transaction lives
+    in the server, not in a session: any pooled connection commits or rolls it back. A prepared
+    transaction holds its row locks until it is resolved; a prepare that waits on them longer than
+    ``lock_timeout_ms`` votes no instead of hanging.
     """
 
     def __init__(
@@ -73,13 +79,18 @@ class PostgresParticipant(SinkParticipant):
                 conn.execute(SCHEMA)
         self._ready: set[tuple[str, str]] = set()
         self._ready_lock = threading.Lock()
+        self._last_used: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
         self._pool: ConnectionPool[Connection] = ConnectionPool(
             dsn,
-            kwargs={"autocommit": True, "connect_timeout": connect_timeout_s},
+            kwargs={
+                "autocommit": True,
+                "connect_timeout": connect_timeout_s,
+                "application_name": f"onceflow-sink-{self.record_name}",
+            },
             min_size=1,
             max_size=max_connections,
             timeout=connect_timeout_s,
-            check=ConnectionPool.check_connection,
+            check=self._check_if_idle,
             name=f"onceflow-sink-{self.record_name}",
             open=True,
         )
@@ -110,9 +121,24 @@ class PostgresParticipant(SinkParticipant):
         """Every row of the binding in one set-based statement (see :class:`~onceflow.sinks.tables.PostgresTables`)."""
         POSTGRES_TABLES.write(conn, bound.binding, bound.rows)
 
-    def _connect(self) -> AbstractContextManager[Connection]:
+    @contextmanager
+    def _connect(self) -> Iterator[Connection]:
         """A pooled connection (autocommit, idle), given back when the block ends."""
-        return self._pool.connection()
+        with self._pool.connection() as conn:
+            try:
+                yield conn
+            finally:
+                self._last_used[conn] = time.monotonic()
+
+    def _check_if_idle(self, conn: Connection) -> None:
+        """The pool's check before handing out ``conn``: a round trip only when it sat idle a while.
+
+        Back to back, a round trip per operation would cost about as much as the connection did; a
+        connection the server dropped since its last use (a restart within the last second) fails that
+        one operation, which the coordinator retries (Commit) or aborts and the writer repeats (Prepare).
+        """
+        if time.monotonic() - self._last_used.get(conn, 0.0) >= IDLE_CHECK_S:
+            ConnectionPool.check_connection(conn)
 
     def _is_prepared_or_committed(self, conn: Connection, gid: str, txn: TransactionId) -> bool:
         """One round trip: is ``gid`` a prepared transaction here, or is ``txn`` recorded as committed?"""
