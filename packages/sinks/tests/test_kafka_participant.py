@@ -158,3 +158,24 @@ def test_bad_staged_file_votes_no(open_sink: OpenSink, stage: Stage) -> None:
     sink = open_sink()
     vote = sink.prepare(TransactionId("job", 0), [file], bound(sink))
     assert not vote.vote_commit and file.uri in vote.reason
+
+
+def test_a_journal_entry_that_cannot_be_written_leaves_nothing_prepared(
+    open_sink: OpenSink, broker: EmbeddedBroker, stage: Stage, tmp_path: Path
+) -> None:
+    """The journal is written while the batch is produced: when it fails, the open Kafka transaction is
+    aborted and the error raised, so there is no yes vote without the durable prepared state."""
+    sink = open_sink()
+    blocker = tmp_path / "state" / "kafka" / "prepared" / "job"
+    blocker.write_text("a file where the job's journal directory belongs")
+    txn = TransactionId("job", 0)
+    files = stage("job", 0, [row("a", 1)])
+    with pytest.raises(OSError):
+        sink.prepare(txn, files, bound(sink))
+    assert sink.list_prepared() == []
+
+    blocker.unlink()
+    assert sink.prepare(txn, files, bound(sink)).vote_commit, "the failed attempt left no transaction open"
+    sink.commit(txn)
+    assert _rows(broker) == [("a", W0, 1)]
+    assert [(m.key, m.value) for m in _markers(broker)] == [(b"kafka:job", b"0")]

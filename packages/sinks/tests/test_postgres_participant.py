@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import psycopg
 import pytest
 
@@ -9,6 +11,7 @@ from onceflow.core.contract import TransactionId
 from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.exceptions import PreparedTransactionsDisabled
 from onceflow.sinks.postgres import PostgresParticipant
+from onceflow.sinks.postgres.participant import IDLE_CHECK_S
 from onceflow.testing.sinks.postgres import running_postgres
 
 from .conftest import W0, Stage, bound, row
@@ -50,6 +53,21 @@ class TestPostgresParticipant(ParticipantContract):
             assert self.results() == {(W0, "x"): 2}
         finally:
             other.close()
+
+    def test_pooled_connections_the_server_dropped_are_replaced(self, sink: SinkParticipant, stage: Stage) -> None:
+        """A pooled connection idle for a while is checked before use: one the server ended is replaced."""
+        assert sink.prepare(TransactionId("job", 0), stage("job", 0, [row("a", 1)]), bound(sink)).vote_commit
+        with psycopg.connect(self.dsn, autocommit=True) as admin:
+            ended = admin.execute(
+                "SELECT count(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE application_name = 'onceflow-sink-db') AS t"
+            ).fetchone()
+        assert ended is not None and ended[0] >= 1
+        time.sleep(IDLE_CHECK_S + 0.2)
+        sink.commit(TransactionId("job", 0))
+        assert sink.prepare(TransactionId("job", 1), stage("job", 1, [row("b", 2)]), bound(sink)).vote_commit
+        sink.commit(TransactionId("job", 1))
+        assert self.results() == {(W0, "a"): 1, (W0, "b"): 2}
 
 
 def test_max_prepared_transactions_zero_is_refused_naming_the_setting() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from onceflow.core.contract import SinkBinding, TransactionId
-from onceflow.core.fsync import fsync_path, replace_durably
+from onceflow.core.fsync import replace_durably
 from onceflow.core.staging import StagedFile
 
 
@@ -76,13 +76,16 @@ class PreparedJournal:
         return body
 
     def remove(self, txn: TransactionId) -> None:
-        """Forget ``txn`` (committed or aborted). Idempotent."""
-        path = self._path(txn)
+        """Forget ``txn`` (committed or aborted). Idempotent.
+
+        Not fsynced: a crash that loses the removal leaves the entry a crash just before it would,
+        and every sink already treats that one as committed or aborted when it recovers (commit and
+        abort are idempotent). Only :meth:`record`, which a yes vote relies on, waits for the disk.
+        """
         try:
-            path.unlink()
+            self._path(txn).unlink()
         except FileNotFoundError:
             return
-        fsync_path(path.parent)
 
     def list(self) -> list[TransactionId]:
         """Every recorded transaction, by job then batch."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,8 @@ class KafkaParticipant(SinkParticipant):
         self._transaction_timeout_ms = transaction_timeout_ms
         self._timeout_s = timeout_s
         self._journal = PreparedJournal(state_dir, self.record_name)
+        #: Writes (and fsyncs) journal entries while the batch is produced: both finish before the vote.
+        self._journal_writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"journal-{self.record_name}")
         self._producers: dict[str, _JobProducer] = {}
         self._producers_lock = threading.Lock()
         self._encoders: dict[tuple[str, SinkBinding], Any] = {}
@@ -265,11 +268,13 @@ class KafkaParticipant(SinkParticipant):
 
         Steps:
             1. ``init_transactions`` once per participant life (on the job's first use).
-            2. Record the staged files and bindings in the journal (the durable prepared state).
+            2. Record the staged files and bindings in the journal (the durable prepared state), on
+               the journal thread: the fsync overlaps Steps 3 to 5.
             3. ``begin_transaction``, produce every binding's rows to its topic.
             4. In the same transaction, produce the marker (key ``<sink>:<job>``, or ``<sink>#<index>:<job>``
                for a shard; value = batch).
-            5. Flush; the caller then votes yes.
+            5. Flush, and wait for the journal entry (if it failed: abort the open transaction and
+               raise); the caller then votes yes.
         """
         # Step 1
         state = self._job(txn.job)
@@ -282,8 +287,8 @@ class KafkaParticipant(SinkParticipant):
                     f"sink {self.name!r} cannot prepare {txn}: transaction {state.open_txn} is still open "
                     "(one open transaction per sink and job)"
                 )
-            # Step 2
-            self._journal.record(txn, files, [b.binding for b in outputs])
+            # Step 2 (on the journal thread, while Steps 3-5 run)
+            recorded = self._journal_writer.submit(self._journal.record, txn, files, [b.binding for b in outputs])
             # Steps 3-5
             try:
                 self._produce_batch(state, txn, outputs)
@@ -292,6 +297,18 @@ class KafkaParticipant(SinkParticipant):
                 if exc.args[0].fatal():
                     self._reset_producer(txn.job, state)
                 raise PrepareRejected(f"sink {self.name!r} cannot prepare {txn}: {exc}") from exc
+            finally:
+                self._await_journal(state, recorded)
+
+    def _await_journal(self, state: _JobProducer, recorded: Future[None]) -> None:
+        """Wait until the journal entry is durable; if it cannot be written, abort the open transaction
+        (no yes vote without the durable prepared state) and raise the journal's error."""
+        try:
+            recorded.result()
+        except BaseException:
+            if state.open_txn is not None:
+                self._abort_open(state)
+            raise
 
     def commit(
         self, txn: TransactionId, files: Sequence[StagedFile] = (), bindings: Sequence[SinkBinding] = ()
@@ -396,6 +413,7 @@ class KafkaParticipant(SinkParticipant):
             for state in self._producers.values():
                 state.producer.flush(1)
             self._producers.clear()
+        self._journal_writer.shutdown(wait=True)
 
 
 def record_key(row: dict[str, Any], columns: Sequence[str]) -> bytes | None:

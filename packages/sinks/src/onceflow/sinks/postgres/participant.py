@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+import time
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import psycopg
 from psycopg import errors, sql
+from psycopg_pool import ConnectionPool
 
 from onceflow.core.contract import WHOLE_SINK, CommittedBatches, Shard, SinkBinding, TransactionId
 from onceflow.core.logging import get_logger
@@ -25,6 +29,9 @@ Connection = psycopg.Connection[tuple[object, ...]]
 
 _log = get_logger(__name__)
 
+#: A pooled connection idle this long is checked alive (one round trip) before it is used again.
+IDLE_CHECK_S = 1.0
+
 
 class PostgresParticipant(SinkParticipant):
     """Writes each binding's rows to its table in PostgreSQL, holding each batch as a prepared transaction.
@@ -39,9 +46,12 @@ class PostgresParticipant(SinkParticipant):
     and its commits rows ``<sink>#<index>``; the shards' DDL (``onceflow_commits``, a binding's table)
     is serialized by an advisory lock, so shards starting together do not race on ``CREATE TABLE``.
 
-    Each operation opens its own connection, so operations on different transactions run in
-    parallel. A prepared transaction holds its row locks until it is resolved; a prepare that
-    waits on them longer than ``lock_timeout_ms`` votes no instead of hanging.
+    Each operation takes its own connection from a pool (at most ``max_connections``; one idle
+    for :data:`IDLE_CHECK_S` or more is checked alive first), so operations on different
+    transactions run in parallel and none pays for a new connection. A prepared transaction lives
+    in the server, not in a session: any pooled connection commits or rolls it back. A prepared
+    transaction holds its row locks until it is resolved; a prepare that waits on them longer than
+    ``lock_timeout_ms`` votes no instead of hanging.
     """
 
     def __init__(
@@ -51,14 +61,15 @@ class PostgresParticipant(SinkParticipant):
         *,
         lock_timeout_ms: int = 10_000,
         connect_timeout_s: int = 10,
+        max_connections: int = 8,
         shard: Shard = WHOLE_SINK,
     ) -> None:
         super().__init__(name, shard=shard)
         self.dsn = dsn
         self._lock_timeout_ms = lock_timeout_ms
-        self._connect_timeout_s = connect_timeout_s
-        with self._connect() as conn:
-            # Step 0: check that two-phase commit is possible at all, then create the tables.
+        # Step 0: check that two-phase commit is possible at all, then create the tables (on a
+        # connection of its own: a wrong DSN or server fails at once with psycopg's error).
+        with psycopg.connect(dsn, autocommit=True, connect_timeout=connect_timeout_s) as conn:
             setting = conn.execute("SHOW max_prepared_transactions").fetchone()
             value = int(str(setting[0])) if setting else 0
             if value <= 0:
@@ -68,7 +79,22 @@ class PostgresParticipant(SinkParticipant):
                 conn.execute(SCHEMA)
         self._ready: set[tuple[str, str]] = set()
         self._ready_lock = threading.Lock()
-        _log.info("postgres.open", sink=name, max_prepared_transactions=value)
+        self._last_used: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
+        self._pool: ConnectionPool[Connection] = ConnectionPool(
+            dsn,
+            kwargs={
+                "autocommit": True,
+                "connect_timeout": connect_timeout_s,
+                "application_name": f"onceflow-sink-{self.record_name}",
+            },
+            min_size=1,
+            max_size=max_connections,
+            timeout=connect_timeout_s,
+            check=self._check_if_idle,
+            name=f"onceflow-sink-{self.record_name}",
+            open=True,
+        )
+        _log.info("postgres.open", sink=name, max_prepared_transactions=value, max_connections=max_connections)
 
     def prepare_bindings(self, job: str, bindings: Sequence[SinkBinding]) -> None:
         """Create or check every binding's table (see :func:`onceflow.sinks.tables.plan_table`)."""
@@ -95,15 +121,33 @@ class PostgresParticipant(SinkParticipant):
         """Every row of the binding in one set-based statement (see :class:`~onceflow.sinks.tables.PostgresTables`)."""
         POSTGRES_TABLES.write(conn, bound.binding, bound.rows)
 
-    def _connect(self) -> Connection:
-        return psycopg.connect(self.dsn, autocommit=True, connect_timeout=self._connect_timeout_s)
+    @contextmanager
+    def _connect(self) -> Iterator[Connection]:
+        """A pooled connection (autocommit, idle), given back when the block ends."""
+        with self._pool.connection() as conn:
+            try:
+                yield conn
+            finally:
+                self._last_used[conn] = time.monotonic()
 
-    @staticmethod
-    def _is_prepared(conn: Connection, gid: str) -> bool:
+    def _check_if_idle(self, conn: Connection) -> None:
+        """The pool's check before handing out ``conn``: a round trip only when it sat idle a while.
+
+        Back to back, a round trip per operation would cost about as much as the connection did; a
+        connection the server dropped since its last use (a restart within the last second) fails that
+        one operation, which the coordinator retries (Commit) or aborts and the writer repeats (Prepare).
+        """
+        if time.monotonic() - self._last_used.get(conn, 0.0) >= IDLE_CHECK_S:
+            ConnectionPool.check_connection(conn)
+
+    def _is_prepared_or_committed(self, conn: Connection, gid: str, txn: TransactionId) -> bool:
+        """One round trip: is ``gid`` a prepared transaction here, or is ``txn`` recorded as committed?"""
         found = conn.execute(
-            "SELECT 1 FROM pg_prepared_xacts WHERE gid = %s AND database = current_database()", (gid,)
+            "SELECT EXISTS (SELECT 1 FROM pg_prepared_xacts WHERE gid = %s AND database = current_database()) "
+            "OR EXISTS (SELECT 1 FROM onceflow_commits WHERE sink = %s AND job = %s AND batch = %s)",
+            (gid, self.record_name, txn.job, txn.batch),
         ).fetchone()
-        return found is not None
+        return bool(found and found[0])
 
     def _is_committed(self, conn: Connection, txn: TransactionId) -> bool:
         found = conn.execute(
@@ -119,26 +163,29 @@ class PostgresParticipant(SinkParticipant):
             1. A transaction already prepared or committed is prepared: nothing to write. Tables a
                binding needs are made to fit first, each in its own short transaction.
             2. ``BEGIN``, set the lock timeout, write each binding's rows, insert ``(sink, job, batch)``
-               into ``onceflow_commits``.
+               into ``onceflow_commits``: sent as one pipeline with Step 3, one round trip in all.
             3. ``PREPARE TRANSACTION '<gid>'``: from here the server keeps the transaction durably.
         """
         gid = gid_of(self.record_name, txn)
         with self._connect() as conn:
             # Step 1
-            if self._is_prepared(conn, gid) or self._is_committed(conn, txn):
+            if self._is_prepared_or_committed(conn, gid, txn):
                 _log.info("prepare.again", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, gid=gid)
                 return
             for bound in outputs:
                 self._ensure_table(conn, bound.binding)
-            # Step 2
+            # Step 2 (pipelined: one round trip; the first error aborts the rest and is raised at the end)
             try:
-                conn.execute("BEGIN")
-                conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{self._lock_timeout_ms}ms")))
-                for bound in outputs:
-                    self._write(conn, bound)
-                conn.execute(RECORD_COMMIT, (self.record_name, txn.job, txn.batch))
-                # Step 3
-                conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
+                with conn.pipeline():
+                    conn.execute("BEGIN")
+                    conn.execute(
+                        sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{self._lock_timeout_ms}ms"))
+                    )
+                    for bound in outputs:
+                        self._write(conn, bound)
+                    conn.execute(RECORD_COMMIT, (self.record_name, txn.job, txn.batch))
+                    # Step 3 (its answer arrives when the pipeline ends: the vote waits for it)
+                    conn.execute(sql.SQL("PREPARE TRANSACTION {}").format(sql.Literal(gid)))
             except (
                 errors.LockNotAvailable,
                 errors.QueryCanceled,
@@ -228,4 +275,5 @@ class PostgresParticipant(SinkParticipant):
         return group_committed((str(j), str(b)) for j, b in rows)
 
     def close(self) -> None:
-        """Nothing to release: every operation closes its own connection."""
+        """Close the pool's connections (prepared transactions stay in the server)."""
+        self._pool.close()

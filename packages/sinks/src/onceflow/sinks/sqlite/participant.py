@@ -8,6 +8,7 @@ import json
 import sqlite3
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +22,9 @@ from onceflow.sinks.sqlite.schema import SCHEMA
 from onceflow.sinks.tables import SQLITE_TABLES, Column, null_violation
 
 _log = get_logger(__name__)
+
+#: Prepared transactions whose rows a participant keeps in memory for their commit (oldest dropped first).
+LOADED_KEPT = 8
 
 
 class _State(enum.Enum):
@@ -40,6 +44,10 @@ class SqliteParticipant(SinkParticipant):
     recognised by its id, never by a key. WAL mode with ``synchronous=FULL``: every committed SQLite
     transaction (and so every yes vote) survives a crash of the process or the machine.
 
+    The rows a prepare read and verified are kept in memory (for at most :data:`LOADED_KEPT`
+    transactions) for its commit, so each staged file is read and decoded once per participant; a
+    commit without them (after a restart, or evicted) reads the files again.
+
     The shards of a sharded sink share the file (SQLite serializes their write transactions; the
     busy timeout waits for the lock): each records its prepared and committed batches as
     ``<sink>#<index>``. That scales reading and checking the staged files, not SQLite's one writer.
@@ -58,6 +66,7 @@ class SqliteParticipant(SinkParticipant):
         self._db.execute("PRAGMA synchronous = FULL")
         self._db.executescript(SCHEMA)
         self._ready: set[tuple[str, str]] = set()
+        self._loaded: OrderedDict[TransactionId, Sequence[BoundRows]] = OrderedDict()
         _log.info("sqlite.open", sink=name, path=str(self.path))
 
     @contextmanager
@@ -142,6 +151,18 @@ class SqliteParticipant(SinkParticipant):
                     time.time(),
                 ),
             )
+        self._keep_loaded(txn, outputs)
+
+    def _keep_loaded(self, txn: TransactionId, outputs: Sequence[BoundRows]) -> None:
+        """Remember the rows ``txn`` prepared, for its commit (the staged files are immutable and verified)."""
+        with self._lock:
+            self._loaded[txn] = outputs
+            while len(self._loaded) > LOADED_KEPT:
+                self._loaded.popitem(last=False)
+
+    def _take_loaded(self, txn: TransactionId) -> Sequence[BoundRows] | None:
+        with self._lock:
+            return self._loaded.pop(txn, None)
 
     def _pending(self, txn: TransactionId) -> tuple[list[StagedFile], list[SinkBinding]] | None:
         with self._lock:
@@ -161,12 +182,14 @@ class SqliteParticipant(SinkParticipant):
 
         Steps:
             1. An already committed ``txn`` is a no-op.
-            2. Read the rows of the prepared bindings and files; a transaction with no prepared state
+            2. Take the rows of the prepared bindings and files (as the prepare read them, else read
+               the files again); a transaction with no prepared state
                is redone from ``files`` and ``bindings`` when given (the coordinator decided COMMIT,
                so every participant voted yes), and is an error otherwise.
             3. In one transaction: write each binding's rows, record ``(sink, job, batch)`` in
                ``onceflow_commits`` and drop the prepared state.
         """
+        loaded = self._take_loaded(txn)
         with self._lock:
             state = self._state(self._db, txn)
         # Step 1
@@ -176,7 +199,7 @@ class SqliteParticipant(SinkParticipant):
         # Step 2
         pending = self._pending(txn)
         if pending is not None:
-            outputs = self.load(txn.job, *pending)
+            outputs = loaded if loaded is not None else self.load(txn.job, *pending)
         elif files:
             _log.warning("commit.redo_from_staging", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
             outputs = self.load(txn.job, files, bindings)
@@ -198,6 +221,7 @@ class SqliteParticipant(SinkParticipant):
 
     def abort(self, txn: TransactionId) -> None:
         """Drop the prepared state of ``txn``; an unknown transaction is a no-op."""
+        self._take_loaded(txn)
         with self._transaction() as db:
             state = self._state(db, txn)
             if state is _State.COMMITTED:
