@@ -32,11 +32,11 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
+from onceflow.contract import ParticipantRef, TransactionState
 from onceflow.coordinator.engine import EngineConfig, TwoPhaseCommitEngine
 from onceflow.coordinator.log import MemoryTransactionLog, TransactionLog
 from onceflow.coordinator.log.kafka import KafkaTransactionLog
 from onceflow.coordinator.participants import GrpcParticipantConnector, ParticipantConnector
-from onceflow.core.contract import ParticipantRef, TransactionState
 from onceflow.core.settings import KafkaSettings
 from onceflow.testing.coordinator import FakeParticipants, FakeParticipantServer, staged_files
 

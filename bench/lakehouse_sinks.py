@@ -38,9 +38,9 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from onceflow.contract import SinkBinding, SinkMode, TransactionId
+from onceflow.contract.staging import StagedFile, StagingWriter
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import SinkBinding, SinkMode, TransactionId
-from onceflow.core.staging import StagedFile, StagingWriter
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding
 from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.delta.format import DeltaFormat

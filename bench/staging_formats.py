@@ -38,8 +38,8 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from onceflow.contract.staging import StagingWriter, read_staged
 from onceflow.core.avro import IP_COUNT_SCHEMA
-from onceflow.core.staging import StagingWriter, read_staged
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 
 WIDE = pa.schema(

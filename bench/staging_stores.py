@@ -3,7 +3,7 @@
 Assumptions: one process on this machine; S3Proxy (``make setup``) runs as a child process on
 127.0.0.1 with its filesystem backend on the same disk as the local root, so the difference is the
 S3 protocol (HTTP, signing, multipart upload, the server's own writes), not the disk. Both roots go
-through :class:`~onceflow.core.staging.StagingStore`, exactly as a task, a participant and the
+through :class:`~onceflow.contract.staging.StagingStore`, exactly as a task, a participant and the
 coordinator use them; local writes are fsynced (file and directory) as staging does.
 
 For each file size (IP-count rows: a small micro-batch and a large one) and each store, every
@@ -32,7 +32,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from onceflow.core.staging import S3Settings, StagingStore, StagingWriter, delete_batch, read_staged
+from onceflow.contract.staging import S3Settings, StagingStore, StagingWriter, delete_batch, read_staged
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.testing.s3 import CLIENT_CHECKSUM_ENV, S3ProxyProcess
 

@@ -46,11 +46,11 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from onceflow.contract import SinkBinding, SinkMode, TransactionState
+from onceflow.contract.staging import StagedFile
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import SinkBinding, SinkMode, TransactionState
 from onceflow.core.kafka import read_committed
 from onceflow.core.settings import KafkaSettings
-from onceflow.core.staging import StagedFile
 from onceflow.core.topics import SINK_TOPIC
 from onceflow.ipcount.schema import ip_count_topic_binding
 from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster, running_cluster

@@ -1,10 +1,10 @@
 """Every gRPC stub of onceflow's services is built by the contract's typed clients, nowhere else.
 
-``onceflow.core.contract.clients`` is the one place a status code becomes a typed error and a
+``onceflow.contract.clients`` is the one place a status code becomes a typed error and a
 channel gets its TLS and token; a stub built anywhere else (the demo's observer once called the
 Results API over a plaintext channel without the token) skips both. Tests that must send requests
 the clients would not build use a client's ``stub`` property. The clients answer the contract's values
-(converted in :mod:`onceflow.core.contract.proto`), so no code outside them reads a response message.
+(converted in :mod:`onceflow.contract.proto`), so no code outside them reads a response message.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from pathlib import Path
 
 from google.protobuf.message import Message
 
-from onceflow.core.contract import TransactionReport, clients
+from onceflow.contract import TransactionReport, clients
 from onceflow.proto.v1 import coordinator_pb2
 
 ROOT = Path(__file__).resolve().parent.parent
-CLIENT_LAYER = ROOT / "packages" / "core" / "src" / "onceflow" / "core" / "contract" / "clients"
+CLIENT_LAYER = ROOT / "packages" / "contract" / "src" / "onceflow" / "contract" / "clients"
 GENERATED = ROOT / "packages" / "proto" / "src"
 
 
@@ -101,7 +101,7 @@ def test_no_stub_is_built_outside_the_client_layer() -> None:
         for line in stub_constructions(path.read_text(encoding="utf-8"))
     }
     assert not built, (
-        "build the stub through onceflow.core.contract.clients (ResultsClient, ConnectClient, "
+        "build the stub through onceflow.contract.clients (ResultsClient, ConnectClient, "
         f"CoordinatorClient, ParticipantClient; tests: their .stub): {sorted(built)}"
     )
 
@@ -161,5 +161,5 @@ def test_the_clients_answer_contract_values_not_proto_messages() -> None:
     answering = set().union(*(proto_answers(c) for c in client_classes))
     assert not answering, (
         "a client method answers an onceflow.v1 message: convert it to a contract value in the client "
-        f"(onceflow.core.contract.proto): {sorted(answering)}"
+        f"(onceflow.contract.proto): {sorted(answering)}"
     )

@@ -21,9 +21,9 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.contract.clients import ConnectClient
+from onceflow.contract.connect import TaskStateInfo
 from onceflow.core import topics
-from onceflow.core.contract.clients import ConnectClient
-from onceflow.core.contract.connect import TaskStateInfo
 from onceflow.testing.broker.clients import create_topic
 from onceflow.testing.runtime import WorkerProcess, read_records
 

@@ -17,10 +17,10 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.contract import TransactionId, TransactionState
+from onceflow.contract.clients import CoordinatorClient
+from onceflow.contract.staging import StagedFile
 from onceflow.coordinator.validation import MAX_ID_BYTES, MAX_REASON_BYTES, MAX_STAGED_FILES
-from onceflow.core.contract import TransactionId, TransactionState
-from onceflow.core.contract.clients import CoordinatorClient
-from onceflow.core.staging import StagedFile
 from onceflow.testing.coordinator import CoordinatorProcess, FakeParticipantServer, staged_files
 
 pytestmark = pytest.mark.slow

@@ -17,10 +17,10 @@ import pytest
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
+from onceflow.contract import TransactionId
+from onceflow.contract.clients import CoordinatorClient, ParticipantClient
 from onceflow.coordinator.service import CoordinatorServer
 from onceflow.coordinator.settings import CoordinatorSettings
-from onceflow.core.contract import TransactionId
-from onceflow.core.contract.clients import CoordinatorClient, ParticipantClient
 from onceflow.core.grpc import open_channel
 from onceflow.core.settings import TlsSettings
 from onceflow.proto.v1 import connect_pb2, connect_pb2_grpc, results_pb2, results_pb2_grpc

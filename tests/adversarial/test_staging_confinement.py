@@ -20,11 +20,11 @@ from pathlib import Path
 import grpc
 import pytest
 
+from onceflow.contract import PrepareVote, TransactionId
+from onceflow.contract.clients import ParticipantClient
+from onceflow.contract.staging import StagedFile, StagingWriter
+from onceflow.contract.staging.confinement import PathNotAllowed, StagingConfinement
 from onceflow.core.avro import IpCount
-from onceflow.core.confinement import PathNotAllowed, StagingConfinement
-from onceflow.core.contract import PrepareVote, TransactionId
-from onceflow.core.contract.clients import ParticipantClient
-from onceflow.core.staging import StagedFile, StagingWriter
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding
 from onceflow.testing.sinks.process import ParticipantProcess
 

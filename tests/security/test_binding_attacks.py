@@ -23,12 +23,12 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.contract import ParticipantRef, SinkBinding, SinkMode, TransactionId
+from onceflow.contract.clients import CoordinatorClient, ParticipantClient
+from onceflow.contract.staging import StagingWriter
 from onceflow.coordinator.service import CoordinatorServer
 from onceflow.coordinator.settings import CoordinatorSettings
-from onceflow.core.contract import ParticipantRef, SinkBinding, SinkMode, TransactionId
-from onceflow.core.contract.clients import CoordinatorClient, ParticipantClient
 from onceflow.core.errors import InvalidConfig
-from onceflow.core.staging import StagingWriter
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.sinks.server import ParticipantSettings
 from onceflow.sinks.service import ParticipantServer

@@ -27,8 +27,8 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from onceflow.broker.embedded import BrokerProcess, EmbeddedBroker
+from onceflow.contract.clients import CoordinatorClient
 from onceflow.coordinator.service import EXIT_LOG_FAILED
-from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.service import EXIT_CONFIG
 from onceflow.core.toml_writer import to_toml
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC

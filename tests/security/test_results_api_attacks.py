@@ -25,7 +25,7 @@ import pytest
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
-from onceflow.core.contract.clients import ResultsClient
+from onceflow.contract.clients import ResultsClient
 from onceflow.core.settings import TlsSettings
 from onceflow.proto.v1 import results_pb2
 from onceflow.testing.broker.clients import create_topic

@@ -28,10 +28,10 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.contract import TransactionId, TransactionState
+from onceflow.contract.clients import ParticipantClient
+from onceflow.contract.staging import S3Settings, StagedFile, StagingStore, StagingWriter
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import TransactionId, TransactionState
-from onceflow.core.contract.clients import ParticipantClient
-from onceflow.core.staging import S3Settings, StagedFile, StagingStore, StagingWriter
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding
 from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster, wait_for_log
 from onceflow.testing.s3 import S3ProxyProcess

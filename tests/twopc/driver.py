@@ -7,9 +7,9 @@ from collections.abc import Iterable, Sequence
 
 import grpc
 
+from onceflow.contract import TransactionOutcome, TransactionState
+from onceflow.contract.staging import StagedFile
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import TransactionOutcome, TransactionState
-from onceflow.core.staging import StagedFile
 from onceflow.testing.coordinator.cluster import Row, TwoPhaseCommitCluster, row_of
 
 JOB = "ipcount"

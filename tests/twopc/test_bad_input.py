@@ -10,7 +10,7 @@ from typing import Any
 import grpc
 import pytest
 
-from onceflow.core.staging import StagedFile
+from onceflow.contract.staging import StagedFile
 from onceflow.proto.v1 import common_pb2, coordinator_pb2
 from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster
 

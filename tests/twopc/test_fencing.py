@@ -5,9 +5,9 @@ from __future__ import annotations
 import grpc
 import pytest
 
+from onceflow.contract import TransactionId, TransactionState
+from onceflow.contract.clients import CoordinatorClient
 from onceflow.coordinator.service import EXIT_FENCED
-from onceflow.core.contract import TransactionId, TransactionState
-from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster
 from onceflow.testing.coordinator.process import CoordinatorProcess
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import grpc
 import pytest
 
-from onceflow.core.contract import TransactionState
-from onceflow.core.staging import StagedFile
+from onceflow.contract import TransactionState
+from onceflow.contract.staging import StagedFile
 from onceflow.testing.coordinator.cluster import LAKEHOUSE_SINKS, TwoPhaseCommitCluster, wait_for_log
 from onceflow.testing.faults import CRASH_EXIT_CODE
 from onceflow.testing.faults.coordinator import CRASH_ENV

@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 import pytest
 
-from onceflow.core.contract import TransactionState
+from onceflow.contract import TransactionState
 from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster, wait_for_log
 from onceflow.testing.faults import CRASH_EXIT_CODE
 from onceflow.testing.faults.coordinator import CRASH_ENV

@@ -14,7 +14,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from onceflow.core.staging import parse_staging_uri
+from onceflow.contract.staging import parse_staging_uri
 from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster, wait_for_log
 from onceflow.testing.faults import CRASH_EXIT_CODE
 from onceflow.testing.faults.coordinator import CRASH_ENV

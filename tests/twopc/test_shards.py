@@ -23,9 +23,9 @@ from pathlib import Path
 import grpc
 import pytest
 
+from onceflow.contract import SinkBinding, SinkMode, TransactionState
+from onceflow.contract.staging import StagedFile
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import SinkBinding, SinkMode, TransactionState
-from onceflow.core.staging import StagedFile
 from onceflow.ipcount.schema import ip_count_table_binding, ip_count_topic_binding
 from onceflow.testing.coordinator.cluster import SINKS, TwoPhaseCommitCluster, running_cluster
 from onceflow.testing.faults import CRASH_EXIT_CODE

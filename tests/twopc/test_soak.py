@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import grpc
 import pytest
 
+from onceflow.contract.clients import RpcFailed
+from onceflow.contract.staging import StagedFile
 from onceflow.core.avro import IpCount
-from onceflow.core.contract.clients import RpcFailed
-from onceflow.core.staging import StagedFile
 from onceflow.testing.coordinator.cluster import SINKS, Row, TwoPhaseCommitCluster
 
 from .conftest import ClusterFactory

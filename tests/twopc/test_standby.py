@@ -17,9 +17,9 @@ from typing import Final
 import grpc
 import pytest
 
+from onceflow.contract import TransactionId
+from onceflow.contract.clients import CoordinatorClient
 from onceflow.coordinator.service import EXIT_FENCED
-from onceflow.core.contract import TransactionId
-from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.testing.coordinator import CoordinatorProcess
 from onceflow.testing.coordinator.cluster import SINKS
 from onceflow.testing.faults import CRASH_EXIT_CODE

@@ -17,10 +17,10 @@ from onceflow.cli.app import main as onceflow
 from onceflow.consumer.audit import generator_model, source_topic_truth
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
+from onceflow.contract.clients import ResultsClient
+from onceflow.contract.results import GeneratorTruth, IpCountsUpdate
+from onceflow.contract.results import IpCount as AnsweredCount
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IpCount
-from onceflow.core.contract.clients import ResultsClient
-from onceflow.core.contract.results import GeneratorTruth, IpCountsUpdate
-from onceflow.core.contract.results import IpCount as AnsweredCount
 from onceflow.core.settings import KafkaSettings
 from onceflow.ipcount.consumer.views import IpCountViews
 from onceflow.ipcount.traffic import event, expected_counts

@@ -24,10 +24,10 @@ from onceflow.consumer.audit import (
     run_audit,
     source_topic_truth,
 )
+from onceflow.contract import TransactionId
+from onceflow.contract.staging import StagingWriter
 from onceflow.core.avro import IP_COUNT_SERDE, IpCount
-from onceflow.core.contract import TransactionId
 from onceflow.core.settings import KafkaSettings
-from onceflow.core.staging import StagingWriter
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding, ip_count_topic_binding
 from onceflow.ipcount.traffic import event, expected_counts
 from onceflow.logproducer.encoding import AccessEventEncoder

@@ -10,8 +10,8 @@ import pytest
 
 from onceflow.cli.app import main as onceflow
 from onceflow.consumer.audit.sinks import DeltaTableReader
-from onceflow.core.contract import TransactionId
-from onceflow.core.staging import StagingWriter
+from onceflow.contract import TransactionId
+from onceflow.contract.staging import StagingWriter
 from onceflow.core.toml_writer import to_toml
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding
 from onceflow.sinks.delta.settings import DeltaOptions

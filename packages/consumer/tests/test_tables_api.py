@@ -16,9 +16,9 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.cli.app import main as onceflow
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
+from onceflow.contract.clients import RequestRefused, ResultsClient
+from onceflow.contract.results import RowsUpdate
 from onceflow.core.avro.arrow import json_value
-from onceflow.core.contract.clients import RequestRefused, ResultsClient
-from onceflow.core.contract.results import RowsUpdate
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
 
 from .conftest import Transaction, TransactionalWriter, ip_count, wait_until

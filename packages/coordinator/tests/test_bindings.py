@@ -10,6 +10,8 @@ from dataclasses import replace
 import pyarrow as pa
 import pytest
 
+from onceflow.contract import ParticipantRef, SinkBinding, SinkMode, TransactionId, TransactionState
+from onceflow.contract.proto import binding_to_proto
 from onceflow.coordinator.convert import participants_from_proto
 from onceflow.coordinator.engine import TwoPhaseCommitEngine
 from onceflow.coordinator.exceptions import InvalidRequest
@@ -17,8 +19,6 @@ from onceflow.coordinator.log import MemoryLogStorage
 from onceflow.coordinator.log.records import decode
 from onceflow.coordinator.model import JobState
 from onceflow.coordinator.participants.base import BindingsRefused
-from onceflow.core.contract import ParticipantRef, SinkBinding, SinkMode, TransactionId, TransactionState
-from onceflow.core.contract.proto import binding_to_proto
 from onceflow.proto.v1 import coordinator_pb2
 from onceflow.testing.coordinator import FakeParticipants, staged_files
 

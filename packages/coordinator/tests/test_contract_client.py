@@ -9,10 +9,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from onceflow.coordinator.log import MemoryTransactionLog
-from onceflow.coordinator.service import CoordinatorServer
-from onceflow.coordinator.settings import CoordinatorSettings
-from onceflow.core.contract import (
+from onceflow.contract import (
     ParticipantRef,
     ParticipantVote,
     Resolution,
@@ -21,15 +18,18 @@ from onceflow.core.contract import (
     TransactionReport,
     TransactionState,
 )
-from onceflow.core.contract.clients import (
+from onceflow.contract.clients import (
     AccessDenied,
     CoordinatorClient,
     RequestRefused,
     ServiceUnavailable,
     WriterFenced,
 )
+from onceflow.contract.staging import StagedFile
+from onceflow.coordinator.log import MemoryTransactionLog
+from onceflow.coordinator.service import CoordinatorServer
+from onceflow.coordinator.settings import CoordinatorSettings
 from onceflow.core.settings import TlsSettings
-from onceflow.core.staging import StagedFile
 from onceflow.proto.v1 import coordinator_pb2
 from onceflow.testing.coordinator import FakeParticipants, staged_files
 

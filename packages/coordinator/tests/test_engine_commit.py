@@ -9,12 +9,12 @@ from dataclasses import replace
 
 import pytest
 
+from onceflow.contract import TransactionId, TransactionState
+from onceflow.contract.staging import StagedFile
 from onceflow.coordinator.engine import TwoPhaseCommitEngine
 from onceflow.coordinator.exceptions import InvalidRequest, NoParticipants, UnknownEpoch, UnknownJob
 from onceflow.coordinator.log import MemoryLogStorage
-from onceflow.core.contract import TransactionId, TransactionState
 from onceflow.core.errors import WriterFenced
-from onceflow.core.staging import StagedFile
 from onceflow.testing.coordinator import FAST_ENGINE_CONFIG, FakeParticipants, staged_files
 
 JOB = "ipcount"

@@ -8,12 +8,12 @@ from collections.abc import Callable
 
 import pytest
 
+from onceflow.contract import TransactionId, TransactionState
 from onceflow.coordinator.engine import TwoPhaseCommitEngine
 from onceflow.coordinator.engine.consistency import LogBehindParticipants
 from onceflow.coordinator.exceptions import CoordinatorFenced, CoordinatorStopped
 from onceflow.coordinator.log import MemoryLogStorage, MemoryTransactionLog
 from onceflow.coordinator.model import JobState, Transaction
-from onceflow.core.contract import TransactionId, TransactionState
 from onceflow.testing.coordinator import FakeParticipants, staged_files
 
 JOB = "ipcount"

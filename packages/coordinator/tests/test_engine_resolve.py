@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from onceflow.contract import Resolution, TransactionId, TransactionState
 from onceflow.coordinator.engine import TwoPhaseCommitEngine
 from onceflow.coordinator.exceptions import ResolutionRefused, TransactionDecided, UnknownJob
-from onceflow.core.contract import Resolution, TransactionId, TransactionState
 from onceflow.testing.coordinator import FakeParticipants, staged_files
 
 JOB = "ipcount"

@@ -8,13 +8,13 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.contract import ParticipantRef, TransactionId, TransactionState
 from onceflow.coordinator.exceptions import CoordinatorFenced, LogAppendRejected
 from onceflow.coordinator.log.kafka import KafkaTransactionLog
 from onceflow.coordinator.log.log_topic import LOG_TOPIC_CONFIG
 from onceflow.coordinator.log.records import LogRecord, Tombstone
 from onceflow.coordinator.log.refusals import LogNotInitialised
 from onceflow.coordinator.model import JobState, Transaction
-from onceflow.core.contract import ParticipantRef, TransactionId, TransactionState
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC
 from onceflow.testing.coordinator import staged_files

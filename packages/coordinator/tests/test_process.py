@@ -14,9 +14,9 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.contract import TransactionId, TransactionState
+from onceflow.contract.clients import CoordinatorClient
 from onceflow.coordinator.service import EXIT_FENCED
-from onceflow.core.contract import TransactionId, TransactionState
-from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.testing.coordinator import CoordinatorProcess, FakeParticipantServer, staged_files
 from onceflow.testing.faults import CRASH_EXIT_CODE
 from onceflow.testing.faults.coordinator import CRASH_ENV

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from onceflow.contract import ParticipantRef, TransactionId, TransactionState
+from onceflow.contract.shards import Shard
 from onceflow.coordinator.log.rebuild import SinkCommits, SinkEvidence, plan_rebuild
 from onceflow.coordinator.model import JobState
-from onceflow.core.contract import ParticipantRef, TransactionId, TransactionState
-from onceflow.core.contract.shards import Shard
 
 JOB = "ipcount"
 

@@ -12,11 +12,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from onceflow.cli.app import main as onceflow_main
+from onceflow.contract.clients import CoordinatorClient
 from onceflow.coordinator.log import MemoryTransactionLog
 from onceflow.coordinator.service import CoordinatorServer
 from onceflow.coordinator.servicer import SERVICE_NAME
 from onceflow.coordinator.settings import CoordinatorSettings
-from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.proto.v1 import common_pb2, coordinator_pb2, coordinator_pb2_grpc
 from onceflow.testing.coordinator import FakeParticipants, staged_files
 

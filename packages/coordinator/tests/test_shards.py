@@ -10,14 +10,14 @@ from dataclasses import replace
 
 import pytest
 
+from onceflow.contract import ParticipantRef, Shard, SinkBinding, SinkMode, TransactionId, TransactionState
+from onceflow.contract.proto import shard_to_proto
 from onceflow.coordinator.convert import participants_from_proto
 from onceflow.coordinator.engine import TwoPhaseCommitEngine
 from onceflow.coordinator.exceptions import InvalidRequest
 from onceflow.coordinator.log import MemoryLogStorage
 from onceflow.coordinator.log.records import decode, encode
 from onceflow.coordinator.model import JobState
-from onceflow.core.contract import ParticipantRef, Shard, SinkBinding, SinkMode, TransactionId, TransactionState
-from onceflow.core.contract.proto import shard_to_proto
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.proto.v1 import common_pb2, coordinator_pb2
 from onceflow.testing.coordinator import FakeParticipants, staged_files

@@ -6,13 +6,13 @@ import dataclasses
 
 import pytest
 
+from onceflow.contract import ParticipantRef, ParticipantVote, TransactionId, TransactionState
 from onceflow.coordinator.engine import TransactionStateManager
 from onceflow.coordinator.engine.transitions import Begun, check_transition
 from onceflow.coordinator.exceptions import CoordinatorStopped, InvalidTransition, TransactionLogError
 from onceflow.coordinator.log import MemoryLogStorage, MemoryTransactionLog
 from onceflow.coordinator.log.records import decode
 from onceflow.coordinator.model import Transaction
-from onceflow.core.contract import ParticipantRef, ParticipantVote, TransactionId, TransactionState
 from onceflow.testing.coordinator import staged_files
 
 JOB = "ipcount"

@@ -1,9 +1,9 @@
-"""The Results API's contract values (:mod:`onceflow.core.contract.results`) to their messages and back:
+"""The Results API's contract values (:mod:`onceflow.contract.results`) to their messages and back:
 what the consumer serves is what the :class:`ResultsClient` answers."""
 
 from __future__ import annotations
 
-from onceflow.core.contract.proto import (
+from onceflow.contract.proto import (
     audit_from_proto,
     audit_request_to_proto,
     audit_to_proto,
@@ -19,7 +19,7 @@ from onceflow.core.contract.proto import (
     top_ips_from_proto,
     top_ips_to_proto,
 )
-from onceflow.core.contract.results import (
+from onceflow.contract.results import (
     AuditSummary,
     CountMismatch,
     GeneratorTruth,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from onceflow.core.contract import TransactionState
+from onceflow.contract import TransactionState
 from onceflow.core.end_of_input import END_OF_INPUT_TIME_MS
 from onceflow.demo.dashboard import MetricsCollector, RateMeter, Snapshot, progress_line, render
 from onceflow.demo.observe import InputProgress, SparkProgress, TopIps, TransactionTally

@@ -5,11 +5,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from onceflow.contract import TransactionId
+from onceflow.contract.clients import CoordinatorClient
 from onceflow.coordinator.log import MemoryTransactionLog
 from onceflow.coordinator.service import CoordinatorServer
 from onceflow.coordinator.settings import CoordinatorSettings
-from onceflow.core.contract import TransactionId
-from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.demo.components import JOB, Context
 from onceflow.demo.observe import (
     InputProgress,

@@ -15,7 +15,7 @@ from onceflow.consumer.extension import ENTRY_POINT_GROUP, load_extensions, resu
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.consumer.store import SqliteResultsStore
 from onceflow.consumer.tables import StoredTables
-from onceflow.core.contract import SinkMode
+from onceflow.contract import SinkMode
 from onceflow.core.errors import InvalidConfig
 from onceflow.ipcount.consumer import IpCountExtension
 from onceflow.ipcount.consumer.servicer import IpCountServicer

@@ -67,7 +67,7 @@ def test_the_check_sees_an_import_and_an_entry_point(tmp_path: Path) -> None:
         ("from onceflow.ipcount.schema import IP_COUNT_TABLE\n", True),
         ("import onceflow.ipcount\n", True),
         ('ENTRYPOINT = "onceflow.ipcount.job:job"\n', True),
-        ("from onceflow.core.contract import SinkBinding\n", False),
+        ("from onceflow.contract import SinkBinding\n", False),
         ('NAME = "onceflow.ipcounting"\n', False),
     ]:
         module.write_text(text)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from onceflow.contract import DEFAULT_OUTPUT, SinkMode, ValueFormat
 from onceflow.core.avro import IP_COUNT_SCHEMA
 from onceflow.core.avro.arrow import avro_schema
 from onceflow.core.avro.single_object import schema_fingerprint
-from onceflow.core.contract import DEFAULT_OUTPUT, SinkMode, ValueFormat
 from onceflow.ipcount.schema import (
     IP_COUNT_ARROW_SCHEMA,
     IP_COUNT_RECORD_NAME,

@@ -11,8 +11,8 @@ import grpc
 import pytest
 
 from onceflow.cli.app import main as onceflow
-from onceflow.core.contract.clients import ConnectClient, RequestRefused
-from onceflow.core.contract.connect import ConnectorOffset
+from onceflow.contract.clients import ConnectClient, RequestRefused
+from onceflow.contract.connect import ConnectorOffset
 from onceflow.runtime.service import ConnectWorkerService
 
 ServiceFactory = Callable[..., ConnectWorkerService]

@@ -16,7 +16,7 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.core.contract.clients import ConnectClient
+from onceflow.contract.clients import ConnectClient
 from onceflow.core.kafka import RetryPolicy
 from onceflow.runtime.service import ConnectWorkerService
 from onceflow.runtime.storage import kafka_log

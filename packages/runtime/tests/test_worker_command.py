@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.core.contract.clients import ConnectClient
+from onceflow.contract.clients import ConnectClient
 from onceflow.core.service import read_ready_file
 from onceflow.core.toml_writer import to_toml
 

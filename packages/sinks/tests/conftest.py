@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from onceflow.contract import SinkBinding
+from onceflow.contract.staging import StagedFile, StagingWriter
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import SinkBinding
-from onceflow.core.staging import StagedFile, StagingWriter
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding, ip_count_topic_binding
 from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.kafka import KafkaParticipant

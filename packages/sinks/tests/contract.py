@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from onceflow.core.contract import CommittedBatches, Resolution, TransactionId
-from onceflow.core.staging import StagedFile
+from onceflow.contract import CommittedBatches, Resolution, TransactionId
+from onceflow.contract.staging import StagedFile
 from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.exceptions import TransactionAlreadyCommitted, TransactionNotPrepared
 

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any, Self
 
-from onceflow.core.contract.clients import ParticipantClient
+from onceflow.contract.clients import ParticipantClient
 from onceflow.core.process import ServiceProcess
 from onceflow.core.toml_writer import to_toml
 

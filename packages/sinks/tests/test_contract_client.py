@@ -10,8 +10,8 @@ import grpc
 import pyarrow as pa
 import pytest
 
-from onceflow.core.contract import SinkBinding, SinkMode, TransactionId
-from onceflow.core.contract.clients import ParticipantClient
+from onceflow.contract import SinkBinding, SinkMode, TransactionId
+from onceflow.contract.clients import ParticipantClient
 from onceflow.core.settings import GrpcServerSettings
 from onceflow.ipcount.schema import ip_count_table_binding
 from onceflow.sinks.server import ParticipantSettings, SqliteOptions, SqliteSink

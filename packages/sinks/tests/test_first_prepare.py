@@ -17,8 +17,8 @@ SCRIPT = textwrap.dedent(
     import sys
     from onceflow.core.avro import IpCount
     from onceflow.ipcount.schema import ip_count_table_binding
-    from onceflow.core.staging import StagedFile
-    from onceflow.core.contract import TransactionId
+    from onceflow.contract.staging import StagedFile
+    from onceflow.contract import TransactionId
     from onceflow.sinks.sqlite import SqliteParticipant
 
     staged = StagedFile(**{STAGED})
@@ -33,8 +33,8 @@ SCRIPT = textwrap.dedent(
 
 
 def test_the_first_upsert_prepare_of_a_process_does_not_import_pandas(tmp_path: Path) -> None:
+    from onceflow.contract.staging import StagingWriter
     from onceflow.core.avro import IpCount
-    from onceflow.core.staging import StagingWriter
     from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 
     rows = [IpCount(window_start=0, window_end=5000, ip=f"10.0.0.{i % 7}", count=i) for i in range(100)]

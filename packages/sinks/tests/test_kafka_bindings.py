@@ -15,12 +15,12 @@ import pyarrow as pa
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.contract import SinkBinding, SinkMode, TransactionId, ValueFormat
+from onceflow.contract.staging import StagedFile, StagingWriter
 from onceflow.core.avro import IP_COUNT_SCHEMA, schema_fingerprint
 from onceflow.core.avro.arrow import avro_schema
 from onceflow.core.avro.schemas_topic import SchemasTopic
-from onceflow.core.contract import SinkBinding, SinkMode, TransactionId, ValueFormat
 from onceflow.core.settings import KafkaSettings
-from onceflow.core.staging import StagedFile, StagingWriter
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, IP_COUNT_RECORD_NAME
 from onceflow.sinks.exceptions import BindingRejected
 from onceflow.sinks.kafka import KafkaParticipant

@@ -10,8 +10,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.contract import CommittedBatches, Resolution, TransactionId
 from onceflow.core.avro import IP_COUNT_SERDE
-from onceflow.core.contract import CommittedBatches, Resolution, TransactionId
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
 from onceflow.sinks.exceptions import TransactionAlreadyCommitted

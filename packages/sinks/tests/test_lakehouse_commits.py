@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from onceflow.core.contract import Resolution, Shard, TransactionId
+from onceflow.contract import Resolution, Shard, TransactionId
 from onceflow.core.faults import FaultInjector
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.sinks.delta.format import DeltaFormat

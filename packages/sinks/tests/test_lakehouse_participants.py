@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from onceflow.core.contract import Resolution, TransactionId
+from onceflow.contract import Resolution, TransactionId
 from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.lakehouse.participant import LakehouseParticipant
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from onceflow.core.contract import TransactionId
-from onceflow.core.staging.settings import S3Settings
+from onceflow.contract import TransactionId
+from onceflow.contract.staging.settings import S3Settings
 from onceflow.sinks.delta.settings import DeltaOptions
 from onceflow.sinks.iceberg.settings import IcebergCatalogSettings, IcebergOptions
 from onceflow.sinks.lakehouse.exceptions import TableStoreUnavailable

@@ -10,8 +10,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from onceflow.core.contract import SinkBinding, SinkMode, TransactionId
-from onceflow.core.staging import StagingWriter
+from onceflow.contract import SinkBinding, SinkMode, TransactionId
+from onceflow.contract.staging import StagingWriter
 from onceflow.sinks.exceptions import BindingRejected
 from onceflow.sinks.lakehouse.participant import LakehouseParticipant
 from onceflow.sinks.readback import LakehouseReader, reader_for

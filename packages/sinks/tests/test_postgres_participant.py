@@ -7,7 +7,7 @@ import time
 import psycopg
 import pytest
 
-from onceflow.core.contract import TransactionId
+from onceflow.contract import TransactionId
 from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.exceptions import PreparedTransactionsDisabled
 from onceflow.sinks.postgres import PostgresParticipant

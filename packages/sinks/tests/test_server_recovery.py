@@ -16,9 +16,9 @@ import psycopg
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.contract import TransactionId
+from onceflow.contract.staging import StagedFile
 from onceflow.core.avro import IP_COUNT_SERDE
-from onceflow.core.contract import TransactionId
-from onceflow.core.staging import StagedFile
 from onceflow.core.topics import SINK_TOPIC
 from onceflow.ipcount.schema import ip_count_table_binding, ip_count_topic_binding
 from onceflow.testing.broker.clients import read_topic

@@ -12,10 +12,10 @@ import pyarrow as pa
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from onceflow.core.contract import WHOLE_SINK, CommittedBatches, HostedCommits, SinkBinding, SinkMode
-from onceflow.core.contract.clients import ParticipantClient
-from onceflow.core.contract.proto import binding_to_proto
-from onceflow.core.contract.proto import file_to_proto as staged_file_to_proto
+from onceflow.contract import WHOLE_SINK, CommittedBatches, HostedCommits, SinkBinding, SinkMode
+from onceflow.contract.clients import ParticipantClient
+from onceflow.contract.proto import binding_to_proto
+from onceflow.contract.proto import file_to_proto as staged_file_to_proto
 from onceflow.core.settings import GrpcServerSettings, MetricsSettings
 from onceflow.ipcount.schema import ip_count_table_binding
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc

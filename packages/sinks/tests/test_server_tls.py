@@ -9,7 +9,7 @@ import grpc
 import pytest
 import trustme
 
-from onceflow.core.contract.clients import ParticipantClient, RpcFailed
+from onceflow.contract.clients import ParticipantClient, RpcFailed
 from onceflow.core.settings import GrpcServerSettings, TlsSettings
 from onceflow.sinks.server import ParticipantSettings, SqliteOptions, SqliteSink
 from onceflow.sinks.server.settings import StagingSettings

@@ -12,9 +12,9 @@ import grpc
 import pydantic
 import pytest
 
-from onceflow.core.contract import Shard, TransactionId
-from onceflow.core.contract.clients import ParticipantClient
-from onceflow.core.contract.shards import key_shard
+from onceflow.contract import Shard, TransactionId
+from onceflow.contract.clients import ParticipantClient
+from onceflow.contract.shards import key_shard
 from onceflow.core.settings import GrpcServerSettings
 from onceflow.ipcount.schema import ip_count_table_binding
 from onceflow.sinks.readback import SqliteReader

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from onceflow.core.contract import TransactionId
+from onceflow.contract import TransactionId
 from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.sqlite import SqliteParticipant
 

@@ -15,8 +15,8 @@ import psycopg
 import pyarrow as pa
 import pytest
 
-from onceflow.core.contract import SinkBinding, SinkMode, TransactionId
-from onceflow.core.staging import StagedFile, StagingWriter
+from onceflow.contract import SinkBinding, SinkMode, TransactionId
+from onceflow.contract.staging import StagedFile, StagingWriter
 from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.exceptions import BindingRejected
 from onceflow.sinks.postgres import PostgresParticipant

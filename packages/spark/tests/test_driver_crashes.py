@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.core.contract import TransactionId, TransactionState
-from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.contract import TransactionId, TransactionState
+from onceflow.contract.clients import CoordinatorClient
 from onceflow.ipcount.schema import ENTRYPOINT
 from onceflow.testing.faults.spark import CRASH_ENV
 from onceflow.testing.spark.input import encoded_events, produce_events

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 from pyspark.sql import SparkSession
 
-from onceflow.core.contract import DEAD_LETTERS_OUTPUT, SinkMode, ValueFormat
+from onceflow.contract import DEAD_LETTERS_OUTPUT, SinkMode, ValueFormat
 from onceflow.core.errors import InvalidConfig
 from onceflow.spark.api import JobContext, load_entrypoint, outputs_of
 from onceflow.spark.api.outputs import participants_with_bindings

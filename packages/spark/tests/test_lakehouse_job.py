@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's convention
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.core.contract import SinkBinding, SinkMode
+from onceflow.contract import SinkBinding, SinkMode
 from onceflow.core.settings import load_settings
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.sinks.lakehouse.open import open_format

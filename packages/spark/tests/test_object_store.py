@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.core.staging import S3Settings, StagingStore, parse_staging_uri
+from onceflow.contract.staging import S3Settings, StagingStore, parse_staging_uri
 from onceflow.core.toml_writer import to_toml
 from onceflow.ipcount.schema import ENTRYPOINT
 from onceflow.spark.runner.object_store import HADOOP_AWS_CLASSPATH_ENV

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 from onceflow.cli.app import main as onceflow
-from onceflow.core.contract import SinkBinding, SinkMode
+from onceflow.contract import SinkBinding, SinkMode
 from onceflow.core.errors import InvalidConfig
 from onceflow.sinks.readback import SqliteReader
 from onceflow.sinks.tables.dialects import SQLITE

@@ -15,11 +15,11 @@ import pytest
 from pyspark.sql.datasource import WriterCommitMessage
 
 from onceflow.broker.embedded import EmbeddedBroker
+from onceflow.contract import ParticipantRef, SinkBinding, SinkMode, TransactionId
+from onceflow.contract.clients import CoordinatorClient
+from onceflow.contract.staging import StagingWriter
 from onceflow.core.avro import IpCount
-from onceflow.core.contract import ParticipantRef, SinkBinding, SinkMode, TransactionId
-from onceflow.core.contract.clients import CoordinatorClient
 from onceflow.core.settings import TlsSettings
-from onceflow.core.staging import StagingWriter
 from onceflow.ipcount.schema import ENTRYPOINT, IP_COUNT_ARROW_SCHEMA, results_outputs
 from onceflow.spark.exceptions import CoordinatorUnavailable, JobDefinitionError, TransactionAborted, WriterFencedError
 from onceflow.spark.job.settings import SparkJobSettings

@@ -8,8 +8,8 @@ import time
 import pytest
 from pyarrow import fs as pafs
 
-from onceflow.core.staging import StagingError, StagingStore, parse_staging_uri
-from onceflow.core.staging.settings import S3Settings
+from onceflow.contract.staging import StagingError, StagingStore, parse_staging_uri
+from onceflow.contract.staging.settings import S3Settings
 from onceflow.testing.s3 import S3ProxyProcess
 from onceflow.testing.s3.fixtures import S3ProxyFactory
 

@@ -73,7 +73,7 @@ name under the headless Service */}}
 {{- printf "%s:7101" (include "onceflow.participant.name" .) -}}
 {{- end }}
 
-{{/* The number of participant shards (values.schema.json: 1 to 32, as onceflow.core.contract.shards) */}}
+{{/* The number of participant shards (values.schema.json: 1 to 32, as onceflow.contract.shards) */}}
 {{- define "onceflow.participant.shards" -}}
 {{- int .Values.participant.shards -}}
 {{- end }}

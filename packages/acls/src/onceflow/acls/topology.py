@@ -22,8 +22,8 @@ from types import SimpleNamespace
 from typing import TypeVar
 
 from onceflow.consumer.settings import ConsumerSettings
+from onceflow.contract.shards import WHOLE_SINK, Shard
 from onceflow.coordinator.settings import CoordinatorSettings
-from onceflow.core.contract.shards import WHOLE_SINK, Shard
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.settings import Settings, load_settings
 from onceflow.core.topics import SCHEMAS_TOPIC

@@ -7,8 +7,8 @@ from typing import Annotated, ClassVar, Final, Literal
 from pydantic import Field, field_validator, model_validator
 
 from onceflow.consumer.tables.columns import parse_columns
+from onceflow.contract.reserved import CONSUMER_BOOKKEEPING_TABLES
 from onceflow.core import defaults
-from onceflow.core.contract.reserved import CONSUMER_BOOKKEEPING_TABLES
 from onceflow.core.settings import (
     GrpcServerSettings,
     KafkaSettings,
@@ -167,7 +167,7 @@ class AuditSettings(Section):
 
 
 #: Tables of the store itself; a ``[[tables]]`` entry cannot use these names (nor may a sink binding
-#: write the bookkeeping ones: :mod:`onceflow.core.contract.reserved`).
+#: write the bookkeeping ones: :mod:`onceflow.contract.reserved`).
 RESERVED_TABLES: Final = ("results", *CONSUMER_BOOKKEEPING_TABLES)
 
 

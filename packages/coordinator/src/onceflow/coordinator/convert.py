@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from onceflow.contract import ParticipantRef, Resolution, TransactionState
+from onceflow.contract import proto as contract_proto
+from onceflow.contract.proto import binding_from_proto, shard_from_proto
 from onceflow.coordinator.exceptions import InvalidRequest
 from onceflow.coordinator.model import Transaction
-from onceflow.core.contract import ParticipantRef, Resolution, TransactionState
-from onceflow.core.contract import proto as contract_proto
-from onceflow.core.contract.proto import binding_from_proto, shard_from_proto
 from onceflow.proto.v1 import coordinator_pb2
 
 

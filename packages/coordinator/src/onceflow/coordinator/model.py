@@ -1,5 +1,5 @@
 """The coordinator's domain values: transactions and jobs, over the contract's transaction ids, states,
-votes, outcomes, staged files and participant refs (:mod:`onceflow.core.contract`, :mod:`onceflow.core.staging`).
+votes, outcomes, staged files and participant refs (:mod:`onceflow.contract`, :mod:`onceflow.contract.staging`).
 
 All values are immutable; the engine replaces them (``dataclasses.replace``) as a transaction moves
 ``PREPARING -> COMMITTING -> COMMITTED`` or ``PREPARING -> ABORTING -> ABORTED``.
@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from onceflow.core.contract import ParticipantRef, ParticipantVote, TransactionId, TransactionReport, TransactionState
-from onceflow.core.staging import StagedFile
+from onceflow.contract import ParticipantRef, ParticipantVote, TransactionId, TransactionReport, TransactionState
+from onceflow.contract.staging import StagedFile
 
 #: A job name: letters, digits, ``.``, ``_``, ``-``; no ``:`` (it separates job and batch in ids).
 JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")

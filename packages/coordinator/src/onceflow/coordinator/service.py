@@ -8,6 +8,8 @@ from typing import Final
 import grpc
 from grpc_health.v1 import health
 
+from onceflow.contract import TransactionId
+from onceflow.contract.staging import StagingStore, SymlinkRefused, delete_batch, install_store, probe_staging_root
 from onceflow.coordinator.engine import RecoveryReport, StagingCollector, TwoPhaseCommitEngine
 from onceflow.coordinator.exceptions import CoordinatorFenced, CoordinatorStopped, TransactionLogError
 from onceflow.coordinator.log.base import TransactionLog
@@ -19,13 +21,11 @@ from onceflow.coordinator.participants import GrpcParticipantConnector, Particip
 from onceflow.coordinator.servicer import SERVICE_NAME, TransactionCoordinatorServicer
 from onceflow.coordinator.settings import CoordinatorSettings
 from onceflow.coordinator.standby import Standby, set_serving
-from onceflow.core.contract import TransactionId
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import MetricsEndpoint, serve_metrics
 from onceflow.core.service import EXIT_CONFIG, EXIT_START_FAILED, ExitStatus, Service
-from onceflow.core.staging import StagingStore, SymlinkRefused, delete_batch, install_store, probe_staging_root
 from onceflow.proto.v1 import coordinator_pb2_grpc
 
 #: Exit codes of ``onceflow coordinator``.
@@ -120,7 +120,7 @@ class CoordinatorServer(Service):
 
         Steps:
             1. Probe the staging root, when there is one (write, read and delete a probe object;
-               :class:`~onceflow.core.staging.StagingRootUnusable` otherwise); a standby too, since
+               :class:`~onceflow.contract.staging.StagingRootUnusable` otherwise); a standby too, since
                it collects staged files once it leads.
             2. Open the transaction log (this fences any earlier coordinator instance), replay it
                and recover in-doubt transactions (see :func:`~onceflow.coordinator.engine.recovery.recover`).

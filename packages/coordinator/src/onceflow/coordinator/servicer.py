@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 import grpc
 
+from onceflow.contract.proto import files_from_proto, state_to_proto
 from onceflow.coordinator import convert
 from onceflow.coordinator.engine import TwoPhaseCommitEngine
 from onceflow.coordinator.exceptions import (
@@ -34,7 +35,6 @@ from onceflow.coordinator.exceptions import (
     UnknownJob,
 )
 from onceflow.coordinator.participants.base import BindingsRefused, ParticipantFailed, ParticipantUnavailable
-from onceflow.core.contract.proto import files_from_proto, state_to_proto
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
 from onceflow.proto.v1 import coordinator_pb2, coordinator_pb2_grpc
 

@@ -9,6 +9,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from onceflow.contract.staging import StagingStoreSettings
 from onceflow.coordinator.engine.config import Backoff, EngineConfig
 from onceflow.coordinator.log.kafka import DEFAULT_TRANSACTIONAL_ID
 from onceflow.core.settings import (
@@ -20,7 +21,6 @@ from onceflow.core.settings import (
     Settings,
     TlsSettings,
 )
-from onceflow.core.staging import StagingStoreSettings
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC
 
 DEFAULT_PORT = 7100

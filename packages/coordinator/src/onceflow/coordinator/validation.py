@@ -13,10 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from onceflow.contract import InvalidBinding, ParticipantRef
+from onceflow.contract.shards import SHARD_SEPARATOR, check_shardable
+from onceflow.contract.staging import StagedFile
 from onceflow.coordinator.exceptions import InvalidRequest
 from onceflow.coordinator.model import JOB_NAME, RESERVED_JOB_NAMES
-from onceflow.core.contract import InvalidBinding, ParticipantRef
-from onceflow.core.contract.shards import SHARD_SEPARATOR, check_shardable
 from onceflow.core.request_limits import (
     MAX_ID_BYTES,
     MAX_PARTICIPANTS,
@@ -26,7 +27,6 @@ from onceflow.core.request_limits import (
     MAX_URI_BYTES,
     oversize,
 )
-from onceflow.core.staging import StagedFile
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
@@ -154,7 +154,7 @@ def check_participants(participants: Sequence[ParticipantRef]) -> tuple[Particip
 def check_shards(participants: Sequence[ParticipantRef]) -> None:
     """The shards of each sharded sink: every index of its count exactly once, each at a target of its
     own, all with the same bindings, which a sharded sink can split
-    (:func:`~onceflow.core.contract.shards.check_shardable`)."""
+    (:func:`~onceflow.contract.shards.check_shardable`)."""
     by_sink: dict[str, list[ParticipantRef]] = {}
     for ref in participants:
         by_sink.setdefault(ref.sink, []).append(ref)

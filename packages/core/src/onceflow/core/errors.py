@@ -6,6 +6,8 @@ exceptions (in their own ``exceptions`` modules) as subclasses of :class:`Oncefl
 
 from __future__ import annotations
 
+from typing import Final
+
 
 class OnceflowError(Exception):
     """Base class of every onceflow error."""
@@ -58,3 +60,25 @@ class ProducerFenced(OnceflowError):  # noqa: N818
     def __init__(self, transactional_id: str, detail: str = "") -> None:
         self.transactional_id = transactional_id
         super().__init__(f"producer {transactional_id!r} was fenced by a newer instance {detail}".rstrip())
+
+
+#: The longest value an error message shows whole (a request's path or URI).
+MAX_SHOWN_CHARS: Final = 200
+
+
+def shown(value: str) -> str:
+    """``value`` cut to :data:`MAX_SHOWN_CHARS` for an error message."""
+    return value if len(value) <= MAX_SHOWN_CHARS else value[:MAX_SHOWN_CHARS] + "..."
+
+
+class UnsupportedColumnType(OnceflowError):  # noqa: N818 - says what is wrong
+    """An output column has a type no sink stores. Names the output, the column and the type."""
+
+    def __init__(self, output: str, column: str, type_name: str) -> None:
+        self.output = output
+        self.column = column
+        self.type_name = type_name
+        super().__init__(
+            f"output {output!r}: column {column!r} has type {type_name}, which onceflow sinks cannot store "
+            "(supported: string, byte/short/int/long, float/double, decimal, boolean, binary, date, timestamp)"
+        )

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from onceflow.core.contract import TransactionState
-from onceflow.core.contract.clients import ConnectClient, CoordinatorClient, ResultsClient, RpcFailed
+from onceflow.contract import TransactionState
+from onceflow.contract.clients import ConnectClient, CoordinatorClient, ResultsClient, RpcFailed
 from onceflow.demo.components import JOB, Context, connector_name
 from onceflow.runtime.api.source import END_OF_INPUT_KEY
 from onceflow.sinks.readback import SqliteReader

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import pyarrow as pa
 
-from onceflow.core.contract.bindings import DEFAULT_OUTPUT, SinkBinding, SinkMode, ValueFormat
+from onceflow.contract.bindings import DEFAULT_OUTPUT, SinkBinding, SinkMode, ValueFormat
 from onceflow.core.topics import SINK_TOPIC
 
 IP_COUNT_ARROW_SCHEMA: Final = pa.schema(

@@ -9,16 +9,16 @@ from typing import Self
 import grpc
 from grpc_health.v1 import health, health_pb2
 
-from onceflow.core.confinement import StagingConfinement
-from onceflow.core.contract import Resolution, TransactionId
-from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.contract import Resolution, TransactionId
+from onceflow.contract.clients import CoordinatorClient
+from onceflow.contract.staging import StagingStore, install_store, probe_staging_root
+from onceflow.contract.staging.confinement import StagingConfinement
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
 from onceflow.core.metrics import MetricsEndpoint, serve_metrics
 from onceflow.core.service import Service
-from onceflow.core.staging import StagingStore, install_store, probe_staging_root
 from onceflow.proto.v1 import participant_pb2_grpc
 from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.server.factory import open_sink

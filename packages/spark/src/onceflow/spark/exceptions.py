@@ -7,7 +7,7 @@ text of a ``StreamingQueryException``. Each message therefore starts with a stab
 
 from __future__ import annotations
 
-from onceflow.core.contract import TransactionId
+from onceflow.contract import TransactionId
 from onceflow.core.errors import OnceflowError
 
 

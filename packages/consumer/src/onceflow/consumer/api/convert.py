@@ -1,5 +1,5 @@
-"""Domain values to and from the Results API's contract values (:mod:`onceflow.core.contract.results`;
-their messages are :mod:`onceflow.core.contract.proto`'s)."""
+"""Domain values to and from the Results API's contract values (:mod:`onceflow.contract.results`;
+their messages are :mod:`onceflow.contract.proto`'s)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from onceflow.consumer.api.tables import TableInfo
 from onceflow.consumer.audit import AuditReport, GeneratorSource, SinkAudit, TopicSource, TruthSource
 from onceflow.consumer.exceptions import InvalidQuery
 from onceflow.consumer.store import Row
-from onceflow.core.avro.arrow import json_value
-from onceflow.core.contract.results import (
+from onceflow.contract.results import (
     AuditSummary,
     CountMismatch,
     GeneratorTruth,
@@ -19,6 +18,7 @@ from onceflow.core.contract.results import (
     TableColumn,
     TableDescription,
 )
+from onceflow.core.avro.arrow import json_value
 from onceflow.core.topics import SOURCE_TOPIC
 
 

@@ -19,14 +19,14 @@ from onceflow.consumer.audit.bounded import AuditsBusy, AuditStopped, BoundedAud
 from onceflow.consumer.exceptions import FeatureUnavailable, InvalidQuery, UnknownTable
 from onceflow.consumer.feed import ResultsFeed, ResultsUpdate, Subscription
 from onceflow.consumer.store import ResultsStore
-from onceflow.core.contract.proto import (
+from onceflow.contract.proto import (
     audit_to_proto,
     audit_truth_from_proto,
     rows_page_to_proto,
     rows_update_to_proto,
     table_to_proto,
 )
-from onceflow.core.contract.results import RowsPage, RowsUpdate
+from onceflow.contract.results import RowsPage, RowsUpdate
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
 from onceflow.core.logging import get_logger
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc

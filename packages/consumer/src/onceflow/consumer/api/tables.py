@@ -15,8 +15,8 @@ import pyarrow as pa
 from onceflow.consumer.exceptions import InvalidQuery, UnknownTable
 from onceflow.consumer.store import ResultsStore, Row
 from onceflow.consumer.tables import StoredTable, StoredTables
+from onceflow.contract import SinkMode
 from onceflow.core.avro.arrow import json_field, json_value
-from onceflow.core.contract import SinkMode
 
 #: ListRows page sizes: the largest, and what 0 means.
 MAX_ROWS_LIMIT: Final = 1_000

@@ -42,10 +42,10 @@ from typing import Any
 import grpc
 
 from onceflow.consumer.audit.topic import TopicRecord, read_committed
+from onceflow.contract.clients import ResultsClient, RpcFailed
+from onceflow.contract.results import IpCount
 from onceflow.core.avro import REGISTRY
 from onceflow.core.avro.arrow import json_value
-from onceflow.core.contract.clients import ResultsClient, RpcFailed
-from onceflow.core.contract.results import IpCount
 from onceflow.core.defaults import BOOTSTRAP_SERVERS
 from onceflow.core.end_of_input import is_marker
 from onceflow.core.errors import SerializationError

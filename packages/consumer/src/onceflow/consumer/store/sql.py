@@ -17,7 +17,7 @@ from onceflow.consumer.exceptions import StaleOffsets
 from onceflow.consumer.model import StoredOffset
 from onceflow.consumer.store.base import PartitionBatch, ResultBatch, ResultsStore, Row, TableRow
 from onceflow.consumer.tables import STORE_SINK, StoredTable
-from onceflow.core.contract import SinkMode, schema_from_bytes, schema_to_bytes
+from onceflow.contract import SinkMode, schema_from_bytes, schema_to_bytes
 from onceflow.core.logging import get_logger
 from onceflow.sinks.base.rows import last_row_per_key
 from onceflow.sinks.tables import TableAccess

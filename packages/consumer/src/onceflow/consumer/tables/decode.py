@@ -11,10 +11,10 @@ import pyarrow as pa
 
 from onceflow.consumer.exceptions import RecordRejected
 from onceflow.consumer.tables.stored import StoredTable
+from onceflow.contract import UnsupportedColumnType, ValueFormat
 from onceflow.core.avro import SingleObjectSerde
 from onceflow.core.avro.arrow import arrow_schema, json_field
 from onceflow.core.avro.schemas_topic import SchemasTopic
-from onceflow.core.contract import UnsupportedColumnType, ValueFormat
 from onceflow.core.errors import SerializationError
 
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from onceflow.consumer.extension import load_extensions
 from onceflow.consumer.tables.columns import parse_columns
-from onceflow.core.contract import SinkBinding, SinkMode, ValueFormat
+from onceflow.contract import SinkBinding, SinkMode, ValueFormat
 
 if TYPE_CHECKING:
     from onceflow.consumer.extension import ConsumerExtension

@@ -23,13 +23,13 @@ from typing import Any, Final
 
 import grpc
 
+from onceflow.contract import TransactionId
+from onceflow.contract.clients import ParticipantClient, RpcFailed
+from onceflow.contract.shards import WHOLE_SINK
 from onceflow.coordinator.exceptions import TransactionLogError
 from onceflow.coordinator.log.kafka import KafkaTransactionLog
 from onceflow.coordinator.log.rebuild import RebuildPlan, SinkCommits, SinkEvidence, plan_rebuild
 from onceflow.coordinator.settings import CoordinatorSettings
-from onceflow.core.contract import TransactionId
-from onceflow.core.contract.clients import ParticipantClient, RpcFailed
-from onceflow.core.contract.shards import WHOLE_SINK
 from onceflow.core.errors import InvalidConfig, OnceflowError
 from onceflow.core.settings import load_settings
 

@@ -25,9 +25,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from onceflow.contract import Resolution, TransactionId, TransactionReport, TransactionState
+from onceflow.contract.clients import CoordinatorClient, RpcFailed
 from onceflow.coordinator.cli import log_admin
-from onceflow.core.contract import Resolution, TransactionId, TransactionReport, TransactionState
-from onceflow.core.contract.clients import CoordinatorClient, RpcFailed
 from onceflow.core.settings import TlsSettings
 
 DEFAULT_TARGET_ENV = "ONCEFLOW_COORDINATOR_TARGET"

@@ -7,11 +7,11 @@ import threading
 import time
 from collections.abc import Sequence
 
+from onceflow.contract import TransactionOutcome, TransactionState
 from onceflow.coordinator.engine.fanout import ParticipantFanout
 from onceflow.coordinator.engine.state import TransactionStateManager
 from onceflow.coordinator.metrics import CoordinatorMetrics
 from onceflow.coordinator.model import Transaction
-from onceflow.core.contract import TransactionOutcome, TransactionState
 from onceflow.core.logging import get_logger
 
 _log = get_logger(__name__)

@@ -11,9 +11,9 @@ import dataclasses
 import threading
 from collections.abc import Sequence
 
+from onceflow.contract import ParticipantVote, TransactionId, TransactionState
 from onceflow.coordinator.log.records import LogRecord, Tombstone
 from onceflow.coordinator.model import JobState, Transaction
-from onceflow.core.contract import ParticipantVote, TransactionId, TransactionState
 
 
 class TransactionBook:

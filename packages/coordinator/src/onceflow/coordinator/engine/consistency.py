@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Final
 
+from onceflow.contract import ParticipantRef
 from onceflow.coordinator.log.refusals import REBUILD_HINT, LogRefused
 from onceflow.coordinator.model import JobState
 from onceflow.coordinator.participants.base import ParticipantConnector
-from onceflow.core.contract import ParticipantRef
 from onceflow.core.logging import get_logger
 
 _log = get_logger(__name__)

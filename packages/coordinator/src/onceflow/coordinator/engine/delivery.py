@@ -7,13 +7,13 @@ import threading
 import time
 from collections.abc import Callable
 
+from onceflow.contract import TransactionId
 from onceflow.coordinator.engine.book import with_vote
 from onceflow.coordinator.engine.config import EngineConfig
 from onceflow.coordinator.engine.fanout import ParticipantFanout
 from onceflow.coordinator.engine.state import TransactionStateManager
 from onceflow.coordinator.metrics import CoordinatorMetrics
 from onceflow.coordinator.model import Transaction
-from onceflow.core.contract import TransactionId
 from onceflow.core.logging import get_logger
 
 _log = get_logger(__name__)

@@ -11,6 +11,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from onceflow.contract import ParticipantRef, Resolution, TransactionId, TransactionOutcome, TransactionState
+from onceflow.contract.staging import StagedFile
 from onceflow.coordinator import validation
 from onceflow.coordinator.engine.abort import AbortPhase
 from onceflow.coordinator.engine.config import EngineConfig
@@ -27,10 +29,8 @@ from onceflow.coordinator.log.base import TransactionLog
 from onceflow.coordinator.metrics import CoordinatorMetrics
 from onceflow.coordinator.model import JobState, Transaction
 from onceflow.coordinator.participants.base import ParticipantConnector
-from onceflow.core.contract import ParticipantRef, Resolution, TransactionId, TransactionOutcome, TransactionState
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
-from onceflow.core.staging import StagedFile
 
 _log = get_logger(__name__)
 

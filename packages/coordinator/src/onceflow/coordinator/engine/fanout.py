@@ -9,19 +9,19 @@ from concurrent import futures
 from dataclasses import dataclass
 from typing import TypeVar
 
+from onceflow.contract import ParticipantRef, PrepareVote
+from onceflow.contract.shards import shard_files
+from onceflow.contract.staging import StagedFile
 from onceflow.coordinator.model import Transaction
 from onceflow.coordinator.participants.base import ParticipantConnection, ParticipantConnector
-from onceflow.core.contract import ParticipantRef, PrepareVote
-from onceflow.core.contract.shards import shard_files
 from onceflow.core.errors import OnceflowError
-from onceflow.core.staging import StagedFile
 
 T = TypeVar("T")
 
 
 def files_of(ref: ParticipantRef, txn: Transaction) -> tuple[StagedFile, ...]:
     """The staged files of ``txn`` that ``ref``'s participant prepares and commits: all of them, or the
-    share of a shard of a sharded sink (:func:`~onceflow.core.contract.shards.shard_files`). A pure
+    share of a shard of a sharded sink (:func:`~onceflow.contract.shards.shard_files`). A pure
     function of the logged transaction, so a re-sent Commit or a recovered one carries the same share."""
     return shard_files(txn.files, ref.bindings, ref.shard)
 

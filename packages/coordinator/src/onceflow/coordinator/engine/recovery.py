@@ -6,11 +6,11 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from onceflow.contract import TransactionState
 from onceflow.coordinator.engine.abort import AbortPhase
 from onceflow.coordinator.engine.delivery import CommitDeliveries
 from onceflow.coordinator.engine.state import TransactionStateManager
 from onceflow.coordinator.model import JobState
-from onceflow.core.contract import TransactionState
 from onceflow.core.logging import get_logger
 
 _log = get_logger(__name__)

@@ -7,11 +7,11 @@ COMMIT kicks a delivery stuck in its backoff); the opposite direction is refused
 
 from __future__ import annotations
 
+from onceflow.contract import Resolution, TransactionId, TransactionOutcome, TransactionState
 from onceflow.coordinator.engine.config import EngineConfig
 from onceflow.coordinator.engine.delivery import CommitDeliveries
 from onceflow.coordinator.engine.state import TransactionStateManager
 from onceflow.coordinator.exceptions import UnknownJob
-from onceflow.core.contract import Resolution, TransactionId, TransactionOutcome, TransactionState
 from onceflow.core.logging import get_logger
 
 _log = get_logger(__name__)

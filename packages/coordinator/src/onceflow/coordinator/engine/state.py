@@ -12,6 +12,8 @@ import threading
 import time
 from collections.abc import Sequence
 
+from onceflow.contract import ParticipantRef, ParticipantVote, TransactionId, TransactionOutcome, TransactionState
+from onceflow.contract.staging import StagedFile
 from onceflow.coordinator import validation
 from onceflow.coordinator.engine.book import TransactionBook
 from onceflow.coordinator.engine.transitions import (
@@ -39,9 +41,7 @@ from onceflow.coordinator.exceptions import (
 from onceflow.coordinator.log.base import TransactionLog
 from onceflow.coordinator.log.records import LogRecord, Tombstone
 from onceflow.coordinator.model import JobState, Transaction
-from onceflow.core.contract import ParticipantRef, ParticipantVote, TransactionId, TransactionOutcome, TransactionState
 from onceflow.core.logging import get_logger
-from onceflow.core.staging import StagedFile
 
 _log = get_logger(__name__)
 

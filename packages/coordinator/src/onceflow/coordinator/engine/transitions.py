@@ -6,9 +6,9 @@ import threading
 from dataclasses import dataclass
 from typing import Final
 
+from onceflow.contract import TransactionOutcome, TransactionState
 from onceflow.coordinator.exceptions import InvalidTransition
 from onceflow.coordinator.model import Transaction
-from onceflow.core.contract import TransactionOutcome, TransactionState
 
 #: The states a transaction may move to from its current one (None: the log does not know it).
 _NEXT_STATES: Final[dict[TransactionState | None, frozenset[TransactionState]]] = {

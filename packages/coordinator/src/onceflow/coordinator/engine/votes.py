@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Final
 
+from onceflow.contract import ParticipantVote
 from onceflow.coordinator.engine.fanout import CallResult
 from onceflow.coordinator.model import Transaction
-from onceflow.core.contract import ParticipantVote
 
 #: A participant's reason or error is cut to this many characters before it is logged, so that a
 #: long answer cannot make the transaction's log record too large.

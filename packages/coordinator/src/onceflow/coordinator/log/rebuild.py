@@ -27,10 +27,10 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from onceflow.contract import ParticipantRef, ParticipantVote, TransactionId, TransactionState
+from onceflow.contract.shards import WHOLE_SINK, Shard
 from onceflow.coordinator.log.records import LogRecord
 from onceflow.coordinator.model import JobState, Transaction
-from onceflow.core.contract import ParticipantRef, ParticipantVote, TransactionId, TransactionState
-from onceflow.core.contract.shards import WHOLE_SINK, Shard
 
 REBUILT_BY = "onceflow txn rebuild"
 COMMITTING, COMMITTED = TransactionState.COMMITTING, TransactionState.COMMITTED

@@ -14,9 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from onceflow.coordinator.exceptions import TransactionLogError
-from onceflow.coordinator.model import JobState, Transaction
-from onceflow.core.contract import (
+from onceflow.contract import (
     DEFAULT_OUTPUT,
     ParticipantRef,
     ParticipantVote,
@@ -25,7 +23,9 @@ from onceflow.core.contract import (
     TransactionId,
     TransactionState,
 )
-from onceflow.core.staging import StagedFile
+from onceflow.contract.staging import StagedFile
+from onceflow.coordinator.exceptions import TransactionLogError
+from onceflow.coordinator.model import JobState, Transaction
 
 #: Version of the JSON value format. Readers reject versions they do not know.
 FORMAT_VERSION: Final = 1

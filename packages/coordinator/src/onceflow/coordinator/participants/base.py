@@ -5,9 +5,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
-from onceflow.core.contract import ParticipantRef, PrepareVote, TransactionId
+from onceflow.contract import ParticipantRef, PrepareVote, TransactionId
+from onceflow.contract.staging import StagedFile
 from onceflow.core.errors import OnceflowError
-from onceflow.core.staging import StagedFile
 
 
 class ParticipantUnavailable(OnceflowError):  # noqa: N818

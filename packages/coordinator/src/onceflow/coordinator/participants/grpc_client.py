@@ -1,5 +1,5 @@
 """The gRPC :class:`ParticipantConnection` over ``onceflow.v1.Participant`` (participant.proto), through the
-contract's typed client (:class:`onceflow.core.contract.clients.ParticipantClient`)."""
+contract's typed client (:class:`onceflow.contract.clients.ParticipantClient`)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from collections.abc import Sequence
 
 import grpc
 
+from onceflow.contract import ParticipantRef, PrepareVote, TransactionId, clients
+from onceflow.contract.clients import CallCancelled, RequestRefused, RpcFailed, ServiceUnavailable
+from onceflow.contract.staging import StagedFile
 from onceflow.coordinator.participants.base import (
     BindingsRefused,
     ParticipantConnection,
@@ -15,10 +18,7 @@ from onceflow.coordinator.participants.base import (
     ParticipantFailed,
     ParticipantUnavailable,
 )
-from onceflow.core.contract import ParticipantRef, PrepareVote, TransactionId, clients
-from onceflow.core.contract.clients import CallCancelled, RequestRefused, RpcFailed, ServiceUnavailable
 from onceflow.core.settings import TlsSettings
-from onceflow.core.staging import StagedFile
 
 
 class GrpcParticipantConnection(ParticipantConnection):

@@ -35,7 +35,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from onceflow.core.contract.schema import UnsupportedColumnType
+from onceflow.core.errors import UnsupportedColumnType
 
 
 def _avro_type(output: str, field: pa.Field) -> Any:

@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from onceflow.core.contract.clients import ConnectClient, RpcFailed
+from onceflow.contract.clients import ConnectClient, RpcFailed
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SOURCE_TOPIC
 from onceflow.demo.components.base import HOST, Component, onceflow_command
 from onceflow.demo.supervisor import ChildProcess

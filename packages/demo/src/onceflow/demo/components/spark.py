@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from onceflow.core.contract import DEAD_LETTERS_OUTPUT
+from onceflow.contract import DEAD_LETTERS_OUTPUT
 from onceflow.core.topics import SOURCE_TOPIC
 from onceflow.demo.components.base import HOST, Component, Context, onceflow_command
 from onceflow.demo.components.participant import KAFKA_SINK, SQLITE_SINK, ParticipantComponent

@@ -10,8 +10,8 @@ import grpc
 from onceflow.consumer.api import STATUS_CODES, ResultsApi, ResultsServicer
 from onceflow.consumer.exceptions import InvalidQuery
 from onceflow.consumer.feed import ResultsUpdate
-from onceflow.core.contract.proto import ip_counts_to_proto, ip_counts_update_to_proto, top_ips_to_proto
-from onceflow.core.contract.results import IpCount, IpCountsUpdate, TopIpCounts
+from onceflow.contract.proto import ip_counts_to_proto, ip_counts_update_to_proto, top_ips_to_proto
+from onceflow.contract.results import IpCount, IpCountsUpdate, TopIpCounts
 from onceflow.core.grpc import translate_errors
 from onceflow.ipcount.consumer.query import ResultsQuery
 from onceflow.ipcount.consumer.tables import STORE_TABLE

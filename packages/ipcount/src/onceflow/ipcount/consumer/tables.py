@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 from onceflow.consumer.tables import StoredTable
-from onceflow.core.contract import SinkMode, ValueFormat
+from onceflow.contract import SinkMode, ValueFormat
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 
 #: The consumer's table of the IP-count results (read by GetIpCounts, GetTopIps, the audit and the demo).

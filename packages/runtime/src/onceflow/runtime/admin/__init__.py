@@ -1,5 +1,5 @@
 """The ``Connect`` admin gRPC service: a thin adapter over a herder (its client:
-:class:`onceflow.core.contract.clients.ConnectClient`)."""
+:class:`onceflow.contract.clients.ConnectClient`)."""
 
 from onceflow.runtime.admin.servicer import STATUS_CODES, ConnectServicer
 

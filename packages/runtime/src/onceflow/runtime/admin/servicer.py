@@ -12,8 +12,8 @@ from typing import Any, Final
 
 import grpc
 
-from onceflow.core.contract.connect import ConnectorOffset
-from onceflow.core.contract.proto import offset_from_proto, offset_to_proto
+from onceflow.contract.connect import ConnectorOffset
+from onceflow.contract.proto import offset_from_proto, offset_to_proto
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
 from onceflow.proto.v1 import connect_pb2 as pb

@@ -22,8 +22,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from onceflow.core.contract.clients import ConnectClient, RpcFailed
-from onceflow.core.contract.connect import ConnectorOffset
+from onceflow.contract.clients import ConnectClient, RpcFailed
+from onceflow.contract.connect import ConnectorOffset
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.settings import TlsSettings, parse_pairs
 from onceflow.runtime.config.files import load_connector_file

@@ -1,5 +1,5 @@
 """The participant contract: :class:`SinkParticipant`, votes and outcomes (transaction ids, votes and
-commit records are the contract's: ``onceflow.core.contract``)."""
+commit records are the contract's: ``onceflow.contract``)."""
 
 from onceflow.sinks.base.commits import MAX_LISTED_BATCHES, committed_batches_query, group_committed
 from onceflow.sinks.base.journal import PreparedJournal

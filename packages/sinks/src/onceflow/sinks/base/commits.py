@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from onceflow.core.contract import CommittedBatches
+from onceflow.contract import CommittedBatches
 
 #: Most batches per job one listing returns.
 MAX_LISTED_BATCHES: Final = 10_000

@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from onceflow.core.contract import SinkBinding, TransactionId
+from onceflow.contract import SinkBinding, TransactionId
+from onceflow.contract.staging import StagedFile
 from onceflow.core.fsync import replace_durably
-from onceflow.core.staging import StagedFile
 
 
 class PreparedJournal:

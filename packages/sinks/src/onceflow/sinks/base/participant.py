@@ -5,7 +5,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Sequence
 
-from onceflow.core.contract import (
+from onceflow.contract import (
     DEFAULT_OUTPUT,
     CommittedBatches,
     InvalidBinding,
@@ -14,10 +14,10 @@ from onceflow.core.contract import (
     SinkBinding,
     TransactionId,
 )
-from onceflow.core.contract.shards import WHOLE_SINK, Shard, check_shardable, is_keyed, rows_of_shard
+from onceflow.contract.shards import WHOLE_SINK, Shard, check_shardable, is_keyed, rows_of_shard
+from onceflow.contract.staging import StagedFile, StagingError
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
-from onceflow.core.staging import StagedFile, StagingError
 from onceflow.sinks.base.rows import BoundRows, load_outputs
 from onceflow.sinks.exceptions import BindingMissing, BindingRejected, PrepareRejected, ShardMismatch
 
@@ -47,7 +47,7 @@ class SinkParticipant(abc.ABC):
     - :meth:`prepare_bindings` runs when a job starts: it creates missing tables, adds nullable
       columns, and refuses a table that does not fit (:class:`BindingRejected`).
     - A participant may serve one ``shard`` of a sink that several processes serve
-      (:mod:`onceflow.core.contract.shards`): it gets its share of each batch's files, keeps only
+      (:mod:`onceflow.contract.shards`): it gets its share of each batch's files, keeps only
       the rows of the keys it owns for keyed (upsert) bindings (:meth:`load`), and writes its commit
       records under :attr:`record_name` (``<sink>#<index>``), so replay detection is exact per
       shard. A request for another shard of the sink is refused (:meth:`check_serves`).
@@ -91,7 +91,7 @@ class SinkParticipant(abc.ABC):
 
     def own_topics(self) -> frozenset[str]:
         """Topics this sink keeps for itself besides the internal ``_onceflow_*`` ones (a Kafka sink's
-        configured commits topic): no binding may write them (:mod:`onceflow.core.contract.reserved`)."""
+        configured commits topic): no binding may write them (:mod:`onceflow.contract.reserved`)."""
         return frozenset()
 
     def bindings_for(self, job: str, files: Sequence[StagedFile], bindings: Sequence[SinkBinding]) -> list[SinkBinding]:

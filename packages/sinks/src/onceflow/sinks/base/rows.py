@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from onceflow.core.contract import SinkBinding, SinkMode
-from onceflow.core.staging import StagedFile, read_staged
+from onceflow.contract import SinkBinding, SinkMode
+from onceflow.contract.staging import StagedFile, read_staged
 
 
 @dataclass(frozen=True)

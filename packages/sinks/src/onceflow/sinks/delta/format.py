@@ -15,7 +15,7 @@ from deltalake import CommitProperties, DeltaTable, Field, Schema, Transaction
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 from deltalake.transaction import AddAction, RemoveAction
 
-from onceflow.core.contract import SinkBinding, SinkMode, TransactionId
+from onceflow.contract import SinkBinding, SinkMode, TransactionId
 from onceflow.sinks.delta.stats import file_stats
 from onceflow.sinks.exceptions import BindingRejected
 from onceflow.sinks.lakehouse.exceptions import CommitConflict, TableStoreUnavailable

@@ -28,7 +28,7 @@ from pyiceberg.manifest import DataFile as IcebergDataFile
 from pyiceberg.table import Table, TableProperties, Transaction
 from sqlalchemy.exc import SQLAlchemyError
 
-from onceflow.core.contract import SinkBinding, SinkMode, TransactionId
+from onceflow.contract import SinkBinding, SinkMode, TransactionId
 from onceflow.sinks.exceptions import BindingRejected, PrepareRejected
 from onceflow.sinks.lakehouse.exceptions import CommitConflict, TableStoreUnavailable
 from onceflow.sinks.lakehouse.format import NO_BATCH, DataFile, TableFormat

@@ -13,10 +13,7 @@ from typing import Any
 import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from onceflow.core.avro import SingleObjectSerde
-from onceflow.core.avro.arrow import avro_schema, json_value, record_name
-from onceflow.core.avro.schemas_topic import SchemasTopic
-from onceflow.core.contract import (
+from onceflow.contract import (
     WHOLE_SINK,
     CommittedBatches,
     Shard,
@@ -26,10 +23,13 @@ from onceflow.core.contract import (
     ValueFormat,
     check_supported,
 )
+from onceflow.contract.staging import StagedFile
+from onceflow.core.avro import SingleObjectSerde
+from onceflow.core.avro.arrow import avro_schema, json_value, record_name
+from onceflow.core.avro.schemas_topic import SchemasTopic
 from onceflow.core.kafka import Replication, RetryPolicy, produce, retry_transient, transactional_producer_config
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
-from onceflow.core.staging import StagedFile
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
 from onceflow.sinks.base import BoundRows, SinkParticipant
 from onceflow.sinks.exceptions import (

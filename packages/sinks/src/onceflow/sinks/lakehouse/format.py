@@ -9,7 +9,7 @@ from typing import Any, Final
 
 import pyarrow as pa
 
-from onceflow.core.contract import SinkBinding, TransactionId
+from onceflow.contract import SinkBinding, TransactionId
 from onceflow.sinks.tables import Column, TablePlan, plan_table
 from onceflow.sinks.tables.dialects import Dialect
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from onceflow.core.contract import WHOLE_SINK, Shard
+from onceflow.contract import WHOLE_SINK, Shard
 from onceflow.sinks.delta.settings import DeltaOptions
 from onceflow.sinks.iceberg.settings import IcebergOptions
 from onceflow.sinks.lakehouse.format import TableFormat

@@ -7,9 +7,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from onceflow.core.contract import WHOLE_SINK, CommittedBatches, Shard, SinkBinding, TransactionId
+from onceflow.contract import WHOLE_SINK, CommittedBatches, Shard, SinkBinding, TransactionId
+from onceflow.contract.staging import StagedFile
 from onceflow.core.logging import get_logger
-from onceflow.core.staging import StagedFile
 from onceflow.sinks.base import BoundRows, PreparedJournal, SinkParticipant
 from onceflow.sinks.exceptions import (
     BindingRejected,

@@ -1,5 +1,5 @@
 """Settings every lakehouse sink shares: where its tables may live, and commit retries (the S3 store of an
-``s3://`` root is staging's :class:`~onceflow.core.staging.settings.S3Settings`)."""
+``s3://`` root is staging's :class:`~onceflow.contract.staging.settings.S3Settings`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Final
 
 from pydantic import Field
 
+from onceflow.contract.staging.settings import S3Settings
 from onceflow.core.settings import Section
-from onceflow.core.staging.settings import S3Settings
 
 #: Where a table root may live: a local directory (a path or ``file://``) or an S3 bucket.
 TABLE_SCHEMES: Final = ("file", "s3")

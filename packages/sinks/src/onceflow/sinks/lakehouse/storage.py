@@ -18,10 +18,10 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from onceflow.core.confinement import PathNotAllowed, StagingConfinement
+from onceflow.contract.staging.confinement import PathNotAllowed, StagingConfinement
+from onceflow.contract.staging.s3 import DEFAULT_REGION, S3Connection
+from onceflow.contract.staging.settings import S3Settings
 from onceflow.core.fsync import fsync_file_and_directory, fsync_path
-from onceflow.core.staging.s3 import DEFAULT_REGION, S3Connection
-from onceflow.core.staging.settings import S3Settings
 from onceflow.sinks.lakehouse.exceptions import TableStoreUnavailable
 from onceflow.sinks.lakehouse.settings import TABLE_SCHEMES
 

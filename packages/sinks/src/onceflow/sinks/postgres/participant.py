@@ -12,9 +12,9 @@ import psycopg
 from psycopg import errors, sql
 from psycopg_pool import ConnectionPool
 
-from onceflow.core.contract import WHOLE_SINK, CommittedBatches, Shard, SinkBinding, TransactionId
+from onceflow.contract import WHOLE_SINK, CommittedBatches, Shard, SinkBinding, TransactionId
+from onceflow.contract.staging import StagedFile
 from onceflow.core.logging import get_logger
-from onceflow.core.staging import StagedFile
 from onceflow.sinks.base import BoundRows, SinkParticipant, committed_batches_query, group_committed
 from onceflow.sinks.exceptions import (
     PreparedTransactionsDisabled,

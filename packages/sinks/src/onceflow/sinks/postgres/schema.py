@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from onceflow.core.contract import TransactionId
+from onceflow.contract import TransactionId
 
 SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS onceflow_commits (

@@ -6,8 +6,8 @@ import abc
 from collections.abc import Mapping
 from typing import Any, Final
 
-from onceflow.core.contract import SinkBinding
-from onceflow.core.contract.shards import record_names
+from onceflow.contract import SinkBinding
+from onceflow.contract.shards import record_names
 
 #: ``last_committed`` of a job that committed nothing to the sink.
 NO_BATCH: Final = -1

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onceflow.core.contract import Shard, SinkBinding
+from onceflow.contract import Shard, SinkBinding
 from onceflow.sinks.lakehouse.format import TableFormat
 from onceflow.sinks.readback.base import NO_BATCH, BindingReader, Row
 

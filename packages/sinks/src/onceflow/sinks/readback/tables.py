@@ -7,7 +7,7 @@ from pathlib import Path
 
 import psycopg
 
-from onceflow.core.contract import SinkBinding
+from onceflow.contract import SinkBinding
 from onceflow.sinks.readback.base import NO_BATCH, BindingReader, Row
 from onceflow.sinks.tables.dialects import POSTGRES, SQLITE, Dialect
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from onceflow.contract import SinkBinding, ValueFormat
 from onceflow.core.avro.arrow import json_field
 from onceflow.core.avro.schemas_topic import SchemasTopic
-from onceflow.core.contract import SinkBinding, ValueFormat
 from onceflow.core.errors import SerializationError
 from onceflow.core.kafka import TopicRecord, read_committed
 from onceflow.core.settings import KafkaSettings

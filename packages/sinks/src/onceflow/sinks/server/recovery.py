@@ -7,8 +7,8 @@ from typing import Final
 
 import grpc
 
-from onceflow.core.contract import Resolution, TransactionId
-from onceflow.core.contract.clients import CoordinatorClient, RpcFailed
+from onceflow.contract import Resolution, TransactionId
+from onceflow.contract.clients import CoordinatorClient, RpcFailed
 from onceflow.core.logging import get_logger
 from onceflow.sinks.exceptions import SinkError
 

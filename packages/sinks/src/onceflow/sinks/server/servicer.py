@@ -11,9 +11,8 @@ from typing import Final
 import grpc
 import psycopg
 
-from onceflow.core.confinement import InvalidStagingUri, PathNotAllowed, StagingConfinement
-from onceflow.core.contract import HostedCommits, Shard, SinkBinding, TransactionId, refuse_internal
-from onceflow.core.contract.proto import (
+from onceflow.contract import HostedCommits, Shard, SinkBinding, TransactionId, refuse_internal
+from onceflow.contract.proto import (
     binding_from_proto,
     files_from_proto,
     hosted_commits_to_proto,
@@ -21,11 +20,12 @@ from onceflow.core.contract.proto import (
     txn_id_from_proto,
     txn_id_to_proto,
 )
+from onceflow.contract.staging import StagedFile, StagingError
+from onceflow.contract.staging.confinement import InvalidStagingUri, PathNotAllowed, StagingConfinement
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
 from onceflow.core.logging import get_logger
 from onceflow.core.request_limits import MAX_ID_BYTES, MAX_STAGED_FILES, MAX_URI_BYTES, oversize
-from onceflow.core.staging import StagedFile, StagingError
 from onceflow.proto.v1 import common_pb2, participant_pb2, participant_pb2_grpc
 from onceflow.sinks.base import MAX_LISTED_BATCHES, SinkParticipant
 from onceflow.sinks.exceptions import ShardMismatch, SinkError
@@ -64,7 +64,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
       names the argument. So is one over a size limit (:mod:`onceflow.core.request_limits`).
     - A binding of onceflow's own bookkeeping (a table ``onceflow_*``, the consumer's tables, an
       internal topic or the sink's own commits topic) is INVALID_ARGUMENT naming it, on every RPC
-      that carries bindings (:mod:`onceflow.core.contract.reserved`).
+      that carries bindings (:mod:`onceflow.contract.reserved`).
     - Every staged-file URI is checked against ``confinement`` (the staging roots and schemes)
       before any file is opened: Prepare votes no and Commit is INVALID_ARGUMENT, naming the file
       and the roots, never its contents or checksum.

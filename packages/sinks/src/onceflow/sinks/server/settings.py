@@ -6,8 +6,9 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from onceflow.contract.shards import MAX_SHARDS, Shard
+from onceflow.contract.staging import StagingStoreSettings
 from onceflow.core import defaults
-from onceflow.core.contract.shards import MAX_SHARDS, Shard
 from onceflow.core.settings import (
     GrpcServerSettings,
     KafkaSettings,
@@ -17,7 +18,6 @@ from onceflow.core.settings import (
     Settings,
     TlsSettings,
 )
-from onceflow.core.staging import StagingStoreSettings
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
 from onceflow.sinks.delta.settings import DeltaOptions
 from onceflow.sinks.iceberg.settings import IcebergOptions

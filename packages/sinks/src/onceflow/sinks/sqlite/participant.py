@@ -13,9 +13,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from onceflow.core.contract import WHOLE_SINK, CommittedBatches, Shard, SinkBinding, TransactionId
+from onceflow.contract import WHOLE_SINK, CommittedBatches, Shard, SinkBinding, TransactionId
+from onceflow.contract.staging import StagedFile
 from onceflow.core.logging import get_logger
-from onceflow.core.staging import StagedFile
 from onceflow.sinks.base import BoundRows, SinkParticipant, committed_batches_query, group_committed
 from onceflow.sinks.exceptions import PrepareRejected, TransactionAlreadyCommitted, TransactionNotPrepared
 from onceflow.sinks.sqlite.schema import SCHEMA

@@ -13,7 +13,7 @@ from typing import Any, Final, Protocol, cast
 
 import pyarrow as pa
 
-from onceflow.core.contract import SinkBinding, SinkMode
+from onceflow.contract import SinkBinding, SinkMode
 from onceflow.sinks.tables.check import Column, TablePlan, plan_table
 from onceflow.sinks.tables.dialects import POSTGRES, SQLITE, Dialect, postgres_array_type
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from onceflow.core.contract import SinkBinding, SinkMode, check_supported
-from onceflow.core.contract.schema import UnsupportedColumnType
+from onceflow.contract import SinkBinding, SinkMode, check_supported
+from onceflow.core.errors import UnsupportedColumnType
 from onceflow.sinks.exceptions import BindingRejected
 from onceflow.sinks.tables.dialects import Dialect
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from onceflow.core.contract.schema import UnsupportedColumnType
+from onceflow.core.errors import UnsupportedColumnType
 
 
 def _postgres_type(data_type: pa.DataType) -> str:

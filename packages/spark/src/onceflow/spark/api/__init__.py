@@ -12,7 +12,7 @@ A job returns one DataFrame (the output ``results``) or a mapping of output name
 ``onceflow job run module:function --config job.toml``; see docs/jobs.md.
 """
 
-from onceflow.core.contract import DEAD_LETTERS_OUTPUT, DEFAULT_OUTPUT
+from onceflow.contract import DEAD_LETTERS_OUTPUT, DEFAULT_OUTPUT
 from onceflow.spark.api.context import JobContext
 from onceflow.spark.api.entrypoint import JobFunction, load_entrypoint
 from onceflow.spark.api.outputs import JobOutputs, outputs_of

@@ -10,7 +10,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's convention
 
-from onceflow.core.contract import DEAD_LETTERS_OUTPUT
+from onceflow.contract import DEAD_LETTERS_OUTPUT
 from onceflow.spark.job.dead_letters import DEAD_LETTER_SCHEMA, DeadLetterPublisher, DeadLetterSink, StagedDeadLetters
 from onceflow.spark.job.decode import access_event_decoder, decoded_schema_ddl
 from onceflow.spark.job.end_of_input import END_OF_INPUT_COLUMN, watermark_until_end_of_input

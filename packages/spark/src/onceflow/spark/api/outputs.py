@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from onceflow.core.contract import DEFAULT_OUTPUT, ParticipantRef, SinkBinding, SinkMode, ValueFormat, refuse_internal
-from onceflow.core.contract.bindings import NAME, InvalidBinding
+from onceflow.contract import DEFAULT_OUTPUT, ParticipantRef, SinkBinding, SinkMode, ValueFormat, refuse_internal
+from onceflow.contract.bindings import NAME, InvalidBinding
 from onceflow.core.errors import InvalidConfig
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.sink.datasource import output_arrow_schema
@@ -95,7 +95,7 @@ def bindings_of(settings: SparkJobSettings, schemas: Mapping[str, pa.Schema]) ->
 
     Every output must be bound when any is (nothing a batch stages may be dropped), every bound
     output must be one the job produces, and no binding may write onceflow's own bookkeeping tables
-    or topics (:mod:`onceflow.core.contract.reserved`); InvalidConfig names the output otherwise.
+    or topics (:mod:`onceflow.contract.reserved`); InvalidConfig names the output otherwise.
     """
     unbound = [name for name in schemas if name not in settings.outputs]
     if unbound:

@@ -16,9 +16,9 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from onceflow.contract import DEFAULT_OUTPUT
 from onceflow.core.avro import SingleObjectSerde
 from onceflow.core.avro.arrow import avro_schema, record_name
-from onceflow.core.contract import DEFAULT_OUTPUT
 from onceflow.core.kafka import idempotent_producer_config, produce
 from onceflow.core.logging import get_logger
 from onceflow.sinks.kafka.participant import record_key

@@ -20,7 +20,7 @@ from typing import Final
 import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from onceflow.core.contract import DEAD_LETTERS_OUTPUT
+from onceflow.contract import DEAD_LETTERS_OUTPUT
 from onceflow.core.kafka import idempotent_producer_config, produce
 from onceflow.core.logging import get_logger
 

@@ -9,10 +9,10 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from onceflow.contract import MAX_SHARDS, ParticipantRef, SinkBinding
+from onceflow.contract.staging import StagingStoreSettings
 from onceflow.core import defaults
-from onceflow.core.contract import MAX_SHARDS, ParticipantRef, SinkBinding
 from onceflow.core.settings import KafkaSettings, LoggingSettings, MetricsSettings, Section, Settings, TlsSettings
-from onceflow.core.staging import StagingStoreSettings
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SINK_TOPIC, SOURCE_TOPIC
 
 JobName = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")]

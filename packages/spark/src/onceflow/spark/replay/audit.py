@@ -13,7 +13,7 @@ import psycopg
 from confluent_kafka import KafkaException
 from pyspark.sql import SparkSession
 
-from onceflow.core.contract import SinkBinding, SinkMode
+from onceflow.contract import SinkBinding, SinkMode
 from onceflow.core.errors import OnceflowError
 from onceflow.core.logging import get_logger
 from onceflow.sinks.readback import NO_BATCH, BindingReader, reader_for

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from onceflow.contract.staging import StagingError, default_store, parse_staging_uri
 from onceflow.core.errors import OnceflowError
-from onceflow.core.staging import StagingError, default_store, parse_staging_uri
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.job.source import initial_offsets_path
 from onceflow.spark.source.batch import BatchBoundary

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F  # noqa: N812 - PySpark's convention
 
-from onceflow.core.contract import DEAD_LETTERS_OUTPUT
+from onceflow.contract import DEAD_LETTERS_OUTPUT
 from onceflow.core.end_of_input import END_OF_INPUT_TIME_MS
 from onceflow.spark.api.context import JobContext
 from onceflow.spark.job.dead_letters import DEAD_LETTER_SCHEMA, DeadLetter, DeadLetterSink, StagedDeadLetters

@@ -10,10 +10,10 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from onceflow.core.contract import DEFAULT_OUTPUT
+from onceflow.contract import DEFAULT_OUTPUT
+from onceflow.contract.staging import delete_batch, describe_staged, list_staged, read_staged
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.logging import get_logger
-from onceflow.core.staging import delete_batch, describe_staged, list_staged, read_staged
 from onceflow.spark.api.entrypoint import load_entrypoint
 from onceflow.spark.api.shipping import ship_job_file
 from onceflow.spark.exceptions import JobDefinitionError

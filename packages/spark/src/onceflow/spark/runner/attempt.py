@@ -8,8 +8,8 @@ import socket
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
-from onceflow.core.contract import ParticipantRef
-from onceflow.core.contract.clients import CoordinatorClient, WriterRegistration, retrying
+from onceflow.contract import ParticipantRef
+from onceflow.contract.clients import CoordinatorClient, WriterRegistration, retrying
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.logging import get_logger
 from onceflow.spark.api import JobContext, JobOutputs, load_entrypoint, outputs_of

@@ -2,7 +2,7 @@
 Spark JVM and Python workers inherit, and Hadoop's S3A connector for a checkpoint on ``s3a://``.
 
 - Staging (``staging_root``) is read and written by Python code only (the tasks, the commit, the
-  participants), through :class:`~onceflow.core.staging.StagingStore`. The driver probes the root at
+  participants), through :class:`~onceflow.contract.staging.StagingStore`. The driver probes the root at
   start and exports ``[staging.s3]`` as the standard AWS variables, so Spark's Python workers (and on
   a cluster its executors, through ``spark.executorEnv.*``) reach the same store.
 - A checkpoint on ``s3a://`` or ``s3://`` is Spark's own (the JVM writes it) and needs Hadoop's S3A
@@ -19,9 +19,9 @@ import os
 from collections.abc import Mapping
 from typing import Final
 
+from onceflow.contract.staging import StagingStore, install_store, parse_staging_uri, probe_staging_root
+from onceflow.contract.staging.s3 import DEFAULT_REGION, S3Connection
 from onceflow.core.errors import InvalidConfig
-from onceflow.core.staging import StagingStore, install_store, parse_staging_uri, probe_staging_root
-from onceflow.core.staging.s3 import DEFAULT_REGION, S3Connection
 from onceflow.spark.job.settings import SparkJobSettings
 
 #: A classpath (``:``-separated jars) holding ``hadoop-aws`` and the AWS SDK bundle.

@@ -1,7 +1,7 @@
 """What the coordinator's typed errors mean to a Spark driver (the calls themselves go through the
-contract's :class:`onceflow.core.contract.clients.CoordinatorClient`).
+contract's :class:`onceflow.contract.clients.CoordinatorClient`).
 
-- :class:`~onceflow.core.contract.clients.WriterFenced` -> :class:`WriterFencedError` (another driver
+- :class:`~onceflow.contract.clients.WriterFenced` -> :class:`WriterFencedError` (another driver
   owns the job);
 - a refused RegisterParticipants (a binding that does not fit a sink) -> :class:`JobDefinitionError`;
 - anything else that fails -> :class:`CoordinatorUnavailable`, naming the call and the status.
@@ -17,7 +17,7 @@ from contextlib import contextmanager
 
 import grpc
 
-from onceflow.core.contract.clients import RpcFailed, WriterFenced
+from onceflow.contract.clients import RpcFailed, WriterFenced
 from onceflow.spark.exceptions import CoordinatorUnavailable, JobDefinitionError, WriterFencedError
 
 #: RegisterParticipants answers these when a binding does not fit a sink (a table's column, a type).

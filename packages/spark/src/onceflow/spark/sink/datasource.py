@@ -7,9 +7,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamWriter, DataSourc
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from onceflow.core.contract import check_supported
-from onceflow.core.contract.schema import UnsupportedColumnType
-from onceflow.core.errors import InvalidConfig
+from onceflow.contract import check_supported
+from onceflow.core.errors import InvalidConfig, UnsupportedColumnType
 from onceflow.spark.sink.options import parse_sink_options
 from onceflow.spark.sink.writer import TwoPhaseCommitBatchWriter, TwoPhaseCommitWriter
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import WriterCommitMessage
 
-from onceflow.core.staging import StagedFile
+from onceflow.contract.staging import StagedFile
 
 
 @dataclass(frozen=True)

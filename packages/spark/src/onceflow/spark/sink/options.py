@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from onceflow.core.contract import DEFAULT_OUTPUT
-from onceflow.core.contract.bindings import NAME
+from onceflow.contract import DEFAULT_OUTPUT
+from onceflow.contract.bindings import NAME
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.settings import TlsSettings
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import pyarrow as pa
 from pyspark import TaskContext
 
-from onceflow.core.staging import StagedFile, StagingWriter, describe_staged, list_staged
+from onceflow.contract.staging import StagedFile, StagingWriter, describe_staged, list_staged
 from onceflow.spark.sink.writer_context import current_batch_id
 
 PREFIX = "side-"

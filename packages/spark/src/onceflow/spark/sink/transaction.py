@@ -13,11 +13,11 @@ import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import WriterCommitMessage
 
-from onceflow.core.contract import TransactionId
-from onceflow.core.contract.clients import CoordinatorClient, retrying
+from onceflow.contract import TransactionId
+from onceflow.contract.clients import CoordinatorClient, retrying
+from onceflow.contract.staging import StagedFile, StagingWriter, read_manifest
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
-from onceflow.core.staging import StagedFile, StagingWriter, read_manifest
 from onceflow.spark.exceptions import TransactionAborted
 from onceflow.spark.sink.coordinator import coordinator_errors
 from onceflow.spark.sink.messages import StagedFileMessage

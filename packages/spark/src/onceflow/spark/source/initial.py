@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from onceflow.core.staging import StagedFileMissing, default_store, parse_staging_uri
+from onceflow.contract.staging import StagedFileMissing, default_store, parse_staging_uri
 from onceflow.spark.source.offsets import PartitionOffsets
 
 

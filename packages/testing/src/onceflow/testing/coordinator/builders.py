@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
+from onceflow.contract.staging import StagedFile
 from onceflow.coordinator.engine.config import Backoff, EngineConfig
-from onceflow.core.staging import StagedFile
 
 #: Engine timings for tests: 1 s prepare timeout, 2 s commit wait, 20 ms..200 ms commit backoff.
 FAST_ENGINE_CONFIG = EngineConfig(

@@ -39,8 +39,7 @@ from typing import Any, Final
 import grpc
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.core.avro import IpCount
-from onceflow.core.contract import (
+from onceflow.contract import (
     ParticipantRef,
     Shard,
     SinkBinding,
@@ -49,9 +48,10 @@ from onceflow.core.contract import (
     TransactionReport,
     TransactionState,
 )
-from onceflow.core.contract.clients import CoordinatorClient
+from onceflow.contract.clients import CoordinatorClient
+from onceflow.contract.staging import S3Settings, StagedFile, StagingStore, StagingWriter, parse_staging_uri
+from onceflow.core.avro import IpCount
 from onceflow.core.settings import KafkaSettings
-from onceflow.core.staging import S3Settings, StagedFile, StagingStore, StagingWriter, parse_staging_uri
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding, ip_count_topic_binding
 from onceflow.proto.v1 import coordinator_pb2_grpc

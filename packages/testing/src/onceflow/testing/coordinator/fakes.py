@@ -14,17 +14,17 @@ from collections.abc import Container, Iterable, Sequence
 
 import grpc
 
+from onceflow.contract import ParticipantRef, PrepareVote, SinkBinding, TransactionId
+from onceflow.contract.proto import bindings_from_proto, files_from_proto
+from onceflow.contract.staging import StagedFile
 from onceflow.coordinator.participants.base import (
     BindingsRefused,
     ParticipantConnection,
     ParticipantConnector,
     ParticipantUnavailable,
 )
-from onceflow.core.contract import ParticipantRef, PrepareVote, SinkBinding, TransactionId
-from onceflow.core.contract.proto import bindings_from_proto, files_from_proto
 from onceflow.core.grpc import build_server
 from onceflow.core.settings import GrpcServerSettings
-from onceflow.core.staging import StagedFile
 from onceflow.proto.v1 import participant_pb2, participant_pb2_grpc
 
 PARTICIPANT_SERVICE = participant_pb2.DESCRIPTOR.services_by_name["Participant"].full_name

@@ -9,7 +9,7 @@ from typing import Any
 
 import grpc
 
-from onceflow.core.contract.clients import ConnectClient
+from onceflow.contract.clients import ConnectClient
 from onceflow.core.process import ServiceProcess, free_port
 from onceflow.core.service import Readiness
 

@@ -1,0 +1,112 @@
+"""What every typed client of a onceflow service shares: its channel, its per-call deadline, the one
+place a failed call becomes a typed error (:func:`~onceflow.contract.clients.errors.rpc_failed`),
+close()."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Generator
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+import grpc
+
+from onceflow.contract.clients.errors import CallCancelled, RpcFailed, rpc_failed
+from onceflow.contract.txn import TransactionId
+from onceflow.core.errors import OnceflowError
+from onceflow.core.grpc import open_channel
+from onceflow.core.logging import get_logger
+from onceflow.core.settings import TlsSettings
+
+T = TypeVar("T")
+_log = get_logger(__name__)
+
+
+class UnusableClientArgument(OnceflowError, ValueError):  # noqa: N818 - the condition's name
+    """A client's target or deadline that cannot be used (a ValueError; an onceflow error, so the
+    command line reports it as one)."""
+
+
+class ServiceClient:
+    """A channel to one service target (TLS, mTLS and the bearer token as :func:`open_channel` sets them
+    up) and a default deadline for its calls. Close it, or use ``with``, to release the channel.
+
+    A failed call raises the typed error of its status (:mod:`onceflow.contract.clients.errors`).
+    :class:`UnusableClientArgument` (a ValueError) for an empty target or a deadline that is not a
+    positive number of seconds.
+    """
+
+    def __init__(self, target: str, tls: TlsSettings | None = None, *, timeout_s: float = 30.0) -> None:
+        if not target:
+            raise UnusableClientArgument("target must be HOST:PORT, got an empty string")
+        self.target = target
+        self.timeout_s = _checked_timeout(timeout_s)
+        self.channel: grpc.Channel = open_channel(target, tls)
+
+    def _timeout(self, timeout_s: float | None) -> float:
+        """The deadline of one call: ``timeout_s`` when given, the client's default otherwise."""
+        return self.timeout_s if timeout_s is None else _checked_timeout(timeout_s)
+
+    def _unary(self, stub: Any, method: str, request: Any, timeout_s: float | None) -> Any:
+        """``stub.method(request)`` with the call's deadline; a failure is raised as its typed error."""
+        try:
+            return getattr(stub, method)(request, timeout=self._timeout(timeout_s))
+        except grpc.RpcError as exc:
+            raise rpc_failed(exc, method, self.target) from None
+
+    def _stream(self, stub: Any, method: str, request: Any) -> Generator[Any, None, None]:
+        """The responses of the server-streaming ``stub.method(request)`` (no deadline: it runs until the
+        caller stops). Closing the iterator cancels the call; a failure is raised as its typed error,
+        except the cancellation the caller asked for."""
+        call = getattr(stub, method)(request)
+        try:
+            yield from call
+        except grpc.RpcError as exc:
+            failed = rpc_failed(exc, method, self.target)
+            if not isinstance(failed, CallCancelled):
+                raise failed from None
+        finally:
+            call.cancel()
+
+    def close(self) -> None:
+        self.channel.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _checked_timeout(timeout_s: float) -> float:
+    if not isinstance(timeout_s, int | float) or not math.isfinite(timeout_s) or timeout_s <= 0:
+        raise UnusableClientArgument(f"timeout must be a positive number of seconds, got {timeout_s!r}")
+    return float(timeout_s)
+
+
+def retrying(call: Callable[[], T], *, within_s: float, what: str, **ids: object) -> T:
+    """``call()``, retried with a doubling backoff (0.1 s up to 2 s) while it fails with a retryable
+    error (:class:`ServiceUnavailable`) and ``within_s`` seconds are not used up; then the last error.
+    Only for calls that are idempotent (RegisterWriter, CommitTransaction per batch, reads)."""
+    deadline = time.monotonic() + within_s
+    delay = 0.1
+    while True:
+        try:
+            return call()
+        except RpcFailed as exc:
+            if not exc.retryable or time.monotonic() + delay > deadline:
+                raise
+            _log.warning("rpc.retrying", operation=what, target=exc.target, code=exc.code().name, **ids)
+        time.sleep(delay)
+        delay = min(delay * 2, 2.0)
+
+
+def check_txn(txn: object) -> None:
+    """TypeError unless ``txn`` is a :class:`TransactionId` (a string "job:batch" is a common slip)."""
+    if not isinstance(txn, TransactionId):
+        raise TypeError(
+            f"txn must be a TransactionId, got {txn!r} ({type(txn).__name__}); use TransactionId.parse('JOB:BATCH')"
+        )
