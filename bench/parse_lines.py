@@ -8,7 +8,7 @@ Assumptions:
 - "old" is the single regex of ``formats/combined.py`` before issue 12 (copied here, with its
   ``strptime`` cache and uncached ``ipaddress`` check), which dead-letters every line whose quoted
   fields hold ``\\"``, so it does less work per line on this input than the new parser;
-- "audit" is the consumer's independent recount scanner (``onceflow.consumer.audit.logfile``);
+- "audit" is the IP-count audit's independent recount scanner (``onceflow.ipcount.audit.logfile``);
 - single thread, CPython; prints the median lines/s over ``--runs`` runs and how many lines each
   one accepted, on the whole sample and on its "clean" lines only (those the old regex accepts:
   no escapes, no odd requests), where both do the same work per line.
@@ -29,7 +29,7 @@ from datetime import datetime
 from functools import lru_cache
 from pathlib import Path
 
-from onceflow.consumer.audit.logfile import LineScanner, Rejected
+from onceflow.ipcount.audit.logfile import LineScanner, Rejected
 from onceflow.logproducer.formats import LineParser, MalformedLine
 from onceflow.logproducer.sample import write_sample_log
 

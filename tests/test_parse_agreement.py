@@ -1,5 +1,5 @@
 """The tailer's parser (onceflow.logproducer.formats) and the audit's independent recount
-(onceflow.consumer.audit.logfile) agree: same dead-letter kind strings, and the same outcome for
+(onceflow.ipcount.audit.logfile) agree: same dead-letter kind strings, and the same outcome for
 every line of the corpus, for drawn well-formed and damaged lines, and for a whole sample file."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from onceflow.consumer.audit.logfile import DEAD_LETTER_KINDS, LineScanner, Rejected, recount_file, tailer_lines
 from onceflow.core.avro import AccessEvent
+from onceflow.ipcount.audit.logfile import DEAD_LETTER_KINDS, LineScanner, Rejected, recount_file, tailer_lines
 from onceflow.logproducer.formats import KINDS, LineParser, MalformedLine
 from onceflow.logproducer.sample import write_sample_log
 from onceflow.testing.logproducer.corpus import BAD, GOOD

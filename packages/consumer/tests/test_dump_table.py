@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from onceflow.cli.app import main as onceflow
-from onceflow.consumer.audit.sinks import DeltaTableReader
 from onceflow.contract import TransactionId
 from onceflow.contract.staging import StagingWriter
 from onceflow.core.toml_writer import to_toml
@@ -17,6 +16,7 @@ from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_bindin
 from onceflow.sinks.delta.settings import DeltaOptions
 from onceflow.sinks.iceberg.settings import IcebergCatalogSettings, IcebergOptions
 from onceflow.sinks.lakehouse.open import open_participant
+from onceflow.sinks.readback import delta_reader
 
 W0 = 1_700_000_000_000
 
@@ -52,5 +52,8 @@ def test_dump_table_prints_every_version(tmp_path: Path, capsys: pytest.CaptureF
     assert onceflow(["results", "dump-table", "other", "ip_counts", "--participant-config", str(config)]) == 2
     assert "no sink 'other'" in capsys.readouterr().err
     if kind == "delta":
-        held = DeltaTableReader("lake", str(tmp_path / "lake")).read()
-        assert held.rows == {(W0, "10.0.0.1"): [5]}
+        with delta_reader("lake", str(tmp_path / "lake")) as reader:
+            held = [
+                (row["window_start"], row["ip"], row["count"]) for row in reader.rows(ip_count_table_binding("lake"))
+            ]
+        assert held == [(W0, "10.0.0.1", 5)]

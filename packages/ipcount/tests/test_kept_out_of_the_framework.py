@@ -1,8 +1,9 @@
 """The IP-count example stays out of the framework: no product module imports it or names it, and no
 product package depends on it, except the demo (which uses it as any user would).
 
-``NOT_YET_MOVED`` lists the modules that still import it until their IP-count parts move here (issue
-24, item 1); the list only shrinks: a listed module that no longer imports the example fails too."""
+``NOT_YET_MOVED`` listed the modules that still imported it until their IP-count parts moved here
+(issue 24, item 1), and ``DEPENDING`` the packages that depended on it for them; both are empty now
+and must stay so (a listed module that no longer imports the example fails too)."""
 
 from __future__ import annotations
 
@@ -15,13 +16,9 @@ ROOT = Path(__file__).resolve().parents[3]
 USERS = {"ipcount", "demo", "testing"}
 FRAMEWORK = sorted(p for p in (ROOT / "packages").iterdir() if p.is_dir() and p.name not in USERS)
 #: Framework modules that still hold IP-count code, with what is left to move.
-NOT_YET_MOVED = {
-    # the consumer's IP-count audit (its generator truth and its sink readers' bindings)
-    "packages/consumer/src/onceflow/consumer/audit/sinks.py",
-    "packages/consumer/src/onceflow/consumer/audit/truth.py",
-}
+NOT_YET_MOVED: set[str] = set()
 #: Framework packages that depend on the example because of ``NOT_YET_MOVED``.
-DEPENDING = {"consumer"}
+DEPENDING: set[str] = set()
 
 
 def _names_the_example(path: Path) -> bool:

@@ -3,7 +3,7 @@
 An extension adds to every consumer what an example or application owns: the stored tables it
 derives from the consumer's settings (the IP-count example stores ``consumer.topic`` into
 ``results``), and its RPCs of the Results service (a subclass of the consumer's servicer; the
-example serves GetIpCounts, GetTopIps and WatchResults over its views of ``results``). The
+example serves GetIpCounts, GetTopIps and WatchResults over its views of ``results``, and RunAudit). The
 consumer names no extension: it loads whatever is installed, the way the runtime loads its
 connectors (``onceflow.connectors``).
 

@@ -8,9 +8,7 @@ from typing import Final
 import grpc
 from grpc_health.v1 import health
 
-from onceflow.consumer.api import SERVICE_NAME, ResultsApi, TableQuery
-from onceflow.consumer.audit import Auditor
-from onceflow.consumer.audit.bounded import BoundedAuditRunner
+from onceflow.consumer.api import SERVICE_NAME, ResultsApi, ResultsServicer, TableQuery
 from onceflow.consumer.extension import load_extensions, results_servicer
 from onceflow.consumer.feed import ResultsFeed
 from onceflow.consumer.loop import ConsumerMetrics, ResultsConsumer
@@ -37,7 +35,8 @@ class ConsumerService(Service):
     The loop and the API use separate store connections, so queries never wait behind a batch's
     transaction longer than the database makes them. As a :class:`~onceflow.core.service.Service`
     it finishes on its own when the consumer loop fails (exit 4, fail-stop: a restart resumes from
-    the stored offsets). ``faults`` reaches the audits' injection point (tests hold audits there).
+    the stored offsets). ``faults`` reaches the injection point of work an extension runs (tests hold
+    the example's audits there).
     """
 
     name = "consumer"
@@ -54,7 +53,7 @@ class ConsumerService(Service):
         self._loop_store: ResultsStore | None = None
         self._api_store: ResultsStore | None = None
         self.consumer: ResultsConsumer | None = None
-        self.audits: BoundedAuditRunner | None = None
+        self.servicer: ResultsServicer | None = None
         self._server: grpc.Server | None = None
         self._metrics_endpoint: MetricsEndpoint | None = None
 
@@ -91,17 +90,9 @@ class ConsumerService(Service):
             settings.server, service_names=[SERVICE_NAME], max_workers=settings.api.max_workers,
             health_servicer=self.health,
         )  # fmt: skip
-        self.audits = BoundedAuditRunner(
-            Auditor(settings.kafka, settings.audit, settings.store),
-            max_generator_events=settings.audit.max_generator_events,
-            max_duration_s=settings.audit.max_duration_s,
-            max_concurrent=settings.audit.max_concurrent,
-            faults=self._faults,
-        )
-        api = ResultsApi(settings, self._api_store, TableQuery(self.tables, self._api_store), self.feed, self.audits)
-        results_pb2_grpc.add_ResultsServicer_to_server(  # type: ignore[no-untyped-call]
-            results_servicer(self.extensions, api), server
-        )
+        api = ResultsApi(settings, self._api_store, TableQuery(self.tables, self._api_store), self.feed, self._faults)
+        self.servicer = results_servicer(self.extensions, api)
+        results_pb2_grpc.add_ResultsServicer_to_server(self.servicer, server)  # type: ignore[no-untyped-call]
         server.start()
         self._server = server
         # Step 4
@@ -115,12 +106,13 @@ class ConsumerService(Service):
         return self
 
     def stop(self, grace: float = 2.0) -> None:
-        """NOT_SERVING, stop the loop (it commits its open batch and leaves the group), stop the server."""
+        """NOT_SERVING, stop the loop (it commits its open batch and leaves the group), close the servicer
+        (an extension's workers, such as the example's running audits), stop the server."""
         self.health.enter_graceful_shutdown()
         if self.consumer is not None:
             self.consumer.stop()
-        if self.audits is not None:
-            self.audits.stop()
+        if self.servicer is not None:
+            self.servicer.close()
         if self._server is not None:
             self._server.stop(grace).wait(grace + 1)
             self._server = None

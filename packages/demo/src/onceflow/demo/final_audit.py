@@ -17,9 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from onceflow.consumer.audit import report as audit_report
-from onceflow.consumer.audit.model import AuditReport
-from onceflow.consumer.audit.runner import Auditor, FileSource, GeneratorSource, TopicSource
 from onceflow.consumer.settings import AuditSettings, AuditSinkSettings, StoreSettings
 from onceflow.core import defaults
 from onceflow.core.settings import KafkaSettings
@@ -27,6 +24,9 @@ from onceflow.core.topics import DEAD_LETTER_TOPIC, SINK_TOPIC, SOURCE_TOPIC
 from onceflow.demo.components import Context, generator_config
 from onceflow.demo.components.participant import DELTA_SINK, KAFKA_SINK, POSTGRES_SINK, SQLITE_SINK
 from onceflow.demo.run_dir import RunState
+from onceflow.ipcount.audit import report as audit_report
+from onceflow.ipcount.audit.model import AuditReport
+from onceflow.ipcount.audit.runner import Auditor, FileSource, GeneratorSource, TopicSource
 
 
 @dataclass(frozen=True)

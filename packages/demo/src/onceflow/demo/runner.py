@@ -220,7 +220,7 @@ class DemoRun:
         try:
             self.wait_all_up(exclude=("connect",))
             time.sleep(2 * self.state.trigger_ms / 1000)
-            from onceflow.consumer.audit import report as audit_report
+            from onceflow.ipcount.audit import report as audit_report
 
             self.say(audit_report.render(run_partial_audit(context)))
         except KeyboardInterrupt:

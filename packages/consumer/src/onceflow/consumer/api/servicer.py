@@ -1,7 +1,7 @@
-"""``onceflow.v1.Results``: a thin adapter over :class:`TableQuery`, the feed and the :class:`Auditor`.
+"""``onceflow.v1.Results``: a thin adapter over :class:`TableQuery` and the feed.
 
-An extension serves its own RPCs of the service (the IP-count example's GetIpCounts, GetTopIps and
-WatchResults) with a subclass it builds from the :class:`ResultsApi`
+An extension serves its own RPCs of the service (the IP-count example's GetIpCounts, GetTopIps,
+WatchResults and RunAudit) with a subclass it builds from the :class:`ResultsApi`
 (:meth:`~onceflow.consumer.extension.ConsumerExtension.results_servicer`)."""
 
 from __future__ import annotations
@@ -13,20 +13,14 @@ from typing import TYPE_CHECKING, Final, TypeVar
 import grpc
 from google.protobuf.message import Message
 
-from onceflow.consumer.api.convert import audit_summary, json_rows, table_description, truth_source
+from onceflow.consumer.api.convert import json_rows, table_description
 from onceflow.consumer.api.tables import TableQuery
-from onceflow.consumer.audit.bounded import AuditsBusy, AuditStopped, BoundedAuditRunner
 from onceflow.consumer.exceptions import FeatureUnavailable, InvalidQuery, UnknownTable
 from onceflow.consumer.feed import ResultsFeed, ResultsUpdate, Subscription
 from onceflow.consumer.store import ResultsStore
-from onceflow.contract.proto import (
-    audit_to_proto,
-    audit_truth_from_proto,
-    rows_page_to_proto,
-    rows_update_to_proto,
-    table_to_proto,
-)
+from onceflow.contract.proto import rows_page_to_proto, rows_update_to_proto, table_to_proto
 from onceflow.contract.results import RowsPage, RowsUpdate
+from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.grpc import DEFAULT_STATUS_CODES, translate_errors
 from onceflow.core.logging import get_logger
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
@@ -40,13 +34,6 @@ STATUS_CODES: Final = {
     InvalidQuery: grpc.StatusCode.INVALID_ARGUMENT,
     UnknownTable: grpc.StatusCode.NOT_FOUND,
     FeatureUnavailable: grpc.StatusCode.FAILED_PRECONDITION,
-    AuditsBusy: grpc.StatusCode.RESOURCE_EXHAUSTED,
-}
-#: The status of a RunAudit the server stopped, by why it stopped.
-AUDIT_STOPPED_CODES: Final = {
-    "cancelled": grpc.StatusCode.CANCELLED,
-    "deadline": grpc.StatusCode.DEADLINE_EXCEEDED,
-    "shutdown": grpc.StatusCode.UNAVAILABLE,
 }
 #: How often a watch stream checks that its client is still there.
 WATCH_TICK_S: Final = 0.25
@@ -59,28 +46,31 @@ M = TypeVar("M", bound=Message)
 @dataclass(frozen=True)
 class ResultsApi:
     """What a Results servicer serves from: the settings, the API's store connection, the stored
-    tables, the feed of committed batches (None: no consumer runs here) and the audits (None: off)."""
+    tables, the feed of committed batches (None: no consumer runs here) and the process's fault
+    injector (the injection point of work an extension runs for a call, such as the example's audits)."""
 
     settings: ConsumerSettings
     store: ResultsStore
     tables: TableQuery
     feed: ResultsFeed | None = None
-    audits: BoundedAuditRunner | None = None
+    faults: FaultInjector = NO_FAULTS
 
 
 class ResultsServicer(results_pb2_grpc.ResultsServicer):
-    """Serves the stored tables, pushes applied batches to watchers, and runs audits.
+    """Serves the stored tables and pushes applied batches to watchers.
 
     ``api.feed`` is None when no consumer runs in this process (WatchRows is then
-    FAILED_PRECONDITION); ``api.audits`` None disables RunAudit the same way. An RPC no installed
-    extension serves is UNIMPLEMENTED.
+    FAILED_PRECONDITION). An RPC no installed extension serves is UNIMPLEMENTED.
     """
 
     def __init__(self, api: ResultsApi) -> None:
         self.api = api
         self.tables = api.tables
         self.feed = api.feed
-        self.audits = api.audits
+
+    def close(self) -> None:
+        """Stop what the servicer runs beside its calls (a subclass's workers); the server calls it
+        before it stops serving. Nothing by default."""
 
     @translate_errors(STATUS_CODES)
     def WatchRows(  # noqa: N802
@@ -144,20 +134,3 @@ class ResultsServicer(results_pb2_grpc.ResultsServicer):
     ) -> results_pb2.ListRowsResponse:
         page = self.tables.rows(request.table, request.limit, request.page_token)
         return rows_page_to_proto(RowsPage(json_rows(page.rows), page.next_page_token))
-
-    @translate_errors(STATUS_CODES)
-    def RunAudit(  # noqa: N802
-        self, request: results_pb2.RunAuditRequest, context: grpc.ServicerContext
-    ) -> results_pb2.RunAuditResponse:
-        source = truth_source(audit_truth_from_proto(request))
-        if self.audits is None:
-            raise FeatureUnavailable("audits are not configured on this server")
-        try:
-            report = self.audits.run(
-                source, list(request.sinks), is_active=context.is_active, time_remaining=context.time_remaining
-            )
-        except AuditStopped as exc:
-            _log.warning("audit.stopped", why=exc.why, reason=str(exc))
-            context.abort(AUDIT_STOPPED_CODES[exc.why], f"audit stopped: {exc}")
-        _log.info("audit.done", truth=report.truth_source, exact=report.exact, sinks=len(report.sinks))
-        return audit_to_proto(audit_summary(report))

@@ -41,7 +41,6 @@ from typing import Any
 
 import grpc
 
-from onceflow.consumer.audit.topic import TopicRecord, read_committed
 from onceflow.contract.clients import ResultsClient, RpcFailed
 from onceflow.contract.results import IpCount
 from onceflow.core.avro import REGISTRY
@@ -49,6 +48,7 @@ from onceflow.core.avro.arrow import json_value
 from onceflow.core.defaults import BOOTSTRAP_SERVERS
 from onceflow.core.end_of_input import is_marker
 from onceflow.core.errors import SerializationError
+from onceflow.core.kafka import TopicRecord, read_committed
 from onceflow.core.settings import KafkaSettings, TlsSettings, parse_pairs
 
 DEFAULT_TARGET_ENV = "ONCEFLOW_RESULTS_TARGET"

@@ -15,7 +15,7 @@ from onceflow.ipcount.consumer.tables import ip_count_table
 
 class IpCountExtension(ConsumerExtension):
     """Stores ``consumer.topic`` (unless empty) into ``results``; serves GetIpCounts, GetTopIps and
-    WatchResults over its views."""
+    WatchResults over its views, and RunAudit (its servicer stops running audits on close)."""
 
     def stored_tables(self, settings: ConsumerSettings) -> Sequence[StoredTable]:
         loop = settings.consumer

@@ -1,22 +1,45 @@
-"""The IP-count RPCs of ``onceflow.v1.Results`` (GetIpCounts, GetTopIps, WatchResults): a thin adapter
-over :class:`ResultsQuery` and the consumer's feed, added to the consumer's servicer."""
+"""The IP-count RPCs of ``onceflow.v1.Results`` (GetIpCounts, GetTopIps, WatchResults, RunAudit): a thin
+adapter over :class:`ResultsQuery`, the consumer's feed and the bounded audits, added to the consumer's
+servicer."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Final
 
 import grpc
 
 from onceflow.consumer.api import STATUS_CODES, ResultsApi, ResultsServicer
 from onceflow.consumer.exceptions import InvalidQuery
 from onceflow.consumer.feed import ResultsUpdate
-from onceflow.contract.proto import ip_counts_to_proto, ip_counts_update_to_proto, top_ips_to_proto
+from onceflow.contract.proto import (
+    audit_to_proto,
+    audit_truth_from_proto,
+    ip_counts_to_proto,
+    ip_counts_update_to_proto,
+    top_ips_to_proto,
+)
 from onceflow.contract.results import IpCount, IpCountsUpdate, TopIpCounts
 from onceflow.core.grpc import translate_errors
+from onceflow.core.logging import get_logger
+from onceflow.ipcount.audit.bounded import AuditsBusy, AuditStopped, BoundedAuditRunner
+from onceflow.ipcount.audit.convert import audit_summary, truth_source
+from onceflow.ipcount.audit.runner import Auditor
 from onceflow.ipcount.consumer.query import ResultsQuery
 from onceflow.ipcount.consumer.tables import STORE_TABLE
 from onceflow.ipcount.consumer.views import IpCountViews, ResultRow, as_result_row
 from onceflow.proto.v1 import results_pb2
+
+#: The consumer's status codes, and RESOURCE_EXHAUSTED for an audit past ``audit.max_concurrent``.
+AUDIT_STATUS_CODES: Final = {**STATUS_CODES, AuditsBusy: grpc.StatusCode.RESOURCE_EXHAUSTED}
+#: The status of a RunAudit the server stopped, by why it stopped.
+AUDIT_STOPPED_CODES: Final = {
+    "cancelled": grpc.StatusCode.CANCELLED,
+    "deadline": grpc.StatusCode.DEADLINE_EXCEEDED,
+    "shutdown": grpc.StatusCode.UNAVAILABLE,
+}
+
+_log = get_logger(__name__)
 
 
 def ip_counts(rows: Iterable[ResultRow]) -> tuple[IpCount, ...]:
@@ -25,11 +48,24 @@ def ip_counts(rows: Iterable[ResultRow]) -> tuple[IpCount, ...]:
 
 class IpCountServicer(ResultsServicer):
     """The consumer's Results servicer plus the IP-count views' RPCs (opening the views creates the
-    ``results`` table and its index on the API's store connection)."""
+    ``results`` table and its index on the API's store connection) and RunAudit (the audits of the
+    consumer's ``[audit]`` settings, each in a child process within its bounds; :meth:`close` stops
+    the running ones)."""
 
     def __init__(self, api: ResultsApi) -> None:
         super().__init__(api)
         self.query = ResultsQuery(IpCountViews(api.store), allowed_lateness_ms=api.settings.api.allowed_lateness_ms)
+        settings = api.settings
+        self.audits = BoundedAuditRunner(
+            Auditor(settings.kafka, settings.audit, settings.store),
+            max_generator_events=settings.audit.max_generator_events,
+            max_duration_s=settings.audit.max_duration_s,
+            max_concurrent=settings.audit.max_concurrent,
+            faults=api.faults,
+        )
+
+    def close(self) -> None:
+        self.audits.stop()
 
     @translate_errors(STATUS_CODES)
     def GetIpCounts(  # noqa: N802 - gRPC method name
@@ -68,3 +104,18 @@ class IpCountServicer(ResultsServicer):
             return ip_counts_update_to_proto(IpCountsUpdate(ip_counts(rows), update.offsets.get(topic, {})))
 
         return self._stream(feed, feed.subscribe(), message, context)
+
+    @translate_errors(AUDIT_STATUS_CODES)
+    def RunAudit(  # noqa: N802
+        self, request: results_pb2.RunAuditRequest, context: grpc.ServicerContext
+    ) -> results_pb2.RunAuditResponse:
+        source = truth_source(audit_truth_from_proto(request))
+        try:
+            report = self.audits.run(
+                source, list(request.sinks), is_active=context.is_active, time_remaining=context.time_remaining
+            )
+        except AuditStopped as exc:
+            _log.warning("audit.stopped", why=exc.why, reason=str(exc))
+            context.abort(AUDIT_STOPPED_CODES[exc.why], f"audit stopped: {exc}")
+        _log.info("audit.done", truth=report.truth_source, exact=report.exact, sinks=len(report.sinks))
+        return audit_to_proto(audit_summary(report))

@@ -2,6 +2,8 @@
 
 - ``broker``: a started :class:`EmbeddedBroker` on a fresh temporary data dir and a free port,
   stopped after the test. If the test fails, the tail of the broker log is printed.
+- ``make_topic``: ``make_topic(name=None, partitions=1)`` creates a topic on ``broker`` (a fresh
+  ``ip_count_sink_...`` name unless ``name``) and returns its name.
 - ``broker_factory``: ``broker_factory(data_dir=None, **options)`` starts further brokers (or a new
   one on an existing dir, e.g. to restart); all are stopped after the test.
 - ``apache_kafka``: a real Apache Kafka (:class:`~onceflow.testing.broker.apache_kafka.ApacheKafka`)
@@ -65,6 +67,16 @@ def broker(broker_factory: BrokerFactory, request: pytest.FixtureRequest) -> Ite
     report = getattr(request.node, "rep_call", None)
     if report is not None and report.failed:
         sys.stderr.write(f"\n--- broker log ({instance.log_path}) ---\n{instance.log_tail()}\n")
+
+
+@pytest.fixture
+def make_topic(broker: EmbeddedBroker) -> Callable[..., str]:
+    from onceflow.testing.consumer.ip_counts import new_topic
+
+    def make(name: str | None = None, partitions: int = 1) -> str:
+        return new_topic(broker.bootstrap_servers, partitions, name)
+
+    return make
 
 
 def _start_apache_kafka(data_dir: Path, port: int = 0, **options: Any) -> ApacheKafka:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from typing import Final
 
-from onceflow.consumer.audit.bounded import AUDIT_STARTED
 from onceflow.core.faults import NO_FAULTS, FaultInjector
+from onceflow.ipcount.audit.bounded import AUDIT_STARTED
 from onceflow.testing.faults.hold import HoldAt
 
 #: The environment variable naming the hold's directory (:attr:`HoldAt.directory`).

@@ -9,16 +9,16 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from onceflow.consumer.audit.logfile import FileRecount
-from onceflow.consumer.audit.model import Key, Truth
-from onceflow.consumer.audit.topic import read_committed
 from onceflow.consumer.exceptions import InvalidQuery
 from onceflow.core import defaults
 from onceflow.core.avro import ACCESS_EVENT_SERDE
 from onceflow.core.end_of_input import is_marker
 from onceflow.core.errors import InvalidConfig, SerializationError
+from onceflow.core.kafka import read_committed
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
+from onceflow.ipcount.audit.logfile import FileRecount
+from onceflow.ipcount.audit.model import Key, Truth
 from onceflow.ipcount.traffic import TrafficModel, expected_counts, ip_and_time, model_from_config, traffic_config_def
 
 _log = get_logger(__name__)

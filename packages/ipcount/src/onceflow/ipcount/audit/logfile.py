@@ -31,8 +31,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final
 
-from onceflow.consumer.audit.model import Key
 from onceflow.core import defaults
+from onceflow.ipcount.audit.model import Key
 
 __all__ = [
     "DEAD_LETTER_KINDS",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from onceflow.consumer.audit.model import Difference, DifferenceKind, Key, SinkAudit, SinkRows
+from onceflow.ipcount.audit.model import Difference, DifferenceKind, Key, SinkAudit, SinkRows
 
 
 def compare(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onceflow.consumer.audit.model import Accounting, AuditReport, Difference, SinkAudit
+from onceflow.ipcount.audit.model import Accounting, AuditReport, Difference, SinkAudit
 
 EXACT = "EXACT"
 DIFFERENT = "DIFFERENT"

@@ -8,11 +8,11 @@ from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 
-from onceflow.consumer.audit.model import Key, SinkRows
 from onceflow.core.kafka import TopicRecord
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SINK_COMMITS_TOPIC
+from onceflow.ipcount.audit.model import Key, SinkRows
 from onceflow.ipcount.schema import ip_count_table_binding, ip_count_topic_binding
 from onceflow.sinks.readback import KafkaReader, PostgresReader, Row, SqliteReader, delta_reader
 

@@ -15,7 +15,11 @@ from confluent_kafka import Producer
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.cli.app import main as onceflow
-from onceflow.consumer.audit import (
+from onceflow.contract import TransactionId
+from onceflow.contract.staging import StagingWriter
+from onceflow.core.avro import IP_COUNT_SERDE, IpCount
+from onceflow.core.settings import KafkaSettings
+from onceflow.ipcount.audit import (
     DifferenceKind,
     KafkaTopicReader,
     SqliteTableReader,
@@ -24,10 +28,6 @@ from onceflow.consumer.audit import (
     run_audit,
     source_topic_truth,
 )
-from onceflow.contract import TransactionId
-from onceflow.contract.staging import StagingWriter
-from onceflow.core.avro import IP_COUNT_SERDE, IpCount
-from onceflow.core.settings import KafkaSettings
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding, ip_count_topic_binding
 from onceflow.ipcount.traffic import event, expected_counts
 from onceflow.logproducer.encoding import AccessEventEncoder

@@ -23,10 +23,10 @@ import grpc
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.consumer.audit.bounded import AUDIT_STARTED
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.contract.clients import ResultsClient
+from onceflow.ipcount.audit.bounded import AUDIT_STARTED
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
 from onceflow.testing.consumer import HeldAuditsConsumerProcess
 from onceflow.testing.faults import HoldAt

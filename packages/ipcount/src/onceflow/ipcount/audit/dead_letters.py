@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from onceflow.consumer.audit.topic import TopicNotFound, read_committed
+from onceflow.core.kafka import TopicNotFound, read_committed
 from onceflow.core.settings import KafkaSettings
 
 KIND_HEADER = "onceflow.error.kind"

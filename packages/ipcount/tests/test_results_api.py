@@ -14,7 +14,6 @@ from confluent_kafka import Producer
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.cli.app import main as onceflow
-from onceflow.consumer.audit import generator_model, source_topic_truth
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.contract.clients import ResultsClient
@@ -22,11 +21,11 @@ from onceflow.contract.results import GeneratorTruth, IpCountsUpdate
 from onceflow.contract.results import IpCount as AnsweredCount
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IpCount
 from onceflow.core.settings import KafkaSettings
+from onceflow.ipcount.audit import generator_model, source_topic_truth
 from onceflow.ipcount.consumer.views import IpCountViews
 from onceflow.ipcount.traffic import event, expected_counts
 from onceflow.proto.v1 import results_pb2
-
-from .conftest import W0, Transaction, TransactionalWriter, ip_count, results_of, wait_until
+from onceflow.testing.consumer.ip_counts import W0, Transaction, TransactionalWriter, ip_count, results_of, wait_until
 
 SEED, COUNT = 3, 3_000
 GENERATOR = {"ips": "20", "event.time.rate": "100"}

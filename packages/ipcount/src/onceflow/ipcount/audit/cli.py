@@ -45,12 +45,12 @@ from collections import Counter
 from importlib.metadata import entry_points
 from typing import Any
 
-from onceflow.consumer.audit import Auditor, FileSource, GeneratorSource, TopicSource, TruthSource, render
 from onceflow.consumer.exceptions import InvalidQuery
 from onceflow.consumer.settings import AuditSinkSettings, ConsumerSettings, StoreSettings
 from onceflow.core import defaults
 from onceflow.core.settings import KafkaSettings, load_settings, parse_pairs
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SOURCE_TOPIC
+from onceflow.ipcount.audit import Auditor, FileSource, GeneratorSource, TopicSource, TruthSource, render
 
 #: Pause between two audits with --wait.
 WAIT_STEP_S = 5.0

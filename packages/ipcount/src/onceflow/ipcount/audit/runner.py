@@ -9,24 +9,24 @@ from dataclasses import dataclass, field, replace
 import psycopg
 from confluent_kafka import KafkaException
 
-from onceflow.consumer.audit.compare import compare
-from onceflow.consumer.audit.dead_letters import DeadLetterTally, tally_dead_letters
-from onceflow.consumer.audit.logfile import FileRecount, merge_recounts, recount_file
-from onceflow.consumer.audit.model import Accounting, AuditReport, Key, SinkAudit, Truth
-from onceflow.consumer.audit.sinks import (
-    DeltaTableReader,
-    KafkaTopicReader,
-    PostgresTableReader,
-    SinkReader,
-    SqliteTableReader,
-)
-from onceflow.consumer.audit.truth import file_truth, generator_model, generator_truth, source_topic_truth
 from onceflow.consumer.exceptions import InvalidQuery
 from onceflow.consumer.settings import AuditSettings, StoreSettings
 from onceflow.core import defaults
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SOURCE_TOPIC
+from onceflow.ipcount.audit.compare import compare
+from onceflow.ipcount.audit.dead_letters import DeadLetterTally, tally_dead_letters
+from onceflow.ipcount.audit.logfile import FileRecount, merge_recounts, recount_file
+from onceflow.ipcount.audit.model import Accounting, AuditReport, Key, SinkAudit, Truth
+from onceflow.ipcount.audit.sinks import (
+    DeltaTableReader,
+    KafkaTopicReader,
+    PostgresTableReader,
+    SinkReader,
+    SqliteTableReader,
+)
+from onceflow.ipcount.audit.truth import file_truth, generator_model, generator_truth, source_topic_truth
 
 _log = get_logger(__name__)
 
@@ -60,7 +60,7 @@ def run_audit(
            them). Open windows are left out of both sides.
         2. Read each sink; a sink that cannot be read is reported as such (DIFFERENT), the others
            are still audited.
-        3. Classify every key per sink (:func:`~onceflow.consumer.audit.compare.compare`).
+        3. Classify every key per sink (:func:`~onceflow.ipcount.audit.compare.compare`).
     """
     # Step 1
     end_limit: int | None = None
@@ -121,7 +121,7 @@ class TopicSource:
 @dataclass(frozen=True)
 class FileSource:
     """Truth recounted from the access-log file the pipeline read, with an independent plain-Python
-    parse (:mod:`onceflow.consumer.audit.logfile`). The report accounts for every line of it: an
+    parse (:mod:`onceflow.ipcount.audit.logfile`). The report accounts for every line of it: an
     event in ``source_topic`` or a dead letter in ``dead_letter_topic``, kind by kind."""
 
     path: str

@@ -1,11 +1,12 @@
-"""The audit: ground truth (generator or ``ip_count_source``) compared with every sink.
+"""The IP-count audit: ground truth (generator, ``ip_count_source`` or the access-log file) compared
+with every sink's IP-count results.
 
-A library (used by ``RunAudit``, ``onceflow audit`` and the demo): :func:`run_audit` compares a
+A library (used by the example's ``RunAudit``, ``onceflow audit`` and the demo): :func:`run_audit` compares a
 :class:`Truth` with :class:`SinkReader` s; :class:`Auditor` does it for configured sinks.
 """
 
-from onceflow.consumer.audit.compare import compare
-from onceflow.consumer.audit.model import (
+from onceflow.ipcount.audit.compare import compare
+from onceflow.ipcount.audit.model import (
     Accounting,
     AuditReport,
     Difference,
@@ -15,8 +16,8 @@ from onceflow.consumer.audit.model import (
     SinkRows,
     Truth,
 )
-from onceflow.consumer.audit.report import DIFFERENT, EXACT, render
-from onceflow.consumer.audit.runner import (
+from onceflow.ipcount.audit.report import DIFFERENT, EXACT, render
+from onceflow.ipcount.audit.runner import (
     STORE_SINK,
     Auditor,
     FileSource,
@@ -26,9 +27,8 @@ from onceflow.consumer.audit.runner import (
     run_audit,
     store_reader,
 )
-from onceflow.consumer.audit.sinks import KafkaTopicReader, PostgresTableReader, SinkReader, SqliteTableReader
-from onceflow.consumer.audit.topic import TopicRecord, read_committed
-from onceflow.consumer.audit.truth import generator_model, generator_truth, source_topic_truth
+from onceflow.ipcount.audit.sinks import KafkaTopicReader, PostgresTableReader, SinkReader, SqliteTableReader
+from onceflow.ipcount.audit.truth import generator_model, generator_truth, source_topic_truth
 
 __all__ = [
     "DIFFERENT",
@@ -48,14 +48,12 @@ __all__ = [
     "SinkReader",
     "SinkRows",
     "SqliteTableReader",
-    "TopicRecord",
     "TopicSource",
     "Truth",
     "TruthSource",
     "compare",
     "generator_model",
     "generator_truth",
-    "read_committed",
     "render",
     "run_audit",
     "source_topic_truth",

@@ -8,14 +8,13 @@ from collections.abc import Callable
 import pytest
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.consumer.audit import KafkaTopicReader
 from onceflow.core.errors import SerializationError
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SINK_COMMITS_TOPIC
+from onceflow.ipcount.audit import KafkaTopicReader
 from onceflow.ipcount.schema import ip_count_topic_binding
 from onceflow.sinks.readback import KafkaReader
-
-from .conftest import W0, Transaction, TransactionalWriter, ip_count
+from onceflow.testing.consumer.ip_counts import W0, Transaction, TransactionalWriter, ip_count
 
 
 def test_undecodable_records_are_counted_and_the_latest_record_per_key_wins(

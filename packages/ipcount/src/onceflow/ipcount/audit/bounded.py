@@ -24,11 +24,11 @@ import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 
-from onceflow.consumer.audit.model import AuditReport
-from onceflow.consumer.audit.runner import Auditor, GeneratorSource, TruthSource
 from onceflow.consumer.exceptions import ConsumerError, InvalidQuery
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
+from onceflow.ipcount.audit.model import AuditReport
+from onceflow.ipcount.audit.runner import Auditor, GeneratorSource, TruthSource
 
 _log = get_logger(__name__)
 
