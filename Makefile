@@ -88,16 +88,16 @@ s3proxy: maven ## fetch S3Proxy for the object-store tests (Maven Central -> .ca
 	$(call fetch_jars,S3Proxy $(S3PROXY_VERSION),tools/s3proxy/pom.xml,$(S3PROXY_HOME),the object-store tests run on it)
 
 # Hadoop's S3A connector for Spark checkpoints on S3 (onceflow.spark.runner.object_store): resolved into the
-# local Maven repository (the AWS SDK bundle is 650 MB: not copied), its classpath written to $(HADOOP_AWS_HOME).
+# local Maven repository (not copied), its classpath written to $(HADOOP_AWS_HOME).
 HADOOP_AWS_VERSION := $(shell sed -n 's:.*<hadoop.version>\(.*\)</hadoop.version>.*:\1:p' tools/hadoop-aws/pom.xml)
 HADOOP_AWS_HOME := .cache/hadoop-aws/$(HADOOP_AWS_VERSION)
 
-hadoop-aws: maven ## resolve hadoop-aws + the AWS SDK bundle for Spark checkpoints on S3 (-> .cache/hadoop-aws)
+hadoop-aws: maven ## resolve hadoop-aws + the AWS SDK's S3 modules for Spark checkpoints on S3 (-> .cache/hadoop-aws)
 	@stamp=$(HADOOP_AWS_HOME)/.complete; \
 	if [ -f "$$stamp" ] && cmp -s tools/hadoop-aws/pom.xml "$$stamp" \
 	  && tr ':' '\n' < $(HADOOP_AWS_HOME)/classpath.txt | while read -r jar; do [ -f "$$jar" ] || exit 1; done; then \
 	  echo "setup: hadoop-aws $(HADOOP_AWS_VERSION) ok ($(HADOOP_AWS_HOME)/classpath.txt)"; exit 0; fi; \
-	echo "setup: resolving hadoop-aws $(HADOOP_AWS_VERSION) and the AWS SDK bundle from Maven Central (about 700 MB once)"; \
+	echo "setup: resolving hadoop-aws $(HADOOP_AWS_VERSION) and the AWS SDK's S3 modules from Maven Central (about 15 MB once)"; \
 	rm -rf $(HADOOP_AWS_HOME); mkdir -p $(HADOOP_AWS_HOME); \
 	set -o pipefail; \
 	mvn -q -B -f tools/hadoop-aws/pom.xml dependency:build-classpath -DincludeScope=runtime \

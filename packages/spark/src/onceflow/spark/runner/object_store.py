@@ -6,7 +6,7 @@ Spark JVM and Python workers inherit, and Hadoop's S3A connector for a checkpoin
   start and exports ``[staging.s3]`` as the standard AWS variables, so Spark's Python workers (and on
   a cluster its executors, through ``spark.executorEnv.*``) reach the same store.
 - A checkpoint on ``s3a://`` or ``s3://`` is Spark's own (the JVM writes it) and needs Hadoop's S3A
-  connector: ``hadoop-aws`` of PySpark's Hadoop version and the AWS SDK bundle it was built with.
+  connector: ``hadoop-aws`` of PySpark's Hadoop version and the AWS SDK's S3 modules it was built with.
   ``make setup`` resolves them from Maven Central (``tools/hadoop-aws/pom.xml``) and writes their
   classpath to ``.cache/hadoop-aws/<version>/classpath.txt``; the driver takes that classpath from
   :data:`HADOOP_AWS_CLASSPATH_ENV`. S3A reads the credentials from the same AWS variables, so no
@@ -24,7 +24,7 @@ from onceflow.contract.staging.s3 import DEFAULT_REGION, S3Connection
 from onceflow.core.errors import InvalidConfig
 from onceflow.spark.job.settings import SparkJobSettings
 
-#: A classpath (``:``-separated jars) holding ``hadoop-aws`` and the AWS SDK bundle.
+#: A classpath (``:``-separated jars) holding ``hadoop-aws`` and the AWS SDK's S3 modules.
 HADOOP_AWS_CLASSPATH_ENV: Final = "ONCEFLOW_HADOOP_AWS_CLASSPATH"
 
 #: Spark settings of an ``s3a://`` checkpoint that do not depend on the store. The FileSystem-based
@@ -120,7 +120,7 @@ def _hadoop_aws_classpath(settings: SparkJobSettings, environ: Mapping[str, str]
         raise InvalidConfig(
             "checkpoint_location",
             f"{settings.checkpoint_location} is on an object store, which needs Hadoop's S3A connector "
-            f"(hadoop-aws and the AWS SDK bundle) on Spark's classpath, but {problem}: run 'make setup' and set "
+            f"(hadoop-aws and the AWS SDK) on Spark's classpath, but {problem}: run 'make setup' and set "
             f"{HADOOP_AWS_CLASSPATH_ENV} to the contents of .cache/hadoop-aws/<version>/classpath.txt, or name "
             "the jars in spark.conf (spark.jars)",
         )

@@ -14,7 +14,7 @@ POM: Final = Path("tools/hadoop-aws/pom.xml")
 
 
 def hadoop_aws_classpath() -> str:
-    """The ``:``-separated jars of hadoop-aws and the AWS SDK bundle; :class:`S3ProxyJarsMissing` saying
+    """The ``:``-separated jars of hadoop-aws and the AWS SDK's S3 modules; :class:`S3ProxyJarsMissing` saying
     to run ``make setup`` when they were not resolved (or were removed from the Maven repository)."""
     root = repo_root(POM, S3ProxyJarsMissing)
     version = pom_property(root / POM, "hadoop.version", S3ProxyJarsMissing)
