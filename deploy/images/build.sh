@@ -6,8 +6,14 @@
 # 2. The onceflow images: one per target of services/Dockerfile (onceflow-<service>; they share every
 #    layer but their last few). The wheelhouse must exist (make wheelhouse), and the Spark image takes
 #    the S3A connector's jars (make hadoop-aws), copied into .cache/images/hadoop-aws.
+#    The build stage (the virtual environment) is tagged onceflow-build, so the engine keeps it as the
+#    cache of the next run.
 # 3. The dependencies on the same base: Apache Kafka and S3Proxy from the jars in .cache (make kafka,
 #    make s3proxy), PostgreSQL and Prometheus from Debian's packages.
+# 4. The images a rebuild replaced are removed: every image built here carries the label
+#    dev.onceflow.images, and an untagged one with it is an old version (only those: another project's
+#    images and dangling layers are left alone). Without this, each rebuild after a lock change leaves
+#    gigabytes behind.
 # The engine's layer cache makes a second run take seconds; only what changed is rebuilt.
 set -euo pipefail
 
@@ -15,9 +21,16 @@ cd "$(dirname "$0")/../.."
 TAG=${IMAGE_TAG:-local}
 REPORT=.cache/images/report.txt
 SERVICES=(coordinator participant consumer connect-worker spark-worker broker)
+LABEL=dev.onceflow.images
 export DOCKER_BUILDKIT=${DOCKER_BUILDKIT:-0}
 
 say() { echo "images: $*"; }
+# The free space where the engine keeps its layers (a build that runs out of it fails in the middle).
+disk_free() {
+  local root
+  root=$(docker info -f '{{.DockerRootDir}}' 2>/dev/null || echo /var/lib/docker)
+  echo "$(df -h --output=avail "$root" | tail -n 1 | tr -d ' ') free in $root"
+}
 mkdir -p .cache/images
 [ -f .cache/wheelhouse/requirements.txt ] || { say "no wheelhouse: run 'make wheelhouse' first"; exit 1; }
 pom_version() { sed -n "s:.*<$2>\(.*\)</$2>.*:\1:p" "$1" | head -n 1; }
@@ -29,6 +42,7 @@ HADOOP_AWS_JARS=.cache/hadoop-aws/$HADOOP_AWS_VERSION/classpath.txt
 [ -s "$HADOOP_AWS_JARS" ] || { say "no hadoop-aws $HADOOP_AWS_VERSION classpath: run 'make hadoop-aws' first"; exit 1; }
 
 start_all=$(date +%s)
+say "building into an engine with $(disk_free)"
 rows=()
 # build NAME DOCKERFILE [ARGS...]: docker build, its log in .cache/images/NAME.log, timed
 build() {
@@ -36,8 +50,8 @@ build() {
   shift 2
   log=.cache/images/$name.log
   start=$(date +%s)
-  if ! docker build --build-arg "BASE_IMAGE=$BASE" -f "$dockerfile" -t "onceflow-$name:$TAG" "$@" . >"$log" 2>&1; then
-    say "building onceflow-$name failed (the end of $log:)"; tail -n 25 "$log" | sed 's/^/  /'; exit 1
+  if ! docker build --build-arg "BASE_IMAGE=$BASE" --label "$LABEL=$TAG" -f "$dockerfile" -t "onceflow-$name:$TAG" "$@" . >"$log" 2>&1; then
+    say "building onceflow-$name failed ($(disk_free); the end of $log:)"; tail -n 25 "$log" | sed 's/^/  /'; exit 1
   fi
   rows+=("$name $(( $(date +%s) - start ))")
   say "onceflow-$name:$TAG built in $(( $(date +%s) - start ))s"
@@ -63,6 +77,7 @@ for staged in .cache/images/hadoop-aws/*.jar; do
   [[ " ${image_classpath[*]} " == *" /opt/hadoop-aws/$(basename "$staged") "* ]] || rm -f "$staged"
 done
 classpath=$(IFS=':'; echo "${image_classpath[*]}")
+build build services/Dockerfile --target build
 for service in "${SERVICES[@]}"; do
   if [ "$service" = spark-worker ]; then
     build "$service" services/Dockerfile --target "$service" --build-arg "HADOOP_AWS_CLASSPATH=$classpath"
@@ -80,6 +95,10 @@ if [ -f tools/s3proxy/pom.xml ]; then
   [ -f ".cache/s3proxy/$S3PROXY_VERSION/.complete" ] || { say "no S3Proxy $S3PROXY_VERSION jars: run 'make s3proxy' first"; exit 1; }
   build s3proxy deploy/images/s3proxy/Dockerfile --build-arg "S3PROXY_VERSION=$S3PROXY_VERSION"
 fi
+
+# Step 4
+removed=$(docker image prune -f --filter "label=$LABEL" | sed -n 's/^Total reclaimed space: //p')
+say "removed the images this build replaced (${removed:-0B}); $(disk_free)"
 
 {
   echo "# make images: seconds to build (layer cache as it was) and image sizes; $(date -u +%FT%TZ)"
