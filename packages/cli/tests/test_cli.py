@@ -12,6 +12,7 @@ import pytest
 
 from onceflow.cli import app as cli_main
 from onceflow.core.errors import InvalidConfig
+from onceflow.testing.plugins import installed_entry_points
 
 ONCEFLOW = Path(sys.executable).parent / "onceflow"
 
@@ -98,3 +99,14 @@ def test_a_closed_pipe_ends_a_command_quietly() -> None:
     first, status = result.stdout.splitlines()[0], result.stdout.splitlines()[-1]
     assert first.strip()
     assert status in ("status=141", "status=0")
+
+
+def test_a_broken_command_plugin_leaves_the_others(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plugins = {cli_main.ENTRY_POINT_GROUP: {"broken": "onceflow.nowhere:register", "text": "onceflow.cli.app:__doc__"}}
+    with installed_entry_points(tmp_path, plugins):
+        parser = cli_main.build_parser()
+    err = capsys.readouterr().err
+    assert "onceflow: warning: command 'broken' is unavailable: onceflow.cli entry point 'broken'" in err
+    assert "No module named 'onceflow.nowhere'" in err
+    assert "command 'text' is unavailable: onceflow.cli entry point 'text' (onceflow.cli.app:__doc__) is not" in err
+    assert parser.parse_args(["version"]).func is not None

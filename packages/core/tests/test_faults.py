@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from importlib.metadata import EntryPoint
+from pathlib import Path
 
 import pytest
 
-from onceflow.core import faults
 from onceflow.core.faults import NO_FAULTS, PLUGIN_GROUP, FaultInjector, installed_faults
+from onceflow.core.plugins import PluginError
+from onceflow.testing.plugins import installed_entry_points
 
 
 @pytest.fixture(autouse=True)
@@ -23,14 +24,6 @@ def test_a_process_without_a_plugin_has_no_faults() -> None:
     NO_FAULTS.at("anything", txn="j:1")  # does nothing
 
 
-def _plugins(monkeypatch: pytest.MonkeyPatch, *values: str) -> None:
-    def entry_points(*, group: str, name: str) -> list[EntryPoint]:
-        assert group == PLUGIN_GROUP
-        return [EntryPoint(name, value, group) for value in values]
-
-    monkeypatch.setattr(faults, "entry_points", entry_points)
-
-
 class Counting(FaultInjector):
     built = 0
 
@@ -41,18 +34,23 @@ class Counting(FaultInjector):
         return None
 
 
-def test_the_plugin_is_built_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    _plugins(monkeypatch, f"{__name__}:Counting")
+def test_the_plugin_is_built_once_per_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(Counting, "built", 0)
-    first = installed_faults("svc")
+    with installed_entry_points(tmp_path, {PLUGIN_GROUP: {"svc": f"{__name__}:Counting"}}):
+        first = installed_faults("svc")
     assert isinstance(first, Counting)
     assert installed_faults("svc") is first and Counting.built == 1
 
 
-def test_a_plugin_that_is_no_injector_or_ambiguous_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    _plugins(monkeypatch, "builtins:object")
-    with pytest.raises(TypeError, match=r"builtins:object returned .* not a FaultInjector"):
+def test_a_plugin_that_is_no_injector_or_ambiguous_is_refused(tmp_path: Path) -> None:
+    with (
+        installed_entry_points(tmp_path / "object", {PLUGIN_GROUP: {"svc": "builtins:object"}}),
+        pytest.raises(PluginError, match=r"'svc' \(builtins:object\) built <object .*>, not a FaultInjector"),
+    ):
         installed_faults("svc")
-    _plugins(monkeypatch, f"{__name__}:Counting", "other:Counting")
-    with pytest.raises(RuntimeError, match=r"2 onceflow\.faults plug-ins for 'other-svc'"):
+    with (
+        installed_entry_points(tmp_path / "one", {PLUGIN_GROUP: {"other-svc": f"{__name__}:Counting"}}),
+        installed_entry_points(tmp_path / "two", {PLUGIN_GROUP: {"other-svc": "onceflow.core.faults:NoFaults"}}),
+        pytest.raises(RuntimeError, match=r"2 onceflow\.faults plug-ins for 'other-svc'"),
+    ):
         installed_faults("other-svc")

@@ -4,12 +4,10 @@ example); a broken extension, or two serving the Results RPCs, stop the consumer
 
 from __future__ import annotations
 
-from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
 
-from onceflow.consumer import extension
 from onceflow.consumer.api import ResultsApi, TableQuery
 from onceflow.consumer.extension import ENTRY_POINT_GROUP, load_extensions, results_servicer
 from onceflow.consumer.settings import ConsumerSettings
@@ -17,9 +15,11 @@ from onceflow.consumer.store import SqliteResultsStore
 from onceflow.consumer.tables import StoredTables
 from onceflow.contract import SinkMode
 from onceflow.core.errors import InvalidConfig
+from onceflow.core.plugins import PluginError
 from onceflow.ipcount.consumer import IpCountExtension
 from onceflow.ipcount.consumer.servicer import IpCountServicer
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
+from onceflow.testing.plugins import installed_entry_points
 
 
 def test_the_installed_extension_stores_the_results_topic_before_the_declared_tables() -> None:
@@ -45,10 +45,11 @@ def test_an_empty_results_topic_stores_only_the_declared_tables() -> None:
     ("value", "reason"),
     [("onceflow.nowhere:Extension", "does not load"), ("onceflow.ipcount.consumer:ip_count_table", "is not a")],
 )
-def test_a_broken_extension_is_refused_by_name(monkeypatch: pytest.MonkeyPatch, value: str, reason: str) -> None:
-    broken = EntryPoint(name="broken", value=value, group=ENTRY_POINT_GROUP)
-    monkeypatch.setattr(extension, "entry_points", lambda group: [broken] if group == ENTRY_POINT_GROUP else [])
-    with pytest.raises(InvalidConfig, match=f"{ENTRY_POINT_GROUP} broken.*{reason}"):
+def test_a_broken_extension_is_refused_by_name(tmp_path: Path, value: str, reason: str) -> None:
+    with (
+        installed_entry_points(tmp_path, {ENTRY_POINT_GROUP: {"broken": value}}),
+        pytest.raises(PluginError, match=f"{ENTRY_POINT_GROUP} entry point 'broken'.*{reason}"),
+    ):
         load_extensions()
 
 

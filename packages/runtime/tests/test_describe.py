@@ -8,6 +8,7 @@ from pathlib import Path
 
 from onceflow.runtime.plugins import PluginRegistry
 from onceflow.runtime.worker.worker import connector_config_def
+from onceflow.testing.plugins import installed_entry_points
 
 ONCEFLOW = Path(sys.executable).parent / "onceflow"
 
@@ -33,3 +34,11 @@ def test_describe_names_an_unknown_plugin() -> None:
     )
     assert result.returncode == 2
     assert "no-such-plugin" in result.stderr
+
+
+def test_a_broken_connector_plugin_is_skipped(tmp_path: Path) -> None:
+    """A worker runs the connectors that load; the others are logged and left out."""
+    broken = {"broken": "onceflow.nowhere:Connector", "not-a-connector": "onceflow.runtime.plugins:PluginRegistry"}
+    with installed_entry_points(tmp_path, {"onceflow.connectors": broken}):
+        names = [plugin.name for plugin in PluginRegistry.discover().plugins()]
+    assert "access-log-file" in names and "broken" not in names and "not-a-connector" not in names

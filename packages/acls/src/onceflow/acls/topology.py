@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
 from types import SimpleNamespace
 from typing import TypeVar
@@ -28,6 +27,7 @@ from onceflow.core.errors import InvalidConfig
 from onceflow.core.settings import Settings, load_settings
 from onceflow.core.topics import SCHEMAS_TOPIC
 from onceflow.runtime.config.worker_settings import WorkerSettings
+from onceflow.runtime.plugins import PluginRegistry
 from onceflow.runtime.worker.exactly_once import transactional_id as source_transactional_id
 from onceflow.sinks.kafka.participant import KafkaParticipant
 from onceflow.sinks.server.settings import KafkaOptions, KafkaSink, ParticipantSettings
@@ -39,7 +39,6 @@ SERVICES = ("coordinator", "connect", "participant", "consumer", "spark")
 MANY_CONFIGS = ("participant", "spark")
 """The services that may run as several processes, one config file each (shards, jobs)."""
 
-_CONNECTOR_GROUP = "onceflow.connectors"
 S = TypeVar("S", bound=Settings)
 
 
@@ -101,10 +100,10 @@ class Topology:
         return common_prefix(lambda connector: source_transactional_id(connector, 0))
 
     def connector_output_topics(self) -> list[str]:
-        """The default output topics of the registered source connectors (``topic``, ``*.topic``)."""
+        """The default output topics of the connectors a worker would run (``topic``, ``*.topic``)."""
         found: list[str] = []
-        for entry in entry_points(group=_CONNECTOR_GROUP):
-            config_def = entry.load().config_def()
+        for plugin in PluginRegistry.discover().plugins():
+            config_def = plugin.connector_class.config_def()
             for key in config_def.keys():  # noqa: SIM118 - ConfigDef.keys() is its list of ConfigKeys
                 if key.name.endswith("topic") and isinstance(key.default, str) and key.default not in found:
                     found.append(key.default)

@@ -12,11 +12,11 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from importlib.metadata import entry_points
 
 from onceflow.cli.version import add_version_command
 from onceflow.core.errors import OnceflowError
 from onceflow.core.logging import configure_logging
+from onceflow.core.plugins import CALLABLE, PluginError, load_group
 
 ENTRY_POINT_GROUP = "onceflow.cli"
 
@@ -31,15 +31,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-format", default="kv", choices=["kv", "json"], help="key=value lines or JSON")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     add_version_command(subparsers)
-    for entry_point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name):
-        try:
-            register = entry_point.load()
-        except ImportError as exc:
-            # A broken plugin must not take the other commands down with it; say which one and why.
-            print(f"onceflow: warning: command {entry_point.name!r} is unavailable: {exc}", file=sys.stderr)
-            continue
-        register(subparsers)
+    for plugin in load_group(ENTRY_POINT_GROUP, kind=CALLABLE, on_error=_unavailable):
+        plugin.target(subparsers)
     return parser
+
+
+def _unavailable(error: PluginError) -> None:
+    """A broken plugin must not take the other commands down with it; say which one and why."""
+    print(f"onceflow: warning: command {error.name!r} is unavailable: {error}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

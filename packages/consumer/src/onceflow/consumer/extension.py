@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Final
 
 from onceflow.core.errors import InvalidConfig
+from onceflow.core.plugins import load_group
 
 if TYPE_CHECKING:
     from onceflow.consumer.api.servicer import ResultsApi, ResultsServicer
@@ -44,20 +44,10 @@ class ConsumerExtension(abc.ABC):
 def load_extensions() -> list[ConsumerExtension]:
     """An instance of every installed extension, by entry-point name.
 
-    Raises :class:`~onceflow.core.errors.InvalidConfig` naming an entry point that does not load or
+    Raises :class:`~onceflow.core.plugins.PluginError` naming an entry point that does not load or
     is not a :class:`ConsumerExtension` class.
     """
-    found: list[ConsumerExtension] = []
-    for entry in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-        setting = f"{ENTRY_POINT_GROUP} {entry.name}"
-        try:
-            loaded = entry.load()
-        except Exception as exc:
-            raise InvalidConfig(setting, f"{entry.value} does not load: {exc!r}") from exc
-        if not (isinstance(loaded, type) and issubclass(loaded, ConsumerExtension)):
-            raise InvalidConfig(setting, f"{entry.value} is not a ConsumerExtension class")
-        found.append(loaded())
-    return found
+    return [plugin.target() for plugin in load_group(ENTRY_POINT_GROUP, kind=ConsumerExtension)]
 
 
 def results_servicer(extensions: Sequence[ConsumerExtension], api: ResultsApi) -> ResultsServicer:

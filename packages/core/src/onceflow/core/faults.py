@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import abc
 import functools
-from importlib.metadata import entry_points
 from typing import Final
 
 from onceflow.core.logging import get_logger
+from onceflow.core.plugins import CALLABLE, PluginError, load_group
 
 #: The entry-point group of fault plug-ins: ``<process> = "module:factory"``, a factory taking no
 #: arguments and returning the process's :class:`FaultInjector`.
@@ -54,17 +54,18 @@ def installed_faults(process: str) -> FaultInjector:
     """The injector a test harness installed for ``process`` (``coordinator``, ``participant``, ...),
     else :data:`NO_FAULTS`. Looked up once per process: later calls return the same injector.
 
-    A plug-in that fails to load, or returns something else than a :class:`FaultInjector`, raises: a
-    test that asked for a fault must not run without it.
+    A plug-in that fails to load, or does not build a :class:`FaultInjector`, raises
+    :class:`~onceflow.core.plugins.PluginError`: a test that asked for a fault must not run without it.
     """
-    plugins = sorted(entry_points(group=PLUGIN_GROUP, name=process), key=lambda plugin: plugin.value)
+    plugins = load_group(PLUGIN_GROUP, kind=CALLABLE, name=process)
     if not plugins:
         return NO_FAULTS
     if len(plugins) > 1:
         raise RuntimeError(f"{len(plugins)} {PLUGIN_GROUP} plug-ins for {process!r}: {[p.value for p in plugins]}")
-    injector = plugins[0].load()()
+    (plugin,) = plugins
+    injector = plugin.target()
     if not isinstance(injector, FaultInjector):
-        raise TypeError(f"the {PLUGIN_GROUP} plug-in {plugins[0].value} returned {injector!r}, not a FaultInjector")
+        raise PluginError(plugin.entry, f"built {injector!r}, not a FaultInjector")
     if injector is not NO_FAULTS:
-        _log.warning("faults.installed", process=process, plugin=plugins[0].value, injector=repr(injector))
+        _log.warning("faults.installed", process=process, plugin=plugin.value, injector=repr(injector))
     return injector

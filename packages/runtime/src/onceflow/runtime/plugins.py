@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.logging import get_logger
+from onceflow.core.plugins import PluginError, load_group
 from onceflow.runtime.api.connector import Connector, ConnectorType
 from onceflow.runtime.exceptions import PluginNotFound
 
@@ -45,18 +45,12 @@ class PluginRegistry:
     @classmethod
     def discover(cls) -> PluginRegistry:
         """Every installed ``onceflow.connectors`` entry point; broken ones are logged and skipped."""
-        plugins = []
-        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-            try:
-                loaded = ep.load()
-            except Exception as exc:  # a broken plugin must not take the worker down
-                _log.warning("plugin.unavailable", plugin=ep.name, entry_point=ep.value, error=repr(exc))
-                continue
-            if isinstance(loaded, type) and issubclass(loaded, Connector):
-                plugins.append(_info(ep.name, ep.value, loaded))
-            else:
-                _log.warning("plugin.not_a_connector", plugin=ep.name, entry_point=ep.value)
-        return cls(plugins)
+
+        def skip(error: PluginError) -> None:  # a broken plugin must not take the worker down
+            _log.warning("plugin.unavailable", plugin=error.name, entry_point=error.value, error=error.reason)
+
+        found = load_group(ENTRY_POINT_GROUP, kind=Connector, on_error=skip)
+        return cls([_info(plugin.name, plugin.value, plugin.target) for plugin in found])
 
     def register_class(self, spec: str) -> None:
         """Register the connector class ``module:Class`` under that name (the worker's ``extra_plugins``).

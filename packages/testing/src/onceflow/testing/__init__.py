@@ -8,5 +8,6 @@ One sub-package per service it drives:
 - :mod:`onceflow.testing.sinks`: a real PostgreSQL server fixture (``pytest11``), ParticipantProcess;
 - :mod:`onceflow.testing.consumer`: ConsumerProcess;
 - :mod:`onceflow.testing.runtime`: WorkerProcess, a counter connector, a header-keeping reader;
-- :mod:`onceflow.testing.logproducer`: a corpus of real-format lines and hypothesis strategies.
+- :mod:`onceflow.testing.logproducer`: a corpus of real-format lines and hypothesis strategies;
+- :mod:`onceflow.testing.plugins`: entry points installed for a test (a distribution on ``sys.path``).
 """
