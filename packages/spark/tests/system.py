@@ -255,10 +255,10 @@ class SinkSystem:
     def replay_audit(
         self, configs: list[Path], env: Mapping[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """``onceflow audit --replay`` of the jobs ``configs`` against this system's participant config
+        """``onceflow job audit`` of the jobs ``configs`` against this system's participant config
         (``env``: the whole environment of the command, else this process's)."""
         command = [
-            str(Path(sys.executable).parent / "onceflow"), "audit", "--replay", *map(str, configs),
+            str(Path(sys.executable).parent / "onceflow"), "job", "audit", *map(str, configs),
             "--participant-config", str(self.work_dir / "participant.toml"), "--master", "local[2]",
         ]  # fmt: skip
         return subprocess.run(

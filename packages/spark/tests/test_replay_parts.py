@@ -159,13 +159,31 @@ def test_a_sqlite_binding_reads_back_as_its_arrow_types(tmp_path: Path) -> None:
         SqliteReader("sqlite", tmp_path / "missing.db").rows(binding)
 
 
-def test_the_replay_command_names_what_is_missing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("command", [["job", "audit"], ["audit", "--replay"]], ids=["job-audit", "audit-replay"])
+def test_the_replay_command_names_what_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """``onceflow job audit`` and its alias ``onceflow audit --replay`` check their arguments in the same
+    function (``onceflow.spark.command.replay_audit``): the same errors, exit 2, before Spark starts."""
     job, participant = tmp_path / "job.toml", tmp_path / "participant.toml"
-    replay = ["audit", "--replay", str(job), "--participant-config", str(participant)]
-    assert onceflow(replay[:3]) == 2
-    assert "--participant-config: is required with --replay" in capsys.readouterr().err
+    replay = [*command, str(job), "--participant-config", str(participant)]
+    if command == ["job", "audit"]:  # argparse knows the option is required
+        with pytest.raises(SystemExit) as exited:
+            onceflow(replay[:3])
+        assert exited.value.code == 2
+        assert "the following arguments are required: --participant-config" in capsys.readouterr().err
+    else:
+        assert onceflow(replay[:3]) == 2
+        assert "'--participant-config': is required" in capsys.readouterr().err
+    assert onceflow(replay) == 2
+    assert f"'config file': {job} does not exist" in capsys.readouterr().err
+    job.write_text('job = "x"\nentrypoint = "m:job\n')
+    assert onceflow(replay) == 2
+    assert f"'config file': {job} is not valid TOML" in capsys.readouterr().err
     job.write_text('job = "x"\nentrypoint = "m:job"\n')
     participant.write_text(f'[[sinks]]\nname = "sqlite"\nkind = "sqlite"\noptions.path = "{tmp_path / "s.db"}"\n')
+    assert onceflow([*replay, "--examples", "-1"]) == 2
+    assert "'--examples': must be >= 0, got -1" in capsys.readouterr().err
     assert onceflow(replay) == 2
     assert "invalid setting 'outputs'" in capsys.readouterr().err  # the job's config is named
     job.write_text(

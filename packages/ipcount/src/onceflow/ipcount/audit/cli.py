@@ -2,12 +2,9 @@
 
 Truth (one of):
   --replay JOB.toml [JOB.toml ...] --participant-config FILE
-                                          re-run each job's query as a batch over what its micro-batches
-                                          read (from its checkpoint, up to the last batch the sinks
-                                          committed) and compare every sink the job binds, keyed or row
-                                          by row, and the sinks of each output with one another; events
-                                          behind their micro-batch's watermark are reported (needs
-                                          onceflow-spark; the other options below do not apply)
+                                          the replay audit of any job: an alias of 'onceflow job audit'
+                                          (see its --help; needs onceflow-spark; the other options
+                                          below do not apply)
   --seed S --count N [-c KEY=VALUE ...]   the generator's first N events (its connector settings with -c)
   --source-topic ip_count_source          recount the topic, read with read_committed, per window and ip
   --input PATH                            recount an access-log file with an independent plain-Python
@@ -42,12 +39,12 @@ import argparse
 import sys
 import time
 from collections import Counter
-from importlib.metadata import entry_points
 from typing import Any
 
 from onceflow.consumer.exceptions import InvalidQuery
 from onceflow.consumer.settings import AuditSinkSettings, ConsumerSettings, StoreSettings
 from onceflow.core import defaults
+from onceflow.core.plugins import CALLABLE, load_group
 from onceflow.core.settings import KafkaSettings, load_settings, parse_pairs
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SOURCE_TOPIC
 from onceflow.ipcount.audit import Auditor, FileSource, GeneratorSource, TopicSource, TruthSource, render
@@ -161,14 +158,12 @@ def build_auditor(args: argparse.Namespace) -> Auditor:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    """``--replay``: the onceflow-spark replay audit, found through the ``onceflow.audit`` entry point."""
-    if not args.participant_config:
-        raise InvalidQuery("--participant-config", "is required with --replay: it says where each sink of the jobs is")
-    found = [entry for entry in entry_points(group="onceflow.audit") if entry.name == "replay"]
+    """``--replay``: an alias of ``onceflow job audit``, found through onceflow-spark's ``onceflow.audit``
+    entry point ``replay`` (it checks the arguments and runs the audit)."""
+    found = load_group("onceflow.audit", kind=CALLABLE, name="replay")
     if not found:
         raise InvalidQuery("--replay", "needs onceflow-spark installed (it re-runs the jobs' queries on Spark)")
-    run_replay = found[0].load()
-    return int(run_replay(args.replay, args.participant_config, examples=args.examples or 5, master=args.master))
+    return int(found[0].target(args.replay, args.participant_config, examples=args.examples or 5, master=args.master))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,6 +1,6 @@
 """The replay audit of one job: its query re-run as a batch, compared with every sink it binds.
 
-onceflow audit --replay services/spark-worker/jobs/traffic.toml --participant-config participant.toml
+onceflow job audit services/spark-worker/jobs/traffic.toml --participant-config participant.toml
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""``onceflow audit --replay``: replay each job's query as a batch and compare it with every sink.
+"""``onceflow job audit`` (and its alias ``onceflow audit --replay``): replay each job's query as a
+batch and compare it with every sink.
 
-The ``audit`` command belongs to onceflow-consumer; it finds this function through the
-``onceflow.audit`` entry point ``replay`` (the replay needs Spark, the rest of the audit does not).
+The command's front is :func:`onceflow.spark.command.replay_audit`, which imports this module only
+when an audit runs (it needs Spark).
 """
 
 from __future__ import annotations
