@@ -59,3 +59,15 @@ def test_callable_plugins_and_no_kind(tmp_path: Path) -> None:
             load_group(GROUP, kind=CALLABLE)
         assert [p.target for p in load_group(GROUP)] == [NoFaults, "onceflow.faults"]
     assert load_group(GROUP) == []  # the distribution is gone with its sys.path entry
+
+
+def test_no_other_product_module_reads_entry_points() -> None:
+    """One loader: every entry-point group is read through ``load_group``."""
+    packages = Path(__file__).resolve().parents[2]
+    readers = [
+        str(path.relative_to(packages))
+        for path in sorted(packages.glob("*/src/onceflow/**/*.py"))
+        if "entry_points" in path.read_text()
+    ]
+    # onceflow-testing (test scaffolding, no product package) writes entry points for tests
+    assert readers == ["core/src/onceflow/core/plugins.py", "testing/src/onceflow/testing/plugins.py"]
