@@ -1,10 +1,12 @@
-"""Every gRPC stub of onceflow's services is built by the contract's typed clients, nowhere else.
+"""Every gRPC stub of onceflow's services is built by a typed client on the contract's base, nowhere else.
 
 ``onceflow.contract.clients`` is the one place a status code becomes a typed error and a
 channel gets its TLS and token; a stub built anywhere else (the demo's observer once called the
-Results API over a plaintext channel without the token) skips both. Tests that must send requests
-the clients would not build use a client's ``stub`` property. The clients answer the contract's values
-(converted in :mod:`onceflow.contract.proto`), so no code outside them reads a response message.
+Results API over a plaintext channel without the token) skips both. The framework's clients live
+there; an extension's service has its client on the same base (a ``ServiceClient`` subclass: the
+IP-count example's ``IpCountsClient``). Tests that must send requests the clients would not build use
+a client's ``stub`` property. The clients answer values (the contract's, converted in
+:mod:`onceflow.contract.proto`; an example's own), so no code outside them reads a response message.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from google.protobuf.message import Message
 
 from onceflow.contract import TransactionReport, clients
+from onceflow.ipcount.api import IpCountsClient
 from onceflow.proto.v1 import coordinator_pb2
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,6 +60,14 @@ def stub_constructions(source: str) -> list[int]:
                 if _is_grpc_module(alias.name):
                     modules.add(alias.asname or alias.name)
 
+    # the stubs a typed client on the contract's base builds (``class XClient(ServiceClient)``)
+    in_clients = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef) and any(ast.unparse(base).endswith("ServiceClient") for base in node.bases)
+        for inner in ast.walk(node)
+    }
+
     def is_stub_class(expr: ast.expr) -> bool:
         if isinstance(expr, ast.Name):
             return expr.id in stubs
@@ -68,7 +79,11 @@ def stub_constructions(source: str) -> list[int]:
     for node in ast.walk(tree):  # ``Stub = results_pb2_grpc.ResultsStub`` makes ``Stub`` one too
         if isinstance(node, ast.Assign) and is_stub_class(node.value):
             stubs.update(t.id for t in node.targets if isinstance(t, ast.Name))
-    return sorted(node.lineno for node in ast.walk(tree) if isinstance(node, ast.Call) and is_stub_class(node.func))
+    return sorted(
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and is_stub_class(node.func) and id(node) not in in_clients
+    )
 
 
 def test_the_check_finds_every_way_to_build_a_stub() -> None:
@@ -92,6 +107,17 @@ def test_the_check_finds_every_way_to_build_a_stub() -> None:
         "    health_pb2_grpc.HealthStub(channel)\n"
         "class S(results_pb2_grpc.ResultsServicer): ...\n"
     )
+    # a typed client on the contract's base builds its stub; the same call in any other class does not pass
+    assert stub_constructions(
+        "from onceflow.contract.clients import ServiceClient\n"
+        "from onceflow.proto.v1 import ipcount_pb2_grpc\n"
+        "class C(ServiceClient):\n"
+        "    def __init__(self) -> None:\n"
+        "        self._stub = ipcount_pb2_grpc.IpCountsStub(self.channel)\n"
+        "class Sneaky:\n"
+        "    def __init__(self) -> None:\n"
+        "        self._stub = ipcount_pb2_grpc.IpCountsStub(channel)\n"
+    ) == [8]
 
 
 def test_no_stub_is_built_outside_the_client_layer() -> None:
@@ -102,7 +128,8 @@ def test_no_stub_is_built_outside_the_client_layer() -> None:
     }
     assert not built, (
         "build the stub through onceflow.contract.clients (ResultsClient, ConnectClient, "
-        f"CoordinatorClient, ParticipantClient; tests: their .stub): {sorted(built)}"
+        "CoordinatorClient, ParticipantClient) or a typed client on its ServiceClient base "
+        f"(IpCountsClient; tests: their .stub): {sorted(built)}"
     )
 
 
@@ -152,6 +179,7 @@ def test_the_check_finds_a_method_answering_a_proto_message() -> None:
 def test_the_clients_answer_contract_values_not_proto_messages() -> None:
     classes = [getattr(clients, name) for name in clients.__all__]
     client_classes = [c for c in classes if isinstance(c, type) and issubclass(c, clients.ServiceClient)]
+    client_classes.append(IpCountsClient)  # the example's, on the same base
     assert {c.__name__ for c in client_classes} >= {
         "ConnectClient",
         "CoordinatorClient",

@@ -23,7 +23,8 @@ from onceflow.coordinator.service import CoordinatorServer
 from onceflow.coordinator.settings import CoordinatorSettings
 from onceflow.core.grpc import open_channel
 from onceflow.core.settings import TlsSettings
-from onceflow.proto.v1 import connect_pb2, connect_pb2_grpc, results_pb2, results_pb2_grpc
+from onceflow.ipcount.api import GeneratorTruth, IpCountsClient
+from onceflow.proto.v1 import connect_pb2, connect_pb2_grpc
 from onceflow.runtime.config.worker_settings import WorkerSettings
 from onceflow.runtime.service import ConnectWorkerService
 from onceflow.sinks.server import ParticipantSettings
@@ -88,10 +89,11 @@ def services(broker: EmbeddedBroker, tmp_path: Path) -> Iterator[dict[str, tuple
                 lambda c: c.abort_prepared_transaction("db", TransactionId("j", 1), timeout_s=10),
                 lambda c: c.list_prepared_transactions("db", timeout_s=10),
             )),
-            "results": (consumer.port, _stub_of(results_pb2_grpc.ResultsStub), (
-                lambda s: s.RunAudit(results_pb2.RunAuditRequest(generator=results_pb2.GeneratorTruth(seed=1, count=1)),
-                                     timeout=60),
-                lambda s: s.GetTopIps(results_pb2.GetTopIpsRequest(limit=1), timeout=10),
+            # the consumer's server: its Results service has only reads (ListTables, ListRows, WatchRows);
+            # the IP-count example's service, added by its extension, has RunAudit
+            "ipcount": (consumer.port, IpCountsClient, (
+                lambda c: c.run_audit(GeneratorTruth(seed=1, count=1), timeout_s=60),
+                lambda c: c.get_top_ips(limit=1, timeout_s=10),
             )),
             "connect": (worker.port, _stub_of(connect_pb2_grpc.ConnectStub), (
                 lambda s: s.DeleteConnector(connect_pb2.DeleteConnectorRequest(name="nope"), timeout=10),

@@ -230,7 +230,7 @@ def test_the_watch_commands_print_committed_batches(
     assert json.loads(captured.out.splitlines()[0])["seq"] >= 1000
     assert "# watching; offsets 0:" in captured.err and "# offsets 0:" in captured.err
 
-    watch = ["results", "watch", "--from", "60000", "--max-batches", "1", "--results", target]
+    watch = ["ipcount", "watch", "--from", "60000", "--max-batches", "1", "--results", target]
     assert _run_while_writing(watch, lambda i: counts.write(Transaction([ip_count(60_000, "10.9.9.9", i + 1)]))) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "window_start,window_end,ip,count" and out[1].startswith("# watching; offsets 0:")

@@ -25,13 +25,13 @@ import pytest
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
-from onceflow.contract.clients import ResultsClient
+from onceflow.ipcount.api import IpCountsClient
 from onceflow.ipcount.audit.bounded import AUDIT_STARTED
-from onceflow.proto.v1 import results_pb2, results_pb2_grpc
+from onceflow.proto.v1 import ipcount_pb2, ipcount_pb2_grpc
 from onceflow.testing.consumer import HeldAuditsConsumerProcess
 from onceflow.testing.faults import HoldAt
 
-Stub = results_pb2_grpc.ResultsStub
+Stub = ipcount_pb2_grpc.IpCountsStub
 
 
 def settings(broker: EmbeddedBroker, topic: str, tmp_path: Path, **audit: object) -> dict[str, object]:
@@ -56,14 +56,14 @@ def held() -> Iterator[HoldAt]:
 def start(
     broker: EmbeddedBroker, make_topic: Callable[..., str], tmp_path: Path, held: HoldAt
 ) -> Iterator[Callable[..., Stub]]:
-    """Start a consumer whose audits ``held`` holds (audit settings as keywords); its Results stub."""
+    """Start a consumer whose audits ``held`` holds (audit settings as keywords); its IP-count service's stub."""
     services: list[ConsumerService] = []
-    clients: list[ResultsClient] = []
+    clients: list[IpCountsClient] = []
 
     def start_service(**audit: object) -> Stub:
         model = ConsumerSettings.model_validate(settings(broker, make_topic(), tmp_path, **audit))
         services.append(ConsumerService(model, faults=held).start())
-        clients.append(ResultsClient(f"127.0.0.1:{services[-1].port}"))
+        clients.append(IpCountsClient(f"127.0.0.1:{services[-1].port}"))
         return clients[-1].stub
 
     yield start_service
@@ -90,8 +90,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def generator(count: int) -> results_pb2.RunAuditRequest:
-    return results_pb2.RunAuditRequest(generator=results_pb2.GeneratorTruth(seed=1, count=count))
+def generator(count: int) -> ipcount_pb2.RunAuditRequest:
+    return ipcount_pb2.RunAuditRequest(generator=ipcount_pb2.GeneratorTruth(seed=1, count=count))
 
 
 def test_a_huge_generator_truth_is_refused_with_the_limit(start: Callable[..., Stub], held: HoldAt) -> None:
@@ -140,7 +140,7 @@ def test_sigterm_stops_a_consumer_in_the_middle_of_an_audit(
 ) -> None:
     process = HeldAuditsConsumerProcess(tmp_path / "consumer", settings(broker, make_topic(), tmp_path), held).start()
     try:
-        with ResultsClient(process.target) as client:
+        with IpCountsClient(process.target) as client:
             stub = client.stub
             future = stub.RunAudit.future(generator(10), timeout=300)
             held.wait_held(1, timeout=60)

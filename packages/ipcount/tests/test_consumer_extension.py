@@ -1,23 +1,31 @@
 """The example's consumer extension: installed through ``onceflow.consumer.extensions``, it stores
-``consumer.topic`` into ``results`` and serves the IP-count RPCs (the consumer itself names no
-example); a broken extension, or two serving the Results RPCs, stop the consumer with an error."""
+``consumer.topic`` into ``results`` and serves ``onceflow.v1.IpCounts`` beside Results (the consumer itself
+names no example); a broken extension, or two serving one service name, stop the consumer with an error
+naming both."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from onceflow.consumer.api import ResultsApi, TableQuery
-from onceflow.consumer.extension import ENTRY_POINT_GROUP, load_extensions, results_servicer
+from onceflow.consumer.api import SERVICE_NAME, ResultsApi, TableQuery
+from onceflow.consumer.extension import (
+    ENTRY_POINT_GROUP,
+    ConsumerExtension,
+    ExtensionService,
+    extension_services,
+    load_extensions,
+)
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.consumer.store import SqliteResultsStore
-from onceflow.consumer.tables import StoredTables
+from onceflow.consumer.tables import StoredTable, StoredTables
 from onceflow.contract import SinkMode
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.plugins import PluginError
 from onceflow.ipcount.consumer import IpCountExtension
-from onceflow.ipcount.consumer.servicer import IpCountServicer
+from onceflow.ipcount.consumer.servicer import IpCountsServicer
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA
 from onceflow.testing.plugins import installed_entry_points
 
@@ -53,14 +61,34 @@ def test_a_broken_extension_is_refused_by_name(tmp_path: Path, value: str, reaso
         load_extensions()
 
 
-def test_two_extensions_serving_the_results_rpcs_are_refused(tmp_path: Path) -> None:
+class TablesOnly(ConsumerExtension):
+    """An extension that stores nothing and serves one service of the given name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def stored_tables(self, settings: ConsumerSettings) -> Sequence[StoredTable]:
+        return ()
+
+    def services(self, api: ResultsApi) -> Sequence[ExtensionService]:
+        return [ExtensionService(self.name, object(), lambda servicer, server: None)]
+
+
+def test_extensions_add_services_and_one_name_has_one_owner(tmp_path: Path) -> None:
     settings = ConsumerSettings.model_validate({"store": {"path": str(tmp_path / "results.db")}})
     store = SqliteResultsStore(tmp_path / "results.db")
     try:
         store.create_schema()
         api = ResultsApi(settings, store, TableQuery(StoredTables.from_settings(settings), store))
-        assert type(results_servicer([IpCountExtension()], api)) is IpCountServicer
-        with pytest.raises(InvalidConfig, match="each serve the Results RPCs; one may"):
-            results_servicer([IpCountExtension(), IpCountExtension()], api)
+        (ipcounts,) = IpCountExtension().services(api)
+        assert ipcounts.name == "onceflow.v1.IpCounts" and type(ipcounts.servicer) is IpCountsServicer
+        # two extensions, each with its own service: both are served
+        found = extension_services([IpCountExtension(), TablesOnly("acme.v1.Other")], api, reserved=[SERVICE_NAME])
+        assert [s.name for s in found] == ["onceflow.v1.IpCounts", "acme.v1.Other"]
+        # the same name twice, or the consumer's own: refused, naming both owners
+        with pytest.raises(InvalidConfig, match=r"IpCountExtension and .*TablesOnly both serve onceflow.v1.IpCounts"):
+            extension_services([IpCountExtension(), TablesOnly("onceflow.v1.IpCounts")], api)
+        with pytest.raises(InvalidConfig, match=r"the consumer and .*TablesOnly both serve onceflow.v1.Results"):
+            extension_services([TablesOnly(SERVICE_NAME)], api, reserved=[SERVICE_NAME])
     finally:
         store.close()

@@ -1,5 +1,5 @@
-"""The Results gRPC API of a running consumer service: counts, top N, watch, audit, bad arguments,
-and the ``onceflow results`` commands."""
+"""The IP-count service (``onceflow.v1.IpCounts``) of a running consumer: counts, top N, watch, audit,
+bad arguments, and the ``onceflow ipcount counts|top`` commands."""
 
 from __future__ import annotations
 
@@ -16,15 +16,14 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.cli.app import main as onceflow
 from onceflow.consumer.service import ConsumerService
 from onceflow.consumer.settings import ConsumerSettings
-from onceflow.contract.clients import ResultsClient
-from onceflow.contract.results import GeneratorTruth, IpCountsUpdate
-from onceflow.contract.results import IpCount as AnsweredCount
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IpCount
 from onceflow.core.settings import KafkaSettings
+from onceflow.ipcount.api import GeneratorTruth, IpCountsClient, IpCountsUpdate
+from onceflow.ipcount.api import IpCount as AnsweredCount
 from onceflow.ipcount.audit import generator_model, source_topic_truth
 from onceflow.ipcount.consumer.views import IpCountViews
 from onceflow.ipcount.traffic import event, expected_counts
-from onceflow.proto.v1 import results_pb2
+from onceflow.proto.v1 import ipcount_pb2
 from onceflow.testing.consumer.ip_counts import W0, Transaction, TransactionalWriter, ip_count, results_of, wait_until
 
 SEED, COUNT = 3, 3_000
@@ -61,12 +60,12 @@ def service(
 
 
 @pytest.fixture
-def client(service: tuple[ConsumerService, TransactionalWriter]) -> Iterator[ResultsClient]:
-    with ResultsClient(f"127.0.0.1:{service[0].port}", timeout_s=10) as client:
+def client(service: tuple[ConsumerService, TransactionalWriter]) -> Iterator[IpCountsClient]:
+    with IpCountsClient(f"127.0.0.1:{service[0].port}", timeout_s=10) as client:
         yield client
 
 
-def test_counts_top_and_invalid_arguments(client: ResultsClient) -> None:
+def test_counts_top_and_invalid_arguments(client: IpCountsClient) -> None:
     truth = expected_counts(generator_model(SEED, GENERATOR), COUNT)
     ip = truth[0].ip
     mine = [r for r in truth if r.ip == ip]
@@ -88,16 +87,16 @@ def test_counts_top_and_invalid_arguments(client: ResultsClient) -> None:
     stub = client.stub  # requests the client would not build
 
     bad: list[tuple[Callable[..., object], object, str]] = [
-        (stub.GetIpCounts, results_pb2.GetIpCountsRequest(ip=""), "ip: must not be empty"),
-        (stub.GetIpCounts, results_pb2.GetIpCountsRequest(ip="x", window_start_from_ms=9, window_start_to_ms=5),
+        (stub.GetIpCounts, ipcount_pb2.GetIpCountsRequest(ip=""), "ip: must not be empty"),
+        (stub.GetIpCounts, ipcount_pb2.GetIpCountsRequest(ip="x", window_start_from_ms=9, window_start_to_ms=5),
          "is after window_start_to_ms"),
-        (stub.GetTopIps, results_pb2.GetTopIpsRequest(limit=0), "limit: must be in 1..10000"),
-        (stub.GetTopIps, results_pb2.GetTopIpsRequest(limit=10_001), "limit: must be in 1..10000"),
-        (stub.GetTopIps, results_pb2.GetTopIpsRequest(limit=1, window_start_ms=-1), "window_start_ms"),
-        (stub.RunAudit, results_pb2.RunAuditRequest(), "truth: set generator"),
-        (stub.RunAudit, results_pb2.RunAuditRequest(generator=results_pb2.GeneratorTruth(seed=1, count=-1)),
+        (stub.GetTopIps, ipcount_pb2.GetTopIpsRequest(limit=0), "limit: must be in 1..10000"),
+        (stub.GetTopIps, ipcount_pb2.GetTopIpsRequest(limit=10_001), "limit: must be in 1..10000"),
+        (stub.GetTopIps, ipcount_pb2.GetTopIpsRequest(limit=1, window_start_ms=-1), "window_start_ms"),
+        (stub.RunAudit, ipcount_pb2.RunAuditRequest(), "truth: set generator"),
+        (stub.RunAudit, ipcount_pb2.RunAuditRequest(generator=ipcount_pb2.GeneratorTruth(seed=1, count=-1)),
          "generator.count"),
-        (stub.RunAudit, results_pb2.RunAuditRequest(generator=results_pb2.GeneratorTruth(seed=1, count=1),
+        (stub.RunAudit, ipcount_pb2.RunAuditRequest(generator=ipcount_pb2.GeneratorTruth(seed=1, count=1),
                                                     sinks=["nope"]), "unknown sink(s) nope"),
     ]  # fmt: skip
     for method, request, message in bad:
@@ -108,7 +107,7 @@ def test_counts_top_and_invalid_arguments(client: ResultsClient) -> None:
 
 
 def test_watch_receives_rows_applied_after_it_started(
-    service: tuple[ConsumerService, TransactionalWriter], client: ResultsClient
+    service: tuple[ConsumerService, TransactionalWriter], client: IpCountsClient
 ) -> None:
     _, writer = service
     stream = client.watch_results(W0 + 3_600_000)
@@ -137,7 +136,7 @@ def test_watch_receives_rows_applied_after_it_started(
     assert all(r.offsets for r in received[1:])
 
 
-def test_run_audit_over_grpc(service: tuple[ConsumerService, TransactionalWriter], client: ResultsClient) -> None:
+def test_run_audit_over_grpc(service: tuple[ConsumerService, TransactionalWriter], client: IpCountsClient) -> None:
     exact = client.run_audit(GeneratorTruth(SEED, COUNT), timeout_s=60)
     assert exact.exact and [s.sink for s in exact.sinks] == ["kafka", "consumer"]
     assert all(s.exact and s.matched == s.windows_expected > 0 for s in exact.sinks)
@@ -162,20 +161,20 @@ def test_run_audit_over_grpc(service: tuple[ConsumerService, TransactionalWriter
     )  # fmt: skip
 
 
-def test_results_commands(
+def test_ipcount_query_commands(
     service: tuple[ConsumerService, TransactionalWriter], capsys: pytest.CaptureFixture[str]
 ) -> None:
     target = f"127.0.0.1:{service[0].port}"
     truth = expected_counts(generator_model(SEED, GENERATOR), COUNT)
     ip = truth[0].ip
-    assert onceflow(["results", "counts", "--ip", ip, "--results", target]) == 0
+    assert onceflow(["ipcount", "counts", "--ip", ip, "--results", target]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "window_start,window_end,ip,count"
     assert out[1:] == [f"{r.window_start},{r.window_end},{r.ip},{r.count}" for r in truth if r.ip == ip]
-    assert onceflow(["results", "top", "--limit", "2", "--results", target]) == 0
+    assert onceflow(["ipcount", "top", "--limit", "2", "--results", target]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("# window_start=") and len(out) == 4
-    assert onceflow(["results", "top", "--limit", "0", "--results", target]) == 2
+    assert onceflow(["ipcount", "top", "--limit", "0", "--results", target]) == 2
     assert "INVALID_ARGUMENT: limit: must be in 1..10000" in capsys.readouterr().err
 
 

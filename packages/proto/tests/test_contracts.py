@@ -12,6 +12,8 @@ from onceflow.proto.v1 import (
     connect_pb2_grpc,
     coordinator_pb2,
     coordinator_pb2_grpc,
+    ipcount_pb2,
+    ipcount_pb2_grpc,
     participant_pb2,
     participant_pb2_grpc,
     results_pb2,
@@ -58,13 +60,16 @@ EXPECTED = {
         "ValidateConnectorConfig",
     },
     (results_pb2, "Results"): {
+        "ListTables",
+        "ListRows",
+        "WatchRows",
+    },
+    # the IP-count example's service, served by its consumer extension beside Results
+    (ipcount_pb2, "IpCounts"): {
         "GetIpCounts",
         "GetTopIps",
         "WatchResults",
         "RunAudit",
-        "ListTables",
-        "ListRows",
-        "WatchRows",
     },
 }
 
@@ -85,15 +90,18 @@ def test_grpc_stubs_exist_for_every_service() -> None:
         (participant_pb2_grpc, "Participant"),
         (connect_pb2_grpc, "Connect"),
         (results_pb2_grpc, "Results"),
+        (ipcount_pb2_grpc, "IpCounts"),
     ]:
         assert hasattr(stubs, f"{service}Stub")
         assert hasattr(stubs, f"{service}Servicer")
         assert hasattr(stubs, f"add_{service}Servicer_to_server")
 
 
-@pytest.mark.parametrize("name", ["WatchResults", "WatchRows"])
-def test_watch_rpcs_are_server_streaming(name: str) -> None:
-    method = results_pb2.DESCRIPTOR.services_by_name["Results"].methods_by_name[name]
+@pytest.mark.parametrize(
+    ("module", "service", "name"), [(results_pb2, "Results", "WatchRows"), (ipcount_pb2, "IpCounts", "WatchResults")]
+)
+def test_watch_rpcs_are_server_streaming(module: Any, service: str, name: str) -> None:
+    method = module.DESCRIPTOR.services_by_name[service].methods_by_name[name]
     assert method.server_streaming and not method.client_streaming
 
 

@@ -2,10 +2,12 @@
 
 An extension adds to every consumer what an example or application owns: the stored tables it
 derives from the consumer's settings (the IP-count example stores ``consumer.topic`` into
-``results``), and its RPCs of the Results service (a subclass of the consumer's servicer; the
-example serves GetIpCounts, GetTopIps and WatchResults over its views of ``results``, and RunAudit). The
-consumer names no extension: it loads whatever is installed, the way the runtime loads its
-connectors (``onceflow.connectors``).
+``results``), and gRPC services of its own, served on the consumer's one server beside Results,
+behind the same authorization, stream limits, health and reflection (the example serves
+``onceflow.v1.IpCounts``: GetIpCounts, GetTopIps and WatchResults over its views of ``results``, and
+RunAudit). Any number of extensions may add services; two that would serve the same service name
+stop the consumer with an error naming both. The consumer names no extension: it loads whatever is
+installed, the way the runtime loads its connectors (``onceflow.connectors``).
 
 Unlike a connector, a broken extension stops the consumer with a clear error naming it: skipping
 it would silently store less than the settings ask for.
@@ -14,18 +16,41 @@ it would silently store less than the settings ask for.
 from __future__ import annotations
 
 import abc
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
 
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.plugins import load_group
 
 if TYPE_CHECKING:
-    from onceflow.consumer.api.servicer import ResultsApi, ResultsServicer
+    import grpc
+
+    from onceflow.consumer.api.servicer import ResultsApi
     from onceflow.consumer.settings import ConsumerSettings
     from onceflow.consumer.tables.stored import StoredTable
 
 ENTRY_POINT_GROUP: Final = "onceflow.consumer.extensions"
+
+
+def _nothing_to_close() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class ExtensionService:
+    """One gRPC service an extension serves on the consumer's server.
+
+    ``name`` is the service's full name (``onceflow.v1.IpCounts``: its descriptor's ``full_name``), for
+    health, reflection and the one-owner check; ``add_to_server`` is the generated
+    ``add_XServicer_to_server`` and ``servicer`` what it registers. ``close`` stops what the servicer
+    runs beside its calls (the example's running audits); the consumer calls it before it stops serving.
+    """
+
+    name: str
+    servicer: Any
+    add_to_server: Callable[[Any, grpc.Server], None]
+    close: Callable[[], None] = _nothing_to_close
 
 
 class ConsumerExtension(abc.ABC):
@@ -35,10 +60,9 @@ class ConsumerExtension(abc.ABC):
     def stored_tables(self, settings: ConsumerSettings) -> Sequence[StoredTable]:
         """The tables this extension stores for ``settings`` (none is fine), before the ``[[tables]]`` entries."""
 
-    def results_servicer(self, api: ResultsApi) -> ResultsServicer | None:
-        """A :class:`~onceflow.consumer.api.ResultsServicer` subclass serving this extension's RPCs
-        over ``api``, or None (the default) when it serves none. At most one extension may."""
-        return None
+    def services(self, api: ResultsApi) -> Sequence[ExtensionService]:
+        """The gRPC services this extension serves over ``api`` (none, the default, is fine)."""
+        return ()
 
 
 def load_extensions() -> list[ConsumerExtension]:
@@ -50,15 +74,23 @@ def load_extensions() -> list[ConsumerExtension]:
     return [plugin.target() for plugin in load_group(ENTRY_POINT_GROUP, kind=ConsumerExtension)]
 
 
-def results_servicer(extensions: Sequence[ConsumerExtension], api: ResultsApi) -> ResultsServicer:
-    """The Results servicer of the one extension that serves RPCs, or the consumer's own.
+def extension_services(
+    extensions: Sequence[ConsumerExtension], api: ResultsApi, *, reserved: Sequence[str] = ()
+) -> list[ExtensionService]:
+    """Every service of every extension, in the extensions' order.
 
-    Raises :class:`~onceflow.core.errors.InvalidConfig` when two extensions would serve the service.
+    Raises :class:`~onceflow.core.errors.InvalidConfig` naming both owners when two extensions (or an
+    extension and the consumer, which serves ``reserved``) would serve the same service name.
     """
-    from onceflow.consumer.api.servicer import ResultsServicer
-
-    found = [(type(e).__name__, servicer) for e in extensions if (servicer := e.results_servicer(api)) is not None]
-    if len(found) > 1:
-        names = [name for name, _ in found]
-        raise InvalidConfig(ENTRY_POINT_GROUP, f"extensions {names} each serve the Results RPCs; one may")
-    return found[0][1] if found else ResultsServicer(api)
+    owners = dict.fromkeys(reserved, "the consumer")
+    found: list[ExtensionService] = []
+    for extension in extensions:
+        owner = f"{type(extension).__module__}.{type(extension).__qualname__}"
+        for service in extension.services(api):
+            if service.name in owners:
+                raise InvalidConfig(
+                    ENTRY_POINT_GROUP, f"{owners[service.name]} and {owner} both serve {service.name}; one may"
+                )
+            owners[service.name] = owner
+            found.append(service)
+    return found

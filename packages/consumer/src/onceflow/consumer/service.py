@@ -9,7 +9,7 @@ import grpc
 from grpc_health.v1 import health
 
 from onceflow.consumer.api import SERVICE_NAME, ResultsApi, ResultsServicer, TableQuery
-from onceflow.consumer.extension import load_extensions, results_servicer
+from onceflow.consumer.extension import ExtensionService, extension_services, load_extensions
 from onceflow.consumer.feed import ResultsFeed
 from onceflow.consumer.loop import ConsumerMetrics, ResultsConsumer
 from onceflow.consumer.settings import ConsumerSettings
@@ -53,7 +53,7 @@ class ConsumerService(Service):
         self._loop_store: ResultsStore | None = None
         self._api_store: ResultsStore | None = None
         self.consumer: ResultsConsumer | None = None
-        self.servicer: ResultsServicer | None = None
+        self.services: list[ExtensionService] = []
         self._server: grpc.Server | None = None
         self._metrics_endpoint: MetricsEndpoint | None = None
 
@@ -67,10 +67,11 @@ class ConsumerService(Service):
         Steps:
             1. Open the store (creating its own tables) twice: one connection
                for the loop, one for queries; create or check every table with declared columns (a
-               table that does not fit them is a configuration error naming the column).
+               table that does not fit them is a configuration error naming the column). Build the
+               extensions' services over the API (two serving one name: a configuration error).
             2. Start the consumer loop; it joins the group and seeks to the stored offsets on assignment.
-            3. Build the gRPC server (TLS, health, reflection) with the Results servicer (an
-               extension's, when one serves RPCs); start it.
+            3. Build the gRPC server (TLS, authorization, stream limits, health, reflection) with the
+               Results servicer and every extension's services; start it.
             4. Expose ``/metrics`` when ``metrics.port`` is set.
         """
         settings = self.settings
@@ -80,6 +81,8 @@ class ConsumerService(Service):
         for table in self.tables:
             if table.schema is not None:
                 self._loop_store.prepare_table(table, table.schema)
+        api = ResultsApi(settings, self._api_store, TableQuery(self.tables, self._api_store), self.feed, self._faults)
+        self.services = extension_services(self.extensions, api, reserved=[SERVICE_NAME])
         # Step 2
         self.consumer = ResultsConsumer(
             settings.kafka, settings.consumer, self._loop_store, tables=self.tables, feed=self.feed,
@@ -87,12 +90,12 @@ class ConsumerService(Service):
         ).start()  # fmt: skip
         # Step 3
         server, self.port = build_server(
-            settings.server, service_names=[SERVICE_NAME], max_workers=settings.api.max_workers,
-            health_servicer=self.health,
+            settings.server, service_names=[SERVICE_NAME, *(s.name for s in self.services)],
+            max_workers=settings.api.max_workers, health_servicer=self.health,
         )  # fmt: skip
-        api = ResultsApi(settings, self._api_store, TableQuery(self.tables, self._api_store), self.feed, self._faults)
-        self.servicer = results_servicer(self.extensions, api)
-        results_pb2_grpc.add_ResultsServicer_to_server(self.servicer, server)  # type: ignore[no-untyped-call]
+        results_pb2_grpc.add_ResultsServicer_to_server(ResultsServicer(api), server)  # type: ignore[no-untyped-call]
+        for service in self.services:
+            service.add_to_server(service.servicer, server)
         server.start()
         self._server = server
         # Step 4
@@ -106,13 +109,13 @@ class ConsumerService(Service):
         return self
 
     def stop(self, grace: float = 2.0) -> None:
-        """NOT_SERVING, stop the loop (it commits its open batch and leaves the group), close the servicer
-        (an extension's workers, such as the example's running audits), stop the server."""
+        """NOT_SERVING, stop the loop (it commits its open batch and leaves the group), close the
+        extensions' services (their workers, such as the example's running audits), stop the server."""
         self.health.enter_graceful_shutdown()
         if self.consumer is not None:
             self.consumer.stop()
-        if self.servicer is not None:
-            self.servicer.close()
+        for service in self.services:
+            service.close()
         if self._server is not None:
             self._server.stop(grace).wait(grace + 1)
             self._server = None

@@ -43,8 +43,9 @@ class StoreSettings(Section):
 class ConsumerLoopSettings(Section):
     """The consumer-group member reading the stored topics with read_committed."""
 
-    #: The IP-count job's results topic, stored in the table ``results`` and served by GetIpCounts,
-    #: GetTopIps and WatchResults. Empty: the consumer stores only the ``[[tables]]`` topics.
+    #: The IP-count job's results topic, stored in the table ``results`` (by the example's extension,
+    #: whose IpCounts service serves GetIpCounts, GetTopIps and WatchResults over it). Empty: the
+    #: consumer stores only the ``[[tables]]`` topics.
     topic: str = Field(default=SINK_TOPIC, pattern=r"^[A-Za-z0-9._-]{0,249}$")
     #: Instances with the same group split the topic's partitions.
     group_id: str = Field(default="onceflow-results", min_length=1)

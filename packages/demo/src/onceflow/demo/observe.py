@@ -11,7 +11,7 @@ callers keep their last known value.
   the sinks' read-back API (:mod:`onceflow.sinks.readback`), read-only;
 - 2PC transactions: the coordinator's ``ListTransactions``;
 - Spark: the job's Prometheus endpoint (last batch id, batch duration, watermark, rows/s);
-- the top IPs of the latest closed window: the Results API's ``GetTopIps``.
+- the top IPs of the latest closed window: the example's IP-count service's ``GetTopIps`` (on the consumer).
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from onceflow.contract import TransactionState
-from onceflow.contract.clients import ConnectClient, CoordinatorClient, ResultsClient, RpcFailed
+from onceflow.contract.clients import ConnectClient, CoordinatorClient, RpcFailed
 from onceflow.demo.components import JOB, Context, connector_name
+from onceflow.ipcount.api import IpCountsClient
 from onceflow.runtime.api.source import END_OF_INPUT_KEY
 from onceflow.sinks.readback import SqliteReader
 
@@ -189,7 +190,7 @@ class Observer:
 
     def top_ips(self, limit: int = 5) -> TopIps | None:
         try:
-            with ResultsClient(self.context.target("consumer"), self.context.tls, timeout_s=RPC_TIMEOUT_S) as client:
+            with IpCountsClient(self.context.target("consumer"), self.context.tls, timeout_s=RPC_TIMEOUT_S) as client:
                 reply = client.get_top_ips(limit=limit)
         except RpcFailed:
             return None

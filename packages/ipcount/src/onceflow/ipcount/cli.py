@@ -1,5 +1,7 @@
 """``onceflow ipcount truth``: the exact expected counts per (window, ip) of the first N events of the
-example's generator (``access-log-generator``, :mod:`onceflow.ipcount.generator`).
+example's generator (``access-log-generator``, :mod:`onceflow.ipcount.generator`); with the consumer
+installed, ``onceflow ipcount counts|top|watch`` query a consumer's IP-count service
+(:mod:`onceflow.ipcount.consumer.cli`).
 
 onceflow ipcount truth --seed 7 --count 200000 [--window-ms 5000] [--format csv|jsonl]
     [-c ips=1000 -c max.disorder.ms=3000 ...]   # the generator's settings, as in its connector config
@@ -34,6 +36,11 @@ def register(subparsers: Any) -> None:
         help="generator setting, as in the connector config (ips, paths, zipf.exponent, event.time.*, max.disorder.ms)",
     )  # fmt: skip
     truth.set_defaults(func=run_truth)
+    try:
+        from onceflow.ipcount.consumer.cli import add_query_commands
+    except ImportError:  # without the consumer extra: no consumer to query
+        return
+    add_query_commands(commands)
 
 
 def run_truth(args: argparse.Namespace) -> int:

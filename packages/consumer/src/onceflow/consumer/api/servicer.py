@@ -1,22 +1,22 @@
 """``onceflow.v1.Results``: a thin adapter over :class:`TableQuery` and the feed.
 
-An extension serves its own RPCs of the service (the IP-count example's GetIpCounts, GetTopIps,
-WatchResults and RunAudit) with a subclass it builds from the :class:`ResultsApi`
-(:meth:`~onceflow.consumer.extension.ConsumerExtension.results_servicer`)."""
+An extension serves services of its own beside it (the IP-count example's ``onceflow.v1.IpCounts``),
+built from the same :class:`ResultsApi`
+(:meth:`~onceflow.consumer.extension.ConsumerExtension.services`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Final
 
 import grpc
-from google.protobuf.message import Message
 
 from onceflow.consumer.api.convert import json_rows, table_description
 from onceflow.consumer.api.tables import TableQuery
+from onceflow.consumer.api.watch import live_feed, watch_feed
 from onceflow.consumer.exceptions import FeatureUnavailable, InvalidQuery, UnknownTable
-from onceflow.consumer.feed import ResultsFeed, ResultsUpdate, Subscription
+from onceflow.consumer.feed import ResultsFeed, ResultsUpdate
 from onceflow.consumer.store import ResultsStore
 from onceflow.contract.proto import rows_page_to_proto, rows_update_to_proto, table_to_proto
 from onceflow.contract.results import RowsPage, RowsUpdate
@@ -35,19 +35,16 @@ STATUS_CODES: Final = {
     UnknownTable: grpc.StatusCode.NOT_FOUND,
     FeatureUnavailable: grpc.StatusCode.FAILED_PRECONDITION,
 }
-#: How often a watch stream checks that its client is still there.
-WATCH_TICK_S: Final = 0.25
 
 _log = get_logger(__name__)
-
-M = TypeVar("M", bound=Message)
 
 
 @dataclass(frozen=True)
 class ResultsApi:
-    """What a Results servicer serves from: the settings, the API's store connection, the stored
-    tables, the feed of committed batches (None: no consumer runs here) and the process's fault
-    injector (the injection point of work an extension runs for a call, such as the example's audits)."""
+    """What the consumer's servicers serve from (its Results servicer's and every extension's): the
+    settings, the API's store connection, the stored tables, the feed of committed batches (None: no
+    consumer runs here) and the process's fault injector (the injection point of work an extension runs
+    for a call, such as the example's audits)."""
 
     settings: ConsumerSettings
     store: ResultsStore
@@ -60,17 +57,13 @@ class ResultsServicer(results_pb2_grpc.ResultsServicer):
     """Serves the stored tables and pushes applied batches to watchers.
 
     ``api.feed`` is None when no consumer runs in this process (WatchRows is then
-    FAILED_PRECONDITION). An RPC no installed extension serves is UNIMPLEMENTED.
+    FAILED_PRECONDITION).
     """
 
     def __init__(self, api: ResultsApi) -> None:
         self.api = api
         self.tables = api.tables
         self.feed = api.feed
-
-    def close(self) -> None:
-        """Stop what the servicer runs beside its calls (a subclass's workers); the server calls it
-        before it stops serving. Nothing by default."""
 
     @translate_errors(STATUS_CODES)
     def WatchRows(  # noqa: N802
@@ -79,7 +72,7 @@ class ResultsServicer(results_pb2_grpc.ResultsServicer):
         """Stream the rows of one table every batch the consumer commits from now on stores. The first
         message has no rows, only the offsets of the table's topic: once it arrived, nothing is missed."""
         table = self.tables.table(request.table)
-        feed = self._feed()
+        feed = live_feed(self.feed)
 
         def message(update: ResultsUpdate | None) -> results_pb2.WatchRowsResponse | None:
             if update is None:
@@ -89,37 +82,7 @@ class ResultsServicer(results_pb2_grpc.ResultsServicer):
                 return None
             return rows_update_to_proto(RowsUpdate(json_rows(rows), update.offsets.get(table.topic, {})))
 
-        return self._stream(feed, feed.subscribe(), message, context)
-
-    def _feed(self) -> ResultsFeed:
-        """The feed watch streams read (FeatureUnavailable when no consumer runs here)."""
-        if self.feed is None:
-            raise FeatureUnavailable("no consumer runs in this server: nothing to watch")
-        return self.feed
-
-    @staticmethod
-    def _stream(
-        feed: ResultsFeed,
-        subscription: Subscription,
-        message: Callable[[ResultsUpdate | None], M | None],
-        context: grpc.ServicerContext,
-    ) -> Iterator[M]:
-        """The first message (``message(None)``), then ``message(update)`` of every update that has one."""
-        try:
-            first = message(None)
-            assert first is not None
-            yield first
-            while context.is_active():
-                if subscription.overflowed.is_set():
-                    context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "watcher fell behind the consumer; watch again")
-                update = subscription.get(WATCH_TICK_S)
-                if update is None:
-                    continue
-                found = message(update)
-                if found is not None:
-                    yield found
-        finally:
-            feed.unsubscribe(subscription)
+        return watch_feed(feed, message, context)
 
     @translate_errors(STATUS_CODES)
     def ListTables(  # noqa: N802

@@ -2,10 +2,6 @@
 
 Examples::
 
-    onceflow results counts --ip 10.1.2.3 --from 1767225600000 --to 1767225660000
-    onceflow results top --limit 10            # the latest closed window
-    onceflow results top --window 1767225600000
-    onceflow results watch                     # every batch the consumer commits, until Ctrl-C
     onceflow results tables                    # the stored tables: topic, mode, format, keys, columns
     onceflow results rows server_errors --limit 100            # one page; the next page's token on stderr
     onceflow results rows server_errors --all                  # every row, page by page
@@ -21,11 +17,11 @@ JSON object per row, at its current version or at ``--version`` (a Delta version
 snapshot id: time travel).
 
 Every command takes ``--results HOST:PORT`` (default ``$ONCEFLOW_RESULTS_TARGET`` or
-127.0.0.1:7200); TLS with ``--tls-ca`` and, for mTLS, ``--tls-cert``/``--tls-key``. Output: ``counts``,
-``top`` and ``watch`` print one ``window_start,window_end,ip,count`` line per row (CSV); ``rows`` and
+127.0.0.1:7200); TLS with ``--tls-ca`` and, for mTLS, ``--tls-cert``/``--tls-key``. Output: ``rows`` and
 ``watch-rows`` one JSON object per row (timestamps ISO-8601, decimals as strings, binary as base64);
 ``tables`` one tab-separated line per table. Exit codes: 0 done, 1 the server refused (an unknown
-table) or could not be reached, 2 bad arguments.
+table) or could not be reached, 2 bad arguments. (An extension's services have their own commands:
+the IP-count example's ``onceflow ipcount counts|top|watch``.)
 """
 
 from __future__ import annotations
@@ -35,14 +31,14 @@ import base64
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 
 from onceflow.contract.clients import ResultsClient, RpcFailed
-from onceflow.contract.results import IpCount
+from onceflow.contract.results import RowsUpdate
 from onceflow.core.avro import REGISTRY
 from onceflow.core.avro.arrow import json_value
 from onceflow.core.defaults import BOOTSTRAP_SERVERS
@@ -53,6 +49,8 @@ from onceflow.core.settings import KafkaSettings, TlsSettings, parse_pairs
 
 DEFAULT_TARGET_ENV = "ONCEFLOW_RESULTS_TARGET"
 DEFAULT_TARGET = "127.0.0.1:7200"
+
+U = TypeVar("U")
 
 
 def add_target_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,7 +68,7 @@ def add_target_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
-    """Entry point of the ``onceflow.cli`` group: adds ``results counts|top|watch|tables|rows|watch-rows|dump``
+    """Entry point of the ``onceflow.cli`` group: adds ``results tables|rows|watch-rows|dump``
     and ``dump-table``."""
     common = argparse.ArgumentParser(add_help=False)
     add_target_arguments(common)
@@ -79,22 +77,6 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     commands = parser.add_subparsers(title="results commands", metavar="COMMAND", required=True)
-
-    counts = commands.add_parser("counts", parents=[common], help="counts of one ip per window")
-    counts.add_argument("--ip", required=True)
-    counts.add_argument("--from", dest="from_ms", type=int, default=0, metavar="MS", help="window start >= MS")
-    counts.add_argument("--to", dest="to_ms", type=int, default=0, metavar="MS", help="window start < MS (0: no end)")
-    counts.set_defaults(func=_counts)
-
-    top = commands.add_parser("top", parents=[common], help="top ips of one window")
-    top.add_argument("--window", type=int, default=0, metavar="MS", help="window start (0: the latest closed window)")
-    top.add_argument("--limit", type=int, default=10, metavar="N")
-    top.set_defaults(func=_top)
-
-    watch = commands.add_parser("watch", parents=[common], help="print rows as the consumer commits them")
-    watch.add_argument("--from", dest="from_ms", type=int, default=0, metavar="MS", help="only windows starting >= MS")
-    watch.add_argument("--max-batches", type=int, default=0, metavar="N", help="stop after N batches (0: never)")
-    watch.set_defaults(func=_watch)
 
     tables = commands.add_parser("tables", parents=[common], help="the stored tables")
     tables.set_defaults(func=_tables)
@@ -129,65 +111,20 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     table.set_defaults(func=_dump_table)
 
 
+def client_tls(args: argparse.Namespace) -> TlsSettings:
+    """The TLS settings and token of the command line (:func:`add_target_arguments`)."""
+    return TlsSettings(ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key, token_file=args.token_file)
+
+
 def results_client(args: argparse.Namespace) -> ResultsClient:
     """The Results client of the command line's ``--results`` target, TLS and token; ``--timeout`` per call."""
-    tls = TlsSettings(ca=args.tls_ca, cert=args.tls_cert, key=args.tls_key, token_file=args.token_file)
-    return ResultsClient(args.results, tls, timeout_s=args.timeout)
+    return ResultsClient(args.results, client_tls(args), timeout_s=args.timeout)
 
 
-def _fail(exc: RpcFailed, target: str) -> int:
+def rpc_failure(exc: RpcFailed, target: str) -> int:
+    """Print a failed call's status and details; the exit code (2 for INVALID_ARGUMENT, else 1)."""
     print(f"onceflow results: {target}: {exc.code().name}: {exc.details()}", file=sys.stderr)
     return 2 if exc.code() == grpc.StatusCode.INVALID_ARGUMENT else 1
-
-
-def _print_rows(rows: Iterable[IpCount]) -> None:
-    for row in rows:
-        print(f"{row.window_start_ms},{row.window_end_ms},{row.ip},{row.count}")
-
-
-def _counts(args: argparse.Namespace) -> int:
-    with results_client(args) as client:
-        try:
-            counts = client.get_ip_counts(args.ip, args.from_ms, args.to_ms)
-        except RpcFailed as exc:
-            return _fail(exc, args.results)
-    print("window_start,window_end,ip,count")
-    _print_rows(counts)
-    return 0
-
-
-def _top(args: argparse.Namespace) -> int:
-    with results_client(args) as client:
-        try:
-            response = client.get_top_ips(args.window, args.limit)
-        except RpcFailed as exc:
-            return _fail(exc, args.results)
-    print(f"# window_start={response.window_start_ms}")
-    print("window_start,window_end,ip,count")
-    _print_rows(response.counts)
-    return 0
-
-
-def _watch(args: argparse.Namespace) -> int:
-    batches = 0
-    with results_client(args) as client:
-        try:
-            stream = client.watch_results(args.from_ms)
-            print("window_start,window_end,ip,count", flush=True)
-            for response in stream:
-                offsets = " ".join(f"{p}:{o}" for p, o in sorted(response.offsets.items())) or "-"
-                if not response.counts:
-                    print(f"# watching; offsets {offsets}", flush=True)
-                    continue
-                _print_rows(response.counts)
-                print(f"# offsets {offsets}", flush=True)
-                batches += 1
-                if args.max_batches and batches >= args.max_batches:
-                    stream.close()
-                    break
-        except RpcFailed as exc:
-            return _fail(exc, args.results)
-    return 0
 
 
 def _tables(args: argparse.Namespace) -> int:
@@ -195,7 +132,7 @@ def _tables(args: argparse.Namespace) -> int:
         try:
             tables = client.list_tables()
         except RpcFailed as exc:
-            return _fail(exc, args.results)
+            return rpc_failure(exc, args.results)
     print("\t".join(["table", "topic", "mode", "format", "keys", "columns"]))
     for table in tables:
         columns = ", ".join(f"{c.name}:{c.type}{'' if c.nullable else ' not null'}" for c in table.columns)
@@ -211,7 +148,7 @@ def _rows(args: argparse.Namespace) -> int:
             try:
                 page = client.list_rows(args.table, args.limit, token)
             except RpcFailed as exc:
-                return _fail(exc, args.results)
+                return rpc_failure(exc, args.results)
             for row in page.rows:
                 print(row)
             token = page.next_page_token
@@ -224,25 +161,38 @@ def _rows(args: argparse.Namespace) -> int:
     return 0
 
 
-def _watch_rows(args: argparse.Namespace) -> int:
+def offsets_text(offsets: Mapping[int, int]) -> str:
+    """A watch update's offsets as ``partition:offset`` pairs ("-" for none)."""
+    return " ".join(f"{p}:{o}" for p, o in sorted(offsets.items())) or "-"
+
+
+def follow(stream: Generator[U, None, None], show: Callable[[U], bool], max_batches: int) -> None:
+    """``show`` every update of a watch (it answers whether the update held a batch: the first one holds
+    none) until ``max_batches`` batches were shown (0: until the stream ends); then close the stream,
+    which cancels the call."""
     batches = 0
+    for update in stream:
+        if not show(update):
+            continue
+        batches += 1
+        if max_batches and batches >= max_batches:
+            stream.close()
+            return
+
+
+def _watch_rows(args: argparse.Namespace) -> int:
+    def show(update: RowsUpdate) -> bool:
+        for row in update.rows:
+            print(row)
+        print(f"# {'offsets' if update.rows else 'watching; offsets'} {offsets_text(update.offsets)}", file=sys.stderr)
+        sys.stdout.flush()
+        return bool(update.rows)
+
     with results_client(args) as client:
         try:
-            stream = client.watch_rows(args.table)
-            for response in stream:
-                offsets = " ".join(f"{p}:{o}" for p, o in sorted(response.offsets.items())) or "-"
-                for row in response.rows:
-                    print(row)
-                print(f"# {'offsets' if response.rows else 'watching; offsets'} {offsets}", file=sys.stderr)
-                sys.stdout.flush()
-                if not response.rows:
-                    continue
-                batches += 1
-                if args.max_batches and batches >= args.max_batches:
-                    stream.close()
-                    break
+            follow(client.watch_rows(args.table), show, args.max_batches)
         except RpcFailed as exc:
-            return _fail(exc, args.results)
+            return rpc_failure(exc, args.results)
     return 0
 
 

@@ -69,6 +69,15 @@ class ServiceClient:
         finally:
             call.cancel()
 
+    @staticmethod
+    def _converted(stream: Generator[Any, None, None], convert: Callable[[Any], T]) -> Generator[T, None, None]:
+        """``stream``'s messages as contract values; closing this closes (cancels) ``stream``."""
+        try:
+            for message in stream:
+                yield convert(message)
+        finally:
+            stream.close()
+
     def close(self) -> None:
         self.channel.close()
 

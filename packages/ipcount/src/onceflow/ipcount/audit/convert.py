@@ -1,16 +1,16 @@
-"""The IP-count audit's values to and from RunAudit's contract values (:mod:`onceflow.contract.results`)."""
+"""The IP-count audit's values to and from RunAudit's values (:mod:`onceflow.ipcount.api.values`)."""
 
 from __future__ import annotations
 
 from onceflow.consumer.exceptions import InvalidQuery
-from onceflow.contract.results import (
+from onceflow.core.topics import SOURCE_TOPIC
+from onceflow.ipcount.api.values import (
     AuditSummary,
     CountMismatch,
     GeneratorTruth,
     SinkAuditSummary,
     SourceTopicTruth,
 )
-from onceflow.core.topics import SOURCE_TOPIC
 from onceflow.ipcount.audit.model import AuditReport, SinkAudit
 from onceflow.ipcount.audit.runner import GeneratorSource, TopicSource, TruthSource
 

@@ -35,26 +35,6 @@ class ResultsStub:
         Args:
             channel: A grpc.Channel.
         """
-        self.GetIpCounts = channel.unary_unary(
-                '/onceflow.v1.Results/GetIpCounts',
-                request_serializer=onceflow_dot_v1_dot_results__pb2.GetIpCountsRequest.SerializeToString,
-                response_deserializer=onceflow_dot_v1_dot_results__pb2.GetIpCountsResponse.FromString,
-                _registered_method=True)
-        self.GetTopIps = channel.unary_unary(
-                '/onceflow.v1.Results/GetTopIps',
-                request_serializer=onceflow_dot_v1_dot_results__pb2.GetTopIpsRequest.SerializeToString,
-                response_deserializer=onceflow_dot_v1_dot_results__pb2.GetTopIpsResponse.FromString,
-                _registered_method=True)
-        self.WatchResults = channel.unary_stream(
-                '/onceflow.v1.Results/WatchResults',
-                request_serializer=onceflow_dot_v1_dot_results__pb2.WatchResultsRequest.SerializeToString,
-                response_deserializer=onceflow_dot_v1_dot_results__pb2.WatchResultsResponse.FromString,
-                _registered_method=True)
-        self.RunAudit = channel.unary_unary(
-                '/onceflow.v1.Results/RunAudit',
-                request_serializer=onceflow_dot_v1_dot_results__pb2.RunAuditRequest.SerializeToString,
-                response_deserializer=onceflow_dot_v1_dot_results__pb2.RunAuditResponse.FromString,
-                _registered_method=True)
         self.ListTables = channel.unary_unary(
                 '/onceflow.v1.Results/ListTables',
                 request_serializer=onceflow_dot_v1_dot_results__pb2.ListTablesRequest.SerializeToString,
@@ -74,34 +54,6 @@ class ResultsStub:
 
 class ResultsServicer:
     """Missing associated documentation comment in .proto file."""
-
-    def GetIpCounts(self, request, context):
-        """Counts for one ip over windows whose start lies in [window_start_from_ms, window_start_to_ms).
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def GetTopIps(self, request, context):
-        """The top N IPs of one window, by count, ties broken by ip.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def WatchResults(self, request, context):
-        """Streams results as the consumer commits them, starting after the given offset position.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def RunAudit(self, request, context):
-        """Compares every configured sink with the ground truth.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
 
     def ListTables(self, request, context):
         """The stored tables: which topic each one stores, how, and its columns.
@@ -127,26 +79,6 @@ class ResultsServicer:
 
 def add_ResultsServicer_to_server(servicer, server):
     rpc_method_handlers = {
-            'GetIpCounts': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetIpCounts,
-                    request_deserializer=onceflow_dot_v1_dot_results__pb2.GetIpCountsRequest.FromString,
-                    response_serializer=onceflow_dot_v1_dot_results__pb2.GetIpCountsResponse.SerializeToString,
-            ),
-            'GetTopIps': grpc.unary_unary_rpc_method_handler(
-                    servicer.GetTopIps,
-                    request_deserializer=onceflow_dot_v1_dot_results__pb2.GetTopIpsRequest.FromString,
-                    response_serializer=onceflow_dot_v1_dot_results__pb2.GetTopIpsResponse.SerializeToString,
-            ),
-            'WatchResults': grpc.unary_stream_rpc_method_handler(
-                    servicer.WatchResults,
-                    request_deserializer=onceflow_dot_v1_dot_results__pb2.WatchResultsRequest.FromString,
-                    response_serializer=onceflow_dot_v1_dot_results__pb2.WatchResultsResponse.SerializeToString,
-            ),
-            'RunAudit': grpc.unary_unary_rpc_method_handler(
-                    servicer.RunAudit,
-                    request_deserializer=onceflow_dot_v1_dot_results__pb2.RunAuditRequest.FromString,
-                    response_serializer=onceflow_dot_v1_dot_results__pb2.RunAuditResponse.SerializeToString,
-            ),
             'ListTables': grpc.unary_unary_rpc_method_handler(
                     servicer.ListTables,
                     request_deserializer=onceflow_dot_v1_dot_results__pb2.ListTablesRequest.FromString,
@@ -172,114 +104,6 @@ def add_ResultsServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class Results:
     """Missing associated documentation comment in .proto file."""
-
-    @staticmethod
-    def GetIpCounts(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/onceflow.v1.Results/GetIpCounts',
-            onceflow_dot_v1_dot_results__pb2.GetIpCountsRequest.SerializeToString,
-            onceflow_dot_v1_dot_results__pb2.GetIpCountsResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def GetTopIps(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/onceflow.v1.Results/GetTopIps',
-            onceflow_dot_v1_dot_results__pb2.GetTopIpsRequest.SerializeToString,
-            onceflow_dot_v1_dot_results__pb2.GetTopIpsResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def WatchResults(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_stream(
-            request,
-            target,
-            '/onceflow.v1.Results/WatchResults',
-            onceflow_dot_v1_dot_results__pb2.WatchResultsRequest.SerializeToString,
-            onceflow_dot_v1_dot_results__pb2.WatchResultsResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def RunAudit(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/onceflow.v1.Results/RunAudit',
-            onceflow_dot_v1_dot_results__pb2.RunAuditRequest.SerializeToString,
-            onceflow_dot_v1_dot_results__pb2.RunAuditResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
 
     @staticmethod
     def ListTables(request,
