@@ -169,11 +169,11 @@ phase "kills of a broker, a Spark worker, a participant shard and the active coo
 
 # Step 5
 # audit NAME SERVICE ARGS...: `onceflow audit ARGS` in SERVICE's container; it must exit 0 with EXACT last
-audit() {
+audit() {  # audit NAME SERVICE ONCEFLOW-ARGS...: an audit command in SERVICE's container, EXACT or fail
   local name=$1 service=$2 report=.cache/deploy-test-$1.txt status=0
   shift 2
-  say "$name: onceflow audit $* (in $service)"
-  compose exec -T "$service" onceflow audit "$@" >"$report" 2>&1 || status=$?
+  say "$name: onceflow $* (in $service)"
+  compose exec -T "$service" onceflow "$@" >"$report" 2>&1 || status=$?
   grep -v -E '^\s+at |WARN (Utils|NativeCodeLoader)' "$report" | tail -n 25
   local last
   # (Spark's progress bars are carriage-return lines: not a line of the report)
@@ -181,8 +181,8 @@ audit() {
   [ "$status" -eq 0 ] || fail "$name: the audit exited $status; its last lines: $last (all: $report)"
   tail -n 1 "$report" | grep -q "EXACT" || fail "$name: the audit is not EXACT; its last lines: $last"
 }
-audit audit consumer --input /var/lib/onceflow/input/access.log --config /etc/onceflow/compose/consumer.toml --wait 900
-audit replay job-traffic --replay /etc/onceflow/compose/traffic.toml \
+audit audit consumer audit --input /var/lib/onceflow/input/access.log --config /etc/onceflow/compose/consumer.toml --wait 900
+audit replay job-traffic job audit /etc/onceflow/compose/traffic.toml \
   --participant-config /etc/onceflow/compose/participant-0.toml --master 'local[2]'
 phase "audits"
 
