@@ -45,6 +45,8 @@ class CommitDelivery:
         self._metrics = metrics
         self._wake = threading.Event()
         self._stopped = threading.Event()
+        #: Set once every participant acked, before COMMITTED is logged: the caller's answer.
+        self.acked = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"commit-{txn.id}", daemon=True)
 
     @property
@@ -73,7 +75,9 @@ class CommitDelivery:
         Steps:
             1. Send Commit to every participant that has not acked, in parallel.
             2. Note the acks (in memory: re-sending Commit is harmless).
-            3. All acked: call ``on_delivered`` (which logs COMMITTED) and stop.
+            3. All acked: set :attr:`acked` (the waiting caller answers COMMITTED now: every
+               participant has committed), then call ``on_delivered`` (which logs COMMITTED, the
+               bookkeeping record that ends the transaction) and stop.
             4. Otherwise wait the next backoff delay (or until kicked) and go back to Step 1.
         """
         txn = self.txn
@@ -94,6 +98,7 @@ class CommitDelivery:
                 self._state.note(txn)
                 # Step 3
                 if not txn.unacknowledged():
+                    self.acked.set()
                     self._on_delivered(txn)
                     return
                 # Step 4
@@ -148,17 +153,20 @@ class CommitDeliveries:
         self._running: dict[TransactionId, CommitDelivery] = {}
         self._decided_at: dict[TransactionId, float] = {}
 
-    def start(self, txn: Transaction) -> None:
-        """Start delivering the COMMITTING ``txn`` (no-op if it is already being delivered)."""
+    def start(self, txn: Transaction) -> threading.Event:
+        """Start delivering the COMMITTING ``txn`` (no-op if it is already being delivered); returns the
+        delivery's :attr:`CommitDelivery.acked` event."""
         with self._lock:
-            if txn.id in self._running:
-                return
+            running = self._running.get(txn.id)
+            if running is not None:
+                return running.acked
             delivery = CommitDelivery(
                 txn, self._state, self._fanout, self._config, self._on_delivered, metrics=self._metrics
             )
             self._running[txn.id] = delivery
             self._decided_at[txn.id] = time.monotonic()
         delivery.start()
+        return delivery.acked
 
     def kick(self, txn_id: TransactionId) -> None:
         """Retry the delivery of ``txn_id`` now (if it runs) instead of waiting out its backoff."""

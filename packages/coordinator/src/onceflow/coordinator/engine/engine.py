@@ -159,10 +159,15 @@ class TwoPhaseCommitEngine:
                ABORTED, and answer ABORTED with a reason naming each participant and its cause.
             4. Deliver COMMIT in the background, retrying each participant with exponential backoff
                until it acks. The caller waits for the acks at most ``commit_wait``: it then gets
-               COMMITTED, or COMMITTING if a participant is still missing. COMMITTING is final too
-               (the decision is durable), so a writer may treat it as committed.
-            5. Once every participant acked (on the delivery thread): log COMMITTED (END),
-               tombstone transactions older than the retention, and delete the staged files.
+               COMMITTED as soon as every participant acked, or COMMITTING if one is still missing.
+               COMMITTING is final too (the decision is durable), so a writer may treat it as
+               committed.
+            5. Once every participant acked (on the delivery thread, while the caller already has
+               its answer): log COMMITTED (END), tombstone transactions older than the retention,
+               and delete the staged files. END is bookkeeping, not part of the decision: a
+               restart before it finds COMMITTING, delivers COMMIT again (every participant's
+               commit is idempotent) and logs it then. Until it is logged, GetTransaction shows
+               COMMITTING with every participant acknowledged.
             6. An ABORTED answer for a writer that a newer writer fenced while the attempt ran raises
                :class:`WriterFenced` instead: that writer must stop, not re-run the batch.
         """
@@ -248,8 +253,11 @@ class TwoPhaseCommitEngine:
             _log.info("txn.committing", txn=txn.id, job=txn.id.job, batch=txn.id.batch, epoch=txn.writer_epoch)
             self._faults.at("commit-logged", txn=txn.id)
             # Step 4
-            self._deliveries.start(decided)
-            self.state.settled_event(txn.id).wait(self.config.commit_wait)
+            acked = self._deliveries.start(decided)
+            acked.wait(self.config.commit_wait)
+            self.state.check_alive()
+            if acked.is_set():
+                return TransactionOutcome(TransactionState.COMMITTED)
         self.state.check_alive()
         final = self.state.txn(txn.id) or decided
         return TransactionOutcome(final.state, final.reason)

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -76,8 +77,8 @@ class KafkaTransactionLog(TransactionLog):
     coordinator or the partition's leader moving) are retried. ``replication_factor`` (None: the
     cluster default of ``kafka.replication_factor``, else ``min(3, brokers)``) is the topic's when
     this log creates it. The topic must stay the one :meth:`open` verified (see
-    :mod:`~onceflow.coordinator.log.log_topic`): it is checked before and after every append, and
-    the producer never auto-creates it.
+    :mod:`~onceflow.coordinator.log.log_topic`): it is checked before every append commits and
+    after it, and the producer never auto-creates it.
     """
 
     def __init__(
@@ -108,6 +109,8 @@ class KafkaTransactionLog(TransactionLog):
                 replication_factor, kafka.min_insync_replicas, "transaction_log.replication_factor"
             )
         self._topic = LogTopic(kafka.client_config(), topic, replication=replication, timeout=timeout)
+        #: Runs the topic check before an append while its records are produced (appends are serial).
+        self._checks = ThreadPoolExecutor(max_workers=1, thread_name_prefix="txnlog-topic-check")
 
     @property
     def description(self) -> str:
@@ -225,12 +228,14 @@ class KafkaTransactionLog(TransactionLog):
 
         Steps:
             1. Refuse records larger than :data:`MAX_APPEND_BYTES` with :class:`LogAppendRejected`
-               (nothing is written; only this request fails), and check that the topic is still
-               the one :meth:`open` verified (:class:`LogTopicLost` otherwise).
+               (nothing is written; only this request fails), and start checking that the topic is
+               still the one :meth:`open` verified, in the background: the check's round trip
+               overlaps Step 2.
             2. Begin a transaction and produce every record (key, JSON value or tombstone).
-            3. Commit it. An abortable error aborts and retries from Step 2; a retriable one retries
-               the commit; both until ``timeout``. A record the producer or broker finds too large
-               aborts and raises :class:`LogAppendRejected`.
+            3. Wait for Step 1's check: a lost topic aborts the transaction and raises
+               :class:`LogTopicLost`. Then commit. An abortable error aborts and retries from
+               Step 2; a retriable one retries the commit; both until ``timeout``. A record the
+               producer or broker finds too large aborts and raises :class:`LogAppendRejected`.
             4. A fenced producer raises :class:`CoordinatorFenced`; a fatal error or running out of
                time raises :class:`TransactionLogError` (the outcome is unknown).
             5. Check the topic again: deleted or re-created during the append raises
@@ -248,12 +253,14 @@ class KafkaTransactionLog(TransactionLog):
             raise LogAppendRejected(
                 f"the log records are {size} bytes, more than the {MAX_APPEND_BYTES} one append takes"
             )
-        self._topic.check("before an append")
-        self._append(producer, encoded)
+        checked = self._checks.submit(self._topic.check, "before an append")
+        self._append(producer, encoded, checked.result)
         # Step 5
         self._topic.check("during an append")
 
-    def _append(self, producer: Producer, encoded: list[tuple[bytes, bytes | None]]) -> None:
+    def _append(
+        self, producer: Producer, encoded: list[tuple[bytes, bytes | None]], topic_checked: Callable[[], object]
+    ) -> None:
         deadline = time.monotonic() + self._timeout
         last_error: KafkaException | None = None
         while time.monotonic() < deadline:
@@ -263,6 +270,11 @@ class KafkaTransactionLog(TransactionLog):
                 for key, value in encoded:
                     produce(producer, self.topic, key=key, value=value, partition=0)
                 # Step 3
+                try:
+                    topic_checked()
+                except BaseException:
+                    self._abort_quietly(producer)
+                    raise
                 self._commit(producer, deadline)
                 return
             except KafkaException as exc:
@@ -305,6 +317,7 @@ class KafkaTransactionLog(TransactionLog):
                 raise
 
     def close(self) -> None:
+        self._checks.shutdown(wait=False, cancel_futures=True)
         producer, self._producer = self._producer, None
         if producer is not None:
             producer.flush(1.0)
