@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Final
 
 import grpc
-from grpc_health.v1 import health
 
 from onceflow.consumer.api import SERVICE_NAME, ResultsApi, ResultsServicer, TableQuery
 from onceflow.consumer.extension import ExtensionService, extension_services, load_extensions
@@ -16,10 +14,9 @@ from onceflow.consumer.settings import ConsumerSettings
 from onceflow.consumer.store import ResultsStore, open_store
 from onceflow.consumer.tables import StoredTables
 from onceflow.core.faults import NO_FAULTS, FaultInjector
-from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
-from onceflow.core.metrics import MetricsEndpoint, serve_metrics
-from onceflow.core.service import ExitStatus, Service
+from onceflow.core.service import ExitStatus
+from onceflow.core.service.endpoints import GrpcService, ServingEndpoints
 from onceflow.proto.v1 import results_pb2_grpc
 
 #: Exit codes of ``onceflow consumer``.
@@ -29,7 +26,7 @@ EXIT_CONSUMER_FAILED: Final = 4
 _log = get_logger(__name__)
 
 
-class ConsumerService(Service):
+class ConsumerService(GrpcService):
     """One consumer instance: its store connections, the consumer loop thread, the gRPC server.
 
     The loop and the API use separate store connections, so queries never wait behind a batch's
@@ -48,18 +45,13 @@ class ConsumerService(Service):
         self.tables = StoredTables.from_settings(settings, self.extensions)
         self.metrics = ConsumerMetrics()
         self.feed = ResultsFeed(settings.api.watch_queue_batches)
-        self.health = health.HealthServicer()
-        self.port = 0
+        self.endpoints = ServingEndpoints(
+            settings, self.metrics.service, service_names=[SERVICE_NAME], max_workers=settings.api.max_workers
+        )
         self._loop_store: ResultsStore | None = None
         self._api_store: ResultsStore | None = None
         self.consumer: ResultsConsumer | None = None
         self.services: list[ExtensionService] = []
-        self._server: grpc.Server | None = None
-        self._metrics_endpoint: MetricsEndpoint | None = None
-
-    @property
-    def metrics_port(self) -> int:
-        return self._metrics_endpoint.port if self._metrics_endpoint is not None else 0
 
     def start(self) -> ConsumerService:
         """Start serving.
@@ -70,9 +62,9 @@ class ConsumerService(Service):
                table that does not fit them is a configuration error naming the column). Build the
                extensions' services over the API (two serving one name: a configuration error).
             2. Start the consumer loop; it joins the group and seeks to the stored offsets on assignment.
-            3. Build the gRPC server (TLS, authorization, stream limits, health, reflection) with the
-               Results servicer and every extension's services; start it.
-            4. Expose ``/metrics`` when ``metrics.port`` is set.
+            3. Serve (:class:`~onceflow.core.service.endpoints.ServingEndpoints`): the gRPC server
+               (TLS, authorization, stream limits, health, reflection) with the Results servicer and
+               every extension's services, and ``/metrics`` when ``metrics.port`` is set.
         """
         settings = self.settings
         # Step 1
@@ -89,18 +81,13 @@ class ConsumerService(Service):
             metrics=self.metrics,
         ).start()  # fmt: skip
         # Step 3
-        server, self.port = build_server(
-            settings.server, service_names=[SERVICE_NAME, *(s.name for s in self.services)],
-            max_workers=settings.api.max_workers, health_servicer=self.health,
-        )  # fmt: skip
-        results_pb2_grpc.add_ResultsServicer_to_server(ResultsServicer(api), server)  # type: ignore[no-untyped-call]
-        for service in self.services:
-            service.add_to_server(service.servicer, server)
-        server.start()
-        self._server = server
-        # Step 4
-        if settings.metrics.port:
-            self._metrics_endpoint = serve_metrics(self.metrics.service, settings.metrics.host, settings.metrics.port)
+
+        def add_servicers(server: grpc.Server) -> None:
+            results_pb2_grpc.add_ResultsServicer_to_server(ResultsServicer(api), server)  # type: ignore[no-untyped-call]
+            for service in self.services:
+                service.add_to_server(service.servicer, server)
+
+        self.endpoints.start(add_servicers, more_service_names=[s.name for s in self.services])
         _log.info(
             "consumer.serving", port=self.port, metrics_port=self.metrics_port, store=self._loop_store.description,
             group=settings.consumer.group_id, topics=",".join(self.tables.topics),
@@ -109,25 +96,21 @@ class ConsumerService(Service):
         return self
 
     def stop(self, grace: float = 2.0) -> None:
-        """NOT_SERVING, stop the loop (it commits its open batch and leaves the group), close the
-        extensions' services (their workers, such as the example's running audits), stop the server."""
-        self.health.enter_graceful_shutdown()
+        """NOT_SERVING; stop the loop (it commits its open batch and leaves the group) and close the
+        extensions' services (their workers, such as the example's running audits) while the server
+        still answers, so that their calls end; stop the server, close the stores. Idempotent."""
+        self.endpoints.stop(grace, drain=self._drain, release=self._close_stores)
+
+    def _drain(self) -> None:
         if self.consumer is not None:
             self.consumer.stop()
         for service in self.services:
             service.close()
-        if self._server is not None:
-            self._server.stop(grace).wait(grace + 1)
-            self._server = None
-        if self._metrics_endpoint is not None:
-            self._metrics_endpoint.stop()
-            self._metrics_endpoint = None
+
+    def _close_stores(self) -> None:
         for store in (self._loop_store, self._api_store):
             if store is not None:
                 store.close()
-
-    def ready_info(self) -> Mapping[str, object]:
-        return {"port": self.port, "metrics_port": self.metrics_port}
 
     def finished(self) -> bool:
         return self.consumer is not None and self.consumer.stopped.is_set()

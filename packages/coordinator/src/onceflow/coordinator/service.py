@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from functools import partial
 from typing import Final
-
-import grpc
-from grpc_health.v1 import health
 
 from onceflow.contract import TransactionId
 from onceflow.contract.staging import StagingStore, SymlinkRefused, delete_batch, install_store, probe_staging_root
@@ -20,12 +17,11 @@ from onceflow.coordinator.metrics import CoordinatorMetrics
 from onceflow.coordinator.participants import GrpcParticipantConnector, ParticipantConnector
 from onceflow.coordinator.servicer import SERVICE_NAME, TransactionCoordinatorServicer
 from onceflow.coordinator.settings import CoordinatorSettings
-from onceflow.coordinator.standby import Standby, set_serving
+from onceflow.coordinator.standby import Standby
 from onceflow.core.faults import NO_FAULTS, FaultInjector
-from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
-from onceflow.core.metrics import MetricsEndpoint, serve_metrics
-from onceflow.core.service import EXIT_CONFIG, EXIT_START_FAILED, ExitStatus, Service
+from onceflow.core.service import EXIT_CONFIG, EXIT_START_FAILED, ExitStatus
+from onceflow.core.service.endpoints import GrpcService, ServingEndpoints
 from onceflow.proto.v1 import coordinator_pb2_grpc
 
 #: Exit codes of ``onceflow coordinator``.
@@ -66,7 +62,7 @@ def staging_collector_for(settings: CoordinatorSettings, store: StagingStore) ->
     return collect
 
 
-class CoordinatorServer(Service):
+class CoordinatorServer(GrpcService):
     """One coordinator instance: engine (with recovery), gRPC server and ``/metrics``.
 
     ``log`` and ``connector`` default to the configured backend and gRPC participants; tests pass
@@ -99,21 +95,16 @@ class CoordinatorServer(Service):
             staging_collector=staging_collector_for(settings, self.store),
             faults=faults,
         )
-        self.health = health.HealthServicer()
-        self._server: grpc.Server | None = None
-        self._metrics_endpoint: MetricsEndpoint | None = None
-        self.port = 0
+        self.endpoints = ServingEndpoints(
+            settings, self.metrics.service, service_names=[SERVICE_NAME], max_workers=settings.max_workers
+        )
         self._recovery: RecoveryReport | None = None
-        self._standby = Standby(self.engine, settings, self.health) if settings.standby.enabled else None
+        self._standby = Standby(self.engine, settings, self.endpoints.health) if settings.standby.enabled else None
 
     @property
     def recovery(self) -> RecoveryReport | None:
         """What recovery found when this instance took over its log (None while it has not)."""
         return self._standby.recovery if self._standby is not None else self._recovery
-
-    @property
-    def metrics_port(self) -> int:
-        return self._metrics_endpoint.port if self._metrics_endpoint is not None else 0
 
     def start(self) -> CoordinatorServer:
         """Start serving.
@@ -125,10 +116,10 @@ class CoordinatorServer(Service):
             2. Open the transaction log (this fences any earlier coordinator instance), replay it
                and recover in-doubt transactions (see :func:`~onceflow.coordinator.engine.recovery.recover`).
                A standby only checks that the log topic exists and is safe, fencing nobody.
-            3. Build the gRPC server: TLS per ``server.tls``, health and reflection, then the
-               TransactionCoordinator servicer; start it.
-            4. Expose ``/metrics`` when ``metrics.port`` is set.
-            5. A standby joins the election: it takes over (Step 2) once it leads.
+            3. Serve (:class:`~onceflow.core.service.endpoints.ServingEndpoints`): the gRPC server
+               (TLS per ``server.tls``, health and reflection) with the TransactionCoordinator
+               servicer, NOT_SERVING for a standby; ``/metrics`` when ``metrics.port`` is set.
+            4. A standby joins the election: it takes over (Step 2) once it leads.
         """
         # Step 1
         if self.settings.staging_root:
@@ -140,25 +131,14 @@ class CoordinatorServer(Service):
         elif isinstance(self._log, KafkaTransactionLog):
             self._log.check_topic()
         # Step 3
-        server, self.port = build_server(
-            self.settings.server,
-            service_names=[SERVICE_NAME],
-            max_workers=self.settings.max_workers,
-            health_servicer=self.health,
+        self.endpoints.start(
+            partial(
+                coordinator_pb2_grpc.add_TransactionCoordinatorServicer_to_server,
+                TransactionCoordinatorServicer(self.engine),
+            ),
+            serving=self._standby is None,
         )
-        if self._standby is not None:
-            set_serving(self.health, False)
-        coordinator_pb2_grpc.add_TransactionCoordinatorServicer_to_server(  # type: ignore[no-untyped-call]
-            TransactionCoordinatorServicer(self.engine), server
-        )
-        server.start()
-        self._server = server
         # Step 4
-        if self.settings.metrics.port:
-            self._metrics_endpoint = serve_metrics(
-                self.metrics.service, self.settings.metrics.host, self.settings.metrics.port
-            )
-        # Step 5
         if self._standby is not None:
             self._standby.start(self.advertised_target)
         _log.info(
@@ -178,20 +158,14 @@ class CoordinatorServer(Service):
 
     def stop(self, grace: float = 2.0) -> None:
         """Stop serving: NOT_SERVING, drain RPCs for ``grace`` seconds, close the engine, then leave
-        the election (so a standby takes over at once, and fences nothing still in flight here)."""
-        self.health.enter_graceful_shutdown()
-        if self._server is not None:
-            self._server.stop(grace).wait(grace + 1)
-            self._server = None
-        if self._metrics_endpoint is not None:
-            self._metrics_endpoint.stop()
-            self._metrics_endpoint = None
+        the election (so a standby takes over at once, and fences nothing still in flight here).
+        Idempotent."""
+        self.endpoints.stop(grace, release=self._release)
+
+    def _release(self) -> None:
         self.engine.close()
         if self._standby is not None:
             self._standby.close()
-
-    def ready_info(self) -> Mapping[str, object]:
-        return {"port": self.port, "metrics_port": self.metrics_port}
 
     def finished(self) -> bool:
         return self.engine.stopped.is_set() or (self._standby is not None and self._standby.failure is not None)

@@ -6,23 +6,19 @@ Steps of :meth:`ConnectWorkerService.start`:
     2. Build the worker (data plane) and the herder (control plane), and start the herder: it reads
        the stores and, in distributed mode, joins the group.
     3. Standalone: create the connectors named in the config files.
-    4. Serve the admin gRPC API (with health and reflection) and the metrics endpoint.
+    4. Serve the admin gRPC API (with health and reflection) and the metrics endpoint
+       (:class:`~onceflow.core.service.endpoints.ServingEndpoints`).
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Mapping
+from functools import partial
 from typing import Self
 
-import grpc
-from grpc_health.v1 import health
-
-from onceflow.core.grpc import build_server
 from onceflow.core.kafka import Replication
 from onceflow.core.logging import get_logger
-from onceflow.core.metrics import MetricsEndpoint, ServiceMetrics, serve_metrics
-from onceflow.core.service import Service
+from onceflow.core.metrics import ServiceMetrics
+from onceflow.core.service.endpoints import GrpcService, ServingEndpoints
 from onceflow.proto.v1 import connect_pb2, connect_pb2_grpc
 from onceflow.runtime.admin.servicer import ConnectServicer
 from onceflow.runtime.config.files import load_connector_file
@@ -44,7 +40,7 @@ _log = get_logger(__name__)
 SERVICE_NAME = connect_pb2.DESCRIPTOR.services_by_name["Connect"].full_name
 
 
-class ConnectWorkerService(Service):
+class ConnectWorkerService(GrpcService):
     """One connect worker: stores, worker, herder, admin gRPC API and ``/metrics`` (see the module's Steps)."""
 
     name = "connect_worker"
@@ -57,11 +53,7 @@ class ConnectWorkerService(Service):
         self.worker_id = settings.resolved_worker_id()
         self.metrics = ServiceMetrics("connect")
         self.herder: Herder | None = None
-        self.server: grpc.Server | None = None
-        self.port = 0
-        self._metrics_endpoint: MetricsEndpoint | None = None
-        self.health = health.HealthServicer()
-        self._stopped = threading.Event()
+        self.endpoints = ServingEndpoints(settings, self.metrics, service_names=[SERVICE_NAME], stop_wait_slack_s=None)
 
     def start(self) -> Self:
         s = self.settings
@@ -130,13 +122,7 @@ class ConnectWorkerService(Service):
             name, config = load_connector_file(path)
             self.herder.put_connector_config(name, config)
         # Step 4
-        self.server, self.port = build_server(s.server, service_names=[SERVICE_NAME], health_servicer=self.health)
-        connect_pb2_grpc.add_ConnectServicer_to_server(  # type: ignore[no-untyped-call]
-            ConnectServicer(self.herder), self.server
-        )
-        self.server.start()
-        if s.metrics.port:
-            self._metrics_endpoint = serve_metrics(self.metrics, s.metrics.host, s.metrics.port)
+        self.endpoints.start(partial(connect_pb2_grpc.add_ConnectServicer_to_server, ConnectServicer(self.herder)))
         _log.info(
             "connect_worker.started",
             worker=self.worker_id,
@@ -152,18 +138,8 @@ class ConnectWorkerService(Service):
 
         Idempotent. The stopped herder stays readable (``herder.connector_offsets`` answers what the
         tasks committed, as a caller checking a graceful stop needs)."""
-        if self._stopped.is_set():
-            return
-        self.health.enter_graceful_shutdown()
-        if self.server is not None:
-            self.server.stop(grace).wait()
-            self.server = None
+        self.endpoints.stop(grace, release=self._stop_herder)
+
+    def _stop_herder(self) -> None:
         if self.herder is not None:
             self.herder.stop()
-        if self._metrics_endpoint is not None:
-            self._metrics_endpoint.stop()
-            self._metrics_endpoint = None
-        self._stopped.set()
-
-    def ready_info(self) -> Mapping[str, object]:
-        return {"port": self.port, "metrics_port": self._metrics_endpoint.port if self._metrics_endpoint else 0}

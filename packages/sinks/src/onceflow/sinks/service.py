@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Self
-
-import grpc
-from grpc_health.v1 import health, health_pb2
 
 from onceflow.contract import Resolution, TransactionId
 from onceflow.contract.clients import CoordinatorClient
@@ -15,10 +12,8 @@ from onceflow.contract.staging import StagingStore, install_store, probe_staging
 from onceflow.contract.staging.confinement import StagingConfinement
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.faults import NO_FAULTS, FaultInjector
-from onceflow.core.grpc import build_server
 from onceflow.core.logging import get_logger
-from onceflow.core.metrics import MetricsEndpoint, serve_metrics
-from onceflow.core.service import Service
+from onceflow.core.service.endpoints import GrpcService, ServingEndpoints
 from onceflow.proto.v1 import participant_pb2_grpc
 from onceflow.sinks.base import SinkParticipant
 from onceflow.sinks.server.factory import open_sink
@@ -30,7 +25,7 @@ from onceflow.sinks.server.settings import ParticipantSettings
 _log = get_logger(__name__)
 
 
-class ParticipantServer(Service):
+class ParticipantServer(GrpcService):
     """Hosts the configured sinks behind one Participant gRPC server.
 
     A started server has resolved every transaction its sinks had prepared before it took new
@@ -54,15 +49,11 @@ class ParticipantServer(Service):
         self.metrics = metrics or ParticipantMetrics()
         self._faults = faults
         self.sinks: dict[str, SinkParticipant] = {}
-        self.port = 0
         self._stop = threading.Event()
-        self.health = health.HealthServicer()
-        self._server: grpc.Server | None = None
-        self._metrics_endpoint: MetricsEndpoint | None = None
-
-    @property
-    def metrics_port(self) -> int:
-        return self._metrics_endpoint.port if self._metrics_endpoint is not None else 0
+        # No bound on the wait for the stopped server: in-flight RPCs end within the grace or are cancelled.
+        self.endpoints = ServingEndpoints(
+            settings, self.metrics.service, service_names=[SERVICE_NAME], stop_wait_slack_s=None
+        )
 
     def start(self) -> Self:
         """Open, recover and serve (:attr:`port` is the bound port).
@@ -71,12 +62,13 @@ class ParticipantServer(Service):
             1. Check the staging roots and schemes (``staging``), install the staging store
                (``staging.s3``) and probe every root (:func:`probe_staging_root`: write, read and
                delete; a failure is :class:`StagingRootUnusable`), then open every configured sink.
-            2. Build the gRPC server (TLS/mTLS, health, reflection), add the servicer and start it,
-               answering only the read-only RPCs (health NOT_SERVING).
+            2. Serve (:class:`~onceflow.core.service.endpoints.ServingEndpoints`): the gRPC server
+               (TLS/mTLS, health, reflection) with the servicer, answering only the read-only RPCs
+               (health NOT_SERVING), and the Prometheus metrics when a metrics port is configured
+               (recovery's progress is observable).
             3. Recover: resolve each sink's prepared transactions with the coordinator's decision,
                retrying with backoff while it is unreachable or undecided. Then take new work
                (health SERVING).
-            4. Expose the Prometheus metrics, when a metrics port is configured.
         """
         # Step 1
         staging = self.settings.staging
@@ -89,29 +81,15 @@ class ParticipantServer(Service):
             sink = self.sinks[sink_settings.name] = open_sink(sink_settings)
             sink.faults = self._faults
         # Step 2
-        server, port = build_server(self.settings.server, service_names=[SERVICE_NAME], health_servicer=self.health)
-        for name in ("", SERVICE_NAME):
-            self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING)
         servicer = ParticipantServicer(self.sinks, confinement, self.metrics, self._faults, recovering=True)
-        add_servicer: Callable[[ParticipantServicer, grpc.Server], None] = (
-            participant_pb2_grpc.add_ParticipantServicer_to_server
-        )
-        add_servicer(servicer, server)
-        server.start()
-        self._server, self.port = server, port
+        self.endpoints.start(partial(participant_pb2_grpc.add_ParticipantServicer_to_server, servicer), serving=False)
         # Step 3
         self._recover()
         servicer.recovered()
-        for name in ("", SERVICE_NAME):
-            self.health.set(name, health_pb2.HealthCheckResponse.SERVING)
-        # Step 4
-        if self.settings.metrics.port:
-            self._metrics_endpoint = serve_metrics(
-                self.metrics.service, self.settings.metrics.host, self.settings.metrics.port
-            )
+        self.endpoints.set_serving(True)
         _log.info(
             "participant.serving",
-            port=port,
+            port=self.port,
             sinks=",".join(sink.record_name for sink in self.sinks.values()),
             tls=bool(self.settings.server.tls.cert),
         )
@@ -141,15 +119,12 @@ class ParticipantServer(Service):
                     self.metrics.recovered.labels(name, outcome.value).inc()
 
     def stop(self, grace: float | None = 5.0) -> None:
-        """NOT_SERVING, stop serving (in-flight RPCs get ``grace`` seconds) and close the sinks. Idempotent."""
+        """End a waiting recovery, NOT_SERVING, stop serving (in-flight RPCs get ``grace`` seconds,
+        and the stop waits for them) and close the sinks. Idempotent."""
         self._stop.set()
-        self.health.enter_graceful_shutdown()
-        if self._server is not None:
-            self._server.stop(grace).wait()
-            self._server = None
-        if self._metrics_endpoint is not None:
-            self._metrics_endpoint.stop()
-            self._metrics_endpoint = None
+        self.endpoints.stop(grace, release=self._close_sinks)
+
+    def _close_sinks(self) -> None:
         for sink in self.sinks.values():
             sink.close()
         self.sinks.clear()
@@ -157,9 +132,6 @@ class ParticipantServer(Service):
     def interrupt(self) -> None:
         """Make a recovery that waits for the coordinator give up; safe in a signal handler."""
         self._stop.set()
-
-    def ready_info(self) -> Mapping[str, object]:
-        return {"port": self.port, "metrics_port": self.metrics_port}
 
 
 def participant_service(settings: ParticipantSettings) -> ParticipantServer:
