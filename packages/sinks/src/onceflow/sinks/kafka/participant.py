@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from onceflow.contract import (
@@ -24,10 +22,8 @@ from onceflow.contract import (
     check_supported,
 )
 from onceflow.contract.staging import StagedFile
-from onceflow.core.avro import SingleObjectSerde
-from onceflow.core.avro.arrow import avro_schema, json_value, record_name
 from onceflow.core.avro.schemas_topic import SchemasTopic
-from onceflow.core.kafka import Replication, RetryPolicy, produce, retry_transient, transactional_producer_config
+from onceflow.core.kafka import Replication, RetryPolicy, retry_transient, transactional_producer_config
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
@@ -46,10 +42,9 @@ from onceflow.sinks.kafka.markers import (
     read_last_committed,
     read_last_committed_by_job,
 )
+from onceflow.sinks.kafka.records import BindingRecords, produce_record
 
 _log = get_logger(__name__)
-
-DeliveryCallback = Callable[[KafkaError | None, Message], None]
 
 
 @dataclass
@@ -72,10 +67,10 @@ class KafkaParticipant(SinkParticipant):
     left open. One transaction is open at a time per sink and job: a job's batches are sequential,
     so a prepare for another batch while one is open votes no.
 
-    A transaction holds the rows of every binding of the batch (key = the binding's key columns: one
-    string column as UTF-8, one binary column as is, several as a JSON array; value = Avro
-    single-object encoding with the schema derived from the output, published in the schemas topic,
-    or JSON; headers = the binding's header columns) and a marker record (key ``<sink>:<job>``,
+    A transaction holds the rows of every binding of the batch (:class:`BindingRecords`: key = the
+    binding's key columns, value = Avro single-object encoding with the schema derived from the
+    output, published in the schemas topic, or JSON; headers = the binding's header columns) and a
+    marker record (key ``<sink>:<job>``,
     value = batch) in the compacted commits topic. Upsert and append produce the same records: a
     replayed batch is recognised by the marker, never by a key, so no record is produced twice.
     The open Kafka transaction is only a fast path: the durable prepared
@@ -110,7 +105,7 @@ class KafkaParticipant(SinkParticipant):
         self._journal_writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"journal-{self.record_name}")
         self._producers: dict[str, _JobProducer] = {}
         self._producers_lock = threading.Lock()
-        self._encoders: dict[tuple[str, SinkBinding], Any] = {}
+        self._records = BindingRecords()
         self._schemas = SchemasTopic(
             kafka.bootstrap_servers, config=_client_extras(kafka), replication=Replication.of(kafka)
         )
@@ -141,25 +136,8 @@ class KafkaParticipant(SinkParticipant):
             ensure_topics(self.kafka, binding.topic, self.commits_topic, timeout=self._timeout_s)
             # Step 3
             if binding.value_format is ValueFormat.AVRO and binding.schema is not None:
-                self._schemas.publish(self._avro_schema(job, binding, binding.schema), self._timeout_s)
+                self._schemas.publish(self._records.writer_schema(job, binding, binding.schema), self._timeout_s)
         _log.info("kafka.bindings_ready", sink=self.name, job=job, topics=",".join(b.topic for b in bindings))
-
-    @staticmethod
-    def _avro_schema(job: str, binding: SinkBinding, schema: pa.Schema) -> dict[str, Any]:
-        return avro_schema(schema, binding.record_name or record_name(job, binding.output), binding.output)
-
-    def _encoder(self, job: str, binding: SinkBinding, rows: pa.Table) -> Any:
-        """The value encoder of ``binding`` for ``job`` (Avro serde, or JSON), built once."""
-        key = (job, binding)
-        encoder = self._encoders.get(key)
-        if encoder is None:
-            if binding.value_format is ValueFormat.JSON:
-                encoder = json_value
-            else:
-                schema = binding.schema if binding.schema is not None else rows.schema
-                encoder = SingleObjectSerde(self._avro_schema(job, binding, schema), logical_types=True).encode
-            self._encoders[key] = encoder
-        return encoder
 
     def transactional_id(self, job: str) -> str:
         return f"onceflow-sink-{self.record_name}-{job}"
@@ -204,8 +182,8 @@ class KafkaParticipant(SinkParticipant):
         producer.begin_transaction()
         state.open_txn = txn
         for bound in outputs:
-            self._produce_rows(producer, txn.job, bound, on_delivery)
-        self._produce(
+            self._records.produce(producer, txn.job, bound, on_delivery)
+        produce_record(
             producer,
             self.commits_topic,
             marker_key(self.record_name, txn.job),
@@ -218,44 +196,6 @@ class KafkaParticipant(SinkParticipant):
             self._abort_open(state)
             topics = ", ".join(sorted({bound.binding.topic for bound in outputs} | {self.commits_topic}))
             raise PrepareRejected(f"sink {self.name!r} cannot produce {txn} to {topics}: {detail}")
-
-    def _produce_rows(self, producer: Producer, job: str, bound: BoundRows, on_delivery: DeliveryCallback) -> None:
-        """One record per row of ``bound``: key columns, encoded value, header columns."""
-        binding, rows = bound.binding, bound.rows
-        if not rows.num_rows:
-            return
-        encode = self._encoder(job, binding, rows)
-        records = rows.to_pylist()
-        keys = [record_key(row, binding.keys) for row in records] if binding.keys else None
-        for i, row in enumerate(records):
-            headers = [(h, None if row[h] is None else str(row[h]).encode()) for h in binding.headers] or None
-            self._produce(
-                producer,
-                binding.topic,
-                keys[i] if keys is not None else None,
-                encode(row),
-                on_delivery=on_delivery,
-                headers=headers,
-            )
-
-    @staticmethod
-    def _produce(
-        producer: Producer,
-        topic: str,
-        key: bytes | None,
-        value: bytes,
-        *,
-        on_delivery: DeliveryCallback,
-        headers: list[tuple[str, bytes | None]] | None = None,
-    ) -> None:
-        """Produce one record; its timestamp is the producer's clock (CreateTime), never an event time: a
-        record stamped with the time of a months-old log line would fall to the topic's time retention
-        as soon as its segment rolls, and the sink would silently lose committed rows."""
-        extra: dict[str, Any] = {}
-        if headers:
-            extra["headers"] = headers
-        produce(producer, topic, value=value, key=key, on_delivery=on_delivery, **extra)
-        producer.poll(0)
 
     def _abort_open(self, state: _JobProducer) -> None:
         try:
@@ -414,17 +354,6 @@ class KafkaParticipant(SinkParticipant):
                 state.producer.flush(1)
             self._producers.clear()
         self._journal_writer.shutdown(wait=True)
-
-
-def record_key(row: dict[str, Any], columns: Sequence[str]) -> bytes | None:
-    """The record key of ``row``: one string column as UTF-8, one binary column as is, else a JSON array."""
-    if len(columns) == 1:
-        value = row[columns[0]]
-        if value is None or isinstance(value, bytes):
-            return value
-        if isinstance(value, str):
-            return value.encode()
-    return json.dumps([row[c] for c in columns], default=str, separators=(",", ":")).encode()
 
 
 def _client_extras(kafka: KafkaSettings) -> dict[str, Any]:

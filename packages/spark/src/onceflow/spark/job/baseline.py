@@ -21,7 +21,7 @@ from onceflow.core.avro import SingleObjectSerde
 from onceflow.core.avro.arrow import avro_schema, record_name
 from onceflow.core.kafka import idempotent_producer_config, produce
 from onceflow.core.logging import get_logger
-from onceflow.sinks.kafka.participant import record_key
+from onceflow.sinks.kafka.records import record_key
 from onceflow.spark.job.settings import SparkJobSettings
 
 _log = get_logger(__name__)
