@@ -44,7 +44,7 @@ def _storage_errors(uri: str, store: TableStore) -> Iterator[None]:
         raise TableStoreUnavailable(uri, store.redact(f"Delta table {uri}: {exc}")) from exc
 
 
-class DeltaFormat(TableFormat):
+class DeltaFormat(TableFormat[DeltaTable]):
     """Delta Lake tables under one :class:`TableStore` root.
 
     - A prepared batch is Parquet files at the table's root, named ``onceflow-<batch>-<uuid>.parquet``,
@@ -63,18 +63,19 @@ class DeltaFormat(TableFormat):
 
     kind = "delta"
     dialect = DELTA
+    title = "Delta"
 
     def __init__(self, sink: str, store: TableStore) -> None:
         self.sink = sink
         self.store = store
         self._options = store.delta_storage_options()
 
-    def _uri(self, table: str) -> str:
+    def address(self, table: str) -> str:
         return self.store.table_uri(table)
 
     def open(self, table: str, version: int | None = None) -> DeltaTable | None:
         """The table (at ``version``, else the latest), or None when it does not exist."""
-        uri = self._uri(table)
+        uri = self.address(table)
         with _storage_errors(uri, self.store):
             try:
                 return DeltaTable(uri, version=version, storage_options=self._options)
@@ -103,7 +104,7 @@ class DeltaFormat(TableFormat):
                 fields.append(field.with_nullable(False).with_metadata({KEY_METADATA: str(position)}))
             else:
                 fields.append(field.remove_metadata())
-        uri = self._uri(binding.table)
+        uri = self.address(binding.table)
         with _storage_errors(uri, self.store):
             DeltaTable.create(
                 uri,
@@ -119,14 +120,11 @@ class DeltaFormat(TableFormat):
         delta = self.open(binding.table)
         assert delta is not None
         added = [Schema.from_arrow(pa.schema([binding.schema.field(name)])).fields[0] for name in names]
-        with _storage_errors(self._uri(binding.table), self.store):
+        with _storage_errors(self.address(binding.table), self.store):
             delta.alter.add_columns([Field(f.name, f.type, nullable=True) for f in added])
 
-    def last_committed(self, table: str, app_id: str) -> int:
-        delta = self.open(table)
-        if delta is None:
-            return NO_BATCH
-        version = delta.transaction_version(app_id)
+    def batch_in(self, found: DeltaTable, app_id: str) -> int:
+        version = found.transaction_version(app_id)
         return NO_BATCH if version is None else int(version)
 
     def _table_schema(self, delta: DeltaTable) -> pa.Schema:
@@ -141,9 +139,7 @@ class DeltaFormat(TableFormat):
         """One Parquet file of the batch's rows at the table's root (none for no rows), with its statistics."""
         if not rows.num_rows:
             return []
-        delta = self.open(binding.table)
-        if delta is None:
-            raise TableStoreUnavailable(self._uri(binding.table), f"Delta table {binding.table!r} does not exist")
+        delta = self.existing(binding.table)
         rows = self._fit(rows, self._table_schema(delta))
         uri = self.store.file_uri(binding.table, f"onceflow-{txn.batch}-{uuid.uuid4().hex}.parquet")
         size = self.store.write_parquet(uri, rows)
@@ -155,24 +151,18 @@ class DeltaFormat(TableFormat):
             app_transactions=[Transaction(app_id, txn.batch)],
         )
 
-    def commit(
+    def commit_on(
         self,
+        delta: DeltaTable,
         binding: SinkBinding,
         txn: TransactionId,
         files: Sequence[DataFile],
         *,
         app_id: str,
-        before_commit: Callable[[], None] = lambda: None,
-    ) -> bool:
-        """One Delta commit on the latest version: ``add`` actions (append) or a MERGE (upsert), with
-        the ``txn`` action; False when that version's ``txn`` of the job is already at the batch."""
-        uri = self._uri(binding.table)
-        delta = self.open(binding.table)
-        if delta is None:
-            raise TableStoreUnavailable(uri, f"Delta table {binding.table!r} does not exist")
-        held = delta.transaction_version(app_id)
-        if held is not None and held >= txn.batch:
-            return False
+        before_commit: Callable[[], None],
+    ) -> None:
+        """One Delta commit on ``delta``: ``add`` actions (append) or a MERGE (upsert), with the ``txn`` action."""
+        uri = self.address(binding.table)
         source = self._merge_source(delta, files) if binding.mode is SinkMode.UPSERT and files else None
         before_commit()
         try:
@@ -183,7 +173,6 @@ class DeltaFormat(TableFormat):
                     self._append(delta, self._properties(txn, app_id), files)
         except CommitFailedError as exc:
             raise CommitConflict(binding.table, f"Delta table {binding.table!r}, {txn}: {exc}") from exc
-        return True
 
     def _append(self, delta: DeltaTable, properties: CommitProperties, files: Sequence[DataFile]) -> None:
         now_ms = int(time.time() * 1000)
@@ -220,7 +209,7 @@ class DeltaFormat(TableFormat):
         unsupported = features & {"deletionVectors", "columnMapping", "v2Checkpoint"}
         if unsupported:
             raise TableStoreUnavailable(
-                self._uri(table), f"Delta table {table!r} uses reader features {sorted(unsupported)}, not read here"
+                self.address(table), f"Delta table {table!r} uses reader features {sorted(unsupported)}, not read here"
             )
         schema = pa.schema([f.remove_metadata() for f in self._table_schema(delta)])
         parts = [_conform(self.store.read_parquet(uri), schema) for uri in delta.file_uris()]
@@ -243,7 +232,7 @@ class DeltaFormat(TableFormat):
 
     def _entries(self, delta: DeltaTable, table: str) -> list[tuple[int, str | None, str | None, str | None]]:
         """Every version with the commitInfo onceflow wrote in it (None where it wrote none), oldest first."""
-        with _storage_errors(self._uri(table), self.store):
+        with _storage_errors(self.address(table), self.store):
             entries = delta.history()
         found = [(int(e["version"]), e.get(TXN_METADATA), e.get(SINK_METADATA), e.get(APP_METADATA)) for e in entries]
         return sorted(found, key=lambda entry: entry[0])

@@ -77,7 +77,7 @@ def _catalog_errors(what: str, store: TableStore) -> Iterator[None]:
         raise TableStoreUnavailable(what, store.redact(f"Iceberg table {what}: {exc}")) from exc
 
 
-class IcebergFormat(TableFormat):
+class IcebergFormat(TableFormat[Table]):
     """Iceberg tables of one namespace of a SQL catalog, their files under one :class:`TableStore` root.
 
     - A prepared batch is Parquet data files under the table's ``data/`` that no snapshot lists.
@@ -92,6 +92,7 @@ class IcebergFormat(TableFormat):
     """
 
     kind = "iceberg"
+    title = "Iceberg"
     dialect = ICEBERG
 
     def __init__(self, sink: str, catalog: SqlCatalog, namespace: str, store: TableStore) -> None:
@@ -100,11 +101,11 @@ class IcebergFormat(TableFormat):
         self.namespace = namespace
         self.store = store
 
-    def _name(self, table: str) -> str:
+    def address(self, table: str) -> str:
         return f"{self.namespace}.{table}"
 
     def open(self, table: str) -> Table | None:
-        with _catalog_errors(self._name(table), self.store):
+        with _catalog_errors(self.address(table), self.store):
             try:
                 return self.catalog.load_table((self.namespace, table))
             except NoSuchTableError:
@@ -133,7 +134,7 @@ class IcebergFormat(TableFormat):
         location = self.store.table_uri(f"{self.namespace}/{binding.table}")
         if self.store.is_local:
             location = f"file://{location}"
-        with _catalog_errors(self._name(binding.table), self.store):
+        with _catalog_errors(self.address(binding.table), self.store):
             try:
                 with self.catalog.create_table_transaction(
                     (self.namespace, binding.table),
@@ -152,13 +153,10 @@ class IcebergFormat(TableFormat):
         found = self.open(binding.table)
         assert found is not None
         added = pa.schema([binding.schema.field(name).with_nullable(True).remove_metadata() for name in names])
-        with _catalog_errors(self._name(binding.table), self.store), found.update_schema() as update:
+        with _catalog_errors(self.address(binding.table), self.store), found.update_schema() as update:
             update.union_by_name(added)
 
-    def last_committed(self, table: str, app_id: str) -> int:
-        found = self.open(table)
-        if found is None:
-            return NO_BATCH
+    def batch_in(self, found: Table, app_id: str) -> int:
         return int(found.properties.get(batch_property(app_id), NO_BATCH))
 
     @staticmethod
@@ -170,42 +168,35 @@ class IcebergFormat(TableFormat):
         """The batch's rows as Parquet data files under the table's ``data/`` (none for no rows)."""
         if not rows.num_rows:
             return []
-        table = self.open(binding.table)
-        if table is None:
-            raise TableStoreUnavailable(self._name(binding.table), f"Iceberg table {binding.table!r} does not exist")
+        table = self.existing(binding.table)
         try:
             rows = self._fit(rows, table)
             _check_pyarrow_schema_compatible(table.schema(), rows.schema, format_version=table.format_version)
         except (ValueError, TypeError, pa.ArrowInvalid) as exc:
             problem = f"rows do not fit Iceberg table {binding.table!r}: {exc}"
             raise PrepareRejected(f"sink {self.sink!r}: {problem}") from exc
-        with _catalog_errors(self._name(binding.table), self.store):
+        with _catalog_errors(self.address(binding.table), self.store):
             written = list(_dataframe_to_data_files(table.metadata, rows, table.io, write_uuid=uuid.uuid4()))
         for data_file in written:
             self.store.make_durable(data_file.file_path)
         return [DataFile(data_file.file_path) for data_file in written]
 
-    def commit(
+    def commit_on(
         self,
+        table: Table,
         binding: SinkBinding,
         txn: TransactionId,
         files: Sequence[DataFile],
         *,
         app_id: str,
-        before_commit: Callable[[], None] = lambda: None,
-    ) -> bool:
-        """One metadata commit on the current snapshot: the batch's snapshot and the job's last-batch
-        property; False when the current metadata already has the batch."""
-        table = self.open(binding.table)
-        if table is None:
-            raise TableStoreUnavailable(self._name(binding.table), f"Iceberg table {binding.table!r} does not exist")
-        if int(table.properties.get(batch_property(app_id), NO_BATCH)) >= txn.batch:
-            return False
+        before_commit: Callable[[], None],
+    ) -> None:
+        """One metadata commit on ``table``'s snapshot: the batch's snapshot and the job's last-batch property."""
         before_commit()
         summary = {TXN_SUMMARY: str(txn), SINK_SUMMARY: self.sink, APP_SUMMARY: app_id}
         rewritten: list[str] = []
         try:
-            with _catalog_errors(self._name(binding.table), self.store):
+            with _catalog_errors(self.address(binding.table), self.store):
                 update = _without_library_retries(table).transaction()
                 update.set_properties({batch_property(app_id): str(txn.batch)})
                 if binding.mode is SinkMode.UPSERT and files:
@@ -219,7 +210,6 @@ class IcebergFormat(TableFormat):
             for uri in rewritten:
                 self.store.delete(uri)
             raise CommitConflict(binding.table, f"Iceberg table {binding.table!r}, {txn}: {exc}") from exc
-        return True
 
     @staticmethod
     def _data_file(table: Table, update: Transaction, file: DataFile) -> IcebergDataFile:
@@ -255,7 +245,7 @@ class IcebergFormat(TableFormat):
             for task in tasks:
                 if task.delete_files:
                     problem = f"data file {task.file.file_path} has delete files, which are not rewritten here"
-                    raise TableStoreUnavailable(self._name(binding.table), problem)
+                    raise TableStoreUnavailable(self.address(binding.table), problem)
                 # Step 3
                 held = ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue()).to_table([task])
                 held_keys = zip(*(held.column(k).to_pylist() for k in keys), strict=True)
@@ -286,7 +276,7 @@ class IcebergFormat(TableFormat):
         found = self.open(table)
         if found is None:
             return None
-        with _catalog_errors(self._name(table), self.store):
+        with _catalog_errors(self.address(table), self.store):
             return found.scan(snapshot_id=version).to_arrow()
 
     def tables(self) -> list[str]:

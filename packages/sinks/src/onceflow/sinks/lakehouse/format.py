@@ -5,16 +5,20 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 import pyarrow as pa
 
 from onceflow.contract import SinkBinding, TransactionId
+from onceflow.sinks.lakehouse.exceptions import TableStoreUnavailable
 from onceflow.sinks.tables import Column, TablePlan, plan_table
 from onceflow.sinks.tables.dialects import Dialect
 
 #: What :meth:`TableFormat.last_committed` answers for a job that committed nothing to a table.
 NO_BATCH: Final = -1
+
+#: A format's handle on one version of a table (a ``DeltaTable``, an Iceberg ``Table``).
+TableT = TypeVar("TableT")
 
 
 @dataclass(frozen=True)
@@ -34,7 +38,7 @@ class DataFile:
         return cls(uri=str(doc["uri"]), size=int(doc.get("size", 0)), stats=str(doc.get("stats", "")))
 
 
-class TableFormat(abc.ABC):
+class TableFormat(abc.ABC, Generic[TableT]):
     """A table format as :class:`~onceflow.sinks.lakehouse.participant.LakehouseParticipant` drives it.
 
     The contract:
@@ -56,6 +60,27 @@ class TableFormat(abc.ABC):
     kind: str
     #: The format's column types, for :func:`~onceflow.sinks.tables.plan_table`.
     dialect: Dialect
+    #: The format's name in errors ("Delta", "Iceberg").
+    title: str
+
+    @abc.abstractmethod
+    def open(self, table: str) -> TableT | None:
+        """The table's latest version, or None when there is no such table."""
+
+    @abc.abstractmethod
+    def address(self, table: str) -> str:
+        """Where the table is, as errors name it: its URI (Delta) or its catalog name (Iceberg)."""
+
+    @abc.abstractmethod
+    def batch_in(self, found: TableT, app_id: str) -> int:
+        """The highest batch ``app_id`` committed that this version of the table records, or :data:`NO_BATCH`."""
+
+    def existing(self, table: str) -> TableT:
+        """The table's latest version; :class:`TableStoreUnavailable` when there is no such table."""
+        found = self.open(table)
+        if found is None:
+            raise TableStoreUnavailable(self.address(table), f"{self.title} table {table!r} does not exist")
+        return found
 
     @abc.abstractmethod
     def describe(self, table: str) -> tuple[list[Column] | None, list[str]]:
@@ -88,16 +113,16 @@ class TableFormat(abc.ABC):
             self.add_columns(binding, plan.added)
         return plan
 
-    @abc.abstractmethod
     def last_committed(self, table: str, app_id: str) -> int:
         """The highest batch ``app_id`` (a job, or a shard's ``<job>#<index>``) committed to ``table``,
         or :data:`NO_BATCH`."""
+        found = self.open(table)
+        return NO_BATCH if found is None else self.batch_in(found, app_id)
 
     @abc.abstractmethod
     def write(self, binding: SinkBinding, rows: pa.Table, txn: TransactionId) -> list[DataFile]:
         """Write ``rows`` durably as data files of ``binding.table`` that no table version references yet."""
 
-    @abc.abstractmethod
     def commit(
         self,
         binding: SinkBinding,
@@ -113,10 +138,35 @@ class TableFormat(abc.ABC):
         Steps:
             1. Load the table's latest version.
             2. That version holds ``txn.batch`` (or a later batch) of ``app_id``: return False, nothing written.
-            3. ``before_commit()`` (a test's fault point), then commit on top of exactly that
+            3. :meth:`commit_on`: read what the commit needs from the prepared files (an upsert's
+               merge source: a racing commit of the same batch deletes those files), then
+               ``before_commit()`` (a test's fault point), then commit on top of exactly that
                version: a commit of another writer since then is a :class:`CommitConflict`.
             4. Return True.
         """
+        # Step 1
+        found = self.existing(binding.table)
+        # Step 2
+        if self.batch_in(found, app_id) >= txn.batch:
+            return False
+        # Step 3
+        self.commit_on(found, binding, txn, files, app_id=app_id, before_commit=before_commit)
+        # Step 4
+        return True
+
+    @abc.abstractmethod
+    def commit_on(
+        self,
+        found: TableT,
+        binding: SinkBinding,
+        txn: TransactionId,
+        files: Sequence[DataFile],
+        *,
+        app_id: str,
+        before_commit: Callable[[], None],
+    ) -> None:
+        """Step 3 of :meth:`commit`: one table commit on top of ``found`` (the version Step 1 loaded),
+        calling ``before_commit()`` once the prepared files are read, right before committing."""
 
     @abc.abstractmethod
     def cleanup(self, binding: SinkBinding, files: Sequence[DataFile], *, committed: bool) -> None:
@@ -141,5 +191,5 @@ class TableFormat(abc.ABC):
         """``(sink, app_id, "<job>:<batch>")`` of every commit onceflow made to the table that the
         table still keeps (its retained versions or snapshots)."""
 
-    def close(self) -> None:  # noqa: B027 - nothing to release by default
+    def close(self) -> None:
         """Release clients and connections."""

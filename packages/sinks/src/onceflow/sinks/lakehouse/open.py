@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from onceflow.contract import WHOLE_SINK, Shard
 from onceflow.sinks.delta.settings import DeltaOptions
@@ -12,7 +13,7 @@ from onceflow.sinks.lakehouse.participant import LakehouseParticipant
 from onceflow.sinks.lakehouse.storage import TableStore
 
 
-def open_format(sink: str, options: DeltaOptions | IcebergOptions, *, create: bool = True) -> TableFormat:
+def open_format(sink: str, options: DeltaOptions | IcebergOptions, *, create: bool = True) -> TableFormat[Any]:
     """The sink's tables: Delta tables under ``root``, or Iceberg tables of the SQL catalog.
 
     ``create``: make a missing local root (and the Iceberg catalog's tables and namespace), as the

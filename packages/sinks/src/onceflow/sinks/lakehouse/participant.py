@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from onceflow.contract import WHOLE_SINK, CommittedBatches, Shard, SinkBinding, TransactionId
 from onceflow.contract.staging import StagedFile
@@ -49,7 +50,7 @@ class LakehouseParticipant(SinkParticipant):
     def __init__(
         self,
         name: str,
-        table_format: TableFormat,
+        table_format: TableFormat[Any],
         *,
         state_dir: str | Path,
         retry: CommitRetrySettings | None = None,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from onceflow.contract import Shard, SinkBinding
 from onceflow.sinks.lakehouse.format import TableFormat
 from onceflow.sinks.readback.base import NO_BATCH, BindingReader, Row
@@ -11,7 +13,7 @@ class LakehouseReader(BindingReader):
     """The tables of one lakehouse sink, read through its :class:`TableFormat` (never written)."""
 
     def __init__(
-        self, name: str, table_format: TableFormat, tables: list[str] | None = None, *, shards: int = 1
+        self, name: str, table_format: TableFormat[Any], tables: list[str] | None = None, *, shards: int = 1
     ) -> None:
         super().__init__(name, shards=shards)
         self.format = table_format
