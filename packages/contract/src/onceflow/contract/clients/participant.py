@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from google.protobuf.message import Message
 
 from onceflow.contract.bindings import SinkBinding
 from onceflow.contract.clients.base import ServiceClient, check_txn
@@ -71,15 +74,8 @@ class ParticipantClient(ServiceClient):
         timeout_s: float | None = None,
     ) -> PrepareVote:
         """Phase one: the participant's :class:`PrepareVote` (``vote_commit``, a no vote's ``reason``, ``rows``)."""
-        check_txn(txn)
-        request = participant_pb2.PrepareTransactionRequest(
-            sink=sink,
-            id=txn_id_to_proto(txn),
-            files=files_to_proto(files),
-            bindings=bindings_to_proto(bindings),
-            shard=shard_to_proto(shard),
-        )
-        response = self._unary(self._stub, "PrepareTransaction", request, timeout_s)
+        request = participant_pb2.PrepareTransactionRequest
+        response = self._staged_call("PrepareTransaction", request, sink, txn, files, bindings, shard, timeout_s)
         return PrepareVote(vote_commit=response.vote_commit, reason=response.reason, rows=response.rows)
 
     def commit_prepared_transaction(
@@ -93,15 +89,30 @@ class ParticipantClient(ServiceClient):
         timeout_s: float | None = None,
     ) -> None:
         """Phase two, commit: idempotent; the files and bindings let a sink redo a lost prepare."""
+        request = participant_pb2.CommitPreparedTransactionRequest
+        self._staged_call("CommitPreparedTransaction", request, sink, txn, files, bindings, shard, timeout_s)
+
+    def _staged_call(  # noqa: PLR0917 - the fields both phases send
+        self,
+        rpc: str,
+        request_type: Callable[..., Message],
+        sink: str,
+        txn: TransactionId,
+        files: Sequence[StagedFile],
+        bindings: Iterable[SinkBinding],
+        shard: Shard,
+        timeout_s: float | None,
+    ) -> Any:
+        """Prepare and Commit send the same fields: the transaction, its staged files, its bindings and the shard."""
         check_txn(txn)
-        request = participant_pb2.CommitPreparedTransactionRequest(
+        request = request_type(
             sink=sink,
             id=txn_id_to_proto(txn),
             files=files_to_proto(files),
             bindings=bindings_to_proto(bindings),
             shard=shard_to_proto(shard),
         )
-        self._unary(self._stub, "CommitPreparedTransaction", request, timeout_s)
+        return self._unary(self._stub, rpc, request, timeout_s)
 
     def abort_prepared_transaction(
         self, sink: str, txn: TransactionId, *, shard: Shard = WHOLE_SINK, timeout_s: float | None = None

@@ -19,6 +19,17 @@ from onceflow.core.logging import get_logger
 _log = get_logger(__name__)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _DeliveryParts:
+    """What every delivery of one engine shares: the state, the fanout, the backoff and the callback."""
+
+    state: TransactionStateManager
+    fanout: ParticipantFanout
+    config: EngineConfig
+    on_delivered: Callable[[Transaction], None]
+    metrics: CoordinatorMetrics | None
+
+
 class CommitDelivery:
     """Brings one COMMITTING transaction to COMMITTED.
 
@@ -27,22 +38,13 @@ class CommitDelivery:
     closes or fails; the next instance resumes from the COMMITTING record in the log.
     """
 
-    def __init__(
-        self,
-        txn: Transaction,
-        state: TransactionStateManager,
-        fanout: ParticipantFanout,
-        config: EngineConfig,
-        on_delivered: Callable[[Transaction], None],
-        *,
-        metrics: CoordinatorMetrics | None = None,
-    ) -> None:
+    def __init__(self, txn: Transaction, parts: _DeliveryParts) -> None:
         self.txn = txn
-        self._state = state
-        self._fanout = fanout
-        self._config = config
-        self._on_delivered = on_delivered
-        self._metrics = metrics
+        self._state = parts.state
+        self._fanout = parts.fanout
+        self._config = parts.config
+        self._on_delivered = parts.on_delivered
+        self._metrics = parts.metrics
         self._wake = threading.Event()
         self._stopped = threading.Event()
         #: Set once every participant acked, before COMMITTED is logged: the caller's answer.
@@ -143,11 +145,7 @@ class CommitDeliveries:
         *,
         metrics: CoordinatorMetrics | None = None,
     ) -> None:
-        self._state = state
-        self._fanout = fanout
-        self._config = config
-        self._on_delivered = on_delivered
-        self._metrics = metrics
+        self._parts = _DeliveryParts(state, fanout, config, on_delivered, metrics)
         #: Guards the registry only (the state has its own lock, held by nobody else).
         self._lock = threading.Lock()
         self._running: dict[TransactionId, CommitDelivery] = {}
@@ -160,9 +158,7 @@ class CommitDeliveries:
             running = self._running.get(txn.id)
             if running is not None:
                 return running.acked
-            delivery = CommitDelivery(
-                txn, self._state, self._fanout, self._config, self._on_delivered, metrics=self._metrics
-            )
+            delivery = CommitDelivery(txn, self._parts)
             self._running[txn.id] = delivery
             self._decided_at[txn.id] = time.monotonic()
         delivery.start()
