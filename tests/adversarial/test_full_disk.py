@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from kio.schema.errors import ErrorCode
 
-from onceflow.broker.groups import GroupCoordinator, OffsetAndMetadata
+from onceflow.broker.groups import Committer, GroupCoordinator, OffsetAndMetadata
 from onceflow.broker.statelog import StateLog, StateLogWriteFailed
 from onceflow.broker.storage import LogConfig, PartitionLog, SimpleRecord, build_batch
 from onceflow.broker.storage.errors import LogWriteError
@@ -164,13 +164,13 @@ def test_an_offset_commit_on_a_full_disk_is_refused_and_the_next_one_works(tmp_p
         coordinator = GroupCoordinator(disk / "groups", fsync=False, group_initial_rebalance_delay_ms=0)
         await coordinator.start()
         partition = ("t", 0)
-        assert coordinator.commit_offsets("g", -1, "", None, {partition: at(1)}) == {partition: ErrorCode.none}
+        assert coordinator.commit_offsets("g", Committer(), {partition: at(1)}) == {partition: ErrorCode.none}
         fill_up(disk / "filler")
         big = {("t", i): OffsetAndMetadata(i, -1, "m" * 4000, 0) for i in range(64)}
-        results = coordinator.commit_offsets("g", -1, "", None, big)
+        results = coordinator.commit_offsets("g", Committer(), big)
         assert set(results.values()) == {ErrorCode.coordinator_not_available}
         (disk / "filler").unlink()
-        assert coordinator.commit_offsets("g", -1, "", None, {partition: at(2)}) == {partition: ErrorCode.none}
+        assert coordinator.commit_offsets("g", Committer(), {partition: at(2)}) == {partition: ErrorCode.none}
         assert coordinator.fetch_offsets("g", None) == (ErrorCode.none, {partition: at(2)})
         await coordinator.stop()
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from onceflow.broker.groups import GroupCoordinator, JoinResult, OffsetAndMetadata, SyncResult
+from onceflow.broker.groups import Committer, GroupCoordinator, JoinRequest, JoinResult, OffsetAndMetadata, SyncResult
 
 GROUP = "g"
 CONSUMER = [("range", b"sub")]
@@ -35,16 +35,18 @@ def join(
 ) -> asyncio.Task[JoinResult]:
     return asyncio.ensure_future(
         coordinator.join_group(
-            group,
-            member_id,
-            instance,
-            "consumer",
-            protocols,
-            session_ms,
-            rebalance_ms,
-            client_id,
-            "/127.0.0.1",
-            require_known_member_id,
+            JoinRequest(
+                group,
+                member_id,
+                instance,
+                "consumer",
+                protocols,
+                session_ms,
+                rebalance_ms,
+                client_id,
+                "/127.0.0.1",
+                require_known_member_id,
+            )
         )
     )
 
@@ -278,15 +280,15 @@ def test_stale_generation_and_unknown_member_are_rejected(new_coordinator: Any) 
         assert (await sync(coordinator, JoinResult(ErrorCode.none, 7, None, None, "", member.member_id))).error == (
             ErrorCode.illegal_generation
         )
-        assert coordinator.commit_offsets(GROUP, 0, member.member_id, None, offsets) == {
+        assert coordinator.commit_offsets(GROUP, Committer(0, member.member_id), offsets) == {
             ("t", 0): ErrorCode.illegal_generation
         }
         assert coordinator.heartbeat(GROUP, 1, "stranger", None) == ErrorCode.unknown_member_id
         assert coordinator.heartbeat("other", 1, member.member_id, None) == ErrorCode.unknown_member_id
-        assert coordinator.commit_offsets("other", 1, member.member_id, None, offsets) == {
+        assert coordinator.commit_offsets("other", Committer(1, member.member_id), offsets) == {
             ("t", 0): ErrorCode.illegal_generation
         }
-        assert coordinator.commit_offsets(GROUP, 1, member.member_id, None, offsets) == {("t", 0): ErrorCode.none}
+        assert coordinator.commit_offsets(GROUP, Committer(1, member.member_id), offsets) == {("t", 0): ErrorCode.none}
         await coordinator.stop()
 
     run(scenario)
@@ -299,7 +301,7 @@ def test_commit_during_completing_rebalance_is_refused(new_coordinator: Any) -> 
         (joined,) = await asyncio.gather(join(coordinator))
         assert coordinator.describe_group(GROUP).state == "CompletingRebalance"
         offsets = {("t", 0): OffsetAndMetadata(1, -1, None, -1)}
-        assert coordinator.commit_offsets(GROUP, 1, joined.member_id, None, offsets) == {
+        assert coordinator.commit_offsets(GROUP, Committer(1, joined.member_id), offsets) == {
             ("t", 0): ErrorCode.rebalance_in_progress
         }
         assert coordinator.heartbeat(GROUP, 1, joined.member_id, None) == ErrorCode.none

@@ -9,7 +9,14 @@ from typing import Any
 import pytest
 from kio.schema.errors import ErrorCode
 
-from onceflow.broker.groups import CoordinatorNotRunning, GroupCoordinator, JoinResult, OffsetAndMetadata
+from onceflow.broker.groups import (
+    Committer,
+    CoordinatorNotRunning,
+    GroupCoordinator,
+    JoinRequest,
+    JoinResult,
+    OffsetAndMetadata,
+)
 
 GROUP = "g"
 T0 = ("t", 0)
@@ -26,7 +33,7 @@ def at(offset: int, metadata: str | None = None) -> OffsetAndMetadata:
 
 async def one_member_group(coordinator: GroupCoordinator) -> JoinResult:
     joined = await coordinator.join_group(
-        GROUP, "", None, "consumer", [("range", b"")], 10_000, 10_000, "c", "h", False
+        JoinRequest(GROUP, "", None, "consumer", [("range", b"")], 10_000, 10_000, "c", "h", False)
     )
     synced = await coordinator.sync_group(
         GROUP, joined.generation_id, joined.member_id, None, "consumer", "range", {joined.member_id: b"a"}
@@ -39,7 +46,7 @@ def test_simple_commit_and_fetch(new_coordinator: Any) -> None:
     async def scenario() -> None:
         coordinator = new_coordinator()
         await coordinator.start()
-        assert coordinator.commit_offsets(GROUP, -1, "", None, {T0: at(10, "m"), T1: at(20)}) == {
+        assert coordinator.commit_offsets(GROUP, Committer(), {T0: at(10, "m"), T1: at(20)}) == {
             T0: ErrorCode.none,
             T1: ErrorCode.none,
         }
@@ -58,7 +65,7 @@ def test_commit_timestamp_is_filled_in_and_oversized_metadata_is_refused(new_coo
         coordinator = new_coordinator(offset_metadata_max_bytes=8, wall_clock=lambda: 12.5)
         await coordinator.start()
         results = coordinator.commit_offsets(
-            GROUP, -1, "", None, {T0: OffsetAndMetadata(1, -1, "short", -1), T1: at(2, "far too long")}
+            GROUP, Committer(), {T0: OffsetAndMetadata(1, -1, "short", -1), T1: at(2, "far too long")}
         )
         assert results == {T0: ErrorCode.none, T1: ErrorCode.offset_metadata_too_large}
         assert coordinator.fetch_offsets(GROUP, None)[1] == {T0: OffsetAndMetadata(1, -1, "short", 12_500)}
@@ -72,8 +79,8 @@ def test_members_commit_and_simple_commits_are_refused_while_the_group_has_membe
         coordinator = new_coordinator()
         await coordinator.start()
         member = await one_member_group(coordinator)
-        assert coordinator.commit_offsets(GROUP, 1, member.member_id, None, {T0: at(5)}) == {T0: ErrorCode.none}
-        assert coordinator.commit_offsets(GROUP, -1, "", None, {T0: at(6)}) == {T0: ErrorCode.unknown_member_id}
+        assert coordinator.commit_offsets(GROUP, Committer(1, member.member_id), {T0: at(5)}) == {T0: ErrorCode.none}
+        assert coordinator.commit_offsets(GROUP, Committer(), {T0: at(6)}) == {T0: ErrorCode.unknown_member_id}
         assert coordinator.fetch_offsets(GROUP, [T0])[1] == {T0: at(5)}
 
         assert coordinator.delete_group(GROUP) == ErrorCode.non_empty_group
@@ -91,8 +98,8 @@ def test_transactional_offsets_are_invisible_until_commit(new_coordinator: Any) 
     async def scenario() -> None:
         coordinator = new_coordinator()
         await coordinator.start()
-        coordinator.commit_offsets(GROUP, -1, "", None, {T0: at(1)})
-        assert coordinator.stage_txn_offsets(GROUP, 7, 0, -1, "", None, {T0: at(10), T1: at(11)}) == {
+        coordinator.commit_offsets(GROUP, Committer(), {T0: at(1)})
+        assert coordinator.stage_txn_offsets(GROUP, 7, 0, Committer(), {T0: at(10), T1: at(11)}) == {
             T0: ErrorCode.none,
             T1: ErrorCode.none,
         }
@@ -121,8 +128,8 @@ def test_aborted_transactional_offsets_are_discarded(new_coordinator: Any) -> No
     async def scenario() -> None:
         coordinator = new_coordinator()
         await coordinator.start()
-        coordinator.commit_offsets(GROUP, -1, "", None, {T0: at(1)})
-        coordinator.stage_txn_offsets(GROUP, 7, 0, -1, "", None, {T0: at(10)})
+        coordinator.commit_offsets(GROUP, Committer(), {T0: at(1)})
+        coordinator.stage_txn_offsets(GROUP, 7, 0, Committer(), {T0: at(10)})
         coordinator.complete_txn_offsets(GROUP, 7, commit=False)
         assert coordinator.fetch_offsets(GROUP, [T0], require_stable=True) == (ErrorCode.none, {T0: at(1)})
         coordinator.complete_txn_offsets("unknown-group", 7, commit=True)
@@ -135,8 +142,8 @@ def test_a_plain_commit_after_staging_wins_over_the_transaction(new_coordinator:
     async def scenario() -> None:
         coordinator = new_coordinator()
         await coordinator.start()
-        coordinator.stage_txn_offsets(GROUP, 7, 0, -1, "", None, {T0: at(10), T1: at(11)})
-        coordinator.commit_offsets(GROUP, -1, "", None, {T0: at(50)})
+        coordinator.stage_txn_offsets(GROUP, 7, 0, Committer(), {T0: at(10), T1: at(11)})
+        coordinator.commit_offsets(GROUP, Committer(), {T0: at(50)})
         coordinator.complete_txn_offsets(GROUP, 7, commit=True)
         assert coordinator.fetch_offsets(GROUP, [T0, T1])[1] == {T0: at(50), T1: at(11)}
         await coordinator.stop()
@@ -149,14 +156,14 @@ def test_transactional_commits_check_the_member_when_given(new_coordinator: Any)
         coordinator = new_coordinator()
         await coordinator.start()
         member = await one_member_group(coordinator)
-        stale = coordinator.stage_txn_offsets(GROUP, 7, 0, 0, member.member_id, None, {T0: at(1)})
+        stale = coordinator.stage_txn_offsets(GROUP, 7, 0, Committer(0, member.member_id), {T0: at(1)})
         assert stale == {T0: ErrorCode.illegal_generation}
-        unknown = coordinator.stage_txn_offsets(GROUP, 7, 0, 1, "stranger", None, {T0: at(1)})
+        unknown = coordinator.stage_txn_offsets(GROUP, 7, 0, Committer(1, "stranger"), {T0: at(1)})
         assert unknown == {T0: ErrorCode.unknown_member_id}
-        current = coordinator.stage_txn_offsets(GROUP, 7, 0, 1, member.member_id, None, {T0: at(1)})
+        current = coordinator.stage_txn_offsets(GROUP, 7, 0, Committer(1, member.member_id), {T0: at(1)})
         assert current == {T0: ErrorCode.none}
         # Without member and generation (the pre-KIP-447 form), staging is allowed in a non-empty group.
-        assert coordinator.stage_txn_offsets(GROUP, 8, 0, -1, "", None, {T1: at(2)}) == {T1: ErrorCode.none}
+        assert coordinator.stage_txn_offsets(GROUP, 8, 0, Committer(), {T1: at(2)}) == {T1: ErrorCode.none}
         await coordinator.stop()
 
     run(scenario)

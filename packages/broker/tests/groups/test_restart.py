@@ -8,7 +8,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from onceflow.broker.groups import GroupCoordinator, JoinResult, OffsetAndMetadata
+from onceflow.broker.groups import Committer, GroupCoordinator, JoinRequest, JoinResult, OffsetAndMetadata
 
 GROUP = "g"
 T0 = ("t", 0)
@@ -25,7 +25,9 @@ def at(offset: int) -> OffsetAndMetadata:
 
 def join(coordinator: GroupCoordinator, session_ms: int) -> asyncio.Task[JoinResult]:
     return asyncio.ensure_future(
-        coordinator.join_group(GROUP, "", None, "consumer", [("range", b"sub")], session_ms, 10_000, "c", "h", False)
+        coordinator.join_group(
+            JoinRequest(GROUP, "", None, "consumer", [("range", b"sub")], session_ms, 10_000, "c", "h", False)
+        )
     )
 
 
@@ -44,9 +46,9 @@ def test_offsets_survive_restart(new_coordinator: Any) -> None:
     async def scenario() -> None:
         coordinator = new_coordinator(fsync=True)
         await coordinator.start()
-        coordinator.commit_offsets(GROUP, -1, "", None, {T0: at(1), T1: at(2)})
-        coordinator.commit_offsets(GROUP, -1, "", None, {T0: at(3)})
-        coordinator.commit_offsets("other", -1, "", None, {T0: at(9)})
+        coordinator.commit_offsets(GROUP, Committer(), {T0: at(1), T1: at(2)})
+        coordinator.commit_offsets(GROUP, Committer(), {T0: at(3)})
+        coordinator.commit_offsets("other", Committer(), {T0: at(9)})
         await coordinator.stop()
 
         restarted = new_coordinator()
@@ -62,9 +64,9 @@ def test_pending_transactional_offsets_stay_pending_across_restart(new_coordinat
     async def scenario() -> None:
         coordinator = new_coordinator()
         await coordinator.start()
-        coordinator.commit_offsets(GROUP, -1, "", None, {T0: at(1)})
-        coordinator.stage_txn_offsets(GROUP, 7, 2, -1, "", None, {T0: at(10)})
-        coordinator.stage_txn_offsets(GROUP, 8, 0, -1, "", None, {T1: at(20)})
+        coordinator.commit_offsets(GROUP, Committer(), {T0: at(1)})
+        coordinator.stage_txn_offsets(GROUP, 7, 2, Committer(), {T0: at(10)})
+        coordinator.stage_txn_offsets(GROUP, 8, 0, Committer(), {T1: at(20)})
         await coordinator.stop()
 
         restarted = new_coordinator()
@@ -114,7 +116,7 @@ def test_group_returns_in_its_last_stable_generation_and_silent_members_expire(n
         assert error == ErrorCode.rebalance_in_progress
         assert restarted.heartbeat(GROUP, 1, follower.member_id, None) == ErrorCode.unknown_member_id
         rejoined = await restarted.join_group(
-            GROUP, leader.member_id, None, "consumer", [("range", b"sub")], 300, 10_000, "c", "h", False
+            JoinRequest(GROUP, leader.member_id, None, "consumer", [("range", b"sub")], 300, 10_000, "c", "h", False)
         )
         assert rejoined.generation_id == 2 and [m.member_id for m in rejoined.members] == [leader.member_id]
         await restarted.stop()

@@ -8,6 +8,7 @@ from onceflow.broker.groups.exceptions import (
     IllegalGroupTransition,
     InvalidGroupRecord,
 )
+from onceflow.broker.groups.requests import Committer, JoinRequest
 from onceflow.broker.groups.results import (
     GroupDescription,
     GroupListing,
@@ -20,6 +21,7 @@ from onceflow.broker.groups.results import (
 from onceflow.broker.groups.state import GroupState
 
 __all__ = [
+    "Committer",
     "CoordinatorNotRunning",
     "GroupConfig",
     "GroupCoordinator",
@@ -29,6 +31,7 @@ __all__ = [
     "GroupState",
     "IllegalGroupTransition",
     "InvalidGroupRecord",
+    "JoinRequest",
     "JoinResult",
     "JoinedMember",
     "MemberDescription",

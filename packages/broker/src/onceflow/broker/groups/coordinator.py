@@ -16,6 +16,7 @@ from onceflow.broker.groups.membership import Membership
 from onceflow.broker.groups.offset_commits import OffsetCommits
 from onceflow.broker.groups.offsets import TopicPartition
 from onceflow.broker.groups.rebalance import Rebalancer
+from onceflow.broker.groups.requests import Committer, JoinRequest
 from onceflow.broker.groups.results import (
     GroupDescription,
     GroupListing,
@@ -162,36 +163,11 @@ class GroupCoordinator:
                 # The timer must keep serving the other groups; the failure is reported here.
                 logger.exception("group.deadline_handling_failed", group=group.group_id)
 
-    async def join_group(  # noqa: PLR0917 - positional, as the protocol layer calls it
-        self,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str,
-        protocols: Sequence[tuple[str, bytes]],
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        client_id: str,
-        client_host: str,
-        require_known_member_id: bool,
-        reason: str | None = None,
-    ) -> JoinResult:
+    async def join_group(self, request: JoinRequest) -> JoinResult:
         """JoinGroup. Returns when the rebalance completes (or at once: errors, MEMBER_ID_REQUIRED)."""
         if self._running is None:
-            return JoinResult.failed(ErrorCode.coordinator_not_available, member_id)
-        return await self._running.membership.join_group(
-            group_id,
-            member_id=member_id,
-            group_instance_id=group_instance_id,
-            protocol_type=protocol_type,
-            protocols=protocols,
-            session_timeout_ms=session_timeout_ms,
-            rebalance_timeout_ms=rebalance_timeout_ms,
-            client_id=client_id,
-            client_host=client_host,
-            require_known_member_id=require_known_member_id,
-            reason=reason,
-        )
+            return JoinResult.failed(ErrorCode.coordinator_not_available, request.member_id)
+        return await self._running.membership.join_group(request)
 
     async def sync_group(  # noqa: PLR0917 - positional, as the protocol layer calls it
         self,
@@ -231,17 +207,12 @@ class GroupCoordinator:
         return self._running.membership.leave_group(group_id, members)
 
     def commit_offsets(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        self, group_id: str, committer: Committer, offsets: Mapping[TopicPartition, OffsetAndMetadata]
     ) -> dict[TopicPartition, ErrorCode]:
-        """OffsetCommit. Generation -1 with no member id is a simple commit (Empty groups only)."""
+        """OffsetCommit. ``Committer()`` (generation -1, no member id) is a simple commit (Empty groups only)."""
         if self._running is None:
             return dict.fromkeys(offsets, ErrorCode.coordinator_not_available)
-        return self._running.offsets.commit(group_id, generation_id, member_id, group_instance_id, offsets)
+        return self._running.offsets.commit(group_id, committer, offsets)
 
     def fetch_offsets(
         self, group_id: str, partitions: Sequence[TopicPartition] | None, require_stable: bool = False
@@ -251,27 +222,19 @@ class GroupCoordinator:
             return ErrorCode.coordinator_not_available, {}
         return self._running.offsets.fetch(group_id, partitions, require_stable)
 
-    def stage_txn_offsets(  # noqa: PLR0917 - positional, as the protocol layer calls it
+    def stage_txn_offsets(
         self,
         group_id: str,
         producer_id: int,
         producer_epoch: int,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
+        committer: Committer,
         offsets: Mapping[TopicPartition, OffsetAndMetadata],
     ) -> dict[TopicPartition, ErrorCode]:
         """TxnOffsetCommit: durably stage offsets, pending until ``complete_txn_offsets``."""
         if self._running is None:
             return dict.fromkeys(offsets, ErrorCode.coordinator_not_available)
         return self._running.offsets.stage_txn(
-            group_id,
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            generation_id=generation_id,
-            member_id=member_id,
-            group_instance_id=group_instance_id,
-            offsets=offsets,
+            group_id, producer_id=producer_id, producer_epoch=producer_epoch, committer=committer, offsets=offsets
         )
 
     def complete_txn_offsets(self, group_id: str, producer_id: int, commit: bool) -> None:

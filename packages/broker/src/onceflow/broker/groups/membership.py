@@ -12,6 +12,7 @@ from onceflow.broker.groups.config import GroupConfig
 from onceflow.broker.groups.group import Group
 from onceflow.broker.groups.member import Member
 from onceflow.broker.groups.rebalance import Rebalancer
+from onceflow.broker.groups.requests import JoinRequest
 from onceflow.broker.groups.results import NO_MEMBER_ID, JoinResult, SyncResult
 from onceflow.broker.groups.state import GroupState
 from onceflow.broker.groups.store import GroupStore
@@ -44,22 +45,9 @@ class Membership:
         self._config = config
         self._clock = clock
 
-    async def join_group(
-        self,
-        group_id: str,
-        *,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str,
-        protocols: Sequence[tuple[str, bytes]],
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        client_id: str,
-        client_host: str,
-        require_known_member_id: bool,
-        reason: str | None = None,
-    ) -> JoinResult:
+    async def join_group(self, request: JoinRequest) -> JoinResult:
         """Handle JoinGroup; returns when the member's generation is decided (or with an error)."""
+        group_id, member_id, session_timeout_ms = request.group_id, request.member_id, request.session_timeout_ms
         if not group_id:
             return JoinResult.failed(ErrorCode.invalid_group_id, member_id)
         if not self._config.min_session_timeout_ms <= session_timeout_ms <= self._config.max_session_timeout_ms:
@@ -72,29 +60,29 @@ class Membership:
             group = self._groups[group_id] = Group(group_id)
         if group.is_state(GroupState.DEAD):
             return JoinResult.failed(ErrorCode.coordinator_not_available, member_id)
-        if not group.supports_protocols(protocol_type, [name for name, _ in protocols]):
+        if not group.supports_protocols(request.protocol_type, [name for name, _ in request.protocols]):
             return JoinResult.failed(ErrorCode.inconsistent_group_protocol, member_id)
         logger.info(
             "join",
             group=group_id,
             member=member_id or "<new>",
-            instance=group_instance_id,
-            client=client_id,
+            instance=request.group_instance_id,
+            client=request.client_id,
             state=group.state.value,
-            reason=repr(reason),
+            reason=repr(request.reason),
         )
         candidate = Member(
             member_id=member_id,
-            group_instance_id=group_instance_id,
-            client_id=client_id,
-            client_host=client_host,
-            rebalance_timeout_ms=rebalance_timeout_ms,
+            group_instance_id=request.group_instance_id,
+            client_id=request.client_id,
+            client_host=request.client_host,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
             session_timeout_ms=session_timeout_ms,
-            protocol_type=protocol_type,
-            protocols=list(protocols),
+            protocol_type=request.protocol_type,
+            protocols=list(request.protocols),
         )
         if is_unknown_member:
-            answer = self._join_new_member(group, candidate, require_known_member_id)
+            answer = self._join_new_member(group, candidate, request.require_known_member_id)
         else:
             answer = self._join_known_member(group, candidate)
         self._rebalancer.try_complete_join(group)

@@ -12,7 +12,8 @@ from onceflow.broker.groups.config import GroupConfig
 from onceflow.broker.groups.group import Group
 from onceflow.broker.groups.offsets import TopicPartition
 from onceflow.broker.groups.rebalance import Rebalancer
-from onceflow.broker.groups.results import NO_MEMBER_ID, OffsetAndMetadata
+from onceflow.broker.groups.requests import Committer
+from onceflow.broker.groups.results import OffsetAndMetadata
 from onceflow.broker.groups.state import GroupState
 from onceflow.broker.groups.store import GroupStore
 from onceflow.broker.statelog import StateLogError
@@ -50,25 +51,20 @@ class OffsetCommits:
         self._wall_clock = wall_clock
 
     def commit(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        self, group_id: str, committer: Committer, offsets: Mapping[TopicPartition, OffsetAndMetadata]
     ) -> dict[TopicPartition, ErrorCode]:
         """Handle OffsetCommit; returns an error code per partition."""
         group = self._groups.get(group_id)
         if group is None:
-            if generation_id >= 0:
+            if committer.generation_id >= 0:
                 return dict.fromkeys(offsets, ErrorCode.illegal_generation)
             group = self._groups[group_id] = Group(group_id)
-        error = self._validate(group, generation_id, member_id, group_instance_id, transactional=False)
+        error = self._validate(group, committer, transactional=False)
         if error is None and group.is_state(GroupState.COMPLETING_REBALANCE):
             error = ErrorCode.rebalance_in_progress
         if error is not None:
             return dict.fromkeys(offsets, error)
-        member = group.members.get(member_id)
+        member = group.members.get(committer.member_id)
         if member is not None:
             self._rebalancer.schedule_heartbeat(member)
         accepted, results = self._check_metadata(offsets)
@@ -83,8 +79,8 @@ class OffsetCommits:
         logger.debug(
             "group.offsets_committed",
             group=group_id,
-            generation=generation_id,
-            member=member_id,
+            generation=committer.generation_id,
+            member=committer.member_id,
             partitions=len(accepted),
         )
         return results
@@ -119,16 +115,14 @@ class OffsetCommits:
         *,
         producer_id: int,
         producer_epoch: int,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
+        committer: Committer,
         offsets: Mapping[TopicPartition, OffsetAndMetadata],
     ) -> dict[TopicPartition, ErrorCode]:
         """Handle TxnOffsetCommit: stage offsets as pending in ``producer_id``'s transaction."""
         group = self._groups.get(group_id)
         if group is None:
             group = self._groups[group_id] = Group(group_id)
-        error = self._validate(group, generation_id, member_id, group_instance_id, transactional=True)
+        error = self._validate(group, committer, transactional=True)
         if error is not None:
             return dict.fromkeys(offsets, error)
         accepted, results = self._check_metadata(offsets)
@@ -180,19 +174,12 @@ class OffsetCommits:
         group = self._groups.get(group_id)
         return group is not None and group.offsets.has_pending((topic, partition))
 
-    def _validate(
-        self,
-        group: Group,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        *,
-        transactional: bool,
-    ) -> ErrorCode | None:
+    @staticmethod
+    def _validate(group: Group, committer: Committer, *, transactional: bool) -> ErrorCode | None:
         if group.is_state(GroupState.DEAD):
             return ErrorCode.coordinator_not_available
-        if generation_id >= 0 or member_id != NO_MEMBER_ID or group_instance_id is not None:
-            return group.validate_member(member_id, group_instance_id, generation_id)
+        if committer.is_member:
+            return group.validate_member(committer.member_id, committer.group_instance_id, committer.generation_id)
         if not transactional and not group.is_state(GroupState.EMPTY):
             # Only members may commit to a group that has members.
             return ErrorCode.unknown_member_id

@@ -12,6 +12,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from onceflow.broker.acl import AclOperation, ResourceType
+from onceflow.broker.groups import JoinRequest
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.core.logging import get_logger
 
@@ -46,17 +47,19 @@ async def handle_join(ctx: RequestContext, request: Any) -> Any:
     session_ms = _ms(request.session_timeout)
     rebalance = getattr(request, "rebalance_timeout", None)
     result = await ctx.broker.groups.join_group(
-        request.group_id,
-        request.member_id,
-        getattr(request, "group_instance_id", None),
-        request.protocol_type,
-        [(p.name, bytes(p.metadata)) for p in request.protocols],
-        session_ms,
-        _ms(rebalance) if rebalance is not None else session_ms,
-        ctx.client_id or "",
-        f"/{ctx.client_host}",  # Kafka's member host is Java's InetAddress.toString(): "/127.0.0.1"
-        ctx.api_version >= 4,
-        getattr(request, "reason", None),
+        JoinRequest(
+            request.group_id,
+            request.member_id,
+            getattr(request, "group_instance_id", None),
+            request.protocol_type,
+            [(p.name, bytes(p.metadata)) for p in request.protocols],
+            session_ms,
+            _ms(rebalance) if rebalance is not None else session_ms,
+            ctx.client_id or "",
+            f"/{ctx.client_host}",  # Kafka's member host is Java's InetAddress.toString(): "/127.0.0.1"
+            ctx.api_version >= 4,
+            getattr(request, "reason", None),
+        )
     )
     log.info(
         "group.join",

@@ -19,7 +19,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from onceflow.broker.acl import AclOperation, ResourceType
-from onceflow.broker.groups import OffsetAndMetadata
+from onceflow.broker.groups import Committer, OffsetAndMetadata
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.partition import now_ms
 
@@ -63,13 +63,10 @@ async def handle_commit(ctx: RequestContext, request: Any) -> Any:
         refused = ErrorCode.group_authorization_failed
     offsets, errors = offsets_to_commit(ctx, request.topics, refused)
     if refused is None and (offsets or not errors):
-        errors |= ctx.broker.groups.commit_offsets(
-            request.group_id,
-            request.generation_id_or_member_epoch,
-            request.member_id,
-            getattr(request, "group_instance_id", None),
-            offsets,
+        committer = Committer(
+            request.generation_id_or_member_epoch, request.member_id, getattr(request, "group_instance_id", None)
         )
+        errors |= ctx.broker.groups.commit_offsets(request.group_id, committer, offsets)
     return commit_response(ctx, request.topics, errors)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from onceflow.broker.groups import GroupCoordinator, OffsetAndMetadata
+from onceflow.broker.groups import Committer, GroupCoordinator, OffsetAndMetadata
 from onceflow.broker.tasks import cancel_and_wait
 from onceflow.broker.transactions.completion import TransactionCompleter
 from onceflow.broker.transactions.listing import describe, list_transactions
@@ -188,9 +188,7 @@ class TransactionCoordinator:
         group_id: str,
         producer_id: int,
         producer_epoch: int,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
+        committer: Committer,
         offsets: Mapping[TopicPartition, OffsetAndMetadata],
     ) -> dict[TopicPartition, ErrorCode]:
         """TxnOffsetCommit: stage offsets in the group, pending until the transaction ends.
@@ -209,9 +207,7 @@ class TransactionCoordinator:
                 return dict.fromkeys(offsets, ErrorCode.concurrent_transactions)
             if owned.state is not KafkaTransactionState.ONGOING or group_id not in owned.groups:
                 return dict.fromkeys(offsets, ErrorCode.invalid_txn_state)
-            return self._groups.stage_txn_offsets(
-                group_id, producer_id, producer_epoch, generation_id, member_id, group_instance_id, offsets
-            )
+            return self._groups.stage_txn_offsets(group_id, producer_id, producer_epoch, committer, offsets)
 
     async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:
         """EndTxn: commit or abort the producer's transaction.

@@ -1,0 +1,43 @@
+"""What the protocol layer asks of the group coordinator, as values: who commits offsets, who joins."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from onceflow.broker.groups.results import NO_MEMBER_ID
+
+
+@dataclass(frozen=True, slots=True)
+class Committer:
+    """Who commits offsets, as OffsetCommit and TxnOffsetCommit name it: the member's generation, id
+    and static instance id. The default is a simple commit (generation -1, no member: an admin tool,
+    or a transactional producer that names no member)."""
+
+    generation_id: int = -1
+    member_id: str = NO_MEMBER_ID
+    group_instance_id: str | None = None
+
+    @property
+    def is_member(self) -> bool:
+        """Whether the commit names a member (which must then be current), rather than being a simple commit."""
+        return self.generation_id >= 0 or self.member_id != NO_MEMBER_ID or self.group_instance_id is not None
+
+
+@dataclass(frozen=True, slots=True)
+class JoinRequest:
+    """A JoinGroup request: the member (``member_id`` empty for a new one), its protocols and timeouts,
+    and who sent it (``client_host`` as Kafka writes it: ``/127.0.0.1``). ``require_known_member_id``
+    (JoinGroup v4+) makes a new member rejoin with the id it is given (MEMBER_ID_REQUIRED)."""
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: Sequence[tuple[str, bytes]]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    client_id: str
+    client_host: str
+    require_known_member_id: bool
+    reason: str | None = None
