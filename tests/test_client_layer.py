@@ -60,11 +60,12 @@ def stub_constructions(source: str) -> list[int]:
                 if _is_grpc_module(alias.name):
                     modules.add(alias.asname or alias.name)
 
-    # the stubs a typed client on the contract's base builds (``class XClient(ServiceClient)``)
+    # the stubs a typed client on the contract's base builds (``class XClient(ServiceClient[XStub])``)
     in_clients = {
         id(inner)
         for node in ast.walk(tree)
-        if isinstance(node, ast.ClassDef) and any(ast.unparse(base).endswith("ServiceClient") for base in node.bases)
+        if isinstance(node, ast.ClassDef)
+        and any(ast.unparse(base).split("[")[0].endswith("ServiceClient") for base in node.bases)
         for inner in ast.walk(node)
     }
 
@@ -111,7 +112,7 @@ def test_the_check_finds_every_way_to_build_a_stub() -> None:
     assert stub_constructions(
         "from onceflow.contract.clients import ServiceClient\n"
         "from onceflow.proto.v1 import ipcount_pb2_grpc\n"
-        "class C(ServiceClient):\n"
+        "class C(ServiceClient[ipcount_pb2_grpc.IpCountsStub]):\n"
         "    def __init__(self) -> None:\n"
         "        self._stub = ipcount_pb2_grpc.IpCountsStub(self.channel)\n"
         "class Sneaky:\n"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -213,7 +214,7 @@ def test_the_sinks_commit_records_round_trip_through_proto() -> None:
 
 
 @pytest.mark.parametrize("client_class", [CoordinatorClient, ParticipantClient])
-def test_a_client_refuses_an_empty_target_and_a_bad_deadline(client_class: type[ServiceClient]) -> None:
+def test_a_client_refuses_an_empty_target_and_a_bad_deadline(client_class: type[ServiceClient[Any]]) -> None:
     with pytest.raises(ValueError, match="target must be HOST:PORT"):
         client_class("")
     for bad in (0, -1.0, float("nan"), float("inf")):

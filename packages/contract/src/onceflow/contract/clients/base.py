@@ -8,7 +8,7 @@ import math
 import time
 from collections.abc import Callable, Generator
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar, cast
 
 import grpc
 
@@ -20,6 +20,8 @@ from onceflow.core.logging import get_logger
 from onceflow.core.settings import TlsSettings
 
 T = TypeVar("T")
+#: The generated stub type of a client's service (``onceflow.proto.v1.*_pb2_grpc.*Stub``).
+StubT = TypeVar("StubT")
 _log = get_logger(__name__)
 
 
@@ -28,21 +30,34 @@ class UnusableClientArgument(OnceflowError, ValueError):  # noqa: N818 - the con
     command line reports it as one)."""
 
 
-class ServiceClient:
+class ServiceClient(Generic[StubT]):
     """A channel to one service target (TLS, mTLS and the bearer token as :func:`open_channel` sets them
-    up) and a default deadline for its calls. Close it, or use ``with``, to release the channel.
+    up), the stub of its service on it, and a default deadline for its calls. Close it, or use
+    ``with``, to release the channel.
 
-    A failed call raises the typed error of its status (:mod:`onceflow.contract.clients.errors`).
-    :class:`UnusableClientArgument` (a ValueError) for an empty target or a deadline that is not a
-    positive number of seconds.
+    A subclass names its service's generated stub class (:attr:`stub_class`) and, when its calls
+    take longer, its default deadline (:attr:`default_timeout_s`). A failed call raises the typed
+    error of its status (:mod:`onceflow.contract.clients.errors`). :class:`UnusableClientArgument` (a
+    ValueError) for an empty target or a deadline that is not a positive number of seconds.
     """
 
-    def __init__(self, target: str, tls: TlsSettings | None = None, *, timeout_s: float = 30.0) -> None:
+    #: The generated stub class of the service (``XStub``), built on the channel.
+    stub_class: ClassVar[type[Any]]
+    #: The deadline of a call when neither the call nor the client's ``timeout_s`` names one.
+    default_timeout_s: ClassVar[float] = 30.0
+
+    def __init__(self, target: str, tls: TlsSettings | None = None, *, timeout_s: float | None = None) -> None:
         if not target:
             raise UnusableClientArgument("target must be HOST:PORT, got an empty string")
         self.target = target
-        self.timeout_s = _checked_timeout(timeout_s)
+        self.timeout_s = _checked_timeout(self.default_timeout_s if timeout_s is None else timeout_s)
         self.channel: grpc.Channel = open_channel(target, tls)
+        self._stub = cast(StubT, self.stub_class(self.channel))
+
+    @property
+    def stub(self) -> StubT:
+        """The raw stub on this client's channel, for tests that send requests the methods would not build."""
+        return self._stub
 
     def _timeout(self, timeout_s: float | None) -> float:
         """The deadline of one call: ``timeout_s`` when given, the client's default otherwise."""

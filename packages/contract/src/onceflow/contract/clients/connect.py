@@ -27,12 +27,11 @@ from onceflow.contract.proto import (
     validation_from_proto,
     work_state_to_proto,
 )
-from onceflow.core.settings import TlsSettings
 from onceflow.proto.v1 import connect_pb2 as pb
 from onceflow.proto.v1 import connect_pb2_grpc
 
 
-class ConnectClient(ServiceClient):
+class ConnectClient(ServiceClient[connect_pb2_grpc.ConnectStub]):
     """Calls on a connect worker at ``target``, one method per RPC of Kafka Connect's REST API (over
     gRPC), each with a deadline (``timeout_s`` per call, or the client's), answering the contract's
     values (:mod:`onceflow.contract.connect`). A failed call raises its typed error
@@ -40,14 +39,8 @@ class ConnectClient(ServiceClient):
     with NOT_FOUND, a config the worker refuses one with INVALID_ARGUMENT naming the setting.
     """
 
-    def __init__(self, target: str, tls: TlsSettings | None = None, *, timeout_s: float = 60.0) -> None:
-        super().__init__(target, tls, timeout_s=timeout_s)
-        self._stub = connect_pb2_grpc.ConnectStub(self.channel)  # type: ignore[no-untyped-call]
-
-    @property
-    def stub(self) -> connect_pb2_grpc.ConnectStub:
-        """The raw stub, for tests that send requests this client would not build."""
-        return self._stub
+    stub_class = connect_pb2_grpc.ConnectStub
+    default_timeout_s = 60.0
 
     def list_connectors(
         self, *, expand_status: bool = False, expand_info: bool = False, timeout_s: float | None = None

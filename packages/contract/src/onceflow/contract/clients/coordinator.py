@@ -49,7 +49,7 @@ class WriterRegistration:
     last_committed_batch: int
 
 
-class CoordinatorClient(ServiceClient):
+class CoordinatorClient(ServiceClient[coordinator_pb2_grpc.TransactionCoordinatorStub]):
     """Calls on the coordinators at ``target``, each with a deadline (``timeout_s`` per call, or the client's).
 
     ``target`` names one coordinator, or an active one and its standbys, comma-separated
@@ -70,16 +70,15 @@ class CoordinatorClient(ServiceClient):
     A transaction id that is not a :class:`TransactionId` is a TypeError before anything is sent.
     """
 
-    def __init__(self, target: str, tls: TlsSettings | None = None, *, timeout_s: float = 30.0) -> None:
+    stub_class = coordinator_pb2_grpc.TransactionCoordinatorStub
+
+    def __init__(self, target: str, tls: TlsSettings | None = None, *, timeout_s: float | None = None) -> None:
         targets = split_targets(target) if target else [target]
         super().__init__(targets[0], tls, timeout_s=timeout_s)
         self.target = target
         self.targets = targets
         self._channels = [self.channel, *(open_channel(other, tls) for other in targets[1:])]
-        self._stubs = [
-            coordinator_pb2_grpc.TransactionCoordinatorStub(channel)  # type: ignore[no-untyped-call]
-            for channel in self._channels
-        ]
+        self._stubs = [self._stub, *(self.stub_class(channel) for channel in self._channels[1:])]  # type: ignore[no-untyped-call]
         self._lock = threading.Lock()
         self._current = 0
 

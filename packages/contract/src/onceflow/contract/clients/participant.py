@@ -22,11 +22,10 @@ from onceflow.contract.shards import WHOLE_SINK, Shard
 from onceflow.contract.staging import StagedFile
 from onceflow.contract.txn import TransactionId
 from onceflow.contract.vote import PrepareVote
-from onceflow.core.settings import TlsSettings
 from onceflow.proto.v1 import participant_pb2, participant_pb2_grpc
 
 
-class ParticipantClient(ServiceClient):
+class ParticipantClient(ServiceClient[participant_pb2_grpc.ParticipantStub]):
     """Calls on a participant server at ``target`` (every sink it hosts: each call names its ``sink``),
     each with a deadline (``timeout_s`` per call, or the client's).
 
@@ -38,14 +37,7 @@ class ParticipantClient(ServiceClient):
     TypeError before anything is sent.
     """
 
-    def __init__(self, target: str, tls: TlsSettings | None = None, *, timeout_s: float = 30.0) -> None:
-        super().__init__(target, tls, timeout_s=timeout_s)
-        self._stub = participant_pb2_grpc.ParticipantStub(self.channel)  # type: ignore[no-untyped-call]
-
-    @property
-    def stub(self) -> participant_pb2_grpc.ParticipantStub:
-        """The raw stub on this client's channel, for tests that send requests the methods would not build."""
-        return self._stub
+    stub_class = participant_pb2_grpc.ParticipantStub
 
     def prepare_bindings(
         self,

@@ -16,11 +16,10 @@ from onceflow.contract.results import (
     RowsUpdate,
     TableDescription,
 )
-from onceflow.core.settings import TlsSettings
 from onceflow.proto.v1 import results_pb2, results_pb2_grpc
 
 
-class ResultsClient(ServiceClient):
+class ResultsClient(ServiceClient[results_pb2_grpc.ResultsStub]):
     """Calls on the consumer's Results service at ``target``, each unary call with a deadline
     (``timeout_s`` per call, or the client's); answers are the contract's values
     (:mod:`~onceflow.contract.results`) and a failed call raises its typed error
@@ -30,14 +29,7 @@ class ResultsClient(ServiceClient):
     the call (closing the client cancels it too).
     """
 
-    def __init__(self, target: str, tls: TlsSettings | None = None, *, timeout_s: float = 30.0) -> None:
-        super().__init__(target, tls, timeout_s=timeout_s)
-        self._stub = results_pb2_grpc.ResultsStub(self.channel)  # type: ignore[no-untyped-call]
-
-    @property
-    def stub(self) -> results_pb2_grpc.ResultsStub:
-        """The raw stub on this client's channel, for tests that send requests the methods would not build."""
-        return self._stub
+    stub_class = results_pb2_grpc.ResultsStub
 
     def list_tables(self, *, timeout_s: float | None = None) -> list[TableDescription]:
         """The tables the consumer serves, with their topics, modes and columns."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Generator, Iterable
 
 from onceflow.contract.clients import ServiceClient
-from onceflow.core.settings import TlsSettings
 from onceflow.ipcount.api.convert import (
     audit_from_proto,
     audit_request_to_proto,
@@ -26,7 +25,7 @@ from onceflow.ipcount.api.values import (
 from onceflow.proto.v1 import ipcount_pb2, ipcount_pb2_grpc
 
 
-class IpCountsClient(ServiceClient):
+class IpCountsClient(ServiceClient[ipcount_pb2_grpc.IpCountsStub]):
     """Calls on the IP-count service of the consumer at ``target``, each unary call with a deadline
     (``timeout_s`` per call, or the client's); answers are the example's values
     (:mod:`~onceflow.ipcount.api.values`) and a failed call raises its typed error
@@ -36,14 +35,7 @@ class IpCountsClient(ServiceClient):
     the call (closing the client cancels it too).
     """
 
-    def __init__(self, target: str, tls: TlsSettings | None = None, *, timeout_s: float = 30.0) -> None:
-        super().__init__(target, tls, timeout_s=timeout_s)
-        self._stub = ipcount_pb2_grpc.IpCountsStub(self.channel)  # type: ignore[no-untyped-call]
-
-    @property
-    def stub(self) -> ipcount_pb2_grpc.IpCountsStub:
-        """The raw stub on this client's channel, for tests that send requests the methods would not build."""
-        return self._stub
+    stub_class = ipcount_pb2_grpc.IpCountsStub
 
     def get_ip_counts(
         self,
