@@ -317,7 +317,13 @@ class KafkaTransactionLog(TransactionLog):
                 raise
 
     def close(self) -> None:
+        """Release the producer. Best effort: every append already finished, and a fenced or failed
+        producer (whose last append was cut short) raises its fatal error from ``flush``; closing
+        must still succeed, so that the process exits with the code that says why it stopped."""
         self._checks.shutdown(wait=False, cancel_futures=True)
         producer, self._producer = self._producer, None
         if producer is not None:
-            producer.flush(1.0)
+            try:
+                producer.flush(1.0)
+            except KafkaException as exc:
+                _log.warning("txnlog.close_unflushed", topic=self.topic, error=exc)
