@@ -76,3 +76,24 @@ def commit_until_decided(
         if time.monotonic() > deadline:
             raise AssertionError(f"batch {batch} not committed after {calls} calls in {timeout}s: {last}")
         time.sleep(0.1)
+
+
+#: The coordinator's crash points reached after every participant acked: the caller is answered
+#: COMMITTED at the last ack, so that answer and the crash race.
+ANSWERED_BEFORE_THE_CRASH = frozenset({"commit-delivered"})
+
+
+def commit_into_a_crash(
+    cluster: TwoPhaseCommitCluster, epoch: int, batch: int, files: Sequence[StagedFile], point: str
+) -> None:
+    """Commit ``batch`` on a coordinator armed to die at ``point``: the call fails UNAVAILABLE, except
+    at a point of :data:`ANSWERED_BEFORE_THE_CRASH`, where it may be answered COMMITTED first (both
+    are right; no other answer is)."""
+    try:
+        answer = cluster.commit(JOB, epoch, batch, files)
+    except grpc.RpcError as crashed:
+        assert crashed.code() == grpc.StatusCode.UNAVAILABLE, crashed
+    else:
+        assert point in ANSWERED_BEFORE_THE_CRASH and answer.state == COMMITTED, (
+            f"answered {answer.state.name} before dying at {point}"
+        )

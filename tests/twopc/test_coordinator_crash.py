@@ -11,7 +11,6 @@ slow (they still run in ``make test``), to keep the quick suite short.
 
 from __future__ import annotations
 
-import grpc
 import pytest
 
 from onceflow.testing.coordinator.cluster import TwoPhaseCommitCluster
@@ -19,7 +18,7 @@ from onceflow.testing.faults import CRASH_EXIT_CODE
 from onceflow.testing.faults.coordinator import CRASH_ENV
 
 from .conftest import ClusterFactory
-from .driver import ABORTED, COMMITTED, JOB, NO_ROWS, NOTHING_PREPARED, batch_rows, expected_rows
+from .driver import ABORTED, COMMITTED, JOB, NO_ROWS, NOTHING_PREPARED, batch_rows, commit_into_a_crash, expected_rows
 
 #: Run on the embedded broker and on Apache Kafka (issue 15: the guarantees, tested on both).
 BROKERS = ("embedded", "apache-kafka")
@@ -30,18 +29,13 @@ HELD = {"sqlite": [f"{JOB}:0"], "postgres": [f"onceflow:postgres:{JOB}:0"], "kaf
 def _crash_during_commit(cluster_factory: ClusterFactory, point: str) -> tuple[TwoPhaseCommitCluster, int]:
     """Start a cluster whose coordinator dies at ``point`` during the first CommitTransaction of batch 0.
 
-    The call fails UNAVAILABLE, except at ``commit-delivered``: every participant has acked there, and
-    the caller is answered COMMITTED at the last ack, so its answer and the crash race (both are right).
+    The call fails UNAVAILABLE, or at ``commit-delivered`` may be answered COMMITTED first
+    (:func:`~.driver.commit_into_a_crash`).
     """
     cluster = cluster_factory(coordinator_env={CRASH_ENV: point})
     epoch = cluster.register(JOB)
     files = cluster.stage(JOB, 0, batch_rows(0))
-    try:
-        answer = cluster.commit(JOB, epoch, 0, files)
-    except grpc.RpcError as crashed:
-        assert crashed.code() == grpc.StatusCode.UNAVAILABLE
-    else:
-        assert (point, answer.state) == ("commit-delivered", COMMITTED), "answered before every participant acked"
+    commit_into_a_crash(cluster, epoch, 0, files, point)
     assert cluster.coordinator.wait(10) == CRASH_EXIT_CODE
     assert f"point={point}" in cluster.coordinator.log_tail()
     del cluster.coordinator.env[CRASH_ENV]

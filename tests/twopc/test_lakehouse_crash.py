@@ -16,9 +16,6 @@ naming one batch, and nothing left prepared.
 
 from __future__ import annotations
 
-import grpc
-import pytest
-
 from onceflow.contract import TransactionState
 from onceflow.contract.staging import StagedFile
 from onceflow.testing.coordinator.cluster import LAKEHOUSE_SINKS, TwoPhaseCommitCluster, wait_for_log
@@ -27,7 +24,16 @@ from onceflow.testing.faults.coordinator import CRASH_ENV
 from onceflow.testing.faults.participant import CRASH_ENV as PARTICIPANT_CRASH_ENV
 
 from .conftest import ClusterFactory
-from .driver import ABORTED, COMMITTED, COMMITTING, JOB, batch_rows, commit_until_decided, expected_rows
+from .driver import (
+    ABORTED,
+    COMMITTED,
+    COMMITTING,
+    JOB,
+    batch_rows,
+    commit_into_a_crash,
+    commit_until_decided,
+    expected_rows,
+)
 
 NOTHING_PREPARED: dict[str, list[str]] = {sink: [] for sink in LAKEHOUSE_SINKS}
 
@@ -157,8 +163,7 @@ def test_coordinator_and_participants_killed_around_the_decision(cluster_factory
         cluster.coordinator.env[CRASH_ENV] = point
         cluster.coordinator.start()
         files = cluster.stage(JOB, batch, batch_rows(batch))
-        with pytest.raises(grpc.RpcError):
-            cluster.commit(JOB, epoch, batch, files)
+        commit_into_a_crash(cluster, epoch, batch, files, point)
         assert cluster.coordinator.wait(60) == CRASH_EXIT_CODE
         del cluster.coordinator.env[CRASH_ENV]
         holding = point != "commit-delivered"
