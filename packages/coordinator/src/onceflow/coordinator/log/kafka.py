@@ -13,6 +13,7 @@ gone is refused, never re-created or started over silently.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -26,7 +27,7 @@ from onceflow.coordinator.exceptions import CoordinatorFenced, LogAppendRejected
 from onceflow.coordinator.log.base import TransactionLog
 from onceflow.coordinator.log.log_topic import LogTopic
 from onceflow.coordinator.log.records import LogMarker, LogRecord, WireRecord, decode, encode
-from onceflow.coordinator.log.refusals import LogNotInitialised, LogTruncated
+from onceflow.coordinator.log.refusals import LogNotInitialised, LogTopicLost, LogTruncated
 from onceflow.core.kafka import (
     Replication,
     RetryPolicy,
@@ -50,6 +51,18 @@ MAX_APPEND_BYTES: Final = 900_000
 _TOO_LARGE_CODES: Final = frozenset({KafkaError.MSG_SIZE_TOO_LARGE})
 
 _log = get_logger(__name__)
+
+
+def _lost(topic_checked: Callable[[], object]) -> LogTopicLost | None:
+    """The :class:`LogTopicLost` that the topic check found, if it found one (other check errors are not
+    the cause of a failed append, so they are left to the append's own error)."""
+    try:
+        topic_checked()
+    except LogTopicLost as lost:
+        return lost
+    except Exception:  # see the docstring
+        return None
+    return None
 
 
 def _kafka_error(exc: KafkaException) -> KafkaError | None:
@@ -233,7 +246,8 @@ class KafkaTransactionLog(TransactionLog):
                overlaps Step 2.
             2. Begin a transaction and produce every record (key, JSON value or tombstone).
             3. Wait for Step 1's check: a lost topic aborts the transaction and raises
-               :class:`LogTopicLost`. Then commit. An abortable error aborts and retries from
+               :class:`LogTopicLost`, also when the produce or the abort failed first because of it.
+               Then commit. An abortable error aborts and retries from
                Step 2; a retriable one retries the commit; both until ``timeout``. A record the
                producer or broker finds too large aborts and raises :class:`LogAppendRejected`.
             4. A fenced producer raises :class:`CoordinatorFenced`; a fatal error or running out of
@@ -272,13 +286,17 @@ class KafkaTransactionLog(TransactionLog):
                 # Step 3
                 try:
                     topic_checked()
-                except BaseException:
-                    self._abort_quietly(producer)
+                except LogTopicLost:
+                    with contextlib.suppress(KafkaException):  # the lost topic is the cause, not the abort
+                        self._abort_quietly(producer)
                     raise
                 self._commit(producer, deadline)
                 return
             except KafkaException as exc:
                 last_error = exc
+                lost = _lost(topic_checked)
+                if lost is not None:  # a deleted topic also fails the produce: name the deletion
+                    raise lost from None
                 error = _kafka_error(exc)
                 if error is not None and error.code() in _TOO_LARGE_CODES and not error.fatal():
                     self._abort_quietly(producer)
