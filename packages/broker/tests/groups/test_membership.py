@@ -9,7 +9,15 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from onceflow.broker.groups import Committer, GroupCoordinator, JoinRequest, JoinResult, OffsetAndMetadata, SyncResult
+from onceflow.broker.groups import (
+    Committer,
+    GroupCoordinator,
+    JoinRequest,
+    JoinResult,
+    OffsetAndMetadata,
+    SyncRequest,
+    SyncResult,
+)
 
 GROUP = "g"
 CONSUMER = [("range", b"sub")]
@@ -59,13 +67,15 @@ def sync(
 ) -> asyncio.Task[SyncResult]:
     return asyncio.ensure_future(
         coordinator.sync_group(
-            GROUP,
-            result.generation_id,
-            result.member_id,
-            instance,
-            "consumer",
-            result.protocol_name,
-            assignments or {},
+            SyncRequest(
+                GROUP,
+                result.generation_id,
+                result.member_id,
+                instance,
+                "consumer",
+                result.protocol_name,
+                assignments or {},
+            )
         )
     )
 

@@ -16,6 +16,7 @@ from onceflow.broker.groups import (
     JoinRequest,
     JoinResult,
     OffsetAndMetadata,
+    SyncRequest,
 )
 
 GROUP = "g"
@@ -36,7 +37,7 @@ async def one_member_group(coordinator: GroupCoordinator) -> JoinResult:
         JoinRequest(GROUP, "", None, "consumer", [("range", b"")], 10_000, 10_000, "c", "h", False)
     )
     synced = await coordinator.sync_group(
-        GROUP, joined.generation_id, joined.member_id, None, "consumer", "range", {joined.member_id: b"a"}
+        SyncRequest(GROUP, joined.generation_id, joined.member_id, None, "consumer", "range", {joined.member_id: b"a"})
     )
     assert synced.error == ErrorCode.none
     return joined

@@ -8,7 +8,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from onceflow.broker.groups import Committer, GroupCoordinator, JoinRequest, JoinResult, OffsetAndMetadata
+from onceflow.broker.groups import Committer, GroupCoordinator, JoinRequest, JoinResult, OffsetAndMetadata, SyncRequest
 
 GROUP = "g"
 T0 = ("t", 0)
@@ -36,8 +36,8 @@ async def two_member_group(coordinator: GroupCoordinator, session_ms: int) -> tu
     leader, follower = (first, second) if first.leader == first.member_id else (second, first)
     assignments = {leader.member_id: b"L", follower.member_id: b"F"}
     await asyncio.gather(
-        coordinator.sync_group(GROUP, 1, leader.member_id, None, "consumer", "range", assignments),
-        coordinator.sync_group(GROUP, 1, follower.member_id, None, "consumer", "range", {}),
+        coordinator.sync_group(SyncRequest(GROUP, 1, leader.member_id, None, "consumer", "range", assignments)),
+        coordinator.sync_group(SyncRequest(GROUP, 1, follower.member_id, None, "consumer", "range", {})),
     )
     return leader, follower
 
@@ -103,7 +103,7 @@ def test_group_returns_in_its_last_stable_generation_and_silent_members_expire(n
             (leader.member_id, b"L"),
             (follower.member_id, b"F"),
         }
-        synced = await restarted.sync_group(GROUP, 1, follower.member_id, None, "consumer", "range", {})
+        synced = await restarted.sync_group(SyncRequest(GROUP, 1, follower.member_id, None, "consumer", "range", {}))
         assert synced.assignment == b"F"
 
         # The leader keeps heartbeating; the follower went away with the old broker.

@@ -8,7 +8,7 @@ from onceflow.broker.groups.exceptions import (
     IllegalGroupTransition,
     InvalidGroupRecord,
 )
-from onceflow.broker.groups.requests import Committer, JoinRequest
+from onceflow.broker.groups.requests import Committer, JoinRequest, SyncRequest
 from onceflow.broker.groups.results import (
     GroupDescription,
     GroupListing,
@@ -36,5 +36,6 @@ __all__ = [
     "JoinedMember",
     "MemberDescription",
     "OffsetAndMetadata",
+    "SyncRequest",
     "SyncResult",
 ]

@@ -16,7 +16,7 @@ from onceflow.broker.groups.membership import Membership
 from onceflow.broker.groups.offset_commits import OffsetCommits
 from onceflow.broker.groups.offsets import TopicPartition
 from onceflow.broker.groups.rebalance import Rebalancer
-from onceflow.broker.groups.requests import Committer, JoinRequest
+from onceflow.broker.groups.requests import Committer, JoinRequest, SyncRequest
 from onceflow.broker.groups.results import (
     GroupDescription,
     GroupListing,
@@ -169,28 +169,11 @@ class GroupCoordinator:
             return JoinResult.failed(ErrorCode.coordinator_not_available, request.member_id)
         return await self._running.membership.join_group(request)
 
-    async def sync_group(  # noqa: PLR0917 - positional, as the protocol layer calls it
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: Mapping[str, bytes],
-    ) -> SyncResult:
+    async def sync_group(self, request: SyncRequest) -> SyncResult:
         """SyncGroup. The leader passes every member's assignment; followers wait for it."""
         if self._running is None:
             return SyncResult.failed(ErrorCode.coordinator_not_available)
-        return await self._running.membership.sync_group(
-            group_id,
-            generation_id=generation_id,
-            member_id=member_id,
-            group_instance_id=group_instance_id,
-            protocol_type=protocol_type,
-            protocol_name=protocol_name,
-            assignments=assignments,
-        )
+        return await self._running.membership.sync_group(request)
 
     def heartbeat(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None) -> ErrorCode:
         """Heartbeat. REBALANCE_IN_PROGRESS while PreparingRebalance (NONE while CompletingRebalance)."""

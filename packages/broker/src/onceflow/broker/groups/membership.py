@@ -12,7 +12,7 @@ from onceflow.broker.groups.config import GroupConfig
 from onceflow.broker.groups.group import Group
 from onceflow.broker.groups.member import Member
 from onceflow.broker.groups.rebalance import Rebalancer
-from onceflow.broker.groups.requests import JoinRequest
+from onceflow.broker.groups.requests import JoinRequest, SyncRequest
 from onceflow.broker.groups.results import NO_MEMBER_ID, JoinResult, SyncResult
 from onceflow.broker.groups.state import GroupState
 from onceflow.broker.groups.store import GroupStore
@@ -90,25 +90,16 @@ class Membership:
             return answer
         return await asyncio.shield(answer)
 
-    async def sync_group(
-        self,
-        group_id: str,
-        *,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: Mapping[str, bytes],
-    ) -> SyncResult:
+    async def sync_group(self, request: SyncRequest) -> SyncResult:
         """Handle SyncGroup; a follower's answer waits until the leader's assignment is stored."""
-        group = self._groups.get(group_id)
+        group = self._groups.get(request.group_id)
         if group is None:
             return SyncResult.failed(ErrorCode.unknown_member_id)
-        error = self._validate_member(group, member_id, group_instance_id, generation_id)
+        member_id = request.member_id
+        error = self._validate_member(group, member_id, request.group_instance_id, request.generation_id)
         if error is None and (
-            (protocol_type is not None and protocol_type != group.protocol_type)
-            or (protocol_name is not None and protocol_name != group.protocol_name)
+            (request.protocol_type is not None and request.protocol_type != group.protocol_type)
+            or (request.protocol_name is not None and request.protocol_name != group.protocol_name)
         ):
             error = ErrorCode.inconsistent_group_protocol
         if error is not None:
@@ -129,7 +120,7 @@ class Membership:
                 member.sync_waiter = waiter
                 self._synced(group, member_id)
                 if group.is_leader(member_id):
-                    self._complete_sync(group, member_id, assignments)
+                    self._complete_sync(group, member_id, request.assignments)
                 return await asyncio.shield(waiter)
 
     def heartbeat(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None) -> ErrorCode:

@@ -1,8 +1,8 @@
-"""What the protocol layer asks of the group coordinator, as values: who commits offsets, who joins."""
+"""What the protocol layer asks of the group coordinator, as values: who commits offsets, who joins and syncs."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from onceflow.broker.groups.results import NO_MEMBER_ID
@@ -41,3 +41,17 @@ class JoinRequest:
     client_host: str
     require_known_member_id: bool
     reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SyncRequest:
+    """A SyncGroup request: the member of ``generation_id``, the protocol it expects (None before
+    SyncGroup v5, which does not send it), and, from the leader, every member's assignment."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+    assignments: Mapping[str, bytes]

@@ -12,7 +12,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from onceflow.broker.acl import AclOperation, ResourceType
-from onceflow.broker.groups import JoinRequest
+from onceflow.broker.groups import JoinRequest, SyncRequest
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.core.logging import get_logger
 
@@ -91,13 +91,15 @@ async def handle_sync(ctx: RequestContext, request: Any) -> Any:
     if not _may_read(ctx, request.group_id):
         return ctx.respond({"throttle_time": 0, "error_code": _REFUSED, "assignment": b""})
     result = await ctx.broker.groups.sync_group(
-        request.group_id,
-        request.generation_id,
-        request.member_id,
-        getattr(request, "group_instance_id", None),
-        getattr(request, "protocol_type", None),
-        getattr(request, "protocol_name", None),
-        {a.member_id: bytes(a.assignment) for a in request.assignments},
+        SyncRequest(
+            group_id=request.group_id,
+            generation_id=request.generation_id,
+            member_id=request.member_id,
+            group_instance_id=getattr(request, "group_instance_id", None),
+            protocol_type=getattr(request, "protocol_type", None),
+            protocol_name=getattr(request, "protocol_name", None),
+            assignments={a.member_id: bytes(a.assignment) for a in request.assignments},
+        )
     )
     return ctx.respond(
         {
