@@ -266,6 +266,7 @@ def test_old_final_transactions_are_tombstoned(engine_factory: EngineFactory, fa
     for batch in range(8):
         assert engine.commit_transaction(JOB, epoch, batch, staged_files(JOB, batch)).state is COMMITTED
     assert [t.id.batch for t in engine.list_transactions(JOB)] == [7, 6, 5, 4]
+    engine.close()  # writes batch 7's END, queued for the next append, with the tombstone of batch 3
     restarted = engine_factory()
     assert [t.id.batch for t in restarted.list_transactions(JOB)] == [7, 6, 5, 4]
 

@@ -61,6 +61,9 @@ class TransactionLogSettings(Section):
     timeout_ms: int = Field(default=30_000, gt=0)
     #: Log PREPARING before sending Prepare (one more write per batch; makes attempts visible).
     log_preparing: bool = True
+    #: How long a transaction's COMMITTED record (bookkeeping: every sink has committed) waits to be
+    #: written in the same Kafka transaction as the next append, before it is written alone.
+    end_linger_ms: int = Field(default=50, ge=0, le=10_000)
     #: Final transactions more than this many batches older than a job's newest commit are
     #: tombstoned (0 keeps everything).
     retain_batches: int = Field(default=1000, ge=0)
@@ -126,5 +129,6 @@ class CoordinatorSettings(Settings):
             commit_backoff=Backoff(retry.initial_backoff_ms / 1000, retry.max_backoff_ms / 1000, retry.multiplier),
             abort_timeout=self.abort_timeout_ms / 1000,
             log_preparing=self.transaction_log.log_preparing,
+            end_linger=self.transaction_log.end_linger_ms / 1000,
             retain_batches=self.transaction_log.retain_batches,
         )

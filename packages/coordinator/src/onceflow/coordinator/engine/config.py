@@ -37,6 +37,9 @@ class EngineConfig:
     abort_timeout: float = 5.0
     #: Log PREPARING before sending Prepare (visible to ListTransactions, aborted by recovery).
     log_preparing: bool = True
+    #: How long a COMMITTED (END) record waits to ride with the next append before it is
+    #: written alone (group commit; 0 writes it at once).
+    end_linger: float = 0.05
     #: Final transactions older than this many batches behind the newest committed one are
     #: tombstoned in the log (0 keeps everything).
     retain_batches: int = 1000

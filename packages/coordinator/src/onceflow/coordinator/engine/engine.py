@@ -163,11 +163,12 @@ class TwoPhaseCommitEngine:
                COMMITTING is final too (the decision is durable), so a writer may treat it as
                committed.
             5. Once every participant acked (on the delivery thread, while the caller already has
-               its answer): log COMMITTED (END), tombstone transactions older than the retention,
-               and delete the staged files. END is bookkeeping, not part of the decision: a
-               restart before it finds COMMITTING, delivers COMMIT again (every participant's
-               commit is idempotent) and logs it then. Until it is logged, GetTransaction shows
-               COMMITTING with every participant acknowledged.
+               its answer): log COMMITTED (END) with tombstones of transactions older than the
+               retention, in the same log append as the next transition if one comes within
+               ``end_linger`` (group commit), else alone; then delete the staged files. END is
+               bookkeeping, not part of the decision: a restart before it finds COMMITTING,
+               delivers COMMIT again (every participant's commit is idempotent) and logs it then.
+               GetTransaction shows COMMITTED from then on, before the log has it.
             6. An ABORTED answer for a writer that a newer writer fenced while the attempt ran raises
                :class:`WriterFenced` instead: that writer must stop, not re-run the batch.
         """
@@ -276,7 +277,8 @@ class TwoPhaseCommitEngine:
         self.metrics.transactions.labels("committed").inc()
         self.metrics.transaction_seconds.observe(max(0.0, now - final.started_at))
         _log.info("txn.committed", txn=txn.id, job=txn.id.job, batch=txn.id.batch, tombstoned=tombstoned)
-        self.collect_staging(txn.id)
+        if self.state.flush_ended(self.config.end_linger):
+            self.collect_staging(txn.id)
 
     def collect_staging(self, txn_id: TransactionId) -> None:
         """Delete the staged files of ``txn_id`` in the background (best effort; logged on failure)."""

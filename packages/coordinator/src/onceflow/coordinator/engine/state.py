@@ -30,6 +30,7 @@ from onceflow.coordinator.exceptions import (
     CoordinatorFenced,
     CoordinatorNotActive,
     CoordinatorStopped,
+    LogAppendRejected,
     NoParticipants,
     ResolutionRefused,
     TransactionDecided,
@@ -66,6 +67,14 @@ class TransactionStateManager:
     Votes and acks are the exception: they change memory only (Commit is idempotent, and recovery
     re-asks every participant), see :meth:`note` and :meth:`note_vote`.
 
+    COMMITTED (END) is the other exception, group-committed: :meth:`complete_commit` applies it to
+    memory at once and queues it, and it is written in the same Kafka transaction as the next
+    append, or alone by :meth:`flush_ended` once its linger passed with no other append (Kafka's
+    transaction coordinator writes CompleteCommit after the markers, off the producer's path, in
+    the same spirit). It is bookkeeping, not a decision: every participant has committed, and a
+    restart that finds only the COMMITTING record delivers Commit again, which is idempotent, and
+    logs END then.
+
     A manager serves only once :meth:`replay` opened the log and rebuilt memory from it (its
     activation): before that every call raises :class:`CoordinatorNotActive`, so nothing is ever
     answered (presumed aborted, say) from a memory that does not hold the log yet.
@@ -78,6 +87,8 @@ class TransactionStateManager:
         self._book = TransactionBook()
         self._stopped = threading.Event()
         self._failure: BaseException | None = CoordinatorNotActive("the coordinator has not taken over its log yet")
+        #: END records (with their tombstones) waiting to ride with the next append, by transaction.
+        self._ended: dict[TransactionId, tuple[LogRecord, ...]] = {}
 
     # -- lifecycle and failure -------------------------------------------------------------------
 
@@ -118,9 +129,11 @@ class TransactionStateManager:
         self._fail(CoordinatorFenced(reason))
 
     def close(self) -> None:
-        """Stop serving (a clean shutdown; later calls raise :class:`CoordinatorStopped`), close the log."""
+        """Write the queued END records, stop serving (a clean shutdown; later calls raise
+        :class:`CoordinatorStopped`), close the log."""
         with self._lock:
             if self._failure is None:
+                self._write_ended()
                 self._failure = CoordinatorStopped("the coordinator was closed")
             self._stopped.set()
             self._book.wake_all()
@@ -144,17 +157,32 @@ class TransactionStateManager:
     # -- Steps 1 to 3 ----------------------------------------------------------------------------
 
     def _append_and_apply(self, *records: LogRecord) -> None:
-        """Steps 2 and 3 of a transition prepared under the lock."""
+        """Steps 2 and 3 of a transition prepared under the lock; the queued END records go first,
+        in the same append (a request refused as too large is retried without them)."""
         # Step 2
         self.check_alive()
+        ended = [record for queued in self._ended.values() for record in queued]
         try:
-            self._log.append(records)
+            try:
+                self._log.append([*ended, *records])
+            except LogAppendRejected:
+                if not ended:
+                    raise
+                self._log.append(ended)  # only the request's own records may be refused
+                self._ended.clear()
+                self._log.append(records)
         except TransactionLogError as exc:
             self._fail(exc)
             raise
+        self._ended.clear()
         # Step 3
         for record in records:
             self._book.apply(record)
+
+    def _write_ended(self) -> None:
+        """Append the queued END records on their own (under the lock)."""
+        if self._ended:
+            self._append_and_apply()
 
     # -- look-ups --------------------------------------------------------------------------------
 
@@ -367,11 +395,13 @@ class TransactionStateManager:
         return None
 
     def complete_commit(self, committed: Transaction, retain_batches: int) -> int | None:
-        """Log COMMITTED (END) for its COMMITTING attempt, with tombstones of the final transactions
-        of the job more than ``retain_batches`` behind (0 keeps all). Returns how many were
-        tombstoned, or None when the attempt is no longer COMMITTING (nothing logged)."""
+        """Apply COMMITTED (END) for its COMMITTING attempt, with tombstones of the final transactions
+        of the job more than ``retain_batches`` behind (0 keeps all), and queue them for the log:
+        they are written with the next append, or by :meth:`flush_ended`. Returns how many were
+        tombstoned, or None when the attempt is no longer COMMITTING (nothing changed)."""
         with self._lock:
             # Step 1
+            self.check_alive()
             current = self._book.txn(committed.id)
             if current is None or (current.attempt, current.state) != (committed.attempt, TransactionState.COMMITTING):
                 return None
@@ -379,9 +409,24 @@ class TransactionStateManager:
             if retain_batches > 0:
                 below = committed.id.batch - retain_batches
                 expired = [Tombstone(old) for old in self._book.expired(committed.id.job, below)]
-            # Steps 2 and 3
-            self._append_and_apply(check_transition(current, committed), *expired)
+            records: tuple[LogRecord, ...] = (check_transition(current, committed), *expired)
+            self._ended[committed.id] = records
+            for record in records:
+                self._book.apply(record)
         return len(expired)
+
+    def flush_ended(self, linger: float = 0.0) -> bool:
+        """Write the queued END records unless another append took them within ``linger`` seconds
+        (the group commit's window; 0 writes them now). False when the manager stopped instead: it
+        writes nothing then, and the next instance finds the transactions COMMITTING and delivers
+        Commit again."""
+        if linger > 0 and self._stopped.wait(linger):
+            return False
+        with self._lock:
+            if self._failure is not None:
+                return False
+            self._write_ended()
+        return True
 
     def note(self, txn: Transaction) -> None:
         """Record the votes/acks of ``txn`` in memory only; ignored once the stored attempt moved on."""

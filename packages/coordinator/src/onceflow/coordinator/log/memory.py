@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 
-from onceflow.coordinator.exceptions import CoordinatorFenced, TransactionLogError
+from onceflow.coordinator.exceptions import CoordinatorFenced, LogAppendRejected, TransactionLogError
 from onceflow.coordinator.log.base import TransactionLog
 from onceflow.coordinator.log.records import LogMarker, LogRecord, decode, encode
 
@@ -23,7 +23,9 @@ class MemoryLogStorage:
         self.entries: list[tuple[bytes, bytes | None]] = []
         self.generation = 0
         #: Test hook: the next ``append`` raises this instead of writing.
-        self.fail_next_append: TransactionLogError | None = None
+        self.fail_next_append: TransactionLogError | LogAppendRejected | None = None
+        #: How many appends wrote records (a test counts the log's transactions with it).
+        self.appends = 0
 
 
 class MemoryTransactionLog(TransactionLog):
@@ -51,6 +53,7 @@ class MemoryTransactionLog(TransactionLog):
             if failure is not None:
                 raise failure
             self.storage.entries.extend(encoded)
+            self.storage.appends += 1
 
     def close(self) -> None:
         self._generation = None
