@@ -200,5 +200,10 @@ def test_settings_name_what_is_wrong() -> None:
             ConsumerSettings.model_validate({"tables": [entry]})
     with pytest.raises(ValueError, match="nothing to consume"):
         ConsumerSettings.model_validate({"consumer": {"topic": ""}})
-    with pytest.raises(ValueError, match="repeated: t"):
+    with pytest.raises(ValueError, match="each topic is stored once; repeated: t"):
         ConsumerSettings.model_validate({"tables": [{"topic": "t", "table": "a"}, {"topic": "t", "table": "b"}]})
+    with pytest.raises(ValueError, match="each table is stored once; repeated: a"):
+        ConsumerSettings.model_validate({"tables": [{"topic": "t", "table": "a"}, {"topic": "u", "table": "a"}]})
+    two = [{"name": "db", "kind": "sqlite", "path": "x"}, {"name": "db", "kind": "sqlite", "path": "y"}]
+    with pytest.raises(ValueError, match="sink names must be unique; repeated: db"):
+        ConsumerSettings.model_validate({"audit": {"sinks": two}})

@@ -9,7 +9,7 @@ import pytest
 from pydantic import Field
 
 from onceflow.core.errors import InvalidConfig
-from onceflow.core.settings import GrpcServerSettings, KafkaSettings, Section, Settings, load_settings
+from onceflow.core.settings import GrpcServerSettings, KafkaSettings, Section, Settings, check_unique, load_settings
 
 
 class JobSection(Section):
@@ -158,3 +158,9 @@ def test_missing_or_malformed_kafka_properties_file_names_the_setting(tmp_path: 
     bad.write_text("bootstrap.servers=elsewhere:9092\n")
     with pytest.raises(InvalidConfig, match="set bootstrap_servers"):
         load_settings(ExampleSettings, env={"ONCEFLOW_TEST__KAFKA__PROPERTIES_FILE": str(bad)})
+
+
+def test_check_unique_names_every_repeated_name_once() -> None:
+    check_unique(["a", "b"], "sink names must be unique")
+    with pytest.raises(ValueError, match=r"^sink names must be unique; repeated: a, c$"):
+        check_unique(["c", "a", "b", "a", "c", "c"], "sink names must be unique")

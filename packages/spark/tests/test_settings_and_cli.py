@@ -44,6 +44,13 @@ def test_environment_overrides_and_errors_name_the_setting(tmp_path: Path) -> No
         load_settings(SparkJobSettings, bare, env={})
     with pytest.raises(InvalidConfig, match="participants"):
         load_settings(SparkJobSettings, bare, env={"ONCEFLOW_SPARK__OUTPUTS": '{"results": [{"sink": "db"}]}'})
+    twice = '[{"sink": "db", "target": "127.0.0.1:1"}, {"sink": "db", "target": "127.0.0.1:2"}]'
+    with pytest.raises(InvalidConfig, match="sink names must be unique; repeated: db"):
+        load_settings(
+            SparkJobSettings,
+            bare,
+            env={"ONCEFLOW_SPARK__PARTICIPANTS": twice, "ONCEFLOW_SPARK__OUTPUTS": '{"results": [{"sink": "db"}]}'},
+        )
     baseline = load_settings(SparkJobSettings, bare, env={"ONCEFLOW_SPARK__GUARANTEE": "at-least-once"})
     assert baseline.participants == []
     assert baseline.outputs == {}

@@ -16,6 +16,7 @@ from onceflow.core.settings import (
     MetricsSettings,
     Section,
     Settings,
+    check_unique,
 )
 from onceflow.core.topics import SINK_TOPIC
 
@@ -160,10 +161,7 @@ class AuditSettings(Section):
     @field_validator("sinks")
     @classmethod
     def _unique_names(cls, sinks: list[AuditSinkSettings]) -> list[AuditSinkSettings]:
-        names = [sink.name for sink in sinks]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise ValueError(f"sink names must be unique; repeated: {', '.join(duplicates)}")
+        check_unique((sink.name for sink in sinks), "sink names must be unique")
         return sinks
 
 
@@ -191,10 +189,8 @@ class ConsumerSettings(Settings):
     @field_validator("tables")
     @classmethod
     def _distinct_tables(cls, tables: list[StoredTableSettings]) -> list[StoredTableSettings]:
-        for what, values in (("table", [t.table for t in tables]), ("topic", [t.topic for t in tables])):
-            repeated = sorted({v for v in values if values.count(v) > 1})
-            if repeated:
-                raise ValueError(f"each {what} is stored once; repeated: {', '.join(repeated)}")
+        check_unique((t.table for t in tables), "each table is stored once")
+        check_unique((t.topic for t in tables), "each topic is stored once")
         reserved = sorted({t.table for t in tables} & set(RESERVED_TABLES))
         if reserved:
             raise ValueError(f"table name(s) {', '.join(reserved)} are the store's own (reserved: {RESERVED_TABLES})")

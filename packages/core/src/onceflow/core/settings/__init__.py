@@ -13,6 +13,7 @@ from onceflow.core.settings.base import (
 )
 from onceflow.core.settings.loader import load_settings
 from onceflow.core.settings.pairs import parse_pairs
+from onceflow.core.settings.unique import check_unique
 
 __all__ = [
     "GrpcAuthSettings",
@@ -24,6 +25,7 @@ __all__ = [
     "Section",
     "Settings",
     "TlsSettings",
+    "check_unique",
     "load_settings",
     "parse_pairs",
 ]

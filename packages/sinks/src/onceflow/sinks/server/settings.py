@@ -17,6 +17,7 @@ from onceflow.core.settings import (
     Section,
     Settings,
     TlsSettings,
+    check_unique,
 )
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
 from onceflow.sinks.delta.settings import DeltaOptions
@@ -145,8 +146,5 @@ class ParticipantSettings(Settings):
     @field_validator("sinks")
     @classmethod
     def _unique_names(cls, sinks: list[SinkSettings]) -> list[SinkSettings]:
-        names = [sink.name for sink in sinks]
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise ValueError(f"sink names must be unique; repeated: {', '.join(duplicates)}")
+        check_unique((sink.name for sink in sinks), "sink names must be unique")
         return sinks

@@ -12,7 +12,15 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from onceflow.contract import MAX_SHARDS, ParticipantRef, SinkBinding
 from onceflow.contract.staging import StagingStoreSettings
 from onceflow.core import defaults
-from onceflow.core.settings import KafkaSettings, LoggingSettings, MetricsSettings, Section, Settings, TlsSettings
+from onceflow.core.settings import (
+    KafkaSettings,
+    LoggingSettings,
+    MetricsSettings,
+    Section,
+    Settings,
+    TlsSettings,
+    check_unique,
+)
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SINK_TOPIC, SOURCE_TOPIC
 
 JobName = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")]
@@ -170,9 +178,7 @@ class SparkJobSettings(Settings):
         cls, participants: list[JobParticipantSettings], info: ValidationInfo
     ) -> list[JobParticipantSettings]:
         names = [p.sink for p in participants]
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            raise ValueError(f"sink names must be unique; repeated: {', '.join(repeated)}")
+        check_unique(names, "sink names must be unique")
         if info.data.get("guarantee") == "exactly-once" and not participants:
             raise ValueError("exactly-once needs at least one [[participants]] entry (sink and target)")
         known = set(names)
