@@ -3,7 +3,7 @@ and, with ``--kafka-shards 1,2,4``, the Kafka sink alone served by 1, 2 and 4 pa
 
 What it measures: ``CommitTransaction`` as the Spark driver calls it, from the call to the answer
 COMMITTED (every participant has committed), for a batch of ``--rows`` rows staged as ``--files``
-Avro files; and batches committed per second back to back (the next batch starts when the
+Arrow IPC files; and batches committed per second back to back (the next batch starts when the
 previous commit returned, as a Spark driver does).
 
 Assumptions:
@@ -11,7 +11,8 @@ Assumptions:
 - one machine (the project machine has 2 cores), everything on loopback, each component a real
   process: the embedded broker (``--fsync interval``), PostgreSQL (``fsync = on``,
   ``synchronous_commit = on``), the coordinator (Kafka transaction log, ``log_preparing`` on:
-  three log writes per commit), and one participant process per sink: Kafka (``ip_count_sink``,
+  three log records per commit, PREPARING, COMMITTING and END, where END rides in the next
+  commit's PREPARING append when that comes within ``end_linger_ms``), and one participant process per sink: Kafka (``ip_count_sink``,
   a transactional producer), SQLite (WAL, ``synchronous = FULL``) and PostgreSQL
   (``PREPARE TRANSACTION``/``COMMIT PREPARED``). The driver (this script) is a sixth process.
 - the batches are staged before the clock starts (staging is the Spark tasks' cost, not the

@@ -18,7 +18,7 @@ BATCHES = 200
 def test_200_batches_land_exactly_once_in_kafka_sqlite_and_postgres(cluster: TwoPhaseCommitCluster) -> None:
     """Steps:
     1. The driver registers and names the three participants (one process per sink).
-    2. For each of 200 batches it stages two Avro files (as two Spark tasks would) and calls
+    2. For each of 200 batches it stages two Arrow IPC files (as two Spark tasks would) and calls
        CommitTransaction, which answers COMMITTED.
     3. Kafka (read_committed), SQLite and PostgreSQL each hold exactly the staged rows, and the
        database sinks' commits tables list every batch once; nothing is left prepared.

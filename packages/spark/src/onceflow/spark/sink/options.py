@@ -9,7 +9,7 @@ for every commit, so registering inside the sink would re-register on every batc
 ``coordinator``      ``host:port`` of the transaction coordinator, or of it and its standbys,
                      comma-separated (required)
 ``writerEpoch``      the epoch RegisterWriter returned to this driver (required)
-``stagingRoot``      where tasks stage their Avro files: ``<stagingRoot>/<job>/<batch>/`` (required)
+``stagingRoot``      where tasks stage their Arrow IPC files: ``<stagingRoot>/<job>/<batch>/`` (required)
 ``rpcTimeoutMs``     deadline of CommitTransaction/AbortTransaction (default 120000)
 ``batchId``          batch writes only (``foreachBatch`` in update mode): the micro-batch being written
 ``output``           the job output these rows are (default ``results``)
