@@ -12,9 +12,10 @@ Assumptions:
   process: the embedded broker (``--fsync interval``), PostgreSQL (``fsync = on``,
   ``synchronous_commit = on``), the coordinator (Kafka transaction log, ``log_preparing`` on:
   three log records per commit, PREPARING, COMMITTING and END, where END rides in the next
-  commit's PREPARING append when that comes within ``end_linger_ms``), and one participant process per sink: Kafka (``ip_count_sink``,
-  a transactional producer), SQLite (WAL, ``synchronous = FULL``) and PostgreSQL
-  (``PREPARE TRANSACTION``/``COMMIT PREPARED``). The driver (this script) is a sixth process.
+  commit's PREPARING append when that comes within ``end_linger_ms``), and one participant
+  process per sink: Kafka (``ip_count_sink``, a transactional producer), SQLite (WAL,
+  ``synchronous = FULL``) and PostgreSQL (``PREPARE TRANSACTION``/``COMMIT PREPARED``). The driver
+  (this script) is a sixth process.
 - the batches are staged before the clock starts (staging is the Spark tasks' cost, not the
   commit's); every batch writes new keys (append-mode output), so no batch waits on another's
   row locks.
