@@ -12,15 +12,8 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from onceflow.contract import MAX_SHARDS, ParticipantRef, SinkBinding
 from onceflow.contract.staging import StagingStoreSettings
 from onceflow.core import defaults
-from onceflow.core.settings import (
-    KafkaSettings,
-    LoggingSettings,
-    MetricsSettings,
-    Section,
-    Settings,
-    TlsSettings,
-    check_unique,
-)
+from onceflow.core.settings import KafkaSettings, LoggingSettings, MetricsSettings, Section, Settings, TlsSettings
+from onceflow.core.settings.unique import check_unique
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SINK_TOPIC, SOURCE_TOPIC
 
 JobName = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")]
