@@ -153,15 +153,24 @@ def test_end_is_written_alone_after_its_linger_or_at_close_but_never_by_a_stoppe
     assert states_logged(storage)[-1] == (1, TransactionState.COMMITTED)
     assert not state.flush_ended()
 
+    closing = opened(storage)
+    closing.complete_commit(ended(committing(closing, 2)), retain_batches=0)
+    storage.fail_next_append = TransactionLogError("the broker went away")
+    closing.close()  # best effort: a close that cannot write END still closes
+    assert isinstance(closing.failure, TransactionLogError)
+    with pytest.raises(CoordinatorStopped):
+        closing.check_alive()
+
     restarted = opened(storage)
-    restarted.complete_commit(ended(committing(restarted, 2)), retain_batches=0)
+    assert restarted.lookup(TransactionId(JOB, 2)).state is TransactionState.COMMITTING
+    restarted.complete_commit(ended(committing(restarted, 3)), retain_batches=0)
     storage.fail_next_append = TransactionLogError("the broker went away")
     with pytest.raises(TransactionLogError):
         restarted.flush_ended()
     assert not restarted.flush_ended()  # failed for good: the next instance delivers Commit again
     again = opened(storage)
-    assert again.lookup(TransactionId(JOB, 2)).state is TransactionState.COMMITTING
-    assert [txn.id.batch for txn in again.in_doubt()] == [2]
+    assert again.lookup(TransactionId(JOB, 3)).state is TransactionState.COMMITTING
+    assert sorted(txn.id.batch for txn in again.in_doubt()) == [2, 3]
 
 
 def test_a_request_that_the_queued_end_makes_too_large_is_retried_without_it() -> None:

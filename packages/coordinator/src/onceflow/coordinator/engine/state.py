@@ -129,11 +129,15 @@ class TransactionStateManager:
         self._fail(CoordinatorFenced(reason))
 
     def close(self) -> None:
-        """Write the queued END records, stop serving (a clean shutdown; later calls raise
-        :class:`CoordinatorStopped`), close the log."""
+        """Write the queued END records (best effort: the next instance delivers their Commit again),
+        stop serving (a clean shutdown; later calls raise :class:`CoordinatorStopped`), close the log."""
         with self._lock:
             if self._failure is None:
-                self._write_ended()
+                try:
+                    self._write_ended()
+                except (TransactionLogError, LogAppendRejected) as exc:
+                    _log.warning("txn.end_unwritten", transactions=len(self._ended), error=exc)
+            if self._failure is None:
                 self._failure = CoordinatorStopped("the coordinator was closed")
             self._stopped.set()
             self._book.wake_all()
