@@ -87,8 +87,8 @@ class TransactionStateManager:
         self._book = TransactionBook()
         self._stopped = threading.Event()
         self._failure: BaseException | None = CoordinatorNotActive("the coordinator has not taken over its log yet")
-        #: END records (with their tombstones) waiting to ride with the next append, by transaction.
-        self._ended: dict[TransactionId, tuple[LogRecord, ...]] = {}
+        #: END records (with their tombstones), already applied, waiting to ride with the next append.
+        self._ended: list[LogRecord] = []
 
     # -- lifecycle and failure -------------------------------------------------------------------
 
@@ -136,7 +136,7 @@ class TransactionStateManager:
                 try:
                     self._write_ended()
                 except (TransactionLogError, LogAppendRejected) as exc:
-                    _log.warning("txn.end_unwritten", transactions=len(self._ended), error=exc)
+                    _log.warning("txn.end_unwritten", records=len(self._ended), error=exc)
             if self._failure is None:
                 self._failure = CoordinatorStopped("the coordinator was closed")
             self._stopped.set()
@@ -165,7 +165,7 @@ class TransactionStateManager:
         in the same append (a request refused as too large is retried without them)."""
         # Step 2
         self.check_alive()
-        ended = [record for queued in self._ended.values() for record in queued]
+        ended = list(self._ended)
         try:
             try:
                 self._log.append([*ended, *records])
@@ -413,8 +413,8 @@ class TransactionStateManager:
             if retain_batches > 0:
                 below = committed.id.batch - retain_batches
                 expired = [Tombstone(old) for old in self._book.expired(committed.id.job, below)]
-            records: tuple[LogRecord, ...] = (check_transition(current, committed), *expired)
-            self._ended[committed.id] = records
+            records: list[LogRecord] = [check_transition(current, committed), *expired]
+            self._ended.extend(records)
             for record in records:
                 self._book.apply(record)
         return len(expired)

@@ -13,7 +13,6 @@ gone is refused, never re-created or started over silently.
 
 from __future__ import annotations
 
-import contextlib
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -286,9 +285,8 @@ class KafkaTransactionLog(TransactionLog):
                 # Step 3
                 try:
                     topic_checked()
-                except LogTopicLost:
-                    with contextlib.suppress(KafkaException):  # the lost topic is the cause, not the abort
-                        self._abort_quietly(producer)
+                except BaseException:
+                    self._abort_quietly(producer)  # if it fails, the handler below still names a lost topic
                     raise
                 self._commit(producer, deadline)
                 return
