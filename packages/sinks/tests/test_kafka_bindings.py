@@ -81,7 +81,7 @@ def test_avro_and_json_round_trip_and_two_topics_commit_together(
     sink: KafkaParticipant, broker: EmbeddedBroker, tmp_path: Path
 ) -> None:
     avro = _binding("wide_avro", keys=("name",), headers=("small",))
-    as_json = _binding("wide_json", output="copies", value_format=ValueFormat.JSON)
+    as_json = _binding("wide_json", output="copies", value_format=ValueFormat.JSON, keys=("name", "at"))
     sink.prepare_bindings("job", [avro, as_json])
     files = _stage(tmp_path, 0, "results", ROWS) + _stage(tmp_path, 0, "copies", ROWS[:1])
     assert sink.prepare(TransactionId("job", 0), files, [avro, as_json]).vote_commit
@@ -92,8 +92,10 @@ def test_avro_and_json_round_trip_and_two_topics_commit_together(
     reader = SchemasTopic(broker.bootstrap_servers)  # a fresh reader: the schema comes from the topic
     assert [reader.decode(r.value or b"") for r in records] == ROWS
     assert [r.key for r in records] == [b"\xc3\xbc", b"nulls"]
+    assert [r.headers for r in records] == [(("small", b"-7"),), (("small", None),)]
     copies = read_topic(broker.bootstrap_servers, "wide_json", idle_timeout=0.5)
     (copy,) = [json.loads(r.value or b"") for r in copies]
+    assert [r.key for r in copies] == [b'["\\u00fc","2026-11-24 01:02:03.456789+00:00"]']
     assert copy["price"] == "1234.500" and copy["day"] == "2026-11-24"
     assert copy["at"] == "2026-11-24T01:02:03.456789+00:00"
     assert base64.b64decode(copy["raw"]) == b"\x00\xff"

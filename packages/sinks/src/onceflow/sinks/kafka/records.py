@@ -11,7 +11,7 @@ from confluent_kafka import KafkaError, Message, Producer
 
 from onceflow.contract import SinkBinding, ValueFormat
 from onceflow.core.avro import SingleObjectSerde
-from onceflow.core.avro.arrow import avro_schema, json_value, record_name
+from onceflow.core.avro.arrow import avro_rows, avro_schema, json_value, record_name
 from onceflow.core.kafka import produce
 from onceflow.sinks.base import BoundRows
 
@@ -50,18 +50,31 @@ class BindingRecords:
         if not rows.num_rows:
             return
         encode = self._encoder(job, binding, rows)
-        records = rows.to_pylist()
-        keys = [record_key(row, binding.keys) for row in records] if binding.keys else None
-        for i, row in enumerate(records):
-            headers = [(h, None if row[h] is None else str(row[h]).encode()) for h in binding.headers] or None
+        avro = binding.value_format is ValueFormat.AVRO
+        values = [encode(row) for row in (avro_rows(rows) if avro else rows.to_pylist())]
+        # Keys and headers from the Python values of their own columns, whatever the value format.
+        keys = [record_key(row, binding.keys) for row in _column_rows(rows, binding.keys)] if binding.keys else None
+        headers = [_headers(row) for row in _column_rows(rows, binding.headers)] if binding.headers else None
+        for i, value in enumerate(values):
             produce_record(
                 producer,
                 binding.topic,
                 keys[i] if keys is not None else None,
-                encode(row),
+                value,
                 on_delivery=on_delivery,
-                headers=headers,
+                headers=headers[i] if headers is not None else None,
             )
+
+
+def _column_rows(rows: pa.Table, columns: Sequence[str]) -> list[dict[str, Any]]:
+    """The rows of only ``columns`` of ``rows``, as Python values."""
+    selected: list[dict[str, Any]] = rows.select(list(columns)).to_pylist()
+    return selected
+
+
+def _headers(row: dict[str, Any]) -> list[tuple[str, bytes | None]]:
+    """A row's header columns as record headers: each value as its string, UTF-8."""
+    return [(name, None if value is None else str(value).encode()) for name, value in row.items()]
 
 
 def produce_record(

@@ -31,6 +31,7 @@ class ConsumedRecord:
     offset: int
     key: bytes | None
     value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
 def create_topic(
@@ -87,10 +88,17 @@ class ReadOptions(TypedDict, total=False):
     partitions: int | None
 
 
+def _headers(msg: Message) -> tuple[tuple[str, bytes | None], ...]:
+    """A consumed record's headers in order (a consumed record's header values are bytes or None)."""
+    headers = msg.headers() or []
+    pairs = headers.items() if isinstance(headers, dict) else headers
+    return tuple((name, value.encode() if isinstance(value, str) else value) for name, value in pairs)
+
+
 def read_topic(bootstrap: str, topic: str, **options: Unpack[ReadOptions]) -> list[ConsumedRecord]:
     """Every record of ``topic`` from the beginning, in offset order per partition (see :func:`read_messages`)."""
     return [
-        ConsumedRecord(_int(msg.partition()), _int(msg.offset()), msg.key(), msg.value())
+        ConsumedRecord(_int(msg.partition()), _int(msg.offset()), msg.key(), msg.value(), _headers(msg))
         for msg in read_messages(bootstrap, topic, **options)
     ]
 
