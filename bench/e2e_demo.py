@@ -8,13 +8,21 @@ Measures, for one run of N generated events:
 - **result latency**: per 5 s window, from the moment the window *closes* (the first time an event
   with ``event_time >= window_end + lateness`` is visible in ``ip_count_source`` with
   read_committed, which is what lets the job's watermark pass it) to the moment the window's first
-  result row is readable in the consumer store. p50 and p99 over all windows of the run.
+  result row is readable in the consumer store. p50 and p99 over all windows of the run (paced runs
+  only: unpaced, a window closes as fast as events arrive, so its latency is the backlog's, and the
+  observer that follows every source event would take the cores the run is measured on).
+- **the parts' ceiling** (unpaced runs, ``--rate 0``): the CPU seconds each service spent over the
+  same span (its process tree: the Spark job with its JVM and Python workers, the broker, the
+  generator, the coordinator, the participant, the consumer), summed per event. The machine's cores
+  divided by that cost is the rate the parts allow together on this machine: what the pipeline would
+  reach if no core were ever idle. The measured rate over that ceiling is the pipeline's share of it;
+  the rest is time the cores waited (barriers, round trips, a part that cannot use both cores).
 
 Assumptions: a single machine (everything embedded, as ``onceflow demo``); two observers run next
 to the pipeline: a read_committed consumer of ``ip_count_source`` (record timestamps are event
 times) and a poller of the consumer's SQLite store (every 100 ms, so latencies carry up to 0.1 s of
 polling error). With ``--rate 0`` the generator is unpaced (capacity); windows then close as fast as
-the events arrive, so read the latency of paced runs. The run must end EXACT, or the numbers are void.
+the events arrive, so only paced runs report a latency. The run must end EXACT, or the numbers are void.
 
     .venv/bin/python bench/e2e_demo.py --events 60000 --rate 1000            # chaos off
     .venv/bin/python bench/e2e_demo.py --events 60000 --rate 1000 --chaos    # chaos on
@@ -30,8 +38,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import io
 import logging
+import os
 import sqlite3
 import statistics
 import sys
@@ -42,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
+from cpu_meter import CpuMeter, format_cpu, own_threads_cpu
 
 from onceflow.core import defaults
 from onceflow.core.logging import configure_logging
@@ -49,6 +60,9 @@ from onceflow.core.topics import SOURCE_TOPIC
 from onceflow.demo import DemoOptions, DemoRun
 from onceflow.demo.run_dir import RunDir, RunState
 from onceflow.demo.supervisor import EventKind
+
+#: The services of a demo run, as ``onceflow <service>`` names them (the generator is the Connect worker).
+SERVICES = ("broker", "coordinator", "participant", "consumer", "spark", "connect-worker")
 
 
 @dataclass
@@ -60,6 +74,12 @@ class SourceWatcher:
     close_at: dict[int, float] = field(default_factory=dict)
     first_visible: float | None = None
     stop: threading.Event = field(default_factory=threading.Event)
+    #: Started when the first event is visible: the span the throughput is measured over.
+    meter: CpuMeter | None = None
+    #: This process's CPU seconds when the meter started.
+    bench_cpu: float = 0.0
+    #: Follow every event for the windows' close times; False (unpaced runs): stop at the first one.
+    windows: bool = True
 
     def run(self) -> None:
         consumer = Consumer(
@@ -85,6 +105,12 @@ class SourceWatcher:
                     continue
                 if self.first_visible is None:
                     self.first_visible = now
+                    if self.meter is not None:
+                        self.meter.start()
+                        self.bench_cpu = own_threads_cpu()
+                    if not self.windows:  # the observer would take the cores it measures
+                        self.stop.set()
+                        break
                 newest = max(newest, message.timestamp()[1])
             while next_window + window + lateness <= newest:
                 self.close_at.setdefault(next_window, now)
@@ -101,6 +127,10 @@ class StoreWatcher:
     readable_at: dict[int, float] = field(default_factory=dict)
     all_counted_at: float | None = None
     stop: threading.Event = field(default_factory=threading.Event)
+    meter: CpuMeter | None = None
+    #: CPU seconds per service from the first event visible to all counted, and this process's CPU then.
+    cpu: dict[str, float] = field(default_factory=dict)
+    bench_cpu: float = 0.0
 
     def run(self) -> None:
         newest = -1
@@ -118,8 +148,52 @@ class StoreWatcher:
                         (total,) = db.execute("SELECT COALESCE(SUM(count), 0) FROM results").fetchone()
                         if int(total) >= self.events:
                             self.all_counted_at = now
+                            if self.meter is not None:
+                                self.cpu, self.bench_cpu = self.meter.stop(), own_threads_cpu()
             except sqlite3.Error:
                 continue
+
+
+def service_pid(name: str) -> int | None:
+    """The pid of this process's child that runs ``onceflow <name>`` now (a restarted service has a new one)."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        parent = int(stat[stat.rindex(")") + 2 :].split()[1])
+        if parent == os.getpid() and len(argv) > 2 and argv[1].endswith(b"/onceflow") and argv[2] == name.encode():
+            return int(entry)
+    return None
+
+
+def service_meter() -> CpuMeter:
+    """CPU seconds of every service's process tree (see the module docstring), and of this process
+    (``bench``: the two observers and the demo's supervisor threads) apart."""
+    meter = CpuMeter()
+    for name in SERVICES:
+        meter.add(name, functools.partial(service_pid, name))
+    return meter
+
+
+def parts_ceiling(cpu: dict[str, float], bench_cpu: float, events: int, span: float) -> list[str]:
+    """The rate the parts' CPU allows on this machine's cores, the measured rate's share of it, and
+    how busy the cores were (the observers' CPU is counted there: it ran on the same cores)."""
+    per_event = sum(cpu.values()) / events
+    cores = os.cpu_count() or 1
+    ceiling = cores / per_event
+    busiest = max(cpu, key=lambda name: cpu[name])
+    busy = (sum(cpu.values()) + bench_cpu) / (cores * span)
+    return [
+        f"parts' ceiling on {cores} cores: {ceiling:,.0f} events/s (services' CPU {per_event * 1e6:.1f} µs/event); "
+        f"measured / ceiling = {events / span / ceiling:.2f}; the most CPU: {busiest} "
+        f"({cpu[busiest] / sum(cpu.values()):.0%})",
+        f"cores busy over the span: {busy:.0%} (services, and this process's observers at "
+        f"{bench_cpu / events * 1e6:.1f} µs/event)",
+    ]
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -159,8 +233,12 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging("INFO", "kv", stream=log)
 
     # Step 2: the observers.
-    source = SourceWatcher(state.bootstrap_servers or f"127.0.0.1:{state.ports['broker']}", state)
-    store = StoreWatcher(run_dir.data("consumer") / "results.db", args.events)
+    meter = service_meter()
+    if kafka is not None:
+        meter.add("apache-kafka", kafka.pid)
+    bootstrap = state.bootstrap_servers or f"127.0.0.1:{state.ports['broker']}"
+    source = SourceWatcher(bootstrap, state, meter=meter, windows=args.rate > 0)
+    store = StoreWatcher(run_dir.data("consumer") / "results.db", args.events, meter=meter)
     threads = [threading.Thread(target=w.run, daemon=True) for w in (source, store)]
     for thread in threads:
         thread.start()
@@ -195,6 +273,10 @@ def main(argv: list[str] | None = None) -> int:
     if source.first_visible is not None and store.all_counted_at is not None:
         span = store.all_counted_at - source.first_visible
         print(f"throughput: {args.events / span:,.0f} events/s (first event visible -> all counted: {span:.1f}s)")
+        if store.cpu and not args.chaos:
+            print(format_cpu({name: seconds for name, seconds in store.cpu.items() if seconds}, args.events))
+            for line in parts_ceiling(store.cpu, store.bench_cpu - source.bench_cpu, args.events, span):
+                print(line)
     else:
         print("throughput: n/a (the run did not complete)")
     if latencies:
