@@ -12,6 +12,7 @@ import pytest
 
 from onceflow.core.avro import SingleObjectSerde
 from onceflow.core.avro.arrow import avro_rows, avro_schema
+from onceflow.core.errors import SerializationError
 
 AT = dt.datetime(2026, 11, 24, 1, 2, 3, 456789, tzinfo=dt.UTC)
 
@@ -57,3 +58,9 @@ def test_every_type_and_null_encodes_as_from_python_values() -> None:
     fast, slow = _encoded_both_ways(table)
     assert fast == slow
     assert avro_rows(table)[0]["day"] == (dt.date(2026, 11, 24) - dt.date(1970, 1, 1)).days
+
+
+def test_a_timestamp_beyond_what_microseconds_hold_is_refused_naming_the_column() -> None:
+    column = pa.array([10**13], pa.timestamp("s", tz="UTC"))  # 10**19 microseconds: more than int64 holds
+    with pytest.raises(SerializationError, match="column 'far'"):
+        avro_rows(pa.table({"far": column}))

@@ -35,7 +35,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from onceflow.core.errors import UnsupportedColumnType
+from onceflow.core.errors import SerializationError, UnsupportedColumnType
 
 
 def _avro_type(output: str, field: pa.Field) -> Any:
@@ -140,15 +140,23 @@ def avro_rows(table: pa.Table) -> list[dict[str, Any]]:
     objects without building one per value (that conversion costs more than the encoding). A
     timestamp finer than microseconds is truncated to them, as ``timestamp-micros`` holds.
     """
-    columns = [_avro_storage(field.type, column) for field, column in zip(table.schema, table.columns, strict=True)]
+    columns = [_avro_storage(field, column) for field, column in zip(table.schema, table.columns, strict=True)]
     rows: list[dict[str, Any]] = pa.Table.from_arrays(columns, names=table.column_names).to_pylist()
     return rows
 
 
-def _avro_storage(data_type: pa.DataType, column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """``column`` as what its Avro logical type stores: timestamps as epoch microseconds, dates as epoch days."""
+def _avro_storage(field: pa.Field, column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``column`` as what its Avro logical type stores: timestamps as epoch microseconds, dates as epoch days.
+
+    Nanoseconds are truncated; a coarser timestamp beyond what int64 microseconds hold raises
+    :class:`SerializationError` naming the column, never wraps around."""
+    data_type = field.type
     if pa.types.is_timestamp(data_type):
-        return column.cast(pa.timestamp("us", tz=data_type.tz), safe=False).cast(pa.int64())
+        try:
+            micros = column.cast(pa.timestamp("us", tz=data_type.tz), safe=data_type.unit != "ns")
+        except pa.ArrowInvalid as exc:
+            raise SerializationError(f"column {field.name!r} does not fit Avro timestamp-micros: {exc}") from None
+        return micros.cast(pa.int64())
     if pa.types.is_date32(data_type):
         return column.cast(pa.int32())
     return column
