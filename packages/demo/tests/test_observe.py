@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import socket
 import sqlite3
+import threading
 from pathlib import Path
+
+import pytest
 
 from onceflow.contract import TransactionId
 from onceflow.contract.clients import CoordinatorClient
@@ -16,6 +20,7 @@ from onceflow.demo.observe import (
     Observer,
     input_from_offsets,
     produced_from_offsets,
+    scrape,
     sqlite_totals,
 )
 from onceflow.demo.options import DemoOptions
@@ -85,3 +90,42 @@ def test_transactions_are_tallied_from_the_coordinator_and_kept_while_it_is_down
         server.stop(grace=0)
     assert observer.transactions() is None  # down: the caller keeps its last tally
     assert observer.tally.committed == 1
+
+
+def _metrics_server(answer: bytes) -> tuple[socket.socket, threading.Thread]:
+    """A one-connection HTTP endpoint that sends ``answer`` as it is, then closes (a killed exporter)."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        connection, _ = server.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return server, thread
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nonceflow_spark_last_batch_id 3\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 27\r\n\r\nonceflow_spark_last_batch_i",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n\xff\xfe\x00\x01",
+    ],
+    ids=["short-body", "torn-line", "not-utf8"],
+)
+def test_a_metrics_endpoint_killed_mid_answer_is_no_answer(answer: bytes) -> None:
+    server, thread = _metrics_server(answer)
+    with server:
+        assert scrape(server.getsockname()[1], timeout=5) is None
+        thread.join(5)
+
+
+def test_a_whole_metrics_answer_is_read() -> None:
+    body = b"# TYPE onceflow_spark_last_batch_id gauge\nonceflow_spark_last_batch_id 3.0\n"
+    server, thread = _metrics_server(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    with server:
+        assert scrape(server.getsockname()[1], timeout=5) == {"onceflow_spark_last_batch_id": 3.0}
+        thread.join(5)

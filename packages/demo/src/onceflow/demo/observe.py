@@ -16,6 +16,7 @@ callers keep their last known value.
 
 from __future__ import annotations
 
+import http.client
 import sqlite3
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -132,16 +133,18 @@ def sqlite_totals(path: Path, table: str) -> tuple[int, int] | None:
 
 
 def scrape(port: int, timeout: float = RPC_TIMEOUT_S) -> dict[str, float] | None:
-    """Prometheus samples of ``127.0.0.1:port/metrics`` by sample name (labels dropped, last wins)."""
+    """Prometheus samples of ``127.0.0.1:port/metrics`` by sample name (labels dropped, last wins); None
+    while the endpoint cannot answer in whole: down, or killed in the middle of an answer (a short body,
+    a torn line), which a chaos run does to it."""
+    samples: dict[str, float] = {}
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=timeout) as response:
             text = response.read().decode()
-    except OSError:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                samples[sample.name] = float(sample.value)
+    except (OSError, http.client.HTTPException, ValueError):
         return None
-    samples: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples[sample.name] = float(sample.value)
     return samples
 
 
