@@ -46,6 +46,11 @@ def _processes() -> dict[int, tuple[int, float]]:
     return found
 
 
+def children(parent: int) -> list[int]:
+    """The live processes whose parent is ``parent``."""
+    return [pid for pid, (ppid, _) in _processes().items() if ppid == parent]
+
+
 def tree_cpu(root: int, processes: Mapping[int, tuple[int, float]]) -> float:
     """CPU seconds of ``root`` and every live descendant (each with its reaped children)."""
     children: dict[int, list[int]] = {}

@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
-from cpu_meter import CpuMeter, format_cpu, own_threads_cpu
+from cpu_meter import CpuMeter, children, format_cpu, own_threads_cpu
 
 from onceflow.core import defaults
 from onceflow.core.logging import configure_logging
@@ -156,23 +156,19 @@ class StoreWatcher:
 
 def service_pid(name: str) -> int | None:
     """The pid of this process's child that runs ``onceflow <name>`` now (a restarted service has a new one)."""
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
+    for pid in children(os.getpid()):
         try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        parent = int(stat[stat.rindex(")") + 2 :].split()[1])
-        if parent == os.getpid() and len(argv) > 2 and argv[1].endswith(b"/onceflow") and argv[2] == name.encode():
-            return int(entry)
+        if len(argv) > 2 and argv[1].endswith(b"/onceflow") and argv[2] == name.encode():
+            return pid
     return None
 
 
 def service_meter() -> CpuMeter:
-    """CPU seconds of every service's process tree (see the module docstring), and of this process
-    (``bench``: the two observers and the demo's supervisor threads) apart."""
+    """CPU seconds of every service's process tree (see the module docstring); this process's own
+    (the observers and the demo's supervisor threads) is taken apart, with :func:`own_threads_cpu`."""
     meter = CpuMeter()
     for name in SERVICES:
         meter.add(name, functools.partial(service_pid, name))
