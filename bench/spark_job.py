@@ -17,12 +17,18 @@ cores, so the numbers are the whole pipeline's on this machine, not Spark's alon
    wall-clock time for ``--latency-seconds``; the job runs with ``--latency-trigger-ms`` (5 s =
    the default checkpoint interval) and the default lateness (5 s). For each complete 5 s window,
    latency = the wall time its first count is readable in ``ip_count_sink`` with read_committed,
-   minus (window end + lateness): the earliest moment any watermark-based job may emit it.
+   minus (window end + lateness): the earliest moment any watermark-based job may emit it. Each
+   latency run also prints Spark's median phase timings (``durationMs``) of its batches with and
+   without data.
+3. **Where a batch's time goes** (``--event-log``): Spark's event log of the whole session, taken
+   apart per query over its batches with input (``bench/spark_events.py``): before the job, each
+   stage, and after the job (the sink's commit: for exactly-once the 2PC, then the commit log).
 
 Usage:
     .venv/bin/python bench/spark_job.py [--events 2000000] [--batch 500000] [--repeats 3]
         [--latency-seconds 60] [--latency-rate 20000] [--sinks kafka,sqlite,postgres]
         [--broker embedded|apache-kafka] [--variants exactly-once,exactly-once-kafka,at-least-once]
+        [--event-log]
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from cpu_meter import CpuMeter, format_cpu
 from ip_count_rig import LATENESS_MS, WINDOW_MS, broker, preload, sink_services
 from onceflow_runs import VARIANTS, base_settings, in_turn, job_settings, run_variant, spark_jvm_pid, warm_up
+from spark_events import batch_breakdown, event_log_conf
 
 from onceflow.core.avro import ACCESS_EVENT_SERDE, IP_COUNT_SERDE
 from onceflow.core.topics import SINK_TOPIC
@@ -113,9 +120,23 @@ class WindowWatcher:
         self._consumer.close()
 
 
+def batch_phases(progress: list[Any]) -> dict[str, dict[str, float]]:
+    """The median ms of each phase Spark times in a batch (``durationMs``), for batches with and without data."""
+    kinds: dict[str, list[dict[str, int]]] = {"with data": [], "no data": []}
+    for p in progress:
+        kinds["with data" if p.numInputRows else "no data"].append(dict(p.durationMs))
+    return {
+        kind: {
+            phase: statistics.median(d.get(phase, 0) for d in runs) for phase in sorted({k for d in runs for k in d})
+        }
+        for kind, runs in kinds.items()
+        if runs
+    } | {"batches": {kind: len(runs) for kind, runs in kinds.items()}}
+
+
 def latency_run(
     spark: Any, settings: SparkJobSettings, watcher: WindowWatcher, rate: int, seconds: float
-) -> list[float]:
+) -> tuple[list[float], dict[str, dict[str, float]]]:
     topic = settings.source.topic
     create_topic(settings.kafka.bootstrap_servers, topic, partitions=2)
     query = start_query(spark, settings)
@@ -140,13 +161,14 @@ def latency_run(
             time.sleep(0.2)
         tail.terminate()
         tail.join()
+        phases = batch_phases(query.recentProgress)
     finally:
         query.stop()
     return [
         (watcher.first_seen[w] * 1000 - (w + WINDOW_MS + LATENESS_MS)) / 1000
         for w in windows
         if w in watcher.first_seen
-    ]
+    ], phases
 
 
 def load_average() -> str:
@@ -195,6 +217,9 @@ def main() -> int:
     parser.add_argument("--sinks", default="kafka,sqlite,postgres")
     parser.add_argument("--broker", default="embedded", choices=("embedded", "apache-kafka"))
     parser.add_argument("--master", default="local[2]")
+    parser.add_argument(
+        "--event-log", action="store_true", help="keep Spark's event log and print where each batch's time went"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     sinks = [s.strip() for s in args.sinks.split(",") if s.strip()]
@@ -203,6 +228,7 @@ def main() -> int:
     print(f"load average at the start: {load_average()}", flush=True)
     results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     latencies: dict[str, list[float]] = {}
+    phases: dict[str, dict[str, dict[str, float]]] = {}
     with ExitStack() as stack:
         bootstrap, broker_pid = stack.enter_context(broker(args.broker, work))
         create_topic(bootstrap, SINK_TOPIC, partitions=1)
@@ -211,6 +237,8 @@ def main() -> int:
         data = preload(bootstrap, "bench_source", args.events, args.event_rate)
         print(f"preloaded {args.events} events in {time.monotonic() - started:.1f}s", flush=True)
         base = base_settings(bootstrap, work, services, args.master)
+        if args.event_log:
+            base["spark"]["conf"] = {**base["spark"]["conf"], **event_log_conf(work / "spark-events")}
         spark = build_session(job_settings(base, "exactly-once", work, "bench"), args.master)
         stack.callback(spark.stop)
         meter = CpuMeter()
@@ -240,7 +268,9 @@ def main() -> int:
                     source={"topic": f"live_{guarantee}"},
                     trigger_interval_ms=args.latency_trigger_ms,
                 )
-                latencies[guarantee] = latency_run(spark, settings, watcher, args.latency_rate, args.latency_seconds)
+                latencies[guarantee], phases[guarantee] = latency_run(
+                    spark, settings, watcher, args.latency_rate, args.latency_seconds
+                )
                 print(f"{name}: {len(latencies[guarantee])} windows", flush=True)
 
     print(f"\nspark job: {args.events} events, batch {args.batch}, sinks {','.join(sinks)}, master {args.master}, "
@@ -258,6 +288,14 @@ def main() -> int:
                 f"{guarantee:<15} windows {len(samples):>3}  p50 {percentile(samples, 0.5):6.2f}s"
                 f"  p99 {percentile(samples, 0.99):6.2f}s"
             )
+            # Where a batch's time goes: Spark's own phase timings, median ms, over the last batches it keeps.
+            for kind, timings in phases[guarantee].items():
+                print(f"{'':<15} {kind}: " + ", ".join(f"{k} {v:g}" for k, v in timings.items()))
+    if args.event_log:
+        print("\nbatches with input, median ms per part (Spark's event log)")
+        print("after the job = the sink's commit (exactly-once: the 2PC), then the commit log")
+        for query, parts in batch_breakdown(work / "spark-events").items():
+            print(f"{query:<24}" + ", ".join(f"{part} {ms:g}" for part, ms in parts.items()))
     return 0
 
 
