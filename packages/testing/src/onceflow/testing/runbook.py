@@ -14,13 +14,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from onceflow.core.process import kill_session
+from onceflow.core.process import free_ports, kill_session
 
 __all__ = ["bash_blocks", "free_ports", "remap", "run_page", "section"]
 
@@ -39,18 +38,6 @@ def section(markdown: str, heading: str) -> str:
     if match is None:
         raise LookupError(f"no '## {heading}' section")
     return match.group(1)
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` distinct ports free on 127.0.0.1 right now."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def remap(text: str, ports: Mapping[int, int]) -> str:
