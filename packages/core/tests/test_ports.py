@@ -30,7 +30,7 @@ def test_a_port_already_bound_is_never_handed_out(monkeypatch: pytest.MonkeyPatc
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         busy = taken.getsockname()[1]
-        monkeypatch.setattr(ports, "_candidates", lambda: [busy, busy, *range(LOWEST, LOWEST + 50)])
+        monkeypatch.setattr(ports, "_candidates", lambda: iter([busy, busy, *range(LOWEST, LOWEST + 50)]))
         assert free_port() != busy
 
 

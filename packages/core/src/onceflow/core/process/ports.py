@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import socket
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -31,13 +32,14 @@ def ephemeral_range() -> tuple[int, int]:
     return low, high
 
 
-def _candidates() -> list[int]:
-    """Ports to try, in random order (so that concurrent callers rarely try the same one first):
-    below the ephemeral range, or, where that leaves too few, above it."""
+def _candidates() -> Iterator[int]:
+    """Ports to try: below the ephemeral range, or, where that leaves too few, above it; from a random
+    one on, wrapping round (so that concurrent callers rarely try the same one first)."""
     low, high = ephemeral_range()
-    ports = list(range(LOWEST, low)) if low - LOWEST >= 1_000 else list(range(high + 1, 65_536))
-    random.shuffle(ports)
-    return ports
+    first, last = (LOWEST, low - 1) if low - LOWEST >= 1_000 else (high + 1, 65_535)
+    start = random.randint(first, last)
+    yield from range(start, last + 1)
+    yield from range(first, start)
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
@@ -51,11 +53,13 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
         for port in _candidates():
             if len(found) == count:
                 break
-            sock = held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             try:
                 sock.bind((host, port))
             except OSError:
+                sock.close()
                 continue
+            held.enter_context(sock)
             found.append(port)
     if len(found) < count:
         raise OSError(f"fewer than {count} free TCP ports on {host} outside the ephemeral range")
