@@ -19,7 +19,7 @@ from onceflow.core.logging import get_logger
 from onceflow.core.metrics import ServiceMetrics
 from onceflow.core.service import ExitStatus, ServiceCommand
 from onceflow.core.service.endpoints import GrpcService, ServingEndpoints
-from onceflow.core.settings import GrpcServerSettings, LoggingSettings, MetricsSettings, Settings
+from onceflow.core.settings import GrpcServerSettings, MeteredSettings
 
 SERVICE_NAME = "onceflow.test.Health"
 FAILED_EXIT = 4
@@ -27,11 +27,9 @@ FAILED_EXIT = 4
 _log = get_logger("health_service")
 
 
-class HealthServiceSettings(Settings):
+class HealthServiceSettings(MeteredSettings):
     env_prefix: ClassVar[str] = "ONCEFLOW_HEALTH__"
     server: GrpcServerSettings = Field(default_factory=GrpcServerSettings)
-    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
-    log: LoggingSettings = Field(default_factory=LoggingSettings)
     start_waits: bool = False
     fail_after_ms: int = Field(default=0, ge=0)
 

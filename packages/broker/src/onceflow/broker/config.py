@@ -14,7 +14,7 @@ from typing import ClassVar, Final, Literal
 from pydantic import Field, field_validator, model_validator
 
 from onceflow.core.exposure import Listener
-from onceflow.core.settings import LoggingSettings, Settings
+from onceflow.core.settings import Settings
 
 DAY_MS = 24 * 60 * 60 * 1000
 
@@ -121,7 +121,6 @@ class BrokerConfig(Settings):
     protected_group_prefixes: list[str] = ["onceflow-coordinator"]
     """onceflow's consumer groups that only their owner may join: the coordinators' standby election
     (whoever wins it is the active coordinator) and their log replays."""
-    log: LoggingSettings = LoggingSettings()
 
     @field_validator("listen")
     @classmethod

@@ -12,10 +12,8 @@ from onceflow.core import defaults
 from onceflow.core.settings import (
     GrpcServerSettings,
     KafkaSettings,
-    LoggingSettings,
-    MetricsSettings,
+    MeteredSettings,
     Section,
-    Settings,
     check_unique,
 )
 from onceflow.core.topics import SINK_TOPIC
@@ -170,7 +168,7 @@ class AuditSettings(Section):
 RESERVED_TABLES: Final = ("results", *CONSUMER_BOOKKEEPING_TABLES)
 
 
-class ConsumerSettings(Settings):
+class ConsumerSettings(MeteredSettings):
     """``onceflow consumer``: the results consumer, its store and the Results API."""
 
     env_prefix: ClassVar[str] = "ONCEFLOW_CONSUMER__"
@@ -183,8 +181,6 @@ class ConsumerSettings(Settings):
     audit: AuditSettings = AuditSettings()
     #: Topics stored into tables besides the IP-count results (``consumer.topic`` -> ``results``).
     tables: list[StoredTableSettings] = Field(default_factory=list)
-    log: LoggingSettings = LoggingSettings()
-    metrics: MetricsSettings = MetricsSettings()
 
     @field_validator("tables")
     @classmethod

@@ -15,10 +15,8 @@ from onceflow.coordinator.log.kafka import DEFAULT_TRANSACTIONAL_ID
 from onceflow.core.settings import (
     GrpcServerSettings,
     KafkaSettings,
-    LoggingSettings,
-    MetricsSettings,
+    MeteredSettings,
     Section,
-    Settings,
     TlsSettings,
 )
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC
@@ -87,7 +85,7 @@ class StandbySettings(Section):
     advertised_target: str = Field(default="", max_length=255)
 
 
-class CoordinatorSettings(Settings):
+class CoordinatorSettings(MeteredSettings):
     """The whole configuration of ``onceflow coordinator``."""
 
     env_prefix: ClassVar[str] = "ONCEFLOW_COORDINATOR__"
@@ -110,8 +108,6 @@ class CoordinatorSettings(Settings):
     commit_retry: CommitRetrySettings = CommitRetrySettings()
     #: gRPC server threads (concurrent RPCs).
     max_workers: int = Field(default=32, ge=4)
-    metrics: MetricsSettings = MetricsSettings()
-    log: LoggingSettings = LoggingSettings()
 
     @model_validator(mode="after")
     def _standby_needs_kafka(self) -> CoordinatorSettings:

@@ -25,7 +25,7 @@ from onceflow.core.grpc.auth import check_token_files
 from onceflow.core.logging import configure_logging
 from onceflow.core.service.base import EXIT_CONFIG, Service, ServiceStartFailed
 from onceflow.core.service.loop import serve_until_signalled
-from onceflow.core.settings import LoggingSettings, Settings, load_settings
+from onceflow.core.settings import Settings, load_settings
 
 T = TypeVar("T")
 
@@ -196,8 +196,7 @@ def run_service(
         print(f"onceflow {command}: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     # Step 2
-    log: LoggingSettings = getattr(settings, "log", LoggingSettings())
-    configure_logging(level=log.level, fmt=log.format)
+    configure_logging(level=settings.log.level, fmt=settings.log.format)
     # Step 3
     try:
         status = serve_until_signalled(build(settings), ready_file)

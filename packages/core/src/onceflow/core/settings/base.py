@@ -22,16 +22,6 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
 
 
-class Settings(Section):
-    """Root settings of one service.
-
-    ``env_prefix`` scopes the environment overrides: ``ONCEFLOW_BROKER__LOG__LEVEL=DEBUG``
-    sets ``log.level`` of a model whose prefix is ``ONCEFLOW_BROKER__``.
-    """
-
-    env_prefix: ClassVar[str] = "ONCEFLOW__"
-
-
 class LoggingSettings(Section):
     """Structured logging of a service."""
 
@@ -44,6 +34,24 @@ class MetricsSettings(Section):
 
     host: str = "127.0.0.1"
     port: int = Field(default=0, ge=0, le=65535)
+
+
+class Settings(Section):
+    """Root settings of one service: its own sections plus ``[log]``, which the serve loop applies.
+
+    ``env_prefix`` scopes the environment overrides: ``ONCEFLOW_BROKER__LOG__LEVEL=DEBUG``
+    sets ``log.level`` of a model whose prefix is ``ONCEFLOW_BROKER__``.
+    """
+
+    env_prefix: ClassVar[str] = "ONCEFLOW__"
+
+    log: LoggingSettings = LoggingSettings()
+
+
+class MeteredSettings(Settings):
+    """Root settings of a service that exposes Prometheus metrics: ``[metrics]`` besides ``[log]``."""
+
+    metrics: MetricsSettings = MetricsSettings()
 
 
 class TlsSettings(Section):

@@ -15,10 +15,8 @@ from onceflow.core import topics
 from onceflow.core.settings import (
     GrpcServerSettings,
     KafkaSettings,
-    LoggingSettings,
-    MetricsSettings,
+    MeteredSettings,
     Section,
-    Settings,
 )
 
 ASSIGNMENT_TOPIC = topics.INTERNAL_TOPIC_PREFIX + "connect_assignment"
@@ -35,7 +33,7 @@ class TopicSettings(Section):
     status_partitions: int = Field(default=5, ge=1, le=1000)
 
 
-class WorkerSettings(Settings):
+class WorkerSettings(MeteredSettings):
     env_prefix: ClassVar[str] = "ONCEFLOW_CONNECT__"
 
     #: standalone: this worker runs every connector, configs from ``connectors`` files and the API;
@@ -63,8 +61,6 @@ class WorkerSettings(Settings):
     producer: dict[str, str] = Field(default_factory=dict)
     topics: TopicSettings = TopicSettings()
     server: GrpcServerSettings = GrpcServerSettings(port=8083)
-    metrics: MetricsSettings = MetricsSettings()
-    log: LoggingSettings = LoggingSettings()
 
     def resolved_worker_id(self) -> str:
         return self.worker_id or f"{socket.gethostname()}:{os.getpid()}"

@@ -12,10 +12,8 @@ from onceflow.core import defaults
 from onceflow.core.settings import (
     GrpcServerSettings,
     KafkaSettings,
-    LoggingSettings,
-    MetricsSettings,
+    MeteredSettings,
     Section,
-    Settings,
     TlsSettings,
     check_unique,
 )
@@ -131,7 +129,7 @@ class StagingSettings(StagingStoreSettings):
 SinkSettings = Annotated[SqliteSink | PostgresSink | KafkaSink | DeltaSink | IcebergSink, Field(discriminator="kind")]
 
 
-class ParticipantSettings(Settings):
+class ParticipantSettings(MeteredSettings):
     """``onceflow participant``: a gRPC Participant server hosting one or more named sinks."""
 
     env_prefix: ClassVar[str] = "ONCEFLOW_PARTICIPANT__"
@@ -140,8 +138,6 @@ class ParticipantSettings(Settings):
     coordinator: CoordinatorClientSettings = CoordinatorClientSettings()
     sinks: list[SinkSettings] = Field(min_length=1)
     staging: StagingSettings = StagingSettings()
-    log: LoggingSettings = LoggingSettings()
-    metrics: MetricsSettings = MetricsSettings()
 
     @field_validator("sinks")
     @classmethod

@@ -12,7 +12,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from onceflow.contract import MAX_SHARDS, ParticipantRef, SinkBinding
 from onceflow.contract.staging import StagingStoreSettings
 from onceflow.core import defaults
-from onceflow.core.settings import KafkaSettings, LoggingSettings, MetricsSettings, Section, Settings, TlsSettings
+from onceflow.core.settings import KafkaSettings, MeteredSettings, Section, TlsSettings
 from onceflow.core.settings.unique import check_unique
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SINK_TOPIC, SOURCE_TOPIC
 
@@ -108,7 +108,7 @@ class SparkSessionSettings(Section):
     conf: dict[str, str] = Field(default_factory=dict)
 
 
-class SparkJobSettings(Settings):
+class SparkJobSettings(MeteredSettings):
     """The whole configuration of a job: its code, its source, its outputs' sinks, the Spark session."""
 
     env_prefix: ClassVar[str] = "ONCEFLOW_SPARK__"
@@ -150,8 +150,6 @@ class SparkJobSettings(Settings):
     sink_record_name: str = ""
     restart: RestartSettings = RestartSettings()
     spark: SparkSessionSettings = SparkSessionSettings()
-    metrics: MetricsSettings = MetricsSettings()
-    log: LoggingSettings = LoggingSettings()
 
     @field_validator("outputs")
     @classmethod
