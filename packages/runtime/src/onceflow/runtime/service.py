@@ -33,6 +33,7 @@ from onceflow.runtime.storage.kafka_configs import KafkaConfigBackingStore
 from onceflow.runtime.storage.kafka_offsets import KafkaOffsetBackingStore
 from onceflow.runtime.storage.kafka_status import KafkaStatusBackingStore
 from onceflow.runtime.storage.status import MemoryStatusBackingStore, StatusBackingStore
+from onceflow.runtime.storage.stores import BackingStores
 from onceflow.runtime.worker.metrics import WorkerMetrics
 from onceflow.runtime.worker.worker import Worker, WorkerConfig
 
@@ -103,6 +104,7 @@ class ConnectWorkerService(GrpcService):
             statuses.put,
             WorkerMetrics(self.metrics),
         )
+        stores = BackingStores(configs, statuses, offsets)
         if s.mode == "distributed":
             membership = SlotMembership(
                 client_config,
@@ -113,9 +115,9 @@ class ConnectWorkerService(GrpcService):
                 session_timeout_ms=s.session_timeout_ms,
                 replication=replication,
             )
-            self.herder = DistributedHerder(worker, configs, statuses, offsets, self.plugins, membership=membership)
+            self.herder = DistributedHerder(worker, stores, self.plugins, membership=membership)
         else:
-            self.herder = StandaloneHerder(worker, configs, statuses, offsets, self.plugins)
+            self.herder = StandaloneHerder(worker, stores, self.plugins)
         self.herder.start()
         # Step 3
         for path in s.connectors:

@@ -25,10 +25,9 @@ from onceflow.runtime.exceptions import (
 )
 from onceflow.runtime.plugins import PluginInfo, PluginRegistry
 from onceflow.runtime.status import ConnectorStatus, TargetState, TaskId, TaskStatus, WorkState
-from onceflow.runtime.storage.configs import ConfigBackingStore, ConnectorEntry
-from onceflow.runtime.storage.offsets import OffsetBackingStore
+from onceflow.runtime.storage.configs import ConnectorEntry
 from onceflow.runtime.storage.restarts import RestartRequest
-from onceflow.runtime.storage.status import StatusBackingStore
+from onceflow.runtime.storage.stores import BackingStores
 from onceflow.runtime.worker.exactly_once import fence_zombies
 from onceflow.runtime.worker.worker import Worker, connector_config_def
 
@@ -62,15 +61,13 @@ class AdminOperations:
     def __init__(
         self,
         worker: Worker,
-        configs: ConfigBackingStore,
-        statuses: StatusBackingStore,
-        offsets: OffsetBackingStore,
+        stores: BackingStores,
         plugins: PluginRegistry,
     ) -> None:
         self.worker = worker
-        self.configs = configs
-        self.statuses = statuses
-        self.offsets = offsets
+        self.configs = stores.configs
+        self.statuses = stores.statuses
+        self.offsets = stores.offsets
         self.plugins = plugins
 
     def local_status(self, task_id: TaskId) -> TaskStatus | None:

@@ -11,9 +11,8 @@ from onceflow.runtime.herder.assignment import SlotMembership, slot_of
 from onceflow.runtime.herder.herder import Herder
 from onceflow.runtime.plugins import PluginRegistry
 from onceflow.runtime.status import TaskId
-from onceflow.runtime.storage.configs import ClusterConfig, ConfigBackingStore
-from onceflow.runtime.storage.offsets import OffsetBackingStore
-from onceflow.runtime.storage.status import StatusBackingStore
+from onceflow.runtime.storage.configs import ClusterConfig
+from onceflow.runtime.storage.stores import BackingStores
 from onceflow.runtime.worker.worker import Worker
 
 
@@ -21,14 +20,12 @@ class DistributedHerder(Herder):
     def __init__(
         self,
         worker: Worker,
-        configs: ConfigBackingStore,
-        statuses: StatusBackingStore,
-        offsets: OffsetBackingStore,
+        stores: BackingStores,
         plugins: PluginRegistry,
         *,
         membership: SlotMembership,
     ) -> None:
-        super().__init__(worker, configs, statuses, offsets, plugins)
+        super().__init__(worker, stores, plugins)
         self.membership = membership
 
     def owns(self, task: TaskId, cluster: ClusterConfig) -> bool:

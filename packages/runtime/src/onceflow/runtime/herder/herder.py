@@ -17,10 +17,9 @@ from onceflow.core.logging import get_logger
 from onceflow.runtime.herder.admin_ops import AdminOperations
 from onceflow.runtime.plugins import PluginRegistry
 from onceflow.runtime.status import TargetState, TaskId, TaskStatus, WorkState
-from onceflow.runtime.storage.configs import ClusterConfig, ConfigBackingStore
-from onceflow.runtime.storage.offsets import OffsetBackingStore
+from onceflow.runtime.storage.configs import ClusterConfig
 from onceflow.runtime.storage.restarts import RestartRequest
-from onceflow.runtime.storage.status import StatusBackingStore
+from onceflow.runtime.storage.stores import BackingStores
 from onceflow.runtime.worker.worker import Worker
 
 _log = get_logger(__name__)
@@ -32,12 +31,10 @@ class Herder(AdminOperations, ABC):
     def __init__(
         self,
         worker: Worker,
-        configs: ConfigBackingStore,
-        statuses: StatusBackingStore,
-        offsets: OffsetBackingStore,
+        stores: BackingStores,
         plugins: PluginRegistry,
     ) -> None:
-        super().__init__(worker, configs, statuses, offsets, plugins)
+        super().__init__(worker, stores, plugins)
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._restarts: list[RestartRequest] = []

@@ -16,8 +16,10 @@ from onceflow.runtime.storage.offsets import (
 )
 from onceflow.runtime.storage.restarts import RestartRequest
 from onceflow.runtime.storage.status import MemoryStatusBackingStore, StatusBackingStore
+from onceflow.runtime.storage.stores import BackingStores
 
 __all__ = [
+    "BackingStores",
     "ClusterConfig",
     "ConfigBackingStore",
     "ConnectorEntry",
