@@ -9,9 +9,14 @@ schema fingerprint, taken from ``ACCESS_EVENT_SERDE`` (tests check both encoders
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable
+from typing import TypeVar
+
 from onceflow.core.avro import ACCESS_EVENT_SERDE, AccessEvent
 
 HEADER = b"\xc3\x01" + ACCESS_EVENT_SERDE.fingerprint
+
+K = TypeVar("K", bound=Hashable)
 
 
 def encode_long(value: int) -> bytes:
@@ -60,40 +65,46 @@ def _varint(n: int) -> bytes:
     return bytes(out)
 
 
+class _EncodingCache(dict[K, bytes]):
+    """``cache[value]``: ``value``'s encoding, computed on a miss and kept while fewer than ``max_size``
+    are (a hit is one dict lookup, in C)."""
+
+    def __init__(self, encode: Callable[[K], bytes], max_size: int) -> None:
+        super().__init__()
+        self._encode: Callable[[K], bytes] = encode
+        self._max_size = max_size
+
+    def __missing__(self, value: K) -> bytes:
+        encoded = self._encode(value)
+        if len(self) < self._max_size:
+            self[value] = encoded
+        return encoded
+
+
 class AccessEventEncoder:
     """Encodes AccessEvents; strings and small ints are cached (bounded by ``max_cache`` entries each)."""
 
     def __init__(self, max_cache: int = 100_000) -> None:
-        self._strings: dict[str, bytes] = {}
-        self._ints: dict[int, bytes] = {}
-        self._max = max_cache
+        self._strings = _EncodingCache(encode_string, max_cache)
+        self._ints = _EncodingCache(encode_long, max_cache)
 
     def string(self, value: str) -> bytes:
-        cached = self._strings.get(value)
-        if cached is None:
-            cached = encode_string(value)
-            if len(self._strings) < self._max:
-                self._strings[value] = cached
-        return cached
+        return self._strings[value]
 
     def small_int(self, value: int) -> bytes:
-        cached = self._ints.get(value)
-        if cached is None:
-            cached = encode_long(value)
-            if len(self._ints) < self._max:
-                self._ints[value] = cached
-        return cached
+        return self._ints[value]
 
     def encode(self, event: AccessEvent) -> bytes:
+        strings = self._strings
         return b"".join(
             (
                 HEADER,
                 encode_long(event["event_time"]),
-                self.string(event["ip"]),
-                self.string(event["method"]),
-                self.string(event["path"]),
-                self.small_int(event["status"]),
+                strings[event["ip"]],
+                strings[event["method"]],
+                strings[event["path"]],
+                self._ints[event["status"]],
                 encode_long(event["bytes"]),
-                self.string(event["user_agent"]),
+                strings[event["user_agent"]],
             )
         )
