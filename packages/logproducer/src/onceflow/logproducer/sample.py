@@ -89,18 +89,23 @@ def render_httpd_line(
     user_agent: bytes | None = None,
     extra: Sequence[bytes] = (),
     user: str = "-",
+    vhost: str | None = None,
+    extension: Sequence[str] = (),
 ) -> str:
     """One line as ``style`` writes it: common without ``referer``, combined with referer and user
-    agent, main (or more) with ``extra`` quoted fields after them. ``size`` None is written ``-``."""
+    agent, main (or more) with ``extra`` quoted fields after them. ``size`` None is written ``-``.
+    ``vhost`` (``host:port``) goes first, as Apache's ``vhost_combined`` writes it; ``extension``
+    fields (a custom format's ``$request_time``...) go last, as given, separated by a space."""
     escape = escape_nginx if style == "nginx" else escape_apache
     line = (
+        f"{'' if vhost is None else vhost + ' '}"
         f'{ip} - {user} [{time_local(event_time_ms, offset_minutes)}] "{escape(request)}" {status:03d} '
         f"{'-' if size is None else size}"
     )
-    if referer is None:
-        return line
-    trailing = [referer, user_agent if user_agent is not None else b"-", *extra]
-    return line + "".join(f' "{escape(field)}"' for field in trailing)
+    if referer is not None:
+        trailing = [referer, user_agent if user_agent is not None else b"-", *extra]
+        line += "".join(f' "{escape(field)}"' for field in trailing)
+    return line + "".join(f" {field}" for field in extension)
 
 
 @dataclass(frozen=True)

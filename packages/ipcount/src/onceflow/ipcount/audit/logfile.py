@@ -14,10 +14,14 @@ in the order they are applied to each line:
    which of the two is used for the whole file; lines that fit neither are malformed.
 3. httpd lines: ``ip ident user [dd/Mon/yyyy:HH:MM:SS +hhmm] "request" status bytes`` then quoted
    fields: none (common), at least 2 (combined: referer, user agent), at least 3 (nginx main).
-   Inside quotes a backslash escapes the next character; ``\xHH`` is a byte, and the bytes are read
-   as UTF-8 (invalid bytes kept as ``\xhh`` text). Checked in order: shape (an unterminated field,
-   or a closing quote followed by neither whitespace nor the end, is ``bad_quoting``; else
-   ``unrecognised``), the number of quoted fields, ip, time, status (3 digits), bytes (digits or ``-``).
+   Four fields before the ``[time]`` whose first is ``host:port`` (Apache's ``vhost_combined``): the
+   first is the virtual host. After the quoted fields, extension fields (a custom format's
+   ``$request_time``, ``%D``...) separated by spaces or tabs are ignored: the first is unquoted, a
+   quoted one must be closed. Inside quotes a backslash escapes the next character; ``\xHH`` is a
+   byte, and the bytes are read as UTF-8 (invalid bytes kept as ``\xhh`` text). Checked in order:
+   shape (an unterminated field, or a closing quote followed by neither whitespace nor the end, is
+   ``bad_quoting``; else ``unrecognised``), the number of quoted fields, ip, time, status (3 digits),
+   bytes (digits or ``-``).
 4. Every event counts once in the window ``event_time - event_time % window_ms``.
 """
 
@@ -186,9 +190,38 @@ def _method_and_path(request: str) -> tuple[str, str]:
     return method, rest
 
 
+def _vhost_end(line: str) -> int:
+    """Where the client field starts: after a ``host:port`` that four fields before ``[`` begin with."""
+    first = _word_end(line, 0)
+    host, colon, port = line[:first].rpartition(":")
+    if not (host and colon and _digits(port)) or '"' in host or line[first : first + 1] != " ":
+        return 0
+    pos = first + 1
+    for _ in range(3):
+        end = _word_end(line, pos)
+        if end == pos or line[end : end + 1] != " ":
+            return 0
+        pos = end + 1
+    return first + 1 if line[pos : pos + 1] == "[" else 0
+
+
+def _extension_end(line: str, pos: int) -> int:
+    """Skip the extension fields from ``pos``: blank-separated, the first unquoted, quoted ones closed."""
+    first = True
+    while line[pos:].strip(" \t"):
+        start = pos
+        while pos < len(line) and line[pos] in " \t":
+            pos += 1
+        if pos == start or (first and line[pos] == '"'):
+            raise _Reject(UNRECOGNISED)
+        pos = _quote_end(line, pos + 1) + 1 if line[pos] == '"' else _word_end(line, pos)
+        first = False
+    return pos
+
+
 def _httpd(line: str, fmt: str) -> ScannedEvent:
     words = []
-    pos = 0
+    pos = _vhost_end(line)
     for _ in range(3):  # ip ident user
         end = _word_end(line, pos)
         if end == pos or line[end : end + 1] != " ":
@@ -212,12 +245,11 @@ def _httpd(line: str, fmt: str) -> ScannedEvent:
         status_and_bytes.append(line[pos + 1 : end])
         pos = end
     quoted = []
-    while line[pos:].strip(" \t"):
-        if line[pos : pos + 2] != ' "':
-            raise _Reject(UNRECOGNISED)
+    while line[pos : pos + 2] == ' "':
         end = _quote_end(line, pos + 2)
         quoted.append(line[pos + 2 : end])
         pos = end + 1
+    _extension_end(line, pos)
     n = len(quoted)
     if (n != 0) if fmt == "common" else (n == 1 or n < _MIN_FIELDS[fmt]):
         raise _Reject(UNRECOGNISED)

@@ -1,14 +1,19 @@
 r"""The stock access-log formats of nginx and Apache httpd, as one grammar::
 
-    ip ident user [dd/Mon/yyyy:HH:MM:SS +hhmm] "request" status bytes ( "quoted")*
+    [vhost:port] ip ident user [dd/Mon/yyyy:HH:MM:SS +hhmm] "request" status bytes ( "quoted")* (extension)*
 
 - Apache ``common``: ``%h %l %u %t "%r" %>s %b``: no quoted field after the byte count;
 - ``combined`` (Apache and nginx): ``... "%{Referer}i" "%{User-agent}i"``: at least two (referer,
   user agent);
-- nginx ``main`` (its default): combined plus ``"$http_x_forwarded_for"``: at least three.
+- nginx ``main`` (its default): combined plus ``"$http_x_forwarded_for"``: at least three;
+- Apache ``vhost_combined`` (Debian's ``other_vhosts_access.log``): ``%v:%p`` before any of them.
+  The ``host:port`` is taken as the virtual host only where four fields precede the ``[time]``.
 
 Further trailing quoted fields are ignored, so one line may fit several formats; the user agent is
-always the second trailing field ("" when there is none). ip, ident and user are runs of non-space
+always the second trailing field ("" when there is none). So are *extension fields*: whatever a
+custom ``log_format`` or ``LogFormat`` appends after those, such as nginx's ``$request_time
+$upstream_response_time`` or Apache's ``%D``. They are separated by spaces or tabs, the first one
+is not quoted, and a quoted one among them must be closed. ip, ident and user are runs of non-space
 characters; trailing spaces and tabs at the end of a line are ignored.
 
 Inside quoted fields ``\"`` and ``\\`` and the other escapes of :mod:`.escapes` are accepted and
@@ -50,14 +55,23 @@ HTTPD_FORMATS: Final = ("common", "combined", "main")
 _QUOTED = r'[^"\\]*(?:\\.[^"\\]*)*'
 #: The fast path: one match per line. A plain ``METHOD PATH HTTP/x`` request (no space, quote or
 #: backslash in it) is split by the pattern itself; any other request is the generic quoted group.
+#: Apache's ``%v:%p`` before the client (``vhost_combined``): taken only where four fields precede ``[``.
+_VHOST = r'[^\s"]+:[0-9]+ '
+#: Extension fields: the first unquoted, any later one unquoted or a closed quoted field.
+_EXTENSION = rf'(?:[ \t]+[^"\s]\S*(?:[ \t]+(?:[^"\s]\S*|"{_QUOTED}"))*)?'
 _LINE = re.compile(
-    rf'(\S+) \S+ \S+ \[([^\]]*)\] "(?:([A-Za-z][A-Za-z0-9_-]*) ([^ "\\]+) HTTP/[^ "\\]*|({_QUOTED}))" (\S+) (\S+)'
-    rf'(?: "({_QUOTED})")?(?: "({_QUOTED})")?(?: "({_QUOTED})")?((?: "{_QUOTED}")*)[ \t]*',
+    rf'(?:{_VHOST})?(\S+) \S+ \S+ \[([^\]]*)\] "(?:([A-Za-z][A-Za-z0-9_-]*) ([^ "\\]+) HTTP/[^ "\\]*|({_QUOTED}))"'
+    rf' (\S+) (\S+)(?: "({_QUOTED})")?(?: "({_QUOTED})")?(?: "({_QUOTED})")?((?: "{_QUOTED}")*){_EXTENSION}[ \t]*',
     re.DOTALL,
 )
+_VHOST_PREFIX = re.compile(rf"{_VHOST}(?=\S+ \S+ \S+ \[)")
+_BLANKS = re.compile(r"[ \t]*")
 _NON_SPACE = re.compile(r"\S*")
 _TRAILING = re.compile(rf' "{_QUOTED}"', re.DOTALL)
-_EXPECTED = 'expected IP IDENT USER [dd/Mon/yyyy:HH:MM:SS +hhmm] "REQUEST" STATUS BYTES ["REFERER" "USER-AGENT" ...]'
+_EXPECTED = (
+    "expected [VHOST:PORT] IP IDENT USER [dd/Mon/yyyy:HH:MM:SS +hhmm]"
+    ' "REQUEST" STATUS BYTES ["REFERER" "USER-AGENT" ...] [EXTENSION ...]'
+)
 _FIELDS_NEEDED = {
     "common": "no quoted field after the byte count (common)",
     "combined": 'at least 2 quoted fields after the byte count ("referer" "user-agent")',
@@ -134,8 +148,10 @@ def _token(line: str, start: int) -> int:
 
 def _diagnose(line: str) -> NoReturn:
     """Raise the reason why ``line`` is out of shape (only called when the fast pattern did not match)."""
-    # Step 1: ip, ident and user, each followed by one space
-    i = 0
+    # Step 1: the virtual host, if four fields precede the [time]; then ip, ident and user, each
+    # followed by one space
+    vhost = _VHOST_PREFIX.match(line)
+    i = vhost.end() if vhost is not None else 0
     for _ in range(3):
         end = _token(line, i)
         if end == i or not line.startswith(" ", end):
@@ -155,9 +171,22 @@ def _diagnose(line: str) -> NoReturn:
         if not line.startswith(" ", i) or end == i + 1:
             raise MalformedLine(f"not an access log line: no {name} after the request; {_EXPECTED}")
         i = end
-    # Step 4: the trailing quoted fields, then nothing but spaces
-    while line[i:].strip(" \t"):
-        if not line.startswith(' "', i):
-            raise MalformedLine(f"unexpected {shown(line[i:].lstrip(' '))} after the byte count: {_EXPECTED}")
+    # Step 4: the trailing quoted fields
+    while line.startswith(' "', i):
         i = _after_quoted(line, i + 2, "quoted field")
+    # Step 5: extension fields (the first one unquoted, quoted ones closed), then nothing but blanks
+    first = True
+    while line[i:].strip(" \t"):
+        start = _blanks_end(line, i)
+        if start == i or (first and line.startswith('"', start)):
+            raise MalformedLine(f"unexpected {shown(line[i:].lstrip(' '))} after the byte count: {_EXPECTED}")
+        i = _after_quoted(line, start + 1, "extension field") if line.startswith('"', start) else _token(line, start)
+        first = False
     raise MalformedLine(f"not an access log line: {_EXPECTED}")
+
+
+def _blanks_end(line: str, start: int) -> int:
+    """End of the run of spaces and tabs at ``start``."""
+    match = _BLANKS.match(line, start)
+    assert match is not None
+    return match.end()

@@ -3,7 +3,8 @@ the AccessEvent each must parse to.
 
 The values are drawn first (any IPv4/IPv6 client, time and UTC offset, method and a path with
 characters that need escaping, optional referer/user agent of any bytes, ``-`` byte counts, extra
-trailing fields), then rendered and escaped by :func:`onceflow.logproducer.sample.render_httpd_line`.
+trailing fields, a ``vhost_combined`` host:port, extension fields), then rendered and escaped by
+:func:`onceflow.logproducer.sample.render_httpd_line`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from onceflow.core.avro import AccessEvent
-from onceflow.logproducer.sample import Style, render_httpd_line
+from onceflow.logproducer.sample import Style, escape_apache, escape_nginx, render_httpd_line
 
 __all__ = ["access_lines", "client_ips"]
 
@@ -51,6 +52,19 @@ def _request(draw: st.DrawFn) -> tuple[bytes, str, str]:
 
 
 @st.composite
+def _extension(draw: st.DrawFn, style: Style) -> list[str]:
+    """Extension fields: unquoted tokens (``0.005``, ``-``, ``rt=0.003``), and after the first one
+    also quoted fields of any bytes."""
+    token = st.from_regex(r"[!#-~][!-~]{0,8}", fullmatch=True)
+    escape = escape_nginx if style == "nginx" else escape_apache
+    quoted = st.binary(max_size=10).map(lambda data: f'"{escape(data)}"')
+    if not draw(st.booleans()):
+        return []
+    first: str = draw(token)
+    return [first, *draw(st.lists(st.one_of(token, quoted), max_size=3))]
+
+
+@st.composite
 def access_lines(draw: st.DrawFn) -> tuple[bytes, AccessEvent]:
     """(a line, no newline; the event it parses to)."""
     style: Style = draw(st.sampled_from(["nginx", "apache"]))
@@ -79,6 +93,8 @@ def access_lines(draw: st.DrawFn) -> tuple[bytes, AccessEvent]:
         user_agent=agent,
         extra=extra,
         user=draw(st.sampled_from(["-", "frank", "user@example.com"])),
+        vhost=draw(st.one_of(st.none(), st.from_regex(r"[a-z0-9.-]{1,20}:[0-9]{1,5}", fullmatch=True))),
+        extension=draw(_extension(style)),
     ) + draw(st.sampled_from(["", "", " ", "\r"]))
     event: AccessEvent = {
         "event_time": seconds * 1000,
