@@ -76,6 +76,15 @@ def time_local(event_time_ms: int, offset_minutes: int) -> str:
     return f"{date}:{local:%H:%M:%S} {sign}{hours:02d}{minutes:02d}"
 
 
+def time_iso8601(event_time_ms: int, offset_minutes: int) -> str:
+    """nginx's ``$time_iso8601`` (``yyyy-mm-ddTHH:MM:SS+hh:mm``) of an epoch-ms time in a zone
+    ``offset_minutes`` east of UTC."""
+    local = datetime.fromtimestamp(event_time_ms // 1000, UTC) + timedelta(minutes=offset_minutes)
+    sign = "+" if offset_minutes >= 0 else "-"
+    hours, minutes = divmod(abs(offset_minutes), 60)
+    return f"{local:%Y-%m-%dT%H:%M:%S}{sign}{hours:02d}:{minutes:02d}"
+
+
 def render_httpd_line(
     *,
     style: Style,
@@ -91,15 +100,18 @@ def render_httpd_line(
     user: str = "-",
     vhost: str | None = None,
     extension: Sequence[str] = (),
+    iso_time: bool = False,
 ) -> str:
     """One line as ``style`` writes it: common without ``referer``, combined with referer and user
     agent, main (or more) with ``extra`` quoted fields after them. ``size`` None is written ``-``.
     ``vhost`` (``host:port``) goes first, as Apache's ``vhost_combined`` writes it; ``extension``
-    fields (a custom format's ``$request_time``...) go last, as given, separated by a space."""
+    fields (a custom format's ``$request_time``...) go last, as given, separated by a space. The time
+    is ``$time_local`` (``%t``), or ``$time_iso8601`` with ``iso_time``."""
     escape = escape_nginx if style == "nginx" else escape_apache
     line = (
         f"{'' if vhost is None else vhost + ' '}"
-        f'{ip} - {user} [{time_local(event_time_ms, offset_minutes)}] "{escape(request)}" {status:03d} '
+        f"{ip} - {user} [{(time_iso8601 if iso_time else time_local)(event_time_ms, offset_minutes)}]"
+        f' "{escape(request)}" {status:03d} '
         f"{'-' if size is None else size}"
     )
     if referer is not None:

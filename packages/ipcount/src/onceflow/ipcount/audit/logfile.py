@@ -20,8 +20,8 @@ in the order they are applied to each line:
    quoted one must be closed. Inside quotes a backslash escapes the next character; ``\xHH`` is a
    byte, and the bytes are read as UTF-8 (invalid bytes kept as ``\xhh`` text). Checked in order:
    shape (an unterminated field, or a closing quote followed by neither whitespace nor the end, is
-   ``bad_quoting``; else ``unrecognised``), the number of quoted fields, ip, time, status (3 digits),
-   bytes (digits or ``-``).
+   ``bad_quoting``; else ``unrecognised``), the number of quoted fields, ip, time (``dd/Mon/yyyy:HH:MM:SS
+   +hhmm``, or ISO 8601 with a UTC offset or ``Z``), status (3 digits), bytes (digits or ``-``).
 4. Every event counts once in the window ``event_time - event_time % window_ms``.
 """
 
@@ -65,7 +65,8 @@ DEAD_LETTER_KINDS: Final = frozenset(
 FORMATS: Final = ("auto", "common", "combined", "main", "time-ip")
 MAX_LINE_BYTES: Final = 1 << 20
 
-_DIGITS = frozenset("0123456789")
+_DIGITS_TEXT = "0123456789"
+_DIGITS = frozenset(_DIGITS_TEXT)
 _HEX = frozenset("0123456789abcdefABCDEF")
 _METHOD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _LETTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
@@ -147,8 +148,40 @@ def _decode(field: str) -> str:
     return out.decode("utf-8", "backslashreplace")
 
 
+def _iso_time_ms(text: str) -> int:
+    """``yyyy-mm-ddTHH:MM:SS[.f](Z|+hh:mm)`` (a fraction of 1 to 9 digits, cut to ms) to epoch ms."""
+    head, zone = text[:19], text[19:]
+    fraction = ""
+    if zone.startswith("."):
+        digits = len(zone) - len(zone[1:].lstrip(_DIGITS_TEXT)) - 1
+        fraction, zone = zone[1 : 1 + digits], zone[1 + digits :]
+        if not 1 <= len(fraction) <= 9:
+            raise _Reject(BAD_TIMESTAMP)
+    if [head[4:5], head[7:8], head[10:11], head[13:14], head[16:17]] != ["-", "-", "T", ":", ":"]:
+        raise _Reject(BAD_TIMESTAMP)
+    numbers = [head[0:4], head[5:7], head[8:10], head[11:13], head[14:16], head[17:19]]
+    if zone == "Z":
+        sign, off_h, off_m = "+", "00", "00"
+    elif len(zone) == 6 and zone[0] in "+-" and zone[3] == ":":
+        sign, off_h, off_m = zone[0], zone[1:3], zone[4:6]
+    else:
+        raise _Reject(BAD_TIMESTAMP)
+    if not all(_digits(n) for n in [*numbers, off_h, off_m]) or int(off_h) > 23 or int(off_m) > 59:
+        raise _Reject(BAD_TIMESTAMP)
+    year, month, day, hour, minute, second = (int(n) for n in numbers)
+    try:
+        local = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+    except ValueError:
+        raise _Reject(BAD_TIMESTAMP) from None
+    offset = timedelta(hours=int(off_h), minutes=int(off_m))
+    utc = local - offset if sign == "+" else local + offset
+    return (utc - _EPOCH) // timedelta(milliseconds=1) + int(fraction.ljust(3, "0")[:3])
+
+
 def _time_ms(text: str) -> int:
-    """``dd/Mon/yyyy:HH:MM:SS +hhmm`` to epoch ms."""
+    """``dd/Mon/yyyy:HH:MM:SS +hhmm``, or ISO 8601 with a UTC offset (:func:`_iso_time_ms`), to epoch ms."""
+    if text[4:5] == "-":
+        return _iso_time_ms(text)
     if len(text) != 26 or text[2] != "/" or text[6] != "/" or text[20] != " " or text[21] not in "+-":
         raise _Reject(BAD_TIMESTAMP)
     if [text[11], text[14], text[17]] != [":", ":", ":"]:

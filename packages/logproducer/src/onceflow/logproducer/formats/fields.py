@@ -32,6 +32,10 @@ VALID_IPS: set[str] = set()
 _MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES, 1)}
 _TIME = re.compile(r"([0-9]{2})/([A-Z][a-z]{2})/([0-9]{4}):([0-9]{2}):([0-9]{2}):([0-9]{2}) ([+-])([0-9]{2})([0-9]{2})")
+#: nginx's ``$time_iso8601`` (``2026-11-22T14:30:01+00:00``), also with a fraction or ``Z``.
+_ISO_TIME = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]{1,9}))?(?:Z|([+-])([0-9]{2}):([0-9]{2}))"
+)
 _METHOD = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
 
@@ -51,19 +55,38 @@ def check_ip(ip: str) -> str:
 
 @lru_cache(maxsize=4096)
 def time_local_ms(text: str) -> int:
-    """Epoch milliseconds (UTC) of an access log's ``dd/Mon/yyyy:HH:MM:SS +hhmm``; any UTC offset
-    below 24 hours is accepted (``+0530``, ``-0800``, ``+1400``)."""
-    match = _TIME.fullmatch(text)
-    month = _MONTHS.get(match[2]) if match else None
-    if match is None or month is None or int(match[8]) > 23 or int(match[9]) > 59:
-        expected = "expected dd/Mon/yyyy:HH:MM:SS +hhmm"
+    """Epoch milliseconds (UTC) of an access log's ``[time]``: ``dd/Mon/yyyy:HH:MM:SS +hhmm``
+    (``$time_local``, ``%t``), or ISO 8601 with a UTC offset or ``Z`` (``$time_iso8601``; a fraction
+    is kept to the millisecond). Any UTC offset below 24 hours is accepted (``+0530``, ``-0800``,
+    ``+1400``); a time without one is ambiguous, so it is a bad timestamp."""
+    parts = _time_parts(text)
+    if parts is None:
+        expected = "expected dd/Mon/yyyy:HH:MM:SS +hhmm or ISO 8601 with a UTC offset"
         raise MalformedLine(f"bad timestamp {shown(text)}: {expected}", MalformedKind.BAD_TIMESTAMP)
+    year, month, day, hour, minute, second, offset_s, millis = parts
     try:
-        local = datetime(int(match[3]), month, int(match[1]), int(match[4]), int(match[5]), int(match[6]), tzinfo=UTC)
+        local = datetime(year, month, day, hour, minute, second, tzinfo=UTC)
     except ValueError as exc:
         raise MalformedLine(f"bad timestamp {shown(text)}: {exc}", MalformedKind.BAD_TIMESTAMP) from None
-    offset_s = int(match[8]) * 3600 + int(match[9]) * 60
-    return (int(local.timestamp()) - (offset_s if match[7] == "+" else -offset_s)) * 1000
+    return (int(local.timestamp()) - offset_s) * 1000 + millis
+
+
+def _time_parts(text: str) -> tuple[int, int, int, int, int, int, int, int] | None:
+    """(year, month, day, hour, minute, second, UTC offset in seconds, milliseconds), or None when
+    ``text`` is in neither form or its offset is not below 24 hours."""
+    if (match := _TIME.fullmatch(text)) is not None:
+        year, month, day = match[3], _MONTHS.get(match[2]), match[1]
+        sign, off_hours, off_minutes, fraction = match[7], match[8], match[9], ""
+    elif (match := _ISO_TIME.fullmatch(text)) is not None:
+        year, month, day = match[1], int(match[2]), match[3]
+        sign, off_hours, off_minutes, fraction = match[8] or "+", match[9] or "0", match[10] or "0", match[7] or ""
+    else:
+        return None
+    if month is None or int(off_hours) > 23 or int(off_minutes) > 59:
+        return None
+    offset_s = (int(off_hours) * 3600 + int(off_minutes) * 60) * (1 if sign == "+" else -1)
+    hour, minute, second = (int(part) for part in match.group(4, 5, 6))
+    return int(year), month, int(day), hour, minute, second, offset_s, int((fraction + "000")[:3])
 
 
 STATUSES: dict[str, int] = {}

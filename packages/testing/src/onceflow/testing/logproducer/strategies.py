@@ -3,7 +3,7 @@ the AccessEvent each must parse to.
 
 The values are drawn first (any IPv4/IPv6 client, time and UTC offset, method and a path with
 characters that need escaping, optional referer/user agent of any bytes, ``-`` byte counts, extra
-trailing fields, a ``vhost_combined`` host:port, extension fields), then rendered and escaped by
+trailing fields, a ``vhost_combined`` host:port, extension fields, ``$time_iso8601``), then rendered and escaped by
 :func:`onceflow.logproducer.sample.render_httpd_line`.
 """
 
@@ -95,6 +95,7 @@ def access_lines(draw: st.DrawFn) -> tuple[bytes, AccessEvent]:
         user=draw(st.sampled_from(["-", "frank", "user@example.com"])),
         vhost=draw(st.one_of(st.none(), st.from_regex(r"[a-z0-9.-]{1,20}:[0-9]{1,5}", fullmatch=True))),
         extension=draw(_extension(style)),
+        iso_time=draw(st.booleans()),
     ) + draw(st.sampled_from(["", "", " ", "\r"]))
     event: AccessEvent = {
         "event_time": seconds * 1000,
