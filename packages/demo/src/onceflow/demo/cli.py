@@ -27,6 +27,7 @@ from onceflow.core.errors import InvalidConfig
 from onceflow.core.service import add_command
 from onceflow.core.settings import parse_pairs
 from onceflow.demo.options import DEFAULT_EVENTS, DEFAULT_RATE, DEFAULT_SEED, DemoOptions
+from onceflow.logproducer.compressed import compressed_input_reason
 
 
 def _positive_int(text: str) -> int:
@@ -140,6 +141,8 @@ def options_from(args: argparse.Namespace) -> DemoOptions:
         raise InvalidConfig("--bootstrap-servers", "a resumed run uses the Kafka it was started with")
     if args.input is not None and not args.input.is_file():
         raise InvalidConfig("--input", f"{args.input} is not a readable file")
+    if args.input is not None and (compressed := compressed_input_reason(args.input)) is not None:
+        raise InvalidConfig("--input", compressed)
     if (args.follow or args.idle_timeout is not None) and args.input is None:
         raise InvalidConfig("--follow/--idle-timeout", "only go with --input FILE")
     if args.idle_timeout is not None and not args.follow:

@@ -39,6 +39,7 @@ import argparse
 import sys
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from onceflow.consumer.exceptions import InvalidQuery
@@ -48,6 +49,7 @@ from onceflow.core.plugins import CALLABLE, load_group
 from onceflow.core.settings import KafkaSettings, load_settings, parse_pairs
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SOURCE_TOPIC
 from onceflow.ipcount.audit import Auditor, FileSource, GeneratorSource, TopicSource, TruthSource, render
+from onceflow.logproducer.compressed import compressed_input_reason
 
 #: Pause between two audits with --wait.
 WAIT_STEP_S = 5.0
@@ -113,6 +115,8 @@ def _truth(args: argparse.Namespace) -> TruthSource:
         if args.input is not None:
             if args.max_line_bytes < 64:
                 raise InvalidQuery("--max-line-bytes", f"must be >= 64, got {args.max_line_bytes}")
+            if (compressed := compressed_input_reason(Path(args.input))) is not None:
+                raise InvalidQuery("--input", compressed)
             return FileSource(args.input, args.events_topic, args.dead_letter_topic, args.max_line_bytes)
         return TopicSource(args.source_topic, args.dead_letter_topic)
     if args.count is None:
