@@ -66,6 +66,8 @@ FORMATS: Final = ("auto", "common", "combined", "main", "time-ip")
 MAX_LINE_BYTES: Final = 1 << 20
 
 _DIGITS_TEXT = "0123456789"
+#: 9999-12-31T23:59:59.999Z: a later epoch-ms time is a bad timestamp.
+_LAST_MS = 253_402_300_799_999
 _DIGITS = frozenset(_DIGITS_TEXT)
 _HEX = frozenset("0123456789abcdefABCDEF")
 _METHOD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
@@ -315,6 +317,8 @@ def _time_ip(line: str) -> ScannedEvent:
     whole, dot, fraction = text.partition(".")
     if _digits(whole) and (not dot or _digits(fraction)):
         millis = int(whole) if int(whole) >= 10**11 else int(whole) * 1000 + int(fraction.ljust(3, "0")[:3])
+        if millis > _LAST_MS:
+            raise _Reject(BAD_TIMESTAMP)
     else:
         try:
             moment = datetime.fromisoformat(text.replace("Z", "+00:00"))

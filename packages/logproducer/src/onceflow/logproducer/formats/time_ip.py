@@ -5,7 +5,8 @@
     2026-11-22T14:30:01.123Z 10.0.0.7      ISO 8601 (no zone: UTC)
     2026-11-22 14:30:01 10.0.0.7           date and time
 
-Numbers are ASCII digits with an optional fraction; fractions of a millisecond are cut. The other
+Numbers are ASCII digits with an optional fraction; fractions of a millisecond are cut, and a time
+after the year 9999 is a bad timestamp. The other
 AccessEvent fields are empty (method, path, user agent) or 0 (status, bytes).
 """
 
@@ -24,6 +25,9 @@ __all__ = ["parse_time", "parse_time_ip"]
 _MILLIS_FROM = 100_000_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NUMBER = re.compile(r"([0-9]+)(?:\.([0-9]+))?")
+#: 9999-12-31T23:59:59.999Z, the last instant an ISO 8601 time can name: a later "epoch ms" is a
+#: bad timestamp (it would not even fit the Avro long of AccessEvent.event_time).
+MAX_EPOCH_MS = 253_402_300_799_999
 
 
 def parse_time(text: str) -> int:
@@ -31,7 +35,10 @@ def parse_time(text: str) -> int:
     number = _NUMBER.fullmatch(text)
     if number is not None:
         whole, fraction = int(number[1]), number[2] or ""
-        return whole if whole >= _MILLIS_FROM else whole * 1000 + int((fraction + "000")[:3])
+        millis = whole if whole >= _MILLIS_FROM else whole * 1000 + int((fraction + "000")[:3])
+        if millis > MAX_EPOCH_MS:
+            raise MalformedLine(f"bad timestamp {shown(text)}: after the year 9999", MalformedKind.BAD_TIMESTAMP)
+        return millis
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
