@@ -14,9 +14,13 @@ from onceflow.ipcount.audit.logfile import DEAD_LETTER_KINDS, LineScanner, Rejec
 from onceflow.logproducer.formats import KINDS, LineParser, MalformedLine
 from onceflow.logproducer.sample import write_sample_log
 from onceflow.testing.logproducer.corpus import BAD, GOOD
-from onceflow.testing.logproducer.strategies import access_lines
+from onceflow.testing.logproducer.strategies import access_lines, json_access_lines
 
-FIRST = {"httpd": GOOD[0].line, "time-ip": b"1795357801123 10.0.0.7"}
+FIRST = {
+    "httpd": GOOD[0].line,
+    "json": b'{"remote_addr":"10.0.0.7","time_iso8601":"2026-11-22T14:30:01+00:00"}',
+    "time-ip": b"1795357801123 10.0.0.7",
+}
 
 
 def outcomes(lines: list[bytes], fmt: str = "auto", max_line_bytes: int = 1 << 20) -> tuple[list[object], list[object]]:
@@ -53,7 +57,7 @@ def test_corpus_lines_agree() -> None:
 
 def test_explicit_formats_agree_on_every_corpus_line() -> None:
     lines = [case.line for case in GOOD] + [case.line for case in BAD]
-    for fmt in ("common", "combined", "main", "time-ip"):
+    for fmt in ("common", "combined", "main", "json", "time-ip"):
         by_parser, by_scanner = outcomes(lines, fmt)
         assert by_parser == by_scanner, fmt
 
@@ -64,6 +68,27 @@ def test_drawn_lines_agree(case: tuple[bytes, AccessEvent]) -> None:
     line, event = case
     by_parser, by_scanner = outcomes([line])
     assert by_parser == by_scanner == [event]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(json_access_lines())
+def test_drawn_json_lines_agree(case: tuple[bytes, AccessEvent]) -> None:
+    line, event = case
+    by_parser, by_scanner = outcomes([line])
+    assert by_parser == by_scanner == [event]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    json_access_lines(),
+    st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(b'{}[]":,-.0t1 \\\xc3')), max_size=4),
+)
+def test_damaged_json_lines_agree(case: tuple[bytes, AccessEvent], damage: list[tuple[int, int]]) -> None:
+    line = bytearray(case[0])
+    for position, byte in damage:
+        line[position % len(line)] = byte
+    by_parser, by_scanner = outcomes([FIRST["json"], bytes(line)])
+    assert by_parser == by_scanner
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

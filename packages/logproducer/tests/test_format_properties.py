@@ -1,5 +1,6 @@
 """Property: any well-formed line nginx or Apache could write (random client, time, offset, request,
-escaped referer/user agent, ``-`` bytes, extra fields) parses back to exactly the values rendered."""
+escaped referer/user agent, ``-`` bytes, extra fields), or nginx, Caddy or Traefik as JSON, parses
+back to exactly the values rendered."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from onceflow.core.avro import AccessEvent
 from onceflow.logproducer.formats import LineParser, MalformedLine, unescape
 from onceflow.logproducer.sample import escape_apache, escape_nginx
-from onceflow.testing.logproducer.strategies import access_lines
+from onceflow.testing.logproducer.strategies import access_lines, json_access_lines
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -19,6 +20,13 @@ from onceflow.testing.logproducer.strategies import access_lines
 def test_a_rendered_line_parses_to_its_values(case: tuple[bytes, AccessEvent]) -> None:
     line, event = case
     assert LineParser("auto").parse(line) == event
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(json_access_lines())
+def test_a_json_line_parses_to_its_values(case: tuple[bytes, AccessEvent]) -> None:
+    line, event = case
+    assert LineParser("auto").parse(line) == LineParser("json").parse(line) == event
 
 
 @settings(max_examples=300, deadline=None)

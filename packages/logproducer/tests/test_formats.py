@@ -14,12 +14,14 @@ COMBINED = b'10.0.0.7 - - [22/Nov/2026:14:30:01 +0000] "GET /index.html HTTP/1.1
 COMMON = b'10.0.0.7 - - [22/Nov/2026:14:30:01 +0000] "GET /index.html HTTP/1.1" 200 612'
 MAIN = COMBINED + b' "203.0.113.9"'
 TIME_IP = b"1795357801123 10.0.0.7"
+JSON = b'{"remote_addr":"10.0.0.7","time_iso8601":"2026-11-22T14:30:01+00:00"}'
+FIRST = {"httpd": COMBINED, "json": JSON, "time-ip": TIME_IP}
 
 
 def decided(grammar: str) -> LineParser:
     """An auto parser that has seen the first line of a file in ``grammar``."""
     parser = LineParser("auto")
-    parser.parse(COMBINED if grammar == "httpd" else TIME_IP)
+    parser.parse(FIRST[grammar])
     assert parser.detected == grammar
     return parser
 

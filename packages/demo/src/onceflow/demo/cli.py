@@ -77,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--input",
         type=Path,
         metavar="FILE",
-        help="run over this access-log file (nginx/Apache formats) instead of the generator",
+        help="run over this access-log file (nginx/Apache formats, JSON lines) instead of the generator",
     )
     parser.add_argument(
         "--follow", action="store_true", help="with --input: keep tailing the file through rotation, as tail -F does"

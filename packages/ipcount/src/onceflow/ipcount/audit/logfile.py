@@ -10,8 +10,9 @@ in the order they are applied to each line:
    longer than ``max_line_bytes`` comes in pieces of ``max_line_bytes`` and a shorter last piece.
    A piece of ``max_line_bytes`` or more is ``too_long``. One CR before the LF is dropped; a line of
    ASCII whitespace only is ``empty``; a line that is not UTF-8 is ``not_utf8``.
-2. ``format = auto``: the file's first line that fits the httpd grammar or ``TIME IP`` decides
-   which of the two is used for the whole file; lines that fit neither are malformed.
+2. ``format = auto``: the file's first line that fits the httpd grammar, JSON (a line starting
+   with ``{``) or ``TIME IP`` decides which is used for the whole file; lines that fit none are
+   malformed.
 3. httpd lines: ``ip ident user [dd/Mon/yyyy:HH:MM:SS +hhmm] "request" status bytes`` then quoted
    fields: none (common), at least 2 (combined: referer, user agent), at least 3 (nginx main).
    Four fields before the ``[time]`` whose first is ``host:port`` (Apache's ``vhost_combined``): the
@@ -22,12 +23,19 @@ in the order they are applied to each line:
    shape (an unterminated field, or a closing quote followed by neither whitespace nor the end, is
    ``bad_quoting``; else ``unrecognised``), the number of quoted fields, ip, time (``dd/Mon/yyyy:HH:MM:SS
    +hhmm``, or ISO 8601 with a UTC offset or ``Z``), status (3 digits), bytes (digits or ``-``).
-4. Every event counts once in the window ``event_time - event_time % window_ms``.
+4. JSON lines (``format = json``, or ``auto`` decided by a line starting with ``{``): an object;
+   each field is the first key of its list in ``_JSON_KEYS`` present (a dotted key is a path into
+   nested objects; a null value counts as absent). ip and time are required; method and path, else
+   a ``request`` string; status an integer 0-999 or three digits (0 if absent); bytes an integer,
+   digits or ``-`` (0 if absent); user agent a string, or a list's first. Checked in order: an object (else
+   ``unrecognised``), ip, time, status, bytes.
+5. Every event counts once in the window ``event_time - event_time % window_ms``.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -62,7 +70,7 @@ UNRECOGNISED: Final = "unrecognised"
 DEAD_LETTER_KINDS: Final = frozenset(
     {EMPTY, NOT_UTF8, TOO_LONG, BAD_QUOTING, BAD_TIMESTAMP, BAD_IP, BAD_STATUS, BAD_BYTES, UNRECOGNISED}
 )
-FORMATS: Final = ("auto", "common", "combined", "main", "time-ip")
+FORMATS: Final = ("auto", "common", "combined", "main", "json", "time-ip")
 MAX_LINE_BYTES: Final = 1 << 20
 
 _DIGITS_TEXT = "0123456789"
@@ -307,26 +315,106 @@ def _httpd(line: str, fmt: str) -> ScannedEvent:
     )
 
 
+def _epoch_or_iso_ms(text: str) -> int:
+    """Epoch ms or s (digits, an optional fraction), or ISO 8601 (no zone: UTC), to epoch ms."""
+    whole, dot, fraction = text.partition(".")
+    if _digits(whole) and (not dot or _digits(fraction)):
+        millis = int(whole) if int(whole) >= 10**11 else int(whole) * 1000 + int(fraction.ljust(3, "0")[:3])
+        if millis > _LAST_MS:
+            raise _Reject(BAD_TIMESTAMP)
+        return millis
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise _Reject(BAD_TIMESTAMP) from None
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return (moment - _EPOCH) // timedelta(milliseconds=1)
+
+
 def _time_ip(line: str) -> ScannedEvent:
     words = line.split()
     if len(words) == 3:
         words = [words[0] + " " + words[1], words[2]]
     if len(words) != 2:
         raise _Reject(UNRECOGNISED)
-    text = words[0]
-    whole, dot, fraction = text.partition(".")
-    if _digits(whole) and (not dot or _digits(fraction)):
-        millis = int(whole) if int(whole) >= 10**11 else int(whole) * 1000 + int(fraction.ljust(3, "0")[:3])
-        if millis > _LAST_MS:
-            raise _Reject(BAD_TIMESTAMP)
-    else:
-        try:
-            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise _Reject(BAD_TIMESTAMP) from None
-        moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-        millis = (moment - _EPOCH) // timedelta(milliseconds=1)
+    millis = _epoch_or_iso_ms(words[0])
     return ScannedEvent(millis, _ip(words[1]), "", "", 0, 0, "")
+
+
+#: The JSON keys of each field, in the order they are looked for (a dotted key is a nested path).
+_JSON_KEYS: Final = {
+    "ip": ["remote_addr", "client_ip", "request.client_ip", "request.remote_ip", "ClientHost", "remote_ip", "ip"],
+    "time": ["time_iso8601", "time_local", "ts", "StartUTC", "@timestamp", "timestamp", "time", "msec"],
+    "method": ["request_method", "method", "request.method", "RequestMethod"],
+    "path": ["request_uri", "uri", "request.uri", "RequestPath", "path"],
+    "status": ["status", "DownstreamStatus", "status_code"],
+    "bytes": ["body_bytes_sent", "bytes_sent", "size", "DownstreamContentSize", "bytes"],
+    "agent": ["http_user_agent", "user_agent", "request.headers.User-Agent", "request_User-Agent", "agent"],
+}
+
+
+def _json_field(record: dict[str, object], field: str) -> tuple[bool, object]:
+    """(found, value) of ``field``: the first of its keys present and not null, flat or as a path
+    of nested objects."""
+    for key in _JSON_KEYS[field]:
+        value = record.get(key)
+        if value is None and "." in key:
+            node: object = record
+            for part in key.split("."):
+                node = node.get(part) if isinstance(node, dict) else None
+            value = node
+        if value is not None:
+            return True, value
+    return False, None
+
+
+def _count(value: object, top: int) -> int | None:
+    """A JSON integer (not a boolean) from 0 to ``top``, else None."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
+        return None
+    return value
+
+
+def _json_text(value: object) -> str:
+    if isinstance(value, list) and value:
+        value = value[0]
+    return value if isinstance(value, str) else ""
+
+
+def _json(line: str) -> ScannedEvent:
+    try:
+        record = json.loads(line, parse_float=str)  # a float keeps its text: exact to the millisecond
+    except (ValueError, RecursionError):
+        raise _Reject(UNRECOGNISED) from None
+    if not isinstance(record, dict):
+        raise _Reject(UNRECOGNISED)
+    found, ip = _json_field(record, "ip")
+    if not found or not isinstance(ip, str):
+        raise _Reject(BAD_IP)
+    _ip(ip)
+    found, when = _json_field(record, "time")
+    if isinstance(when, int) and not isinstance(when, bool) and when >= 0:
+        when = str(when)
+    if not found or not isinstance(when, str):
+        raise _Reject(BAD_TIMESTAMP)
+    millis = _time_ms(when) if when[2:3] == "/" else _epoch_or_iso_ms(when)
+    method, path = _json_text(_json_field(record, "method")[1]), _json_text(_json_field(record, "path")[1])
+    request = record.get("request")
+    if not method and not path and isinstance(request, str):
+        method, path = _method_and_path(request)
+    found, status_value = _json_field(record, "status")
+    if isinstance(status_value, str) and len(status_value) == 3 and _digits(status_value):
+        status_value = int(status_value)
+    status = _count(status_value, 999) if found else 0
+    if status is None:
+        raise _Reject(BAD_STATUS)
+    found, size_value = _json_field(record, "bytes")
+    if isinstance(size_value, str) and _digits(size_value):
+        size_value = int(size_value)
+    size = _count(size_value, _MAX_LONG) if found and size_value != "-" else 0
+    if size is None:
+        raise _Reject(BAD_BYTES)
+    return ScannedEvent(millis, ip, method, path, status, size, _json_text(_json_field(record, "agent")[1]))
 
 
 class LineScanner:
@@ -336,7 +424,7 @@ class LineScanner:
         if fmt not in FORMATS:
             raise ValueError(f"unknown log format {fmt!r}; expected one of {', '.join(FORMATS)}")
         self.max_line_bytes = max_line_bytes
-        #: "httpd" or "time-ip" once decided (auto), or the given format.
+        #: "httpd", "json" or "time-ip" once decided (auto), or the given format.
         self.grammar: str | None = None if fmt == "auto" else fmt
 
     def scan(self, raw: bytes) -> ScannedEvent | Rejected:
@@ -357,6 +445,10 @@ class LineScanner:
             raise _Reject(NOT_UTF8) from None
         if self.grammar == "time-ip":
             return _time_ip(line)
+        if self.grammar == "json" or (self.grammar is None and line.lstrip().startswith("{")):
+            event = _json(line)
+            self.grammar = "json"
+            return event
         if self.grammar is not None:
             return _httpd(line, self.grammar)
         try:

@@ -1,11 +1,12 @@
 """FormatDetector: ``format = auto``, decided per file by its first line that fits a known grammar.
 
-There are two grammars: ``httpd`` (any line of Apache ``common``/``combined`` or nginx
-``combined``/``main``, see :mod:`.httpd`) and ``time-ip``. Until a line fits one of them, each line
-is tried against both; the first that fits decides the file's grammar, and from then on only that
-grammar is used. A line that fits neither is malformed (a dead letter) and does not decide or
-switch anything. ``auto`` does not pin common, combined or main: a reload of the server with a new
-``log_format`` changes the shape mid-file, and every stock shape is an event.
+There are three grammars: ``httpd`` (any line of Apache ``common``/``combined`` or nginx
+``combined``/``main``, see :mod:`.httpd`), ``json`` (a JSON object per line, see :mod:`.json_lines`)
+and ``time-ip``. Until a line fits one of them, each line is tried: a line that starts with ``{`` as
+JSON, any other against httpd and time-ip; the first that fits decides the file's grammar, and from
+then on only that grammar is used. A line that fits none is malformed (a dead letter) and does not
+decide or switch anything. ``auto`` does not pin common, combined or main: a reload of the server
+with a new ``log_format`` changes the shape mid-file, and every stock shape is an event.
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ from typing import Final
 from onceflow.core.avro import AccessEvent
 from onceflow.logproducer.formats.errors import MalformedLine
 from onceflow.logproducer.formats.httpd import parse_httpd
+from onceflow.logproducer.formats.json_lines import parse_json
 from onceflow.logproducer.formats.time_ip import parse_time_ip
 
 __all__ = ["GRAMMARS", "FormatDetector"]
 
 #: What ``auto`` can decide for a file.
-GRAMMARS: Final = ("httpd", "time-ip")
+GRAMMARS: Final = ("httpd", "json", "time-ip")
 
 
 class FormatDetector:
@@ -39,6 +41,10 @@ class FormatDetector:
             return parse_httpd(line)
         if self.decided == "time-ip":
             return parse_time_ip(line)
+        if self.decided == "json" or line.lstrip().startswith("{"):
+            event = parse_json(line)
+            self.decided = "json"
+            return event
         try:
             event = parse_httpd(line)
         except MalformedLine as httpd_error:

@@ -3,10 +3,11 @@
 Formats (the ``format`` setting of ``access-log-file``):
 
 - ``auto`` (default): per file, decided by its first line that fits (:mod:`.detect`): any of the
-  httpd formats below, or ``time-ip``;
+  httpd formats below, ``json`` or ``time-ip``;
 - ``common``: Apache ``%h %l %u %t "%r" %>s %b``;
 - ``combined``: Apache and nginx ``combined``, common + ``"referer" "user-agent"``;
 - ``main``: nginx's default, combined + ``"x-forwarded-for"``;
+- ``json``: one JSON object per line (nginx ``escape=json``, Caddy, Traefik; :mod:`.json_lines`);
 - ``time-ip``: the reference lesson's ``TIME IP`` (:mod:`.time_ip`).
 
 Before any format: a line of ``max_line_bytes`` or more is ``too_long`` (the tailer hands on a longer
@@ -24,11 +25,12 @@ from onceflow.core.avro import AccessEvent
 from onceflow.logproducer.formats.detect import FormatDetector
 from onceflow.logproducer.formats.errors import MalformedKind, MalformedLine
 from onceflow.logproducer.formats.httpd import HTTPD_FORMATS, parse_httpd
+from onceflow.logproducer.formats.json_lines import parse_json
 from onceflow.logproducer.formats.time_ip import parse_time_ip
 
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "FORMATS", "LineParser", "MalformedLine"]
 
-FORMATS: Final = ("auto", *HTTPD_FORMATS, "time-ip")
+FORMATS: Final = ("auto", *HTTPD_FORMATS, "json", "time-ip")
 #: The tailer's default ``max.line.bytes``.
 DEFAULT_MAX_LINE_BYTES: Final = 1 << 20
 
@@ -46,6 +48,8 @@ class LineParser:
         self._parse: Callable[[str], AccessEvent] = self._parser_for(fmt)
 
     def _parser_for(self, fmt: str) -> Callable[[str], AccessEvent]:
+        if fmt == "json":
+            return parse_json
         if fmt == "time-ip":
             return parse_time_ip
         if fmt in HTTPD_FORMATS or fmt == "httpd":

@@ -46,10 +46,11 @@ def file_config_def() -> ConfigDef:
         .define(
             "format",
             ConfigType.STRING,
-            "line format: auto (per file: its first line that fits decides between the httpd formats and time-ip),"
-            ' common (Apache %h %l %u %t "%r" %>s %b), combined (Apache/nginx: common + "referer" "user-agent"),'
-            ' main (nginx default: combined + "x-forwarded-for"; further quoted fields are ignored),'
-            " time-ip (TIME IP: epoch ms/s or ISO 8601, then the client ip)",
+            "line format: auto (per file: its first line that fits decides between the httpd formats, json and"
+            ' time-ip), common (Apache %h %l %u %t "%r" %>s %b), combined (Apache/nginx: common + "referer"'
+            ' "user-agent"), main (nginx default: combined + "x-forwarded-for"; further quoted fields and a custom'
+            " format's extension fields are ignored), json (a JSON object per line: nginx escape=json, Caddy,"
+            " Traefik), time-ip (TIME IP: epoch ms/s or ISO 8601, then the client ip)",
             default="auto",
             choices=FORMATS,
         )

@@ -169,6 +169,37 @@ GOOD: tuple[GoodLine, ...] = (
     GoodLine("ISO 8601, offset +05:30", _zoned("10.0.0.7", "2026-11-22T20:00:01+05:30"), "combined", _event()),
     GoodLine("ISO 8601 with ms and Z", _zoned("10.0.0.7", "2026-11-22T14:30:01.123Z"), "combined",
              _event(event_time=T + 123)),
+    GoodLine("nginx escape=json, $request and strings",
+             _line('{"time_local":"22/Nov/2026:14:30:01 +0000","remote_addr":"10.0.0.7","remote_user":"",'
+                   '"request":"GET /index.html HTTP/1.1","status":"200","body_bytes_sent":"612",'
+                   '"request_time":"0.000","http_referrer":"","http_user_agent":"curl/8.5.0"}'),
+             "json", _event()),
+    GoodLine("nginx escape=json, $time_iso8601 and numbers",
+             _line('{"time_iso8601":"2026-11-22T14:30:01+00:00","remote_addr":"10.0.0.7","request_method":"GET",'
+                   '"request_uri":"/caf\\u00e9","status":200,"body_bytes_sent":612,"http_user_agent":"curl/8.5.0"}'),
+             "json", _event(path="/café")),
+    GoodLine("Caddy access log (nested request, epoch-seconds float)",
+             _line('{"level":"info","ts":1795357801.1234567,"logger":"http.log.access","msg":"handled request",'
+                   '"request":{"remote_ip":"10.0.0.9","remote_port":"5432","client_ip":"10.0.0.7","proto":"HTTP/2.0",'
+                   '"method":"GET","host":"example.com","uri":"/index.html","headers":{"User-Agent":["curl/8.5.0"]}},'
+                   '"bytes_read":0,"duration":0.000123,"size":612,"status":200,"resp_headers":{}}'),
+             "json", _event(event_time=T + 123)),
+    GoodLine("Traefik access log",
+             _line('{"ClientAddr":"10.0.0.7:5432","ClientHost":"10.0.0.7","DownstreamContentSize":612,'
+                   '"DownstreamStatus":200,"RequestMethod":"GET","RequestPath":"/index.html",'
+                   '"StartUTC":"2026-11-22T14:30:01.123456789Z","request_User-Agent":"curl/8.5.0"}'),
+             "json", _event(event_time=T + 123)),
+    GoodLine("JSON with only an ip and $msec", _line('  {"remote_addr":"::1","msec":"1795357801.123"}'),
+             "json", _event("::1", method="", path="", status=0, size=0, agent="", event_time=T + 123)),
+    GoodLine("JSON null fields count as absent",
+             _line('{"time_local":null,"remote_addr":null,"client_ip":"10.0.0.7","msec":"1795357801.000",'
+                   '"request":"GET /index.html HTTP/1.1","status":null,"body_bytes_sent":612,'
+                   '"http_user_agent":"curl/8.5.0"}'),
+             "json", _event(status=0)),
+    GoodLine("Logstash @timestamp, bytes null",
+             _line('{"@timestamp":"2026-11-22T14:30:01.000Z","client_ip":"10.0.0.7","method":"GET",'
+                   '"path":"/index.html","status":200,"bytes":null,"user_agent":"curl/8.5.0"}'),
+             "json", _event(size=0)),
     GoodLine("time-ip epoch ms", b"1795357801123 10.0.0.7", "time-ip",
              _event(method="", path="", status=0, size=0, agent="", event_time=T + 123)),
     GoodLine("time-ip ISO 8601", b"2026-11-22T14:30:01.123Z ::1", "time-ip",
@@ -240,6 +271,30 @@ BAD: tuple[BadLine, ...] = (
             "bad client ip '10.0.0.7:51234'"),
     BadLine("host:port and only two fields", f'www.example.com:80 10.0.0.7 - [{NOW}] "GET / HTTP/1.1" 200 1'.encode(),
             "bad_ip", "bad client ip 'www.example.com:80'"),
+    BadLine("JSON cut short", b'{"remote_addr":"10.0.0.7","time":"2026-11-22T14:30:01Z","req', "unrecognised",
+            "not a JSON object", "json"),
+    BadLine("JSON array", b'["10.0.0.7", 1795357801123]', "unrecognised", "not a JSON object: a JSON array", "json"),
+    BadLine("JSON too deep for the decoder", b"[" * 100_000 + b"]" * 100_000, "unrecognised",
+            "maximum recursion depth", "json"),
+    BadLine("JSON without a client ip", b'{"time":1795357801123,"status":200}', "bad_ip", "no client ip field",
+            "json"),
+    BadLine("JSON ip as a number", b'{"remote_addr":167772167,"time":1795357801123}', "bad_ip", "is not a string",
+            "json"),
+    BadLine("JSON host name for ip", b'{"remote_addr":"example.com","time":1795357801123}', "bad_ip",
+            "bad client ip 'example.com'", "json"),
+    BadLine("JSON without a time", b'{"remote_addr":"10.0.0.7","status":200}', "bad_timestamp", "no time field",
+            "json"),
+    BadLine("JSON time true", b'{"remote_addr":"10.0.0.7","time":true}', "bad_timestamp", "bad timestamp", "json"),
+    BadLine("JSON time after 9999", b'{"remote_addr":"10.0.0.7","ts":1e300}', "bad_timestamp", "bad timestamp",
+            "json"),
+    BadLine("JSON status true", b'{"remote_addr":"10.0.0.7","time":1795357801123,"status":true}', "bad_status",
+            "is not a number 0-999", "json"),
+    BadLine("JSON status 1000", b'{"remote_addr":"10.0.0.7","time":1795357801123,"status":1000}', "bad_status",
+            "is not a number 0-999", "json"),
+    BadLine("JSON status 200.0", b'{"remote_addr":"10.0.0.7","time":1795357801123,"status":200.0}', "bad_status",
+            "is not a number 0-999", "json"),
+    BadLine("JSON bytes -1", b'{"remote_addr":"10.0.0.7","time":1795357801123,"body_bytes_sent":-1}', "bad_bytes",
+            "is not a number or '-'", "json"),
     BadLine("HTML", b"<html><body>502 Bad Gateway</body></html>", "unrecognised", "not an access log line: expected"),
     BadLine("no brackets", f'10.0.0.7 - - {NOW} "GET / HTTP/1.1" 200 1'.encode(), "unrecognised",
             "not an access log line"),

@@ -9,12 +9,15 @@ trailing fields, a ``vhost_combined`` host:port, extension fields, ``$time_iso86
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime
+
 from hypothesis import strategies as st
 
 from onceflow.core.avro import AccessEvent
 from onceflow.logproducer.sample import Style, escape_apache, escape_nginx, render_httpd_line
 
-__all__ = ["access_lines", "client_ips"]
+__all__ = ["access_lines", "client_ips", "json_access_lines"]
 
 _MAX_OFFSET = 23 * 60 + 59
 #: 1970-01-02 .. 2099-12-31, so every UTC offset stays inside years 1970..2100.
@@ -106,4 +109,43 @@ def access_lines(draw: st.DrawFn) -> tuple[bytes, AccessEvent]:
         "bytes": size or 0,
         "user_agent": "" if agent is None else agent.decode("utf-8", "backslashreplace"),
     }
+    return line.encode(), event
+
+
+def _iso_utc(millis: int, digits: int) -> str:
+    """``yyyy-mm-ddTHH:MM:SS.fffZ`` with ``digits`` fraction digits (the milliseconds, zero-padded)."""
+    moment = datetime.fromtimestamp(millis // 1000, UTC)
+    return f"{moment:%Y-%m-%dT%H:%M:%S}.{millis % 1000:03d}{'0' * (digits - 3)}Z"
+
+
+@st.composite
+def json_access_lines(draw: st.DrawFn) -> tuple[bytes, AccessEvent]:
+    """(a JSON access-log line as nginx ``escape=json``, Caddy or Traefik writes it; the event it parses to)."""
+    ip = draw(client_ips())
+    millis = draw(_SECONDS) * 1000 + draw(st.integers(0, 999))
+    request, method, path = draw(_request())
+    status, size = draw(st.integers(0, 999)), draw(st.integers(0, (1 << 63) - 1))
+    agent = draw(st.text(max_size=30))
+    style = draw(st.sampled_from(["nginx", "caddy", "traefik"]))
+    if style == "nginx":  # $request as one string, numbers as strings
+        text = request.decode("utf-8", "backslashreplace")
+        fields = {"time_iso8601": _iso_utc(millis, 3), "remote_addr": ip, "request": text, "status": f"{status:03d}",
+                  "body_bytes_sent": str(size), "http_user_agent": agent}  # fmt: skip
+        line = json.dumps(fields, ensure_ascii=draw(st.booleans()))
+    elif style == "caddy":  # ts: epoch seconds as a JSON number; the request nested
+        method, path = draw(st.from_regex(r"[A-Z]{1,8}", fullmatch=True)), draw(st.text(max_size=30))
+        rest = {"request": {"client_ip": ip, "method": method, "uri": path, "headers": {"User-Agent": [agent]}},
+                "size": size, "status": status}  # fmt: skip
+        line = (
+            f'{{"ts":{millis // 1000}.{millis % 1000:03d}{draw(st.sampled_from(["", "4567"]))},{json.dumps(rest)[1:]}'
+        )
+    else:
+        method, path = draw(st.from_regex(r"[A-Z]{1,8}", fullmatch=True)), draw(st.text(max_size=30))
+        traefik = {"ClientHost": ip, "StartUTC": _iso_utc(millis, 9), "RequestMethod": method, "RequestPath": path,
+                  "DownstreamStatus": status, "DownstreamContentSize": size, "request_User-Agent": agent}  # fmt: skip
+        line = json.dumps(traefik)
+    event: AccessEvent = {
+        "event_time": millis, "ip": ip, "method": method, "path": path, "status": status, "bytes": size,
+        "user_agent": agent,
+    }  # fmt: skip
     return line.encode(), event
