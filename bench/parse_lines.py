@@ -11,7 +11,10 @@ Assumptions:
 - "audit" is the IP-count audit's independent recount scanner (``onceflow.ipcount.audit.logfile``);
 - single thread, CPython; prints the median lines/s over ``--runs`` runs and how many lines each
   one accepted, on the whole sample and on its "clean" lines only (those the old regex accepts:
-  no escapes, no odd requests), where both do the same work per line.
+  no escapes, no odd requests), where both do the same work per line;
+- "hostile lines": single lines just under the tailer's 1 MiB ``max.line.bytes`` that a pattern
+  could backtrack over (hundreds of thousands of fields, then an unterminated or misplaced quote);
+  prints the median seconds per line of each parser (the tailer's must stay linear in the line).
 
     .venv/bin/python bench/parse_lines.py --lines 200000 --runs 5
 """
@@ -114,6 +117,33 @@ def main() -> None:
                 rates.append(rate)
             runs = "/".join(f"{r / 1000:.0f}k" for r in rates)
             print(f"  {name:18} {statistics.median(rates):>10,.0f} lines/s (runs {runs}); events {accepted}")
+    time_hostile(args.runs)
+
+
+def hostile_lines() -> dict[str, bytes]:
+    """Lines of about 1 MiB that fail at their very end, after many fields."""
+    base = '10.0.0.1 - - [22/Nov/2026:14:30:01 +0000] "GET / HTTP/1.1" 200 1 "-" "ua"'
+    return {
+        "extension fields, then an open quote": (base + " 0.1" * 250_000 + ' "x').encode(),
+        'extension fields, then x"y': (base + " 0.1" * 250_000 + ' "x"y').encode(),
+        "quoted fields, then an open quote": (base + ' "a"' * 250_000 + ' "').encode(),
+        "one long field, then an open quote": (base + " " + "a" * 1_000_000 + ' "').encode(),
+    }
+
+
+def time_hostile(runs: int) -> None:
+    print("hostile lines (median seconds per line)")
+    for name, line in hostile_lines().items():
+        cells = []
+        for label, make in (("LineParser", new_parser), ("LineScanner", audit_scanner)):
+            seconds = []
+            for _ in range(runs):
+                parse = make()
+                start = time.perf_counter()
+                parse(line)
+                seconds.append(time.perf_counter() - start)
+            cells.append(f"{label} {statistics.median(seconds):.3f} s")
+        print(f"  {name:38} {len(line) / 2**20:.2f} MiB: {', '.join(cells)}")
 
 
 if __name__ == "__main__":

@@ -251,15 +251,16 @@ def _vhost_end(line: str) -> int:
 def _extension_end(line: str, pos: int) -> int:
     """Skip the extension fields from ``pos``: blank-separated, the first unquoted, quoted ones closed."""
     first = True
-    while line[pos:].strip(" \t"):
+    while True:
         start = pos
         while pos < len(line) and line[pos] in " \t":
             pos += 1
+        if pos == len(line):
+            return pos
         if pos == start or (first and line[pos] == '"'):
             raise _Reject(UNRECOGNISED)
         pos = _quote_end(line, pos + 1) + 1 if line[pos] == '"' else _word_end(line, pos)
         first = False
-    return pos
 
 
 def _httpd(line: str, fmt: str) -> ScannedEvent:

@@ -52,16 +52,20 @@ __all__ = ["HTTPD_FORMATS", "MIN_TRAILING_FIELDS", "parse_httpd"]
 MIN_TRAILING_FIELDS: Final = {"common": 0, "combined": 2, "main": 3, "httpd": 0}
 HTTPD_FORMATS: Final = ("common", "combined", "main")
 
-_QUOTED = r'[^"\\]*(?:\\.[^"\\]*)*'
-#: The fast path: one match per line. A plain ``METHOD PATH HTTP/x`` request (no space, quote or
-#: backslash in it) is split by the pattern itself; any other request is the generic quoted group.
+_QUOTED = r'[^"\\]*+(?:\\.[^"\\]*+)*+'
 #: Apache's ``%v:%p`` before the client (``vhost_combined``): taken only where four fields precede ``[``.
 _VHOST = r'[^\s"]+:[0-9]+ '
 #: Extension fields: the first unquoted, any later one unquoted or a closed quoted field.
-_EXTENSION = rf'(?:[ \t]+[^"\s]\S*(?:[ \t]+(?:[^"\s]\S*|"{_QUOTED}"))*)?'
+_EXTENSION = rf'(?:[ \t]++[^"\s]\S*+(?:[ \t]++(?:[^"\s]\S*+|"{_QUOTED}"))*+)?+'
+#: The fast path: one match per line. A plain ``METHOD PATH HTTP/x`` request (no space, quote or
+#: backslash in it) is split by the pattern itself; any other request is the generic quoted group.
+#: After the request every quantifier is possessive: a field, once matched, is never given back to
+#: another part of the pattern (no other split of a line could match), so a line that does not
+#: match fails in linear time, however many fields it has.
 _LINE = re.compile(
     rf'(?:{_VHOST})?(\S+) \S+ \S+ \[([^\]]*)\] "(?:([A-Za-z][A-Za-z0-9_-]*) ([^ "\\]+) HTTP/[^ "\\]*|({_QUOTED}))"'
-    rf' (\S+) (\S+)(?: "({_QUOTED})")?(?: "({_QUOTED})")?(?: "({_QUOTED})")?((?: "{_QUOTED}")*){_EXTENSION}[ \t]*',
+    rf' (\S++) (\S++)(?: "({_QUOTED})")?+(?: "({_QUOTED})")?+(?: "({_QUOTED})")?+((?: "{_QUOTED}")*+)'
+    rf"{_EXTENSION}[ \t]*",
     re.DOTALL,
 )
 _VHOST_PREFIX = re.compile(rf"{_VHOST}(?=\S+ \S+ \S+ \[)")
@@ -176,8 +180,7 @@ def _diagnose(line: str) -> NoReturn:
         i = _after_quoted(line, i + 2, "quoted field")
     # Step 5: extension fields (the first one unquoted, quoted ones closed), then nothing but blanks
     first = True
-    while line[i:].strip(" \t"):
-        start = _blanks_end(line, i)
+    while (start := _blanks_end(line, i)) < len(line):
         if start == i or (first and line.startswith('"', start)):
             raise MalformedLine(f"unexpected {shown(line[i:].lstrip(' '))} after the byte count: {_EXPECTED}")
         i = _after_quoted(line, start + 1, "extension field") if line.startswith('"', start) else _token(line, start)
