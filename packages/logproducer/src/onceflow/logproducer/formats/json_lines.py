@@ -29,7 +29,13 @@ from typing import Any, Final
 
 from onceflow.core.avro import AccessEvent
 from onceflow.logproducer.formats.errors import MalformedKind, MalformedLine, shown
-from onceflow.logproducer.formats.fields import MAX_BYTES, check_ip, split_request, time_local_ms
+from onceflow.logproducer.formats.fields import (
+    MAX_BYTES,
+    check_ip,
+    parse_bytes,
+    split_request,
+    time_local_ms,
+)
 from onceflow.logproducer.formats.time_ip import parse_time
 
 __all__ = ["parse_json"]
@@ -116,10 +122,10 @@ def _status(value: Any) -> int:
 
 
 def _bytes(value: Any) -> int:
-    if value is _MISSING or value == "-":
+    if value is _MISSING:
         return 0
-    if isinstance(value, str) and value.isascii() and value.isdigit():
-        value = int(value)
+    if isinstance(value, str):
+        return parse_bytes(value)
     if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_BYTES:
         return value
     raise MalformedLine(f"byte count {shown(str(value))} is not a number or '-'", MalformedKind.BAD_BYTES)
