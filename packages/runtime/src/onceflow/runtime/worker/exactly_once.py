@@ -137,7 +137,11 @@ class ExactlyOnceWorkerSourceTask(AbstractWorkerSourceTask):
                markers to every partition of the transaction, the offsets partition included.
             4. On success, count it and tell the task (``SourceTask.commit``).
             5. On failure: fenced -> ProducerFenced (a newer instance owns the task); retriable -> retry;
-               otherwise abort and fail the task, whose restart resumes from the committed offsets.
+               otherwise abort and fail the task, whose restart resumes from the committed offsets. A
+               newer instance can also show only in the abort's answer: Apache Kafka 4.3 answers an
+               EndTxn that races a newer instance's epoch fence with UNKNOWN_SERVER_ERROR (its log:
+               "transition to ONGOING while it already a pending state PREPARE_EPOCH_FENCE"), and the
+               abort that follows with PRODUCER_FENCED; that is ProducerFenced too.
         """
         # Step 1
         if not self.in_transaction:
@@ -159,8 +163,8 @@ class ExactlyOnceWorkerSourceTask(AbstractWorkerSourceTask):
                 error = exc.args[0]
                 if error.retriable():
                     continue
-                if error.txn_requires_abort():
-                    self.abandon()
+                if error.txn_requires_abort() and (refused := self._abort()) is not None:
+                    raise_if_fenced(refused, self.transactional_id)
                 raise TaskFailed(
                     f"commit of {self.transactional_id} failed: {error.str()}; resuming from the committed offsets"
                 ) from exc
@@ -188,8 +192,12 @@ class ExactlyOnceWorkerSourceTask(AbstractWorkerSourceTask):
 
     def abandon(self) -> None:
         """Abort the open transaction (best effort: a fenced producer cannot, and the broker aborts it)."""
+        self._abort()
+
+    def _abort(self) -> KafkaException | None:
+        """:meth:`abandon`, returning the abort's error if it failed, for a caller that wants to know why."""
         if not self.in_transaction or self.producer is None:
-            return
+            return None
         self.in_transaction = False
         self.records_in_transaction = 0
         self.pending_offsets.clear()
@@ -199,6 +207,8 @@ class ExactlyOnceWorkerSourceTask(AbstractWorkerSourceTask):
             self.producer.abort_transaction(self.txn_call_timeout_s)
         except KafkaException as exc:
             _log.warning("task.abort_failed", transactional_id=self.transactional_id, error=str(exc))
+            return exc
+        return None
 
 
 def fence_zombies(client_config: dict[str, Any], connector: str, tasks: int, timeout: float = 60) -> None:
