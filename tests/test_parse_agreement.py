@@ -13,6 +13,7 @@ from onceflow.core.avro import AccessEvent
 from onceflow.ipcount.audit.logfile import DEAD_LETTER_KINDS, LineScanner, Rejected, recount_file, tailer_lines
 from onceflow.logproducer.formats import KINDS, LineParser, MalformedLine
 from onceflow.logproducer.sample import write_sample_log
+from onceflow.logproducer.tailer.reader import RotatingFileReader
 from onceflow.testing.logproducer.corpus import BAD, GOOD
 from onceflow.testing.logproducer.strategies import access_lines, json_access_lines
 
@@ -120,6 +121,11 @@ def test_long_lines_come_in_pieces_as_the_tailer_hands_them_on(tmp_path: Path) -
                                                                len(good)]  # fmt: skip
     log = tmp_path / "long.log"
     log.write_bytes(data)
+    reader = RotatingFileReader(log, allowed=[tmp_path], max_line_bytes=100)
+    reader.open(None)
+    read = [line.data for line in reader.read(100)]
+    rest = reader.read_rest()
+    assert [*read, *([rest.data] if rest is not None else [])] == list(tailer_lines(data, 100))
     recount = recount_file(log, max_line_bytes=100)
     assert (recount.lines, recount.events) == (9, 3)
     assert recount.dead_letters == {"too_long": 4, "unrecognised": 1, "empty": 1}

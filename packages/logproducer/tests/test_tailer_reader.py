@@ -35,6 +35,18 @@ def test_complete_lines_only_until_the_newline_arrives(tmp_path: Path) -> None:
     assert _read_all(reader) == ["partial-done"]
 
 
+def test_a_line_longer_than_max_line_bytes_comes_in_pieces_wherever_its_newline_is(tmp_path: Path) -> None:
+    """Pieces of max.line.bytes, whether or not the newline is in the bytes read at once (the read
+    size is 1 MiB; max.line.bytes may be far smaller)."""
+    log = tmp_path / "access.log"
+    _append(log, "a", "x" * 250, "b", "y" * 100, "z" * 101)
+    reader = RotatingFileReader(log, allowed=[tmp_path], max_line_bytes=100)
+    reader.open(None)
+    lines = reader.read(100)
+    assert [len(line.data) for line in lines] == [1, 100, 100, 50, 1, 100, 100, 1]
+    assert lines[3].position.offset == 2 + 251, "a piece's position is where the next piece starts"
+
+
 def test_rename_rotation_finishes_the_old_file_first(tmp_path: Path) -> None:
     log = tmp_path / "access.log"
     _append(log, "1", "2")

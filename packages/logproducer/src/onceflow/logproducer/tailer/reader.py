@@ -218,7 +218,7 @@ class RotatingFileReader:
         start = 0
         base = pos.offset
         while len(lines) < max_lines:
-            end = data.find(b"\n", start)
+            end = data.find(b"\n", start, start + self.max_line_bytes + 1)  # a longer line comes in pieces
             if end < 0:
                 if len(data) - start >= self.max_line_bytes:  # too long: hand it on (it will be dead-lettered)
                     end = start + self.max_line_bytes
