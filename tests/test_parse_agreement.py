@@ -4,16 +4,27 @@ every line of the corpus, for drawn well-formed and damaged lines, and for a who
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from onceflow.core.avro import AccessEvent
-from onceflow.ipcount.audit.logfile import DEAD_LETTER_KINDS, LineScanner, Rejected, recount_file, tailer_lines
+from onceflow.ipcount.audit.logfile import (
+    DEAD_LETTER_KINDS,
+    LineScanner,
+    Rejected,
+    container_lines,
+    recount_file,
+    tailer_lines,
+)
 from onceflow.logproducer.formats import KINDS, LineParser, MalformedLine
 from onceflow.logproducer.sample import write_sample_log
+from onceflow.logproducer.tailer.container_lines import ContainerLines, Refused
 from onceflow.logproducer.tailer.reader import RotatingFileReader
+from onceflow.testing.logproducer.container import cri_entries, docker_entries
 from onceflow.testing.logproducer.corpus import BAD, GOOD
 from onceflow.testing.logproducer.strategies import access_lines, json_access_lines
 
@@ -26,20 +37,27 @@ FIRST = {
 
 def outcomes(lines: list[bytes], fmt: str = "auto", max_line_bytes: int = 1 << 20) -> tuple[list[object], list[object]]:
     """Each line's outcome by both parsers (an event as a dict, or the kind of a malformed line)."""
-    parser, scanner = LineParser(fmt, max_line_bytes=max_line_bytes), LineScanner(fmt, max_line_bytes=max_line_bytes)
-    by_parser: list[object] = []
-    by_scanner: list[object] = []
+    parser = LineParser(fmt, max_line_bytes=max_line_bytes)
+    by_parser = [_parsed(parser, line) for line in lines]
+    return by_parser, _scanned(LineScanner(fmt, max_line_bytes=max_line_bytes), lines)
+
+
+def _parsed(parser: LineParser, line: bytes) -> object:
+    try:
+        return dict(parser.parse(line))
+    except MalformedLine as exc:
+        return str(exc.kind)
+
+
+def _scanned(scanner: LineScanner, lines: Sequence[bytes | Rejected]) -> list[object]:
+    outcomes: list[object] = []
     for line in lines:
-        try:
-            by_parser.append(dict(parser.parse(line)))
-        except MalformedLine as exc:
-            by_parser.append(str(exc.kind))
-        scanned = scanner.scan(line)
-        by_scanner.append(scanned.kind if isinstance(scanned, Rejected) else {
+        scanned = line if isinstance(line, Rejected) else scanner.scan(line)
+        outcomes.append(scanned.kind if isinstance(scanned, Rejected) else {
             "event_time": scanned.event_time, "ip": scanned.ip, "method": scanned.method, "path": scanned.path,
             "status": scanned.status, "bytes": scanned.bytes, "user_agent": scanned.user_agent,
         })  # fmt: skip
-    return by_parser, by_scanner
+    return outcomes
 
 
 def test_the_kind_strings_are_the_same() -> None:
@@ -131,3 +149,57 @@ def test_long_lines_come_in_pieces_as_the_tailer_hands_them_on(tmp_path: Path) -
     assert recount.dead_letters == {"too_long": 4, "unrecognised": 1, "empty": 1}
     by_parser, by_scanner = outcomes(list(tailer_lines(data, 100)), max_line_bytes=100)
     assert by_parser == by_scanner
+
+
+@st.composite
+def container_logs(draw: st.DrawFn) -> bytes:
+    """A Docker or CRI log of drawn access lines cut into small pieces, stderr entries between the
+    pieces, and some entries damaged or blank."""
+    wrap = draw(st.sampled_from([docker_entries, cri_entries]))
+    piece_bytes = draw(st.integers(8, 400))
+    entries: list[bytes] = []
+    for line, _ in draw(st.lists(access_lines(), min_size=1, max_size=6)):
+        pieces = wrap(line.decode("utf-8", "surrogateescape").encode("utf-8", "replace").decode(), "stdout",
+                      piece_bytes=piece_bytes)  # fmt: skip
+        for piece in pieces:
+            entries.append(piece)
+            if draw(st.integers(0, 4)) == 0:
+                entries.extend(wrap("2026/11/27 03:00:00 [error] 1#1: no such file", "stderr"))
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(entries) - 1))
+        damaged = bytearray(entries[at])
+        damaged[draw(st.integers(0, len(damaged) - 1))] = draw(st.sampled_from(b' "{}\\nPF:x\xc3'))
+        entries[at] = bytes(damaged)
+    if draw(st.booleans()):
+        entries.insert(draw(st.integers(0, len(entries))), b"")
+    return b"\n".join(entries) + draw(st.sampled_from([b"\n", b""]))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(container_logs(), st.sampled_from([1 << 20, 300]))
+def test_container_logs_agree(data: bytes, max_line_bytes: int) -> None:
+    """The tailer (reader, ContainerLines, LineParser) and the audit hand on the same lines with the
+    same outcomes: pieces put together, entries refused, pieces still pending at the end."""
+    with tempfile.TemporaryDirectory() as directory:
+        log = Path(directory) / "0.log"
+        log.write_bytes(data)
+        reader = RotatingFileReader(log, allowed=[directory], max_line_bytes=max_line_bytes)
+        reader.open(None)
+        lines = ContainerLines("auto", max_line_bytes=max_line_bytes)
+        handed = [item for line in reader.read(100_000) for item in lines.feed(line)]
+        rest = reader.read_rest()
+        handed += [*(lines.feed(rest) if rest is not None else []), *lines.finish()]
+    parser = LineParser(max_line_bytes=max_line_bytes)
+    by_tailer = [str(item.error.kind) if isinstance(item, Refused) else _parsed(parser, item.data) for item in handed]
+    audited = list(container_lines(tailer_lines(data, max_line_bytes), "auto", max_line_bytes))
+    assert by_tailer == _scanned(LineScanner(max_line_bytes=max_line_bytes), audited)
+    recount = recount_file_bytes(data, max_line_bytes)
+    assert recount == (len(by_tailer), sum(isinstance(o, dict) for o in by_tailer))
+
+
+def recount_file_bytes(data: bytes, max_line_bytes: int) -> tuple[int, int]:
+    with tempfile.TemporaryDirectory() as directory:
+        log = Path(directory) / "0.log"
+        log.write_bytes(data)
+        recount = recount_file(log, max_line_bytes=max_line_bytes)
+    return recount.lines, recount.events

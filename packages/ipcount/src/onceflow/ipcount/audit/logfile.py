@@ -10,10 +10,18 @@ in the order they are applied to each line:
    longer than ``max_line_bytes`` comes in pieces of ``max_line_bytes`` and a shorter last piece.
    A piece of ``max_line_bytes`` or more is ``too_long``. One CR before the LF is dropped; a line of
    ASCII whitespace only is ``empty``; a line that is not UTF-8 is ``not_utf8``.
-2. ``format = auto``: the file's first line that fits the httpd grammar, JSON (a line starting
+2. Container log files (``container.log``; ``auto``: the file's first line that passes rule 1
+   decides): Docker's json-file entries (a JSON object whose ``log`` and ``stream`` are strings;
+   ``log`` without a final newline is a piece) or CRI entries (``yyyy-mm-ddT<no blank> stdout|stderr
+   <tags> <text>``, tags of ASCII letters joined by ``:``, ``P`` among them for a piece). A line
+   that fails rule 1 keeps its kind; one that is not an entry is ``unrecognised``. A stream's pieces
+   make one line with the text of the last (not a piece), or once their text reaches
+   ``max_line_bytes``. After 1000 lines with a piece pending, and at the end of the file, every
+   pending piece is a line as it is. Each such line is then read by the rules below.
+3. ``format = auto``: the file's first line that fits the httpd grammar, JSON (a line starting
    with ``{``) or ``TIME IP`` decides which is used for the whole file; lines that fit none are
    malformed.
-3. httpd lines: ``ip ident user [dd/Mon/yyyy:HH:MM:SS +hhmm] "request" status bytes`` then quoted
+4. httpd lines: ``ip ident user [dd/Mon/yyyy:HH:MM:SS +hhmm] "request" status bytes`` then quoted
    fields: none (common), at least 2 (combined: referer, user agent), at least 3 (nginx main).
    Four fields before the ``[time]`` whose first is ``host:port`` (Apache's ``vhost_combined``): the
    first is the virtual host. After the quoted fields, extension fields (a custom format's
@@ -23,13 +31,13 @@ in the order they are applied to each line:
    shape (an unterminated field, or a closing quote followed by neither whitespace nor the end, is
    ``bad_quoting``; else ``unrecognised``), the number of quoted fields, ip, time (``dd/Mon/yyyy:HH:MM:SS
    +hhmm``, or ISO 8601 with a UTC offset or ``Z``), status (3 digits), bytes (digits or ``-``).
-4. JSON lines (``format = json``, or ``auto`` decided by a line starting with ``{``): an object;
+5. JSON lines (``format = json``, or ``auto`` decided by a line starting with ``{``): an object;
    each field is the first key of its list in ``_JSON_KEYS`` present (a dotted key is a path into
    nested objects; a null value counts as absent). ip and time are required; method and path, else
    a ``request`` string; status an integer 0-999 or three digits (0 if absent); bytes an integer,
    digits or ``-`` (0 if absent); user agent a string, or a list's first. Checked in order: an object (else
    ``unrecognised``), ip, time, status, bytes.
-5. Every event counts once in the window ``event_time - event_time % window_ms``.
+6. Every event counts once in the window ``event_time - event_time % window_ms``.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from __future__ import annotations
 import ipaddress
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -47,12 +55,14 @@ from onceflow.core import defaults
 from onceflow.ipcount.audit.model import Key
 
 __all__ = [
+    "CONTAINER_LOGS",
     "DEAD_LETTER_KINDS",
     "FORMATS",
     "FileRecount",
     "LineScanner",
     "Rejected",
     "ScannedEvent",
+    "container_lines",
     "recount_file",
     "tailer_lines",
 ]
@@ -71,6 +81,9 @@ DEAD_LETTER_KINDS: Final = frozenset(
     {EMPTY, NOT_UTF8, TOO_LONG, BAD_QUOTING, BAD_TIMESTAMP, BAD_IP, BAD_STATUS, BAD_BYTES, UNRECOGNISED}
 )
 FORMATS: Final = ("auto", "common", "combined", "main", "json", "time-ip")
+CONTAINER_LOGS: Final = ("auto", "none", "docker", "cri")
+#: Lines that pass with a container-log piece pending before the pieces are lines as they are.
+_HOLD_LINES = 1000
 MAX_LINE_BYTES: Final = 1 << 20
 
 _DIGITS_TEXT = "0123456789"
@@ -435,15 +448,7 @@ class LineScanner:
             return Rejected(rejected.kind)
 
     def _scan(self, raw: bytes) -> ScannedEvent:
-        if len(raw) >= self.max_line_bytes:
-            raise _Reject(TOO_LONG)
-        raw = raw.removesuffix(b"\r")
-        if not raw.strip():
-            raise _Reject(EMPTY)
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise _Reject(NOT_UTF8) from None
+        line = _text(raw, self.max_line_bytes)
         if self.grammar == "time-ip":
             return _time_ip(line)
         if self.grammar == "json" or (self.grammar is None and line.lstrip().startswith("{")):
@@ -462,6 +467,95 @@ class LineScanner:
                 raise (httpd_reject if "[" in line and '"' in line else time_ip_reject) from None
             self.grammar = "time-ip"
         return event
+
+
+def _text(raw: bytes, max_line_bytes: int) -> str:
+    """Rule 1 after the split: the text of a line, or its kind."""
+    if len(raw) >= max_line_bytes:
+        raise _Reject(TOO_LONG)
+    raw = raw.removesuffix(b"\r")
+    if not raw.strip():
+        raise _Reject(EMPTY)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Reject(NOT_UTF8) from None
+
+
+def _docker_entry(line: str) -> tuple[str, bytes, bool]:
+    try:
+        entry = json.loads(line)
+    except (ValueError, RecursionError):
+        raise _Reject(UNRECOGNISED) from None
+    text = entry.get("log") if isinstance(entry, dict) else None
+    stream = entry.get("stream") if isinstance(entry, dict) else None
+    if not isinstance(text, str) or not isinstance(stream, str):
+        raise _Reject(UNRECOGNISED)
+    piece = text[-1:] != "\n"
+    return stream, (text if piece else text[:-1]).encode("utf-8", "surrogatepass"), piece
+
+
+def _cri_entry(line: str) -> tuple[str, bytes, bool]:
+    parts = line.split(" ", 3)
+    if len(parts) != 4:
+        raise _Reject(UNRECOGNISED)
+    time, stream, tags, text = parts
+    date = time[:10]
+    dated = len(time) > 11 and time[10] == "T" and date[4] == date[7] == "-"
+    if not (dated and _digits(date[:4] + date[5:7] + date[8:10])) or any(c.isspace() for c in time):
+        raise _Reject(UNRECOGNISED)
+    flags = tags.split(":")
+    if stream not in ("stdout", "stderr") or not all(flag and set(flag) <= _LETTERS for flag in flags):
+        raise _Reject(UNRECOGNISED)
+    return stream, text.encode("utf-8"), "P" in flags
+
+
+def _container_kind(line: str) -> str:
+    for kind, entry in (("docker", _docker_entry), ("cri", _cri_entry)):
+        if kind == "docker" and not line.startswith("{"):
+            continue
+        try:
+            entry(line)
+        except _Reject:
+            continue
+        return kind
+    return "none"
+
+
+def container_lines(
+    lines: Iterable[bytes], mode: str = "auto", max_line_bytes: int = MAX_LINE_BYTES
+) -> Iterator[bytes | Rejected]:
+    """The lines of one file to scan (rule 2): a container log's pieces put together, its lines that
+    are not entries rejected; a file that is not a container log as it is."""
+    if mode not in CONTAINER_LOGS:
+        raise ValueError(f"unknown container.log {mode!r}; expected one of {', '.join(CONTAINER_LOGS)}")
+    kind = None if mode == "auto" else mode
+    pieces: dict[str, list[bytes]] = {}
+    waited = 0
+    for raw in lines:
+        if kind is None:
+            try:
+                kind = _container_kind(_text(raw, max_line_bytes))
+            except _Reject:
+                yield raw
+                continue
+        if kind == "none":
+            yield raw
+            continue
+        try:
+            stream, text, piece = (_docker_entry if kind == "docker" else _cri_entry)(_text(raw, max_line_bytes))
+        except _Reject as rejected:
+            yield Rejected(rejected.kind)
+        else:
+            pending = pieces.setdefault(stream, [])
+            pending.append(text)
+            if not piece or sum(map(len, pending)) >= max_line_bytes:
+                yield b"".join(pieces.pop(stream))
+        waited = waited + 1 if pieces else 0
+        if waited >= _HOLD_LINES:
+            yield from (b"".join(pending) for pending in pieces.values())
+            pieces, waited = {}, 0
+    yield from (b"".join(pending) for pending in pieces.values())
 
 
 def tailer_lines(data: bytes, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[bytes]:
@@ -502,8 +596,10 @@ def recount_file(
     *,
     fmt: str = "auto",
     max_line_bytes: int = MAX_LINE_BYTES,
+    container: str = "auto",
 ) -> FileRecount:
-    """Recount ``path`` as the tailer with ``format = fmt`` and ``max.line.bytes = max_line_bytes`` would."""
+    """Recount ``path`` as the tailer with ``format = fmt``, ``max.line.bytes = max_line_bytes`` and
+    ``container.log = container`` would."""
     if window_ms < 1:
         raise ValueError(f"window_ms must be >= 1, got {window_ms}")
     scanner = LineScanner(fmt, max_line_bytes=max_line_bytes)
@@ -512,9 +608,9 @@ def recount_file(
     lines = events = 0
     max_event_time: int | None = None
     data = Path(path).read_bytes()
-    for raw in tailer_lines(data, max_line_bytes):
+    for raw in container_lines(tailer_lines(data, max_line_bytes), container, max_line_bytes):
         lines += 1
-        scanned = scanner.scan(raw)
+        scanned = raw if isinstance(raw, Rejected) else scanner.scan(raw)
         if isinstance(scanned, Rejected):
             dead[scanned.kind] += 1
             continue

@@ -28,7 +28,7 @@ from onceflow.logproducer.formats.httpd import HTTPD_FORMATS, parse_httpd
 from onceflow.logproducer.formats.json_lines import parse_json
 from onceflow.logproducer.formats.time_ip import parse_time_ip
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "FORMATS", "LineParser", "MalformedLine"]
+__all__ = ["DEFAULT_MAX_LINE_BYTES", "FORMATS", "LineParser", "MalformedLine", "decode_line"]
 
 FORMATS: Final = ("auto", *HTTPD_FORMATS, "json", "time-ip")
 #: The tailer's default ``max.line.bytes``.
@@ -76,17 +76,22 @@ class LineParser:
 
     def parse(self, raw: bytes) -> AccessEvent:
         """Parse one line (without its newline; one trailing CR is ignored)."""
-        if len(raw) >= self.max_line_bytes:
-            raise MalformedLine(
-                f"line of {len(raw)} bytes reaches max.line.bytes ({self.max_line_bytes}): a piece of a longer line",
-                MalformedKind.TOO_LONG,
-            )
-        if raw.endswith(b"\r"):
-            raw = raw[:-1]
-        if not raw or raw.isspace():
-            raise MalformedLine("empty line", MalformedKind.EMPTY)
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MalformedLine(f"not UTF-8 at byte {exc.start}", MalformedKind.NOT_UTF8) from None
-        return self._parse(line)
+        return self._parse(decode_line(raw, self.max_line_bytes))
+
+
+def decode_line(raw: bytes, max_line_bytes: int) -> str:
+    """The text of one line (without its newline), after the checks every line gets before any format:
+    ``too_long``, one trailing CR dropped, ``empty``, ``not_utf8``."""
+    if len(raw) >= max_line_bytes:
+        raise MalformedLine(
+            f"line of {len(raw)} bytes reaches max.line.bytes ({max_line_bytes}): a piece of a longer line",
+            MalformedKind.TOO_LONG,
+        )
+    if raw.endswith(b"\r"):
+        raw = raw[:-1]
+    if not raw or raw.isspace():
+        raise MalformedLine("empty line", MalformedKind.EMPTY)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedLine(f"not UTF-8 at byte {exc.start}", MalformedKind.NOT_UTF8) from None

@@ -19,8 +19,10 @@ from onceflow.core.config_def import ConfigDef, ConfigType
 from onceflow.core.logging import get_logger
 from onceflow.logproducer.dead_letter import dead_letter_record
 from onceflow.logproducer.encoding import AccessEventEncoder
+from onceflow.logproducer.formats.container import CONTAINER_LOGS
 from onceflow.logproducer.formats.errors import MalformedLine
 from onceflow.logproducer.formats.parser import FORMATS, LineParser
+from onceflow.logproducer.tailer.container_lines import ContainerLines, Refused
 from onceflow.logproducer.tailer.position import FilePosition
 from onceflow.logproducer.tailer.reader import Line, RotatingFileReader
 from onceflow.runtime.api.source import END_OF_INPUT_KEY, EndOfInput, SourceConnector, SourceRecord, SourceTask
@@ -53,6 +55,16 @@ def file_config_def() -> ConfigDef:
             " Traefik), time-ip (TIME IP: epoch ms/s or ISO 8601, then the client ip)",
             default="auto",
             choices=FORMATS,
+        )
+        .define(
+            "container.log",
+            ConfigType.STRING,
+            "a container runtime's log file: none (the server's own file), docker (json-file driver:"
+            ' {"log": ..., "stream": ..., "time": ...} per line), cri (Kubernetes, containerd, CRI-O: TIME STREAM'
+            " F|P LINE), or auto (per file, its first line that is not blank decides); a line split into pieces"
+            " by the runtime is put back together",
+            default="auto",
+            choices=CONTAINER_LOGS,
         )
         .define("batch.max.lines", ConfigType.INT, "most lines returned by one poll", default=5000, min=1)
         .define("poll.interval.ms", ConfigType.INT, "wait when there is no new data", default=100, min=1, max=60_000)
@@ -97,7 +109,9 @@ class AccessLogFileTask(SourceTask):
         self.partition: dict[str, Any] = {"file": self.file}
         self.topic = parsed.get_str("topic")
         self.dead_letter_topic = parsed.get_str("dead.letter.topic")
-        self.parser = LineParser(parsed.get_str("format"), max_line_bytes=parsed.get_int("max.line.bytes"))
+        max_line_bytes = parsed.get_int("max.line.bytes")
+        self.parser = LineParser(parsed.get_str("format"), max_line_bytes=max_line_bytes)
+        self.container = ContainerLines(parsed.get_str("container.log"), max_line_bytes=max_line_bytes)
         #: The file the lines come from (device, inode): format=auto decides per file.
         self._file_id: tuple[int, int] | None = None
         self.batch = parsed.get_int("batch.max.lines")
@@ -160,49 +174,64 @@ class AccessLogFileTask(SourceTask):
             time.sleep(self.idle_s)
             return []
         lines = self._read()
-        if not lines:
+        read = self._entries(lines)
+        if self._at_end:
+            read.extend(self.container.finish())  # the pieces still pending are the input's last lines
+        if not read:
             if not self._at_end:
                 time.sleep(self.idle_s)
             return []
-        records = []
         self._uncommitted = True
+        return [self._record(line) for line in read]
+
+    def _entries(self, lines: list[Line]) -> list[Line | Refused]:
+        """The lines to hand on: a container log's entries put back together (a rotated-in file: its
+        format and container kind are decided anew, after the last pieces of the file before it)."""
+        read: list[Line | Refused] = []
         for line in lines:
-            self.lines += 1
             file_id = (line.position.device, line.position.inode)
             if file_id != self._file_id:
                 if self._file_id is not None:
-                    self.parser.reset()  # a rotated-in file: detect its format anew
+                    read.extend(self.container.finish())
+                    self.container.reset()
+                    self.parser.reset()
                 self._file_id = file_id
+            read.extend(self.container.feed(line))
+        return read
+
+    def _record(self, read: Line | Refused) -> SourceRecord:
+        """The record of one line: its event, or a dead letter with the reason."""
+        self.lines += 1
+        if isinstance(read, Refused):
+            line, error = read.line, read.error
+        else:
+            line, error = read, None
             try:
                 event = self.parser.parse(line.data)
             except MalformedLine as exc:
-                self.dead_letters += 1
-                offset = self._offset(line.position)
-                _log.warning("tailer.dead_letter", file=self.file, offset=line.start, reason=exc.reason)
-                records.append(
-                    dead_letter_record(
-                        self.dead_letter_topic,
-                        line.data,
-                        exc.reason,
-                        kind=exc.kind,
-                        source=self.file,
-                        line_offset=line.start,
-                        source_partition=self.partition,
-                        source_offset=offset,
-                    )
-                )
-                continue
-            self.events += 1
-            records.append(
-                SourceRecord(
-                    self.partition,
-                    self._offset(line.position),
-                    self.topic,
-                    self.encoder.encode(event),
-                    event["ip"].encode(),
-                )  # no record timestamp: the event time is in the value (see SourceRecord.timestamp)
+                error = exc
+        if error is not None:
+            self.dead_letters += 1
+            offset = self._offset(line.position)
+            _log.warning("tailer.dead_letter", file=self.file, offset=line.start, reason=error.reason)
+            return dead_letter_record(
+                self.dead_letter_topic,
+                line.file_bytes,
+                error.reason,
+                kind=error.kind,
+                source=self.file,
+                line_offset=line.start,
+                source_partition=self.partition,
+                source_offset=offset,
             )
-        return records
+        self.events += 1
+        return SourceRecord(
+            self.partition,
+            self._offset(line.position),
+            self.topic,
+            self.encoder.encode(event),
+            event["ip"].encode(),
+        )  # no record timestamp: the event time is in the value (see SourceRecord.timestamp)
 
     def commit(self) -> None:
         self._uncommitted = False

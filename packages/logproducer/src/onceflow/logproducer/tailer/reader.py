@@ -39,11 +39,21 @@ _log = get_logger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Line:
-    """One line (without its newline), where it starts, and the position just after it."""
+    """One line (without its newline), where it starts, and the position just after it.
+
+    A line put together from container-log entries (:mod:`.container_lines`) has the text they held
+    as ``data`` and the file's bytes of those entries as ``original``.
+    """
 
     data: bytes
     start: int
     position: FilePosition
+    original: bytes | None = None
+
+    @property
+    def file_bytes(self) -> bytes:
+        """The bytes of the file this line is (what a dead letter keeps)."""
+        return self.data if self.original is None else self.original
 
 
 class RotatingFileReader:
