@@ -49,6 +49,7 @@ from onceflow.core.plugins import CALLABLE, load_group
 from onceflow.core.settings import KafkaSettings, load_settings, parse_pairs
 from onceflow.core.topics import DEAD_LETTER_TOPIC, SOURCE_TOPIC
 from onceflow.ipcount.audit import Auditor, FileSource, GeneratorSource, TopicSource, TruthSource, render
+from onceflow.ipcount.audit.logfile import CONTAINER_LOGS
 from onceflow.logproducer.compressed import compressed_input_reason
 
 #: Pause between two audits with --wait.
@@ -83,6 +84,8 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     )
     parser.add_argument("--max-line-bytes", type=int, default=1 << 20, metavar="N",
                         help="with --input: the tailer's max.line.bytes (longer lines arrive in pieces)")  # fmt: skip
+    parser.add_argument("--container-log", choices=CONTAINER_LOGS, default="auto",
+                        help="with --input: the tailer's container.log (a Docker or CRI log's wrapper)")  # fmt: skip
     parser.add_argument("--count", type=int, help="generator truth: the first N events")
     parser.add_argument(
         "-c", "--set", dest="generator", action="append", default=[], metavar="KEY=VALUE",
@@ -117,7 +120,9 @@ def _truth(args: argparse.Namespace) -> TruthSource:
                 raise InvalidQuery("--max-line-bytes", f"must be >= 64, got {args.max_line_bytes}")
             if (compressed := compressed_input_reason(Path(args.input))) is not None:
                 raise InvalidQuery("--input", compressed)
-            return FileSource(args.input, args.events_topic, args.dead_letter_topic, args.max_line_bytes)
+            return FileSource(
+                args.input, args.events_topic, args.dead_letter_topic, args.max_line_bytes, args.container_log
+            )
         return TopicSource(args.source_topic, args.dead_letter_topic)
     if args.count is None:
         raise InvalidQuery("--count", "is required with --seed")

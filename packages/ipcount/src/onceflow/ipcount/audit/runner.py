@@ -129,6 +129,8 @@ class FileSource:
     dead_letter_topic: str = DEAD_LETTER_TOPIC
     #: The tailer's ``max.line.bytes``: longer lines reach the pipeline in pieces.
     max_line_bytes: int = 1 << 20
+    #: The tailer's ``container.log``: auto, none, docker or cri.
+    container_log: str = "auto"
     #: Files rotated away from ``path`` while it was read (oldest first): they hold the input's start.
     rotated: tuple[str, ...] = ()
 
@@ -188,7 +190,10 @@ class Auditor:
         parts: list[FileRecount] = []
         for path in (*source.rotated, source.path):
             try:
-                parts.append(recount_file(path, self.settings.window_ms, max_line_bytes=source.max_line_bytes))
+                recount = recount_file(
+                    path, self.settings.window_ms, max_line_bytes=source.max_line_bytes, container=source.container_log
+                )
+                parts.append(recount)
             except OSError as exc:
                 raise InvalidQuery("input", f"cannot read {path}: {exc.strerror or exc}") from None
         return merge_recounts(parts) if len(parts) > 1 else parts[0]
