@@ -20,7 +20,7 @@ from onceflow.core import topics
 from onceflow.core.avro import ACCESS_EVENT_SERDE
 from onceflow.logproducer.formats import LineParser, MalformedLine
 from onceflow.logproducer.formats.container import container_kind, read_entry
-from onceflow.logproducer.tailer.container_lines import HOLD_LINES, ContainerLines, Refused
+from onceflow.logproducer.tailer.container_lines import HOLD_FACTOR, HOLD_LINES, ContainerLines, Refused
 from onceflow.logproducer.tailer.reader import Line, RotatingFileReader
 from onceflow.runtime.storage import KafkaOffsetBackingStore
 from onceflow.testing.broker.clients import create_topic
@@ -109,6 +109,22 @@ def test_a_piece_never_completed_is_handed_on_after_hold_lines_and_at_the_end(tm
     assert handed[-1] == [], "the second piece is pending again"
     rest = lines.finish()
     assert [len(item.data) for item in rest if isinstance(item, Line)] == [len(json.loads(first)["log"].encode())]
+
+
+def test_what_is_held_stays_bounded_in_bytes_too(tmp_path: Path) -> None:
+    """With max.line.bytes 1000, at most 4000 bytes of lines pass while a piece is pending."""
+    first = docker_entries("x" * 500, piece_bytes=100)[0]
+    stderr = docker_entries("e" * 300, "stderr")[0]  # 383 bytes a line
+    log = tmp_path / "0.log"
+    log.write_bytes(b"\n".join([first, *[stderr] * 20]) + b"\n")
+    reader = RotatingFileReader(log, allowed=[tmp_path], max_line_bytes=1000)
+    reader.open(None)
+    lines = ContainerLines("docker", max_line_bytes=1000)
+    handed = [lines.feed(line) for line in reader.read(100)]
+    released = [n for n, h in enumerate(handed) if h]
+    held = (HOLD_FACTOR * 1000 - len(first)) // len(stderr) + 1  # the line that reaches the bound
+    assert released[0] == held, released
+    assert len(handed[held]) == held + 1, "the held stderr lines and the piece as it is"
 
 
 def test_pieces_reaching_max_line_bytes_make_a_too_long_line(tmp_path: Path) -> None:

@@ -16,8 +16,9 @@ in the order they are applied to each line:
    <tags> <text>``, tags of ASCII letters joined by ``:``, ``P`` among them for a piece). A line
    that fails rule 1 keeps its kind; one that is not an entry is ``unrecognised``. A stream's pieces
    make one line with the text of the last (not a piece), or once their text reaches
-   ``max_line_bytes``. After 1000 lines with a piece pending, and at the end of the file, every
-   pending piece is a line as it is. Each such line is then read by the rules below.
+   ``max_line_bytes``. After 1000 lines, or 4 times ``max_line_bytes`` of them, with a piece
+   pending, and at the end of the file, every pending piece is a line as it is. Each such line is
+   then read by the rules below.
 3. ``format = auto``: the file's first line that fits the httpd grammar, JSON (a line starting
    with ``{``) or ``TIME IP`` decides which is used for the whole file; lines that fit none are
    malformed.
@@ -531,7 +532,7 @@ def container_lines(
         raise ValueError(f"unknown container.log {mode!r}; expected one of {', '.join(CONTAINER_LOGS)}")
     kind = None if mode == "auto" else mode
     pieces: dict[str, list[bytes]] = {}
-    waited = 0
+    waited = waited_bytes = 0
     for raw in lines:
         if kind is None:
             try:
@@ -551,10 +552,10 @@ def container_lines(
             pending.append(text)
             if not piece or sum(map(len, pending)) >= max_line_bytes:
                 yield b"".join(pieces.pop(stream))
-        waited = waited + 1 if pieces else 0
-        if waited >= _HOLD_LINES:
+        waited, waited_bytes = (waited + 1, waited_bytes + len(raw)) if pieces else (0, 0)
+        if waited >= _HOLD_LINES or waited_bytes >= 4 * max_line_bytes:
             yield from (b"".join(pending) for pending in pieces.values())
-            pieces, waited = {}, 0
+            pieces, waited, waited_bytes = {}, 0, 0
     yield from (b"".join(pending) for pending in pieces.values())
 
 

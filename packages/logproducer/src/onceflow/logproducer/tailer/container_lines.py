@@ -13,8 +13,9 @@ file goes through :meth:`ContainerLines.feed`, which hands on lines to parse:
    ``too_long``), and the stream starts a new line.
 4. While a piece of any stream is pending, what is finished is held back, so that no position is
    committed past a piece not yet sent; when nothing is pending any more, everything held is handed on
-   with the position after the line that completed it. After ``HOLD_LINES`` lines with a piece still
-   pending, the pending pieces are handed on as they are.
+   with the position after the line that completed it. After ``HOLD_LINES`` lines, or
+   ``HOLD_FACTOR`` times ``max.line.bytes`` of them, with a piece still pending, the pending pieces
+   are handed on as they are (what is held stays bounded, whatever the file holds).
 5. :meth:`finish` (the file ended or was rotated away) hands on the pending pieces as they are and
    everything held.
 
@@ -33,10 +34,12 @@ from onceflow.logproducer.formats.parser import decode_line
 from onceflow.logproducer.tailer.position import FilePosition
 from onceflow.logproducer.tailer.reader import Line
 
-__all__ = ["HOLD_LINES", "ContainerLines", "Refused"]
+__all__ = ["HOLD_FACTOR", "HOLD_LINES", "ContainerLines", "Refused"]
 
 #: How many lines may pass while a piece is pending before the pending pieces are handed on as they are.
 HOLD_LINES: Final = 1000
+#: How many times max.line.bytes of lines may pass while a piece is pending (the same, by size).
+HOLD_FACTOR: Final = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +71,7 @@ class ContainerLines:
         self.kind: str | None = None if mode == "auto" else mode
         self._pending: dict[str, _Pieces] = {}
         self._held: list[Line | Refused] = []
-        self._held_for = 0
+        self._held_for = self._held_bytes = 0
         self._last: FilePosition | None = None
 
     def reset(self) -> None:
@@ -103,7 +106,8 @@ class ContainerLines:
         # Step 4
         if self._pending:
             self._held_for += 1
-            if self._held_for < HOLD_LINES:
+            self._held_bytes += len(line.data)
+            if self._held_for < HOLD_LINES and self._held_bytes < HOLD_FACTOR * self.max_line_bytes:
                 return []
         return self.finish()
 
@@ -113,7 +117,7 @@ class ContainerLines:
         if position is None:
             return []
         done = [*self._held, *(pieces.joined(position) for pieces in self._pending.values())]
-        self._held, self._pending, self._held_for = [], {}, 0
+        self._held, self._pending, self._held_for, self._held_bytes = [], {}, 0, 0
         return [_at(item, position) for item in done]
 
 
