@@ -39,10 +39,10 @@ def test_the_demo_runs_to_completion_with_an_exact_verdict(tmp_path: Path, demos
 @pytest.mark.slow
 def test_an_interrupted_run_resumes_without_generating_an_event_twice(tmp_path: Path, demos: list[DemoProcess]) -> None:
     run_dir = tmp_path / "run"
-    # A progress line every 5 s at 1,000 events/s: the first one past 5,000 comes with at least 15 s of
-    # generating left, even when a loaded machine stretches the lines apart (at 2,000/s the first line
-    # past 10,000 was sometimes the last one, and the run completed before the Ctrl-C).
-    first = DemoProcess(run_dir, "--events", "30000", "--rate", "1000", "--postgres", "--timeout", "420")
+    # The generator starts while the Spark job warms up (20-40 s on a busy 2-core machine), and the
+    # progress lines only once the job serves: at 1,000 events/s, 60,000 events leave at least 20 s of
+    # generating after the first line past 5,000, even when a loaded machine stretches the lines apart.
+    first = DemoProcess(run_dir, "--events", "60000", "--rate", "1000", "--postgres", "--timeout", "420")
     demos.append(first)
     deadline = time.monotonic() + 300
     while first.produced() < 5_000:
@@ -53,7 +53,7 @@ def test_an_interrupted_run_resumes_without_generating_an_event_twice(tmp_path: 
     assert first.wait(300) == 130, first.tail()
     assert "interrupted" in first.output
     stopped_at = first.produced()
-    assert stopped_at < 30_000
+    assert stopped_at < 60_000
 
     second = DemoProcess(run_dir, "--resume", "--timeout", "420")
     demos.append(second)
@@ -61,5 +61,5 @@ def test_an_interrupted_run_resumes_without_generating_an_event_twice(tmp_path: 
     output = second.output
     assert "resuming run" in output
     assert verdicts(output) == {**dict.fromkeys(SINKS, "EXACT"), "overall": "EXACT"}, second.tail()
-    # Exactly the run's 30,000 events are in the source topic: none twice.
-    assert "topic ip_count_source (read_committed): 30000 events" in output
+    # Exactly the run's 60,000 events are in the source topic: none twice.
+    assert "topic ip_count_source (read_committed): 60000 events" in output

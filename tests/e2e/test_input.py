@@ -82,10 +82,13 @@ def test_a_followed_log_is_counted_exactly_once_across_a_rotation(tmp_path: Path
         "--trigger-ms", "2000", "--timeout", "420",
     )  # fmt: skip
     demos.append(demo)
+    # The tailer starts before the Spark job serves (and before the first progress line): rotate once it
+    # committed its first lines, well within the idle timeout.
+    connect_log = tmp_path / "run" / "logs" / "connect.log"
     deadline = time.monotonic() + 300
-    while demo.produced() == 0:
+    while "task.transaction_committed" not in (connect_log.read_text() if connect_log.exists() else ""):
         assert demo.process.poll() is None and time.monotonic() < deadline, demo.tail()
-        time.sleep(0.5)
+        time.sleep(0.2)
     # logrotate's "create": the file is renamed away and a new one takes its name
     log.rename(log_dir / "access.log.1")
     log.write_bytes(b"".join(second[: len(second) // 2]))

@@ -85,7 +85,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--idle-timeout", type=_positive_float, default=None, metavar="SECONDS",
                         help="with --follow: end the input after this long without a new line")  # fmt: skip
     parser.add_argument("--trigger-ms", type=_positive_int, default=5000, help="micro-batch (checkpoint) interval")
-    parser.add_argument("--chaos", action="store_true", help="kill -9 a random service every --chaos-interval")
+    parser.add_argument(
+        "--chaos",
+        action="store_true",
+        help="kill -9 a random service every --chaos-interval (the input starts once every service serves)",
+    )
     parser.add_argument("--chaos-interval", type=_positive_float, default=8.0, metavar="SECONDS")
     parser.add_argument("--chaos-seed", type=int, default=None, help="seed of the chaos victims' draw")
     parser.add_argument("--postgres", action="store_true", help="start a local PostgreSQL server for its sink")

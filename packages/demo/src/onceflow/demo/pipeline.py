@@ -40,16 +40,26 @@ def ensure_topics(client_config: dict[str, str], source_partitions: int, *, time
 class Pipeline:
     """Every service of the demo under one :class:`Supervisor`.
 
-    Start order (each step waits until the service serves):
+    Start order: the services of a step start together, and the next step waits until each serves.
         1. broker (unless the run uses an existing Kafka, ``--bootstrap-servers``);
         2. the topics (``ip_count_source`` with the run's partitions, ``ip_count_sink``);
-        3. coordinator (its transaction log lives in the broker);
-        4. participant (resolves prepared transactions with the coordinator before serving);
-        5. consumer (reads ``ip_count_sink``, serves the Results API);
-        6. Spark job (registers with the coordinator, resumes from its checkpoint);
-        7. connect worker with the generator (resumes after its committed position).
-    Stop order is the reverse: the producer first, the broker last.
+        3. coordinator (its transaction log lives in the broker), the consumer (reads
+           ``ip_count_sink``, serves the Results API), and the connect worker with the generator or
+           the tailer (resumes after its committed position): the input fills the source topic
+           while the job warms up;
+        4. participant (resolves prepared transactions with the coordinator before serving), and the
+           Spark job (registers with the coordinator, retrying while it is unreachable, then resumes
+           from its checkpoint; it serves once its first batch ran: JVM, session and that batch take
+           10-30 s, by when the participant serves).
+    With ``input_after_job`` (a chaos run: the kills should land while the input flows, however
+    long the job takes to warm up) the connect worker starts last, once the job serves.
+    Stop order is the reverse of the declaration: the producer first, the broker last.
     """
+
+    #: Steps 1, 3 and 4 (a service missing from the run, the broker with ``--bootstrap-servers``, is left out).
+    STEPS = (("broker",), ("coordinator", "consumer", "connect"), ("participant", "spark"))
+    #: The same with ``input_after_job``.
+    STEPS_INPUT_AFTER_JOB = (("broker",), ("coordinator", "consumer"), ("participant", "spark"), ("connect",))
 
     def __init__(self, context: Context, supervisor: Supervisor, policy: RestartPolicy) -> None:
         self.context = context
@@ -67,20 +77,25 @@ class Pipeline:
         }
         for component in self.components.values():
             supervisor.add(component.supervised(policy))
+        unstarted = set(self.components) - {name for step in self.STEPS for name in step}
+        assert not unstarted, f"services in no start step: {unstarted}"
 
     @property
     def service_names(self) -> list[str]:
         return list(self.components)
 
-    def start(self, timeout: float = 180.0) -> None:
-        """Steps 1-7 of the class docstring; raises ServiceFailedError naming the service that did not come up."""
+    def start(self, timeout: float = 180.0, *, input_after_job: bool = False) -> None:
+        """Steps 1-4 of the class docstring; raises ServiceFailedError naming the service that did not come up."""
         self.supervisor.watch()
         if not self.context.embedded_broker:
             self.create_topics()
-        for name in self.components:
-            self.supervisor.start(name)
-            self.supervisor.wait_ready(name, timeout)
-            if name == "broker":
+        for step in self.STEPS_INPUT_AFTER_JOB if input_after_job else self.STEPS:
+            names = [name for name in step if name in self.components]
+            for name in names:
+                self.supervisor.start(name)
+            for name in names:
+                self.supervisor.wait_ready(name, timeout)
+            if "broker" in names:
                 self.create_topics()
 
     def create_topics(self) -> None:
