@@ -77,8 +77,9 @@ class Pipeline:
         }
         for component in self.components.values():
             supervisor.add(component.supervised(policy))
-        unstarted = set(self.components) - {name for step in self.STEPS for name in step}
-        assert not unstarted, f"services in no start step: {unstarted}"
+        for steps in (self.STEPS, self.STEPS_INPUT_AFTER_JOB):
+            unstarted = set(self.components) - {name for step in steps for name in step}
+            assert not unstarted, f"services in no start step: {unstarted}"
 
     @property
     def service_names(self) -> list[str]:
