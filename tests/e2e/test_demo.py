@@ -55,11 +55,13 @@ def test_an_interrupted_run_resumes_without_generating_an_event_twice(tmp_path: 
     stopped_at = first.produced()
     assert stopped_at < 60_000
 
-    second = DemoProcess(run_dir, "--resume", "--timeout", "420")
+    # The rest of the run at a faster pace: the same events, sooner.
+    second = DemoProcess(run_dir, "--resume", "--rate", "20000", "--timeout", "420")
     demos.append(second)
     assert second.wait(600) == 0, second.tail()
     output = second.output
     assert "resuming run" in output
+    assert "pace: 20000 events/s (was 1000)" in output
     assert verdicts(output) == {**dict.fromkeys(SINKS, "EXACT"), "overall": "EXACT"}, second.tail()
     # Exactly the run's 60,000 events are in the source topic: none twice.
     assert "topic ip_count_source (read_committed): 60000 events" in output

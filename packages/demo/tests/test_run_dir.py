@@ -44,3 +44,22 @@ def test_postgres_mode_follows_the_options() -> None:
     assert DemoOptions().new_state("r").postgres == "off"
     assert DemoOptions(postgres=True).new_state("r").postgres == "local"
     assert DemoOptions(postgres_dsn="host=db").new_state("r").postgres == "dsn"
+
+
+def test_a_resumed_run_takes_a_new_pace_and_keeps_its_events(tmp_path: Path) -> None:
+    """``--resume --rate N``: the stored pace changes; the seed, the event count and event time do not."""
+    import io
+
+    from onceflow.demo.runner import DemoRun
+
+    created = DemoRun(DemoOptions(run_dir=tmp_path / "run", events=60_000, rate=1_000, seed=3)).prepare_run_dir()
+    out = io.StringIO()
+    resumed = DemoRun(DemoOptions(run_dir=tmp_path / "run", resume=True, rate=20_000, events=5), out)
+    state = resumed.prepare_run_dir().state
+    assert "pace: 20000 events/s (was 1000)" in out.getvalue()
+    assert (state.rate, state.events, state.seed) == (20_000, 60_000, 3)
+    assert state.event_time_start_ms == created.state.event_time_start_ms
+    assert state.event_time_rate == created.state.event_time_rate == 1_000
+    assert RunDir(tmp_path / "run").load().rate == 20_000
+    again = DemoRun(DemoOptions(run_dir=tmp_path / "run", resume=True)).prepare_run_dir().state
+    assert again.rate == 20_000, "a resume without --rate keeps the last pace"

@@ -48,7 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-dir", type=Path, help="run directory (default ./runs/<UTC timestamp>)")
     parser.add_argument("--resume", action="store_true", help="continue the stopped run in --run-dir")
     parser.add_argument("--events", type=_positive_int, default=DEFAULT_EVENTS, help="events to generate in total")
-    parser.add_argument("--rate", type=_positive_float, default=DEFAULT_RATE, help="generator events per second")
+    parser.add_argument("--rate", type=_positive_float, default=None,
+                        help=f"generator events per second (default {DEFAULT_RATE:g}); with --resume, the pace of "
+                        "the rest of the run (the events stay the same)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the generated traffic")
     parser.add_argument(
         "--bootstrap-servers",

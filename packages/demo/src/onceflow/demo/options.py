@@ -20,7 +20,8 @@ class DemoOptions:
     run_dir: Path | None = None
     resume: bool = False
     events: int = DEFAULT_EVENTS
-    rate: float = DEFAULT_RATE
+    #: Generator events per second; None: :data:`DEFAULT_RATE` for a new run, the stored pace on ``--resume``.
+    rate: float | None = None
     seed: int = DEFAULT_SEED
     trigger_ms: int = defaults.CHECKPOINT_INTERVAL_MS
     source_partitions: int = 2
@@ -53,7 +54,8 @@ class DemoOptions:
     def new_state(self, run_id: str) -> RunState:
         """The state of a fresh run: event time starts now (results are live), at the event rate."""
         now_ms = int(time.time() * 1000)
-        event_rate = max(1, int(self.rate)) if self.rate > 0 else 1000
+        rate = DEFAULT_RATE if self.rate is None else self.rate
+        event_rate = max(1, int(rate)) if rate > 0 else 1000
         if self.postgres_dsn:
             postgres = "dsn"
         elif self.postgres:
@@ -64,7 +66,7 @@ class DemoOptions:
             run_id=run_id,
             seed=self.seed,
             events=self.events,
-            rate=self.rate,
+            rate=rate,
             event_time_start_ms=now_ms - now_ms % defaults.WINDOW_MS,
             event_time_rate=event_rate,
             trigger_ms=self.trigger_ms,

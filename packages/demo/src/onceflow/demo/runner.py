@@ -60,7 +60,7 @@ class DemoRun:
     Steps (:meth:`run`):
         1. Create the run dir (fresh ports, event time starting now) or load it (``--resume``:
            same data dirs, checkpoints and offsets; the generator resumes after its committed
-           position, so no event is generated twice).
+           position, so no event is generated twice; ``--rate`` sets a new pace, nothing else).
         2. PostgreSQL: start the local server (``--postgres``) or use the DSN given.
         3. Start the pipeline in dependency order (see :class:`~onceflow.demo.pipeline.Pipeline`).
         4. Chaos on, when asked for.
@@ -90,6 +90,10 @@ class DemoRun:
         if self.options.resume:
             self.state = self.run_dir.load()
             self.say(f"resuming run {self.state.run_id} in {self.run_dir.root}")
+            if self.options.rate is not None and self.options.rate != self.state.rate:
+                self.say(f"pace: {self.options.rate:g} events/s (was {self.state.rate:g})")
+                self.state.rate = self.options.rate
+                self.run_dir.save(self.state)
         else:
             self.state = self.run_dir.create(self.options.new_state(self.run_dir.root.name))
             self.say(f"run {self.state.run_id} in {self.run_dir.root}")
