@@ -21,13 +21,7 @@ K = TypeVar("K", bound=Hashable)
 
 def encode_long(value: int) -> bytes:
     """Avro long: zig-zag, then base-128 varint, low group first."""
-    n = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    return _varint((value << 1) ^ (value >> 63))
 
 
 def encode_string(value: str) -> bytes:
@@ -57,6 +51,7 @@ class TimestampEncoder:
 
 
 def _varint(n: int) -> bytes:
+    """Base-128 varint of non-negative ``n``, low group first."""
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
