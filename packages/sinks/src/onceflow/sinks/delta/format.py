@@ -17,7 +17,6 @@ from deltalake.transaction import AddAction, RemoveAction
 
 from onceflow.contract import SinkBinding, SinkMode, TransactionId
 from onceflow.sinks.delta.stats import file_stats
-from onceflow.sinks.exceptions import BindingRejected
 from onceflow.sinks.lakehouse.exceptions import CommitConflict, TableStoreUnavailable
 from onceflow.sinks.lakehouse.format import NO_BATCH, DataFile, TableFormat
 from onceflow.sinks.lakehouse.storage import TableStore
@@ -82,14 +81,12 @@ class DeltaFormat(TableFormat[DeltaTable]):
             except TableNotFoundError:
                 return None
 
-    def describe(self, table: str) -> tuple[list[Column] | None, list[str]]:
-        delta = self.open(table)
-        if delta is None:
-            return None, []
-        if delta.metadata().partition_columns:
-            raise BindingRejected(self.sink, f"table {table!r}", "partitioned Delta tables are not supported")
+    def partitioned(self, found: DeltaTable) -> bool:
+        return bool(found.metadata().partition_columns)
+
+    def columns(self, found: DeltaTable) -> tuple[list[Column], list[str]]:
         columns, keys = [], {}
-        for field in delta.schema().fields:
+        for field in found.schema().fields:
             columns.append(Column(field.name, str(getattr(field.type, "type", field.type)), not field.nullable))
             if KEY_METADATA in field.metadata:
                 keys[int(field.metadata[KEY_METADATA])] = field.name

@@ -29,7 +29,7 @@ from pyiceberg.table import Table, TableProperties, Transaction
 from sqlalchemy.exc import SQLAlchemyError
 
 from onceflow.contract import SinkBinding, SinkMode, TransactionId
-from onceflow.sinks.exceptions import BindingRejected, PrepareRejected
+from onceflow.sinks.exceptions import PrepareRejected
 from onceflow.sinks.lakehouse.exceptions import CommitConflict, TableStoreUnavailable
 from onceflow.sinks.lakehouse.format import NO_BATCH, DataFile, TableFormat
 from onceflow.sinks.lakehouse.storage import TableStore
@@ -111,12 +111,10 @@ class IcebergFormat(TableFormat[Table]):
             except NoSuchTableError:
                 return None
 
-    def describe(self, table: str) -> tuple[list[Column] | None, list[str]]:
-        found = self.open(table)
-        if found is None:
-            return None, []
-        if not found.spec().is_unpartitioned():
-            raise BindingRejected(self.sink, f"table {table!r}", "partitioned Iceberg tables are not supported")
+    def partitioned(self, found: Table) -> bool:
+        return not found.spec().is_unpartitioned()
+
+    def columns(self, found: Table) -> tuple[list[Column], list[str]]:
         schema = found.schema()
         columns = [Column(f.name, str(f.field_type), f.required) for f in schema.fields]
         return columns, sorted(schema.identifier_field_names())

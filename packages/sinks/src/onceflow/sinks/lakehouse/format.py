@@ -10,6 +10,7 @@ from typing import Any, Final, Generic, TypeVar
 import pyarrow as pa
 
 from onceflow.contract import SinkBinding, TransactionId
+from onceflow.sinks.exceptions import BindingRejected
 from onceflow.sinks.lakehouse.exceptions import TableStoreUnavailable
 from onceflow.sinks.tables import Column, TablePlan, plan_table
 from onceflow.sinks.tables.dialects import Dialect
@@ -62,6 +63,8 @@ class TableFormat(abc.ABC, Generic[TableT]):
     dialect: Dialect
     #: The format's name in errors ("Delta", "Iceberg").
     title: str
+    #: The sink's name, as errors name it.
+    sink: str
 
     @abc.abstractmethod
     def open(self, table: str) -> TableT | None:
@@ -82,9 +85,23 @@ class TableFormat(abc.ABC, Generic[TableT]):
             raise TableStoreUnavailable(self.address(table), f"{self.title} table {table!r} does not exist")
         return found
 
-    @abc.abstractmethod
     def describe(self, table: str) -> tuple[list[Column] | None, list[str]]:
-        """The table's columns and its key columns, or ``(None, [])`` when there is no such table."""
+        """The table's columns and its key columns, or ``(None, [])`` when there is no such table;
+        :class:`~onceflow.sinks.exceptions.BindingRejected` for a partitioned table."""
+        found = self.open(table)
+        if found is None:
+            return None, []
+        if self.partitioned(found):
+            raise BindingRejected(self.sink, f"table {table!r}", f"partitioned {self.title} tables are not supported")
+        return self.columns(found)
+
+    @abc.abstractmethod
+    def partitioned(self, found: TableT) -> bool:
+        """Whether this version of the table is partitioned (the sinks write unpartitioned tables only)."""
+
+    @abc.abstractmethod
+    def columns(self, found: TableT) -> tuple[list[Column], list[str]]:
+        """This version of the table's columns and its key columns, for :meth:`describe`."""
 
     @abc.abstractmethod
     def create(self, binding: SinkBinding) -> None:
