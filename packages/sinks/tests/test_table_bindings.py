@@ -235,3 +235,13 @@ def test_a_null_for_a_not_null_column_votes_no_naming_it(
     vote = sink.prepare(TransactionId("job", 0), files, [binding])
     assert not vote.vote_commit
     assert re.search(r"column ['\"]n['\"]", vote.reason) and "strict" in vote.reason
+
+
+def test_every_dialect_names_every_column_kind() -> None:
+    """A type the contract accepts is one every sink can declare: each dialect's table names every kind."""
+    from onceflow.core.column_types import KINDS
+    from onceflow.sinks.lakehouse.types import DELTA_TYPES, ICEBERG_TYPES
+    from onceflow.sinks.tables.dialects import POSTGRES_TYPES, SQLITE_TYPES
+
+    for table in (POSTGRES_TYPES, SQLITE_TYPES, DELTA_TYPES, ICEBERG_TYPES):
+        assert set(table) == set(KINDS)

@@ -22,24 +22,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from onceflow.core.column_types import column_kind
 from onceflow.core.errors import UnsupportedColumnType
 
 
 def is_supported(data_type: pa.DataType) -> bool:
     """True when every sink can store a column of ``data_type``."""
-    t = pa.types
-    return bool(
-        t.is_string(data_type)
-        or t.is_large_string(data_type)
-        or t.is_signed_integer(data_type)
-        or t.is_floating(data_type)
-        or t.is_decimal128(data_type)
-        or t.is_boolean(data_type)
-        or t.is_binary(data_type)
-        or t.is_large_binary(data_type)
-        or t.is_date32(data_type)
-        or t.is_timestamp(data_type)
-    )
+    return column_kind(data_type) is not None
 
 
 def check_supported(output: str, schema: pa.Schema) -> None:

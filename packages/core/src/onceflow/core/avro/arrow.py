@@ -35,32 +35,32 @@ from typing import Any
 
 import pyarrow as pa
 
+from onceflow.core.column_types import type_name
 from onceflow.core.errors import SerializationError, UnsupportedColumnType
+
+#: The Avro type of each column kind (:mod:`onceflow.core.column_types`); a new dict for every schema.
+AVRO_TYPES: dict[str, Any] = {
+    "string": "string",
+    "int8": "int",
+    "int16": "int",
+    "int32": "int",
+    "int64": "long",
+    "float32": "float",
+    "float64": "double",
+    "decimal": lambda d: {"type": "bytes", "logicalType": "decimal", "precision": d.precision, "scale": d.scale},
+    "boolean": "boolean",
+    "binary": "bytes",
+    "date": lambda _: {"type": "int", "logicalType": "date"},
+    "timestamp": lambda _: {"type": "long", "logicalType": "timestamp-micros"},
+    "timestamp_tz": lambda _: {"type": "long", "logicalType": "timestamp-micros"},
+}
 
 
 def _avro_type(output: str, field: pa.Field) -> Any:
-    t, data_type = pa.types, field.type
-    if t.is_string(data_type) or t.is_large_string(data_type):
-        return "string"
-    if t.is_int8(data_type) or t.is_int16(data_type) or t.is_int32(data_type):
-        return "int"
-    if t.is_int64(data_type):
-        return "long"
-    if t.is_float32(data_type):
-        return "float"
-    if t.is_float64(data_type):
-        return "double"
-    if t.is_decimal128(data_type):
-        return {"type": "bytes", "logicalType": "decimal", "precision": data_type.precision, "scale": data_type.scale}
-    if t.is_boolean(data_type):
-        return "boolean"
-    if t.is_binary(data_type) or t.is_large_binary(data_type):
-        return "bytes"
-    if t.is_date32(data_type):
-        return {"type": "int", "logicalType": "date"}
-    if t.is_timestamp(data_type):
-        return {"type": "long", "logicalType": "timestamp-micros"}
-    raise UnsupportedColumnType(output, field.name, str(data_type))
+    try:
+        return type_name(field.type, AVRO_TYPES)
+    except TypeError:
+        raise UnsupportedColumnType(output, field.name, str(field.type)) from None
 
 
 def record_name(job: str, output: str) -> str:

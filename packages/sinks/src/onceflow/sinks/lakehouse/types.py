@@ -22,46 +22,43 @@ column naming it); these dialects only name the types.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import pyarrow as pa
 
+from onceflow.core.column_types import decimal_name, type_name
 from onceflow.sinks.tables.dialects import Dialect
 
-
-def _delta_type(data_type: pa.DataType) -> str:
-    t = pa.types
-    if t.is_string(data_type) or t.is_large_string(data_type):
-        return "string"
-    names = {pa.int8(): "byte", pa.int16(): "short", pa.int32(): "integer", pa.int64(): "long"}
-    names |= {pa.float32(): "float", pa.float64(): "double", pa.bool_(): "boolean", pa.date32(): "date"}
-    if data_type in names:
-        return names[data_type]
-    if t.is_decimal128(data_type):
-        return f"decimal({data_type.precision},{data_type.scale})"
-    if t.is_binary(data_type) or t.is_large_binary(data_type):
-        return "binary"
-    if t.is_timestamp(data_type):
-        return "timestamp" if data_type.tz else "timestamp_ntz"
-    raise TypeError(str(data_type))
-
-
-def _iceberg_type(data_type: pa.DataType) -> str:
-    t = pa.types
-    if t.is_int8(data_type) or t.is_int16(data_type) or t.is_int32(data_type):
-        return "int"
-    if t.is_timestamp(data_type):
-        return "timestamptz" if data_type.tz else "timestamp"
-    if t.is_decimal128(data_type):
-        return f"decimal({data_type.precision}, {data_type.scale})"
-    if t.is_integer(data_type) and not t.is_int64(data_type):
-        raise TypeError(str(data_type))
-    return _delta_type(data_type).replace("byte", "int")
+DELTA_TYPES: dict[str, str | Callable[[pa.DataType], str]] = {
+    "string": "string",
+    "int8": "byte",
+    "int16": "short",
+    "int32": "integer",
+    "int64": "long",
+    "float32": "float",
+    "float64": "double",
+    "decimal": decimal_name("decimal({precision},{scale})"),
+    "boolean": "boolean",
+    "binary": "binary",
+    "date": "date",
+    "timestamp": "timestamp_ntz",
+    "timestamp_tz": "timestamp",
+}
+ICEBERG_TYPES: dict[str, str | Callable[[pa.DataType], str]] = {
+    **DELTA_TYPES,
+    **dict.fromkeys(("int8", "int16", "int32"), "int"),
+    "decimal": decimal_name("decimal({precision}, {scale})"),
+    "timestamp": "timestamp",
+    "timestamp_tz": "timestamptz",
+}
 
 
 def _compact(declared: str) -> str:
     return declared.replace(" ", "").lower()
 
 
-DELTA = Dialect("delta", _delta_type, lambda _type: None, _compact)
-ICEBERG = Dialect("iceberg", _iceberg_type, lambda _type: None, _compact)
+DELTA = Dialect("delta", partial(type_name, names=DELTA_TYPES), lambda _type: None, _compact)
+ICEBERG = Dialect("iceberg", partial(type_name, names=ICEBERG_TYPES), lambda _type: None, _compact)
 
 __all__ = ["DELTA", "ICEBERG"]

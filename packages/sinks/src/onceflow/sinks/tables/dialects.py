@@ -27,53 +27,38 @@ from typing import Any
 
 import pyarrow as pa
 
+from onceflow.core.column_types import decimal_name, type_name
 from onceflow.core.errors import UnsupportedColumnType
+
+POSTGRES_TYPES: dict[str, str | Callable[[pa.DataType], str]] = {
+    "string": "text",
+    "int8": "smallint",
+    "int16": "smallint",
+    "int32": "integer",
+    "int64": "bigint",
+    "float32": "real",
+    "float64": "double precision",
+    "decimal": decimal_name("numeric({precision},{scale})"),
+    "boolean": "boolean",
+    "binary": "bytea",
+    "date": "date",
+    "timestamp": "timestamp without time zone",
+    "timestamp_tz": "timestamp with time zone",
+}
+SQLITE_TYPES: dict[str, str | Callable[[pa.DataType], str]] = {
+    **dict.fromkeys(("int8", "int16", "int32", "int64", "boolean"), "INTEGER"),
+    **dict.fromkeys(("float32", "float64"), "REAL"),
+    "binary": "BLOB",
+    **dict.fromkeys(("string", "decimal", "date", "timestamp", "timestamp_tz"), "TEXT"),
+}
 
 
 def _postgres_type(data_type: pa.DataType) -> str:
-    t = pa.types
-    if t.is_string(data_type) or t.is_large_string(data_type):
-        return "text"
-    if t.is_int8(data_type) or t.is_int16(data_type):
-        return "smallint"
-    if t.is_int32(data_type):
-        return "integer"
-    if t.is_int64(data_type):
-        return "bigint"
-    if t.is_float32(data_type):
-        return "real"
-    if t.is_float64(data_type):
-        return "double precision"
-    if t.is_decimal128(data_type):
-        return f"numeric({data_type.precision},{data_type.scale})"
-    if t.is_boolean(data_type):
-        return "boolean"
-    if t.is_binary(data_type) or t.is_large_binary(data_type):
-        return "bytea"
-    if t.is_date32(data_type):
-        return "date"
-    if t.is_timestamp(data_type):
-        return "timestamp with time zone" if data_type.tz else "timestamp without time zone"
-    raise TypeError(str(data_type))
+    return type_name(data_type, POSTGRES_TYPES)
 
 
 def _sqlite_type(data_type: pa.DataType) -> str:
-    t = pa.types
-    if t.is_signed_integer(data_type) or t.is_boolean(data_type):
-        return "INTEGER"
-    if t.is_floating(data_type):
-        return "REAL"
-    if t.is_binary(data_type) or t.is_large_binary(data_type):
-        return "BLOB"
-    if (
-        t.is_string(data_type)
-        or t.is_large_string(data_type)
-        or t.is_decimal128(data_type)
-        or t.is_date32(data_type)
-        or t.is_timestamp(data_type)
-    ):
-        return "TEXT"
-    raise TypeError(str(data_type))
+    return type_name(data_type, SQLITE_TYPES)
 
 
 def _sqlite_value(data_type: pa.DataType) -> Callable[[Any], Any] | None:
