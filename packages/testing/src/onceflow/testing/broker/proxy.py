@@ -18,7 +18,9 @@ import contextlib
 import struct
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 PRODUCE_API_KEY = 0
 
@@ -97,8 +99,8 @@ class KafkaFaultProxy:
             return
         pending: dict[int, int] = {}  # correlation id -> api key of in-flight requests
         cut = asyncio.Event()
-        upward = asyncio.create_task(self._requests(client_reader, broker_writer, pending, cut))
-        downward = asyncio.create_task(self._responses(broker_reader, client_writer, pending, cut))
+        upward = asyncio.create_task(_forward(client_reader, broker_writer, partial(_request, pending), cut))
+        downward = asyncio.create_task(_forward(broker_reader, client_writer, partial(self._response, pending), cut))
         await cut.wait()
         for task in (upward, downward):
             task.cancel()
@@ -107,39 +109,40 @@ class KafkaFaultProxy:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def _requests(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pending: dict[int, int], cut: asyncio.Event
-    ) -> None:
-        try:
-            while True:
-                frame = await _read_frame(reader)
-                api_key, _version, correlation_id = struct.unpack_from(">hhi", frame, 4)
-                pending[correlation_id] = api_key
-                writer.write(frame)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, struct.error):
-            pass
-        finally:
-            cut.set()
+    def _response(self, pending: dict[int, int], frame: bytes) -> bool:
+        """Whether a response frame reaches the client: not if the plan loses it."""
+        (correlation_id,) = struct.unpack_from(">i", frame, 4)
+        api_key = pending.pop(correlation_id, -1)
+        if self.plan.take(api_key):
+            # The broker handled the request; the client never hears about it.
+            self.dropped[api_key] += 1
+            return False
+        return True
 
-    async def _responses(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pending: dict[int, int], cut: asyncio.Event
-    ) -> None:
-        try:
-            while True:
-                frame = await _read_frame(reader)
-                (correlation_id,) = struct.unpack_from(">i", frame, 4)
-                api_key = pending.pop(correlation_id, -1)
-                if self.plan.take(api_key):
-                    # The broker handled the request; the client never hears about it.
-                    self.dropped[api_key] += 1
-                    return
-                writer.write(frame)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, struct.error):
-            pass
-        finally:
-            cut.set()
+
+async def _forward(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, passes: Callable[[bytes], bool], cut: asyncio.Event
+) -> None:
+    """Copy frames from ``reader`` to ``writer`` until ``passes(frame)`` is False (that frame is lost)
+    or either side fails; then set ``cut``."""
+    try:
+        while True:
+            frame = await _read_frame(reader)
+            if not passes(frame):
+                return
+            writer.write(frame)
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError, struct.error):
+        pass
+    finally:
+        cut.set()
+
+
+def _request(pending: dict[int, int], frame: bytes) -> bool:
+    """Note a request frame's API key under its correlation id; requests always reach the broker."""
+    api_key, _version, correlation_id = struct.unpack_from(">hhi", frame, 4)
+    pending[correlation_id] = api_key
+    return True
 
 
 async def _read_frame(reader: asyncio.StreamReader) -> bytes:
