@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kio.schema.errors import ErrorCode
@@ -28,22 +29,16 @@ log = get_logger(__name__)
 SEVEN_DAYS_MS = 7 * 24 * 3600 * 1000
 
 
+@dataclass
 class _Running:
     """The parts that exist between ``start`` and ``stop``."""
 
-    def __init__(
-        self,
-        store: TransactionStore,
-        completer: TransactionCompleter,
-        init: ProducerInitializer,
-        sweeper: TimeoutSweeper,
-    ) -> None:
-        self.store = store
-        self.completer = completer
-        self.init = init
-        self.sweeper = sweeper
-        self.lock = asyncio.Lock()
-        self.timer: asyncio.Task[None] | None = None
+    store: TransactionStore
+    completer: TransactionCompleter
+    init: ProducerInitializer
+    sweeper: TimeoutSweeper
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    timer: asyncio.Task[None] | None = None
 
 
 class TransactionCoordinator:
