@@ -15,8 +15,10 @@ from bisect import bisect_right
 from pathlib import Path
 from typing import ClassVar
 
+from onceflow.broker.storage.index_file import IndexFile
 
-class SparseIndex:
+
+class SparseIndex(IndexFile):
     """Sorted ``key -> value`` entries for one segment; keys are non-decreasing in append order.
 
     Subclasses fix the on-disk entry layout (``ENTRY``) and how absolute values map to it relative to
@@ -26,11 +28,9 @@ class SparseIndex:
     ENTRY: ClassVar[struct.Struct]
 
     def __init__(self, path: Path, base_offset: int) -> None:
-        self.path = path
-        self.base_offset = base_offset
+        super().__init__(path, base_offset)
         self.keys: array[int] = array("q")
         self.values: array[int] = array("q")
-        self._fd: int | None = None
 
     # --- entry codec, defined by subclasses -------------------------------------------------------
     def _encode(self, key: int, value: int) -> bytes:
@@ -70,7 +70,7 @@ class SparseIndex:
     def append(self, key: int, value: int) -> None:
         """Append one entry; keys must not decrease."""
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._fd = self._open_for_append()
         self.keys.append(key)
         self.values.append(value)
         os.write(self._fd, self._encode(key, value))
@@ -84,16 +84,6 @@ class SparseIndex:
             os.ftruncate(self._fd, count * self.ENTRY.size)
         elif self.path.exists():
             os.truncate(self.path, count * self.ENTRY.size)
-
-    def flush(self) -> None:
-        """fsync the index file if it has been written through this object."""
-        if self._fd is not None:
-            os.fsync(self._fd)
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
     # --- queries ------------------------------------------------------------------------------------
     def floor(self, key: int) -> tuple[int, int] | None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from onceflow.broker.storage.index_file import IndexFile
 from onceflow.core.fsync import replace_durably
 from onceflow.core.logging import get_logger
 
@@ -57,15 +58,13 @@ class AbortedTxn:
         return AbortedTransaction(self.producer_id, self.first_offset)
 
 
-class TransactionIndex:
+class TransactionIndex(IndexFile):
     """The aborted transactions completed by markers in one segment, in memory and on disk."""
 
     def __init__(self, path: Path, base_offset: int, entries: list[AbortedTxn] | None = None) -> None:
-        self.path = path
-        self.base_offset = base_offset
+        super().__init__(path, base_offset)
         self.entries: list[AbortedTxn] = entries or []
         self._last_offsets = [e.last_offset for e in self.entries]
-        self._fd: int | None = None
         self.unwritten = False
         """True after an append failed to reach the file: the file is missing until :meth:`flush`."""
 
@@ -109,7 +108,7 @@ class TransactionIndex:
         data = _encode(entry)
         try:
             if self._fd is None:
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                self._fd = self._open_for_append()
             if os.write(self._fd, data) != len(data):
                 raise OSError(errno.ENOSPC, "short write")
         except OSError as exc:
@@ -140,13 +139,7 @@ class TransactionIndex:
         it has been appended to through this object. Raises OSError if either fails."""
         if self.unwritten:
             self.rewrite(self.entries)
-        if self._fd is not None:
-            os.fsync(self._fd)
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        super().flush()
 
     # --- queries ------------------------------------------------------------------------------------
     def collect(self, fetch_offset: int, upper_bound_offset: int, out: list[AbortedTransaction]) -> bool:
