@@ -7,7 +7,7 @@ that is not STOPPED is FAILED_PRECONDITION.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import grpc
@@ -46,9 +46,24 @@ def _name(value: str, field: str = "name") -> str:
     return value
 
 
+def _on_connector(operation: str, response: Callable[[], Any]) -> Callable[..., Any]:
+    """An RPC that applies the herder's ``operation`` to the connector named and answers ``response()``."""
+
+    def rpc(self: ConnectServicer, request: Any, context: grpc.ServicerContext) -> Any:
+        getattr(self.herder, operation)(_name(request.name))
+        return response()
+
+    return _translate(rpc)
+
+
 class ConnectServicer(connect_pb2_grpc.ConnectServicer):
     def __init__(self, herder: AdminOperations) -> None:
         self.herder = herder
+
+    DeleteConnector = _on_connector("delete_connector", pb.DeleteConnectorResponse)
+    PauseConnector = _on_connector("pause_connector", pb.PauseConnectorResponse)
+    ResumeConnector = _on_connector("resume_connector", pb.ResumeConnectorResponse)
+    StopConnector = _on_connector("stop_connector", pb.StopConnectorResponse)
 
     @_translate
     def ListConnectors(  # noqa: N802 - gRPC method name
@@ -90,34 +105,6 @@ class ConnectServicer(connect_pb2_grpc.ConnectServicer):
     ) -> Any:
         info, created = self.herder.put_connector_config(_name(request.name), dict(request.config))
         return pb.UpdateConnectorConfigResponse(connector=convert.connector_info_to_proto(info), created=created)
-
-    @_translate
-    def DeleteConnector(  # noqa: N802 - gRPC method name
-        self, request: pb.DeleteConnectorRequest, context: grpc.ServicerContext
-    ) -> Any:
-        self.herder.delete_connector(_name(request.name))
-        return pb.DeleteConnectorResponse()
-
-    @_translate
-    def PauseConnector(  # noqa: N802 - gRPC method name
-        self, request: pb.PauseConnectorRequest, context: grpc.ServicerContext
-    ) -> Any:
-        self.herder.pause_connector(_name(request.name))
-        return pb.PauseConnectorResponse()
-
-    @_translate
-    def ResumeConnector(  # noqa: N802 - gRPC method name
-        self, request: pb.ResumeConnectorRequest, context: grpc.ServicerContext
-    ) -> Any:
-        self.herder.resume_connector(_name(request.name))
-        return pb.ResumeConnectorResponse()
-
-    @_translate
-    def StopConnector(  # noqa: N802 - gRPC method name
-        self, request: pb.StopConnectorRequest, context: grpc.ServicerContext
-    ) -> Any:
-        self.herder.stop_connector(_name(request.name))
-        return pb.StopConnectorResponse()
 
     @_translate
     def RestartConnector(  # noqa: N802 - gRPC method name
