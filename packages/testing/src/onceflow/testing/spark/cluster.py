@@ -37,16 +37,6 @@ from typing import Any, Self
 from onceflow.core.process import ServiceProcess, session_members
 from onceflow.core.service import Readiness
 
-__all__ = [
-    "EXECUTOR_MAIN",
-    "SparkMaster",
-    "SparkStandaloneCluster",
-    "SparkWorker",
-    "kill_process",
-    "process_alive",
-    "spark_home",
-]
-
 #: The main class of an executor JVM (what ``ps`` shows for an executor).
 EXECUTOR_MAIN = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 #: JVM options of the daemons and the executors: a fast start and little CPU on a small machine.
