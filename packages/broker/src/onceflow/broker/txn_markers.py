@@ -45,7 +45,8 @@ class PartitionMarkerWriter:
         coordinator_epoch: int,
         commit: bool,
     ) -> None:
-        """Append a COMMIT (``commit``) or ABORT marker for ``producer_id`` at ``producer_epoch``."""
+        """:meth:`MarkerWriter.write_marker <onceflow.broker.transactions.MarkerWriter.write_marker>`: the
+        marker is a control batch appended to the partition's log, then its long-polling fetches are woken."""
         registered = self._topics.get(topic)
         if registered is None or not 0 <= partition < len(registered.partitions):
             raise MarkerWriteError(topic, partition, "unknown topic or partition")
