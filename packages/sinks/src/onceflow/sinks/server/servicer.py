@@ -34,9 +34,19 @@ from onceflow.sinks.server.metrics import ParticipantMetrics
 
 SERVICE_NAME: Final = participant_pb2.DESCRIPTOR.services_by_name["Participant"].full_name
 
+
+class InvalidRequest(Exception):  # noqa: N818 - becomes INVALID_ARGUMENT, never leaves the servicer
+    """A request argument is missing or malformed; the message names it.
+
+    Raised only while the servicer reads a request's arguments, before any sink work, and turned
+    into INVALID_ARGUMENT by :data:`STATUS_CODES`.
+    """
+
+
 #: Domain errors of the sinks become these status codes; anything else is a bug (UNKNOWN).
 STATUS_CODES: Final[Mapping[type[BaseException], grpc.StatusCode]] = {
     **DEFAULT_STATUS_CODES,
+    InvalidRequest: grpc.StatusCode.INVALID_ARGUMENT,
     SinkError: grpc.StatusCode.FAILED_PRECONDITION,
     StagingError: grpc.StatusCode.FAILED_PRECONDITION,
     psycopg.OperationalError: grpc.StatusCode.UNAVAILABLE,
@@ -51,10 +61,6 @@ MAX_BINDINGS: Final = 64
 #: Batches per job ListCommittedBatches lists when the request does not say.
 DEFAULT_LISTED_BATCHES: Final = 1000
 _log = get_logger(__name__)
-
-
-class InvalidRequest(Exception):  # noqa: N818 - becomes INVALID_ARGUMENT, never leaves the servicer
-    """A request argument is missing or malformed; the message names it."""
 
 
 class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
@@ -209,18 +215,13 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
     ) -> participant_pb2.PrepareTransactionResponse:
         self._check_recovered(context)
         sink = self._sink(request.sink, context)
-        try:
-            txn = self._txn(request)
-            shard = self._shard(request)
-            files = self._files(request.files, required=not shard.is_sharded)
-            bindings = self._bindings(request.bindings, sink, schema_required=False)
-        except InvalidRequest as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        txn = self._txn(request)
+        shard = self._shard(request)
+        files = self._files(request.files, required=not shard.is_sharded)
+        bindings = self._bindings(request.bindings, sink, schema_required=False)
         try:
             sink.check_serves(shard)
             self._confine(files)
-        except InvalidRequest as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except (PathNotAllowed, ShardMismatch) as exc:
             file = isinstance(exc, PathNotAllowed)
             refused = "staged file refused" if file else "wrong shard"
@@ -245,13 +246,13 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
     ) -> participant_pb2.CommitPreparedTransactionResponse:
         self._check_recovered(context)
         sink = self._sink(request.sink, context)
+        txn = self._txn(request)
+        shard = self._shard(request)
+        files = self._files(request.files, required=False)
+        bindings = self._bindings(request.bindings, sink, schema_required=False)
         try:
-            txn = self._txn(request)
-            shard = self._shard(request)
-            files = self._files(request.files, required=False)
-            bindings = self._bindings(request.bindings, sink, schema_required=False)
             self._confine(files)
-        except (InvalidRequest, PathNotAllowed) as exc:
+        except PathNotAllowed as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         sink.check_serves(shard)
         self._faults.at("commit-received", sink=sink.record_name, txn=txn)
@@ -267,15 +268,12 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         """Check (and create) a job's tables and topics; a refusal is FAILED_PRECONDITION naming the mismatch."""
         self._check_recovered(context)
         sink = self._sink(request.sink, context)
-        try:
-            if not request.job:
-                raise InvalidRequest("job must not be empty")
-            if (problem := oversize(request.job, MAX_ID_BYTES)) is not None:
-                raise InvalidRequest(f"job {problem}")
-            shard = self._shard(request)
-            bindings = self._bindings(request.bindings, sink, schema_required=True)
-        except InvalidRequest as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if not request.job:
+            raise InvalidRequest("job must not be empty")
+        if (problem := oversize(request.job, MAX_ID_BYTES)) is not None:
+            raise InvalidRequest(f"job {problem}")
+        shard = self._shard(request)
+        bindings = self._bindings(request.bindings, sink, schema_required=True)
         sink.check_serves(shard)
         sink.check_shardable(request.job, bindings)
         sink.prepare_bindings(request.job, bindings)
@@ -288,11 +286,8 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
     ) -> participant_pb2.AbortPreparedTransactionResponse:
         self._check_recovered(context)
         sink = self._sink(request.sink, context)
-        try:
-            txn = self._txn(request)
-            shard = self._shard(request)
-        except InvalidRequest as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        txn = self._txn(request)
+        shard = self._shard(request)
         sink.check_serves(shard)
         sink.abort(txn)
         self._metrics.aborts.labels(sink.name).inc()
@@ -316,13 +311,10 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
         self, request: participant_pb2.ListCommittedBatchesRequest, context: grpc.ServicerContext
     ) -> participant_pb2.ListCommittedBatchesResponse:
         """Each sink's commit records per job; a sink kind that keeps none is UNIMPLEMENTED naming it."""
-        try:
-            if (problem := oversize(request.job, MAX_ID_BYTES)) is not None:
-                raise InvalidRequest(f"job {problem}")
-            if not 0 <= request.max_batches <= MAX_LISTED_BATCHES:
-                raise InvalidRequest(f"max_batches must be 0 to {MAX_LISTED_BATCHES}, got {request.max_batches}")
-        except InvalidRequest as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if (problem := oversize(request.job, MAX_ID_BYTES)) is not None:
+            raise InvalidRequest(f"job {problem}")
+        if not 0 <= request.max_batches <= MAX_LISTED_BATCHES:
+            raise InvalidRequest(f"max_batches must be 0 to {MAX_LISTED_BATCHES}, got {request.max_batches}")
         sinks = [self._sink(request.sink, context)] if request.sink else [self._sinks[n] for n in sorted(self._sinks)]
         limit = request.max_batches or DEFAULT_LISTED_BATCHES
         return hosted_commits_to_proto(
