@@ -21,6 +21,8 @@ log = get_logger("onceflow.broker.acl")
 STATE_LOG_NAME = "acls.statelog"
 _PRESENT = b"1"
 _FORMAT = 1
+#: A record key is ``[_FORMAT, *these]`` as JSON, the arguments of :meth:`AclBinding.of` in order.
+_FIELDS = ("resource_type", "name", "pattern_type", "principal", "host", "operation", "permission")
 
 
 def _key(binding: AclBinding) -> bytes:
@@ -42,16 +44,7 @@ def _binding(key: bytes) -> AclBinding:
     version, *fields = json.loads(key)
     if version != _FORMAT:
         raise ValueError(f"unknown ACL record format {version}")
-    resource_type, name, pattern_type, principal, host, operation, permission = fields
-    return AclBinding.of(
-        resource_type=resource_type,
-        name=name,
-        pattern_type=pattern_type,
-        principal=principal,
-        host=host,
-        operation=operation,
-        permission=permission,
-    )
+    return AclBinding.of(**dict(zip(_FIELDS, fields, strict=True)))
 
 
 class AclStore:
