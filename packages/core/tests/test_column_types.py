@@ -4,6 +4,7 @@ names (Avro here, the sinks' dialects in their own tests) names every kind."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
@@ -56,7 +57,7 @@ def test_a_kind_a_table_leaves_out_is_a_type_error_naming_the_type() -> None:
 
 
 def test_decimal_names_take_their_precision_and_scale() -> None:
-    names = {"decimal": decimal_name("numeric({precision},{scale})")}
+    names: dict[str, str | Callable[[pa.DataType], str]] = {"decimal": decimal_name("numeric({precision},{scale})")}
     assert type_name(pa.decimal128(12, 3), names) == "numeric(12,3)"
 
 
