@@ -85,9 +85,10 @@ def test_every_service_command_is_a_declaration_whose_references_resolve() -> No
 
     for command in [*commands.values(), COMMAND, JOB_COMMAND, SUBMIT_COMMAND]:
         assert isinstance(command, ServiceCommand)
-        assert command.settings.split(":")[0].startswith("onceflow.")
-        model = resolve_name(command.settings)
-        assert isinstance(model, type) and issubclass(model, Settings), command.settings
+        model = command.settings_model()
+        assert issubclass(model, Settings) and model.__module__.startswith("onceflow."), model
+        shipped = command.config_file or f"services/{command.name}/{command.name}.toml"
+        assert (ROOT / shipped).is_file(), f"{command.name}: --config's help points to {shipped}, which is missing"
         module = command.service.partition(":")[0]
         assert module.endswith(".service"), f"{command.name}'s service is not in its package's service module"
         assert callable(resolve_name(command.service)), command.service

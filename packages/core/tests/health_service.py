@@ -75,9 +75,8 @@ COMMAND = ServiceCommand(
     name="health",
     help="a minimal test service",
     description=__doc__ or "",
-    config_file="nothing",
-    settings=f"{__name__}:HealthServiceSettings",
     service=f"{__name__}:HealthService",
+    config_file="nothing",
 )
 
 

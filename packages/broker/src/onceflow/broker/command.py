@@ -23,8 +23,6 @@ COMMAND = ServiceCommand(
     name="broker",
     help="run the embedded Kafka-protocol broker",
     description=__doc__ or "",
-    config_file="services/broker/broker.toml",
-    settings="onceflow.broker.config:BrokerConfig",
     service="onceflow.broker.service:broker_service",
     flags=(
         flag("--data-dir", setting="data_dir", metavar="DIR", help="where topics, logs and state live"),

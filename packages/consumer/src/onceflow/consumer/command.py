@@ -14,8 +14,6 @@ COMMAND = ServiceCommand(
     name="consumer",
     help="run the read_committed results consumer and the Results API",
     description=__doc__ or "",
-    config_file="services/consumer/consumer.toml",
-    settings="onceflow.consumer.settings:ConsumerSettings",
     service="onceflow.consumer.service:consumer_service",
     unreachable=("psycopg:OperationalError",),
 )

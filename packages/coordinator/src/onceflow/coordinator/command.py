@@ -14,7 +14,5 @@ COMMAND = ServiceCommand(
     name="coordinator",
     help="run the 2PC transaction coordinator",
     description=__doc__ or "",
-    config_file="services/coordinator/coordinator.toml",
-    settings="onceflow.coordinator.settings:CoordinatorSettings",
     service="onceflow.coordinator.service:coordinator_service",
 )

@@ -14,9 +14,8 @@ COMMAND = ServiceCommand(
     name="connect-worker",
     help="run a connect worker (standalone or distributed)",
     description=__doc__ or "",
-    config_file="services/connect-worker/worker.toml",
-    settings="onceflow.runtime.config.worker_settings:WorkerSettings",
     service="onceflow.runtime.service:ConnectWorkerService",
+    config_file="services/connect-worker/worker.toml",
     flags=(
         flag(
             "connectors", setting="connectors", extend=True, nargs="*", help="connector config files (standalone mode)"

@@ -15,7 +15,5 @@ COMMAND = ServiceCommand(
     name="participant",
     help="run a 2PC sink participant server (Kafka topic, SQLite, PostgreSQL sinks)",
     description=__doc__ or "",
-    config_file="services/participant/participant.toml",
-    settings="onceflow.sinks.server.settings:ParticipantSettings",
     service="onceflow.sinks.service:participant_service",
 )

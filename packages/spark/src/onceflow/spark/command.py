@@ -34,9 +34,8 @@ COMMAND = ServiceCommand(
     name="spark",
     help="run the IP-count job",
     description=__doc__ or "",
-    config_file="services/spark-worker/spark-worker.toml",
-    settings="onceflow.spark.job.settings:SparkJobSettings",
     service="onceflow.spark.service:driver_service",
+    config_file="services/spark-worker/spark-worker.toml",
     flags=(
         flag(
             "--master", setting="spark.master", help="Spark master URL (default: spark.master of the config, local[*])"

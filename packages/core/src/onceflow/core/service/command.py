@@ -4,14 +4,16 @@ Every service command (broker, coordinator, participant, consumer, connect-worke
 runner) is one :class:`ServiceCommand` in its package's ``command.py``, so their options, messages
 and exit codes are the same: 0 after SIGTERM/SIGINT, 2 (:data:`EXIT_CONFIG`) with
 ``onceflow <command>: <error>`` on stderr for a bad configuration or an unreachable dependency, and
-the service's own codes for the rest. The declaration names its settings model and its service by
-import path (``"package.module:Name"``), imported only when the command runs, so building the
-``onceflow`` parser imports no service.
+the service's own codes for the rest. The declaration names its service by import path
+(``"package.module:factory"``), imported only when the command runs, so building the ``onceflow``
+parser imports no service; the settings model is what the factory takes (the annotation of its first
+parameter), so the two cannot disagree.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -75,11 +77,11 @@ class ServiceCommand:
         name: the subcommand (``onceflow <name>``) and the prefix of its error lines.
         help: the one-line help in ``onceflow --help``.
         description: the text of ``onceflow <name> --help`` (the command module's docstring).
-        config_file: the shipped config file that ``--config``'s help points to.
-        settings: ``"module:Model"``, the :class:`Settings` model loaded from ``--config`` and the
-            environment.
         service: ``"module:factory"``, a :class:`Service` class or a function taking the settings
-            and returning the service.
+            and returning the service. Its first parameter's annotation is the :class:`Settings`
+            model loaded from ``--config`` and the environment.
+        config_file: the shipped config file that ``--config``'s help points to
+            (``services/<name>/<name>.toml`` unless given).
         flags: the command's own flags, each overriding a setting.
         unreachable: ``"module:Error"`` kinds that mean a dependency cannot be reached at start
             (exit 2, like an :class:`OnceflowError`).
@@ -89,9 +91,8 @@ class ServiceCommand:
     name: str
     help: str
     description: str
-    config_file: str
-    settings: str
     service: str
+    config_file: str = ""
     flags: Sequence[Flag] = ()
     unreachable: Sequence[str] = ()
     commands: Sequence[Callable[[Any], None]] = ()
@@ -102,7 +103,8 @@ class ServiceCommand:
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """``--config``, ``--ready-file``, the command's flags, then its admin subcommands."""
-        parser.add_argument("--config", metavar="FILE", help=f"TOML config file (see {self.config_file})")
+        shipped = self.config_file or f"services/{self.name}/{self.name}.toml"
+        parser.add_argument("--config", metavar="FILE", help=f"TOML config file (see {shipped})")
         parser.add_argument(
             "--ready-file",
             metavar="FILE",
@@ -137,8 +139,17 @@ class ServiceCommand:
             fatal=(OnceflowError, *(_resolve_class(name, BaseException) for name in self.unreachable)),
         )
 
+    def settings_model(self) -> type[Settings]:
+        """The :class:`Settings` model the service factory takes: its first parameter's annotation."""
+        factory = resolve_name(self.service)
+        parameters = list(inspect.signature(factory, eval_str=True).parameters.values())
+        model = parameters[0].annotation if parameters else None
+        if not (isinstance(model, type) and issubclass(model, Settings)):
+            raise TypeError(f"{self.service} must take a Settings model as its first parameter, annotated")
+        return model
+
     def _load(self, args: argparse.Namespace) -> Settings:
-        model = _resolve_class(self.settings, Settings)
+        model = self.settings_model()
         given = [(each, value) for each in self.flags if (value := getattr(args, each.dest, None)) not in (None, [])]
         # The flags apply before validation: a setting the file leaves out may come from the command line.
         return load_settings(
