@@ -247,3 +247,11 @@ def test_the_connect_answers_convert_from_proto_as_the_rest_api_spells_them() ->
     assert work_state_to_proto("paused") == connect_pb2.WORK_STATE_PAUSED
     with pytest.raises(ValueError, match=r"unknown connector state 'asleep'.*RUNNING"):
         work_state_to_proto("asleep")
+
+
+def test_a_transaction_ids_log_fields_are_the_id_its_job_and_its_batch() -> None:
+    from onceflow.contract import TransactionId
+
+    txn = TransactionId("ip:count", 42)
+    assert txn.log_fields() == {"txn": txn, "job": "ip:count", "batch": 42}
+    assert str(txn.log_fields()["txn"]) == "ip:count:42"

@@ -24,6 +24,10 @@ class TransactionId:
     def __str__(self) -> str:
         return f"{self.job}:{self.batch}"
 
+    def log_fields(self) -> dict[str, object]:
+        """The ids every log line about this transaction carries: ``txn=``, ``job=``, ``batch=``."""
+        return {"txn": self, "job": self.job, "batch": self.batch}
+
     @classmethod
     def parse(cls, text: str) -> TransactionId:
         """``<job>:<batch>`` back into an id (the job may itself contain ``:``); ValueError otherwise."""

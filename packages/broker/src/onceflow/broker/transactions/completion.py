@@ -84,9 +84,7 @@ class TransactionCompleter:
         done = self._store.put(metadata.completed(self._now_ms()))
         log.info(
             "txn.completed",
-            transactional_id=metadata.transactional_id,
-            pid=metadata.producer_id,
-            epoch=metadata.producer_epoch,
+            **metadata.log_fields(),
             result="commit" if commit else "abort",
             partitions=len(metadata.partitions),
             groups=len(metadata.groups),
@@ -100,9 +98,7 @@ class TransactionCompleter:
         except TransactionCompletionInterrupted as error:
             log.warning(
                 "txn.completion_deferred",
-                transactional_id=metadata.transactional_id,
-                pid=metadata.producer_id,
-                epoch=metadata.producer_epoch,
+                **metadata.log_fields(),
                 reason=str(error),
             )
             return False
@@ -121,9 +117,7 @@ class TransactionCompleter:
         except MarkerWriteError as error:
             log.warning(
                 "txn.marker_skipped",
-                transactional_id=metadata.transactional_id,
-                pid=metadata.producer_id,
-                epoch=metadata.producer_epoch,
+                **metadata.log_fields(),
                 topic=topic,
                 partition=partition,
                 reason=error.reason,

@@ -56,6 +56,10 @@ class TransactionMetadata:
         """A just-created id that has not been handed out yet (epoch -1: the first bump gives 0)."""
         return cls(transactional_id, producer_id, NO_PRODUCER_EPOCH, timeout_ms, KafkaTransactionState.EMPTY, now_ms)
 
+    def log_fields(self) -> dict[str, object]:
+        """The ids every log line about this transactional id carries: ``transactional_id=``, ``pid=``, ``epoch=``."""
+        return {"transactional_id": self.transactional_id, "pid": self.producer_id, "epoch": self.producer_epoch}
+
     def _to(self, target: KafkaTransactionState, **changes: Any) -> TransactionMetadata:
         if not self.state.can_become(target):
             raise IllegalTransactionTransition(self.transactional_id, self.state.value, target.value)

@@ -89,9 +89,7 @@ class TimeoutSweeper:
                 fenced = self._completer.fence(metadata, recoverable=True)
                 log.info(
                     "txn.timed_out",
-                    transactional_id=metadata.transactional_id,
-                    pid=metadata.producer_id,
-                    epoch=metadata.producer_epoch,
+                    **metadata.log_fields(),
                     new_epoch=fenced.producer_epoch,
                     age_ms=now - metadata.start_time_ms,
                     timeout_ms=metadata.timeout_ms,
@@ -105,9 +103,7 @@ class TimeoutSweeper:
                 self._store.remove(metadata.transactional_id)
                 log.info(
                     "txn.id_expired",
-                    transactional_id=metadata.transactional_id,
-                    pid=metadata.producer_id,
-                    epoch=metadata.producer_epoch,
+                    **metadata.log_fields(),
                     idle_ms=now - metadata.last_update_ms,
                 )
                 report.expired.append(metadata.transactional_id)

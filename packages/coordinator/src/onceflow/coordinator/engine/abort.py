@@ -49,7 +49,7 @@ class AbortPhase:
             return TransactionOutcome(refused, txn.reason)
         self._metrics.transactions.labels("aborted").inc()
         self._metrics.transaction_seconds.observe(max(0.0, final.updated_at - final.started_at))
-        _log.info("txn.aborted", txn=txn.id, job=txn.id.job, batch=txn.id.batch, reason=txn.reason)
+        _log.info("txn.aborted", **txn.id.log_fields(), reason=txn.reason)
         return TransactionOutcome(TransactionState.ABORTED, txn.reason)
 
     def finish_in_background(self, aborting: Sequence[Transaction]) -> None:
@@ -75,5 +75,5 @@ class AbortPhase:
             except Exception as exc:  # the log failed (the coordinator stops) or a bug: say so
                 if self._state.stopped.is_set():
                     return  # cut short by close, or by a log failure the state manager reported
-                _log.exception("recovery.abort_failed", txn=txn.id, job=txn.id.job, batch=txn.id.batch, error=exc)
+                _log.exception("recovery.abort_failed", **txn.id.log_fields(), error=exc)
                 return

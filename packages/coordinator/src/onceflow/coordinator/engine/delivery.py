@@ -113,9 +113,7 @@ class CommitDelivery:
                             self._metrics.commit_retries.inc()
                         _log.warning(
                             "txn.commit_retry",
-                            txn=txn.id,
-                            job=txn.id.job,
-                            batch=txn.id.batch,
+                            **txn.id.log_fields(),
                             sink=result.sink,
                             attempt=attempt,
                             retry_in_s=round(delay, 3),
@@ -126,7 +124,7 @@ class CommitDelivery:
         except Exception as exc:  # the log failed (the state manager stopped too) or a bug: never die silently
             if self._stopped.is_set():
                 return  # a call cut short by close (the fanout shut down): not a failure
-            _log.exception("txn.delivery_failed", txn=txn.id, job=txn.id.job, batch=txn.id.batch, error=exc)
+            _log.exception("txn.delivery_failed", **txn.id.log_fields(), error=exc)
 
 
 class CommitDeliveries:

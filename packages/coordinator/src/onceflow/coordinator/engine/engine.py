@@ -208,9 +208,7 @@ class TwoPhaseCommitEngine:
         attempt = admission.txn
         _log.info(
             "txn.preparing",
-            txn=txn_id,
-            job=txn_id.job,
-            batch=txn_id.batch,
+            **txn_id.log_fields(),
             epoch=epoch,
             attempt=attempt.attempt,
             files=len(files),
@@ -251,7 +249,7 @@ class TwoPhaseCommitEngine:
         if decided.state is TransactionState.ABORTING:
             return self._aborts.run(decided)
         if decided.state is TransactionState.COMMITTING:
-            _log.info("txn.committing", txn=txn.id, job=txn.id.job, batch=txn.id.batch, epoch=txn.writer_epoch)
+            _log.info("txn.committing", **txn.id.log_fields(), epoch=txn.writer_epoch)
             self._faults.at("commit-logged", txn=txn.id)
             # Step 4
             acked = self._deliveries.start(decided)
@@ -276,7 +274,7 @@ class TwoPhaseCommitEngine:
             self.metrics.commit_seconds.observe(time.monotonic() - decided_at)
         self.metrics.transactions.labels("committed").inc()
         self.metrics.transaction_seconds.observe(max(0.0, now - final.started_at))
-        _log.info("txn.committed", txn=txn.id, job=txn.id.job, batch=txn.id.batch, tombstoned=tombstoned)
+        _log.info("txn.committed", **txn.id.log_fields(), tombstoned=tombstoned)
         if self.state.flush_ended(self.config.end_linger):
             self.collect_staging(txn.id)
 
@@ -290,7 +288,7 @@ class TwoPhaseCommitEngine:
             try:
                 collector(txn_id.job, txn_id.batch)
             except Exception as exc:
-                _log.warning("staging.gc_failed", txn=txn_id, job=txn_id.job, batch=txn_id.batch, error=exc)
+                _log.warning("staging.gc_failed", **txn_id.log_fields(), error=exc)
 
         self.fanout.submit(collect)
 

@@ -65,9 +65,9 @@ def recover(
     aborting = presumed + [txn for txn in unfinished if txn.state is TransactionState.ABORTING]
     committing = [txn for txn in unfinished if txn.state is TransactionState.COMMITTING]
     for txn in aborting:
-        _log.info("recovery.abort", txn=txn.id, job=txn.id.job, batch=txn.id.batch, reason=txn.reason)
+        _log.info("recovery.abort", **txn.id.log_fields(), reason=txn.reason)
     for txn in committing:
-        _log.info("recovery.commit", txn=txn.id, job=txn.id.job, batch=txn.id.batch, epoch=txn.writer_epoch)
+        _log.info("recovery.commit", **txn.id.log_fields(), epoch=txn.writer_epoch)
     # Step 3
     if aborting:
         aborts.finish_in_background(aborting)

@@ -42,7 +42,7 @@ class Resolver:
         if isinstance(requested, TransactionOutcome):
             return requested
         if requested.logged:
-            _log.info("txn.aborting", txn=txn_id, job=txn_id.job, batch=txn_id.batch, reason=reason)
+            _log.info("txn.aborting", **txn_id.log_fields(), reason=reason)
         # Step 3
         requested.settled.wait(self._config.prepare_timeout + self._config.abort_timeout)
         self._state.check_alive()
@@ -64,9 +64,7 @@ class Resolver:
                transactions, the resolution is refused.
         """
         note = f"resolved by operator: {reason or 'no reason given'}"
-        _log.info(
-            "txn.resolve", txn=txn_id, job=txn_id.job, batch=txn_id.batch, resolution=resolution.value, why=reason
-        )
+        _log.info("txn.resolve", **txn_id.log_fields(), resolution=resolution.value, why=reason)
         # Step 1
         if self._state.job(txn_id.job) is None:
             raise UnknownJob(txn_id.job)

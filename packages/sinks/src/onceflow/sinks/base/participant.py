@@ -148,9 +148,7 @@ class SinkParticipant(abc.ABC):
             "prepare.vote_yes",
             sink=self.name,
             shard=self.shard.index,
-            job=txn.job,
-            batch=txn.batch,
-            txn=txn,
+            **txn.log_fields(),
             files=len(files),
             rows=rows,
         )
@@ -216,7 +214,7 @@ class SinkParticipant(abc.ABC):
                 self.commit(txn)
             else:
                 self.abort(txn)
-            _log.info("recover.resolved", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, outcome=outcome.value)
+            _log.info("recover.resolved", sink=self.name, **txn.log_fields(), outcome=outcome.value)
             done[txn] = outcome
         return done
 

@@ -220,7 +220,7 @@ class KafkaParticipant(SinkParticipant):
         state = self._job(txn.job)
         with state.lock:
             if state.open_txn == txn or txn.batch <= state.last_committed:
-                _log.info("prepare.again", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+                _log.info("prepare.again", sink=self.name, **txn.log_fields())
                 return
             if state.open_txn is not None:
                 raise PrepareRejected(
@@ -268,7 +268,7 @@ class KafkaParticipant(SinkParticipant):
         with state.lock:
             # Step 1
             if txn.batch <= state.last_committed:
-                _log.info("commit.already_committed", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+                _log.info("commit.already_committed", sink=self.name, **txn.log_fields())
                 self._journal.remove(txn)
                 return
             # Step 2
@@ -284,7 +284,7 @@ class KafkaParticipant(SinkParticipant):
                 redo_bindings = list(bindings) or (entry[1] if entry else [])
                 if state.open_txn is not None:
                     self._abort_open(state)
-                _log.warning("commit.redo_from_staging", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+                _log.warning("commit.redo_from_staging", sink=self.name, **txn.log_fields())
                 self._produce_batch(state, txn, self.load(txn.job, staged, redo_bindings))
                 state.producer.commit_transaction(self._timeout_s)
                 state.open_txn = None
@@ -292,7 +292,7 @@ class KafkaParticipant(SinkParticipant):
             self.faults.at("commit-midway", sink=self.record_name, txn=txn)
             state.last_committed = txn.batch
             self._journal.remove(txn)
-        _log.info("commit.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+        _log.info("commit.done", sink=self.name, **txn.log_fields())
 
     def _commit_open(self, state: _JobProducer, txn: TransactionId) -> bool:
         """Commit the open transaction; False when Kafka aborted it and the batch must be redone."""
@@ -307,9 +307,7 @@ class KafkaParticipant(SinkParticipant):
             _log.warning(
                 "commit.open_transaction_lost",
                 sink=self.name,
-                job=txn.job,
-                batch=txn.batch,
-                txn=txn,
+                **txn.log_fields(),
                 error=str(error),
                 fatal=error.fatal(),
             )
@@ -329,7 +327,7 @@ class KafkaParticipant(SinkParticipant):
             if state.open_txn == txn:
                 self._abort_open(state)
             self._journal.remove(txn)
-        _log.info("abort.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+        _log.info("abort.done", sink=self.name, **txn.log_fields())
 
     def list_prepared(self) -> list[TransactionId]:
         return self._journal.list()

@@ -133,7 +133,7 @@ class LakehouseParticipant(SinkParticipant):
         """:meth:`prepare_rows` under the job's lock (the steps are documented there)."""
         # Step 1
         if self._journal.entry(txn) is not None or self._committed_everywhere(txn, [b.binding for b in outputs]):
-            _log.info("prepare.again", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+            _log.info("prepare.again", sink=self.name, **txn.log_fields())
             return
         # Step 2
         waiting = [other for other in self._journal.list() if other.job == txn.job]
@@ -164,7 +164,7 @@ class LakehouseParticipant(SinkParticipant):
                 raise
             raise PrepareRejected(f"sink {self.name!r} cannot prepare {txn}: {exc}") from exc
         rows = sum(b.rows.num_rows for b in outputs)
-        _log.info("prepare.files_written", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=rows)
+        _log.info("prepare.files_written", sink=self.name, **txn.log_fields(), rows=rows)
 
     def _discard(self, binding: SinkBinding, uris: Sequence[DataFile]) -> None:
         try:
@@ -191,7 +191,7 @@ class LakehouseParticipant(SinkParticipant):
             return None
         if not files:
             raise TransactionNotPrepared(self.name, txn)
-        _log.warning("commit.redo_from_staging", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+        _log.warning("commit.redo_from_staging", sink=self.name, **txn.log_fields())
         outputs = self.load(txn.job, files, wanted)
         written = []
         for bound in outputs:
@@ -215,7 +215,7 @@ class LakehouseParticipant(SinkParticipant):
             # Step 1
             prepared = self._prepared(txn, files, bindings)
             if prepared is None:
-                _log.info("commit.already_committed", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+                _log.info("commit.already_committed", sink=self.name, **txn.log_fields())
                 return
             # Step 2
             for binding, uris in zip(*prepared, strict=True):
@@ -225,7 +225,7 @@ class LakehouseParticipant(SinkParticipant):
             for binding, uris in zip(*prepared, strict=True):
                 self._cleanup(binding, uris, committed=True)
             self._journal.remove(txn)
-        _log.info("commit.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+        _log.info("commit.done", sink=self.name, **txn.log_fields())
 
     def _written(self, txn: TransactionId) -> list[list[DataFile]]:
         extra = self._journal.extra(txn) or {}
@@ -282,13 +282,13 @@ class LakehouseParticipant(SinkParticipant):
             if self._committed_anywhere(txn, [b.table for b in entry[1]] if entry else None):
                 raise TransactionAlreadyCommitted(self.name, txn)
             if entry is None:
-                _log.info("abort.unknown", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+                _log.info("abort.unknown", sink=self.name, **txn.log_fields())
                 return
             bindings = entry[1]
             for binding, uris in zip(bindings, self._written(txn), strict=False):
                 self.format.cleanup(binding, uris, committed=False)
             self._journal.remove(txn)
-        _log.info("abort.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+        _log.info("abort.done", sink=self.name, **txn.log_fields())
 
     def list_prepared(self) -> list[TransactionId]:
         return self._journal.list()

@@ -170,7 +170,7 @@ class PostgresParticipant(SinkParticipant):
         with self._connect() as conn:
             # Step 1
             if self._is_prepared_or_committed(conn, gid, txn):
-                _log.info("prepare.again", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, gid=gid)
+                _log.info("prepare.again", sink=self.name, **txn.log_fields(), gid=gid)
                 return
             for bound in outputs:
                 self._ensure_table(conn, bound.binding)
@@ -221,20 +221,20 @@ class PostgresParticipant(SinkParticipant):
             self.faults.at("commit-midway", sink=self.record_name, txn=txn)
             try:
                 conn.execute(sql.SQL("COMMIT PREPARED {}").format(sql.Literal(gid)))
-                _log.info("commit.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, gid=gid)
+                _log.info("commit.done", sink=self.name, **txn.log_fields(), gid=gid)
                 return
             except errors.UndefinedObject:
                 pass
             # Step 2
             if self._is_committed(conn, txn):
-                _log.info("commit.already_committed", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, gid=gid)
+                _log.info("commit.already_committed", sink=self.name, **txn.log_fields(), gid=gid)
                 return
             # Step 3
             if not files:
                 raise TransactionNotPrepared(self.name, txn)
             outputs = self.load(txn.job, files, bindings)
             rows = sum(b.rows.num_rows for b in outputs)
-            _log.warning("commit.redo_from_staging", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=rows)
+            _log.warning("commit.redo_from_staging", sink=self.name, **txn.log_fields(), rows=rows)
             for bound in outputs:
                 self._ensure_table(conn, bound.binding)
             with conn.transaction():
@@ -248,13 +248,13 @@ class PostgresParticipant(SinkParticipant):
         with self._connect() as conn:
             try:
                 conn.execute(sql.SQL("ROLLBACK PREPARED {}").format(sql.Literal(gid)))
-                _log.info("abort.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, gid=gid)
+                _log.info("abort.done", sink=self.name, **txn.log_fields(), gid=gid)
                 return
             except errors.UndefinedObject:
                 pass
             if self._is_committed(conn, txn):
                 raise TransactionAlreadyCommitted(self.name, txn)
-            _log.info("abort.unknown", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, gid=gid)
+            _log.info("abort.unknown", sink=self.name, **txn.log_fields(), gid=gid)
 
     def list_prepared(self) -> list[TransactionId]:
         """This sink's prepared transactions in this database, from ``pg_prepared_xacts``, oldest first."""

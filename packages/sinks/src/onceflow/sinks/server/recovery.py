@@ -63,18 +63,14 @@ class CoordinatorOutcomes:
                 state = self._coordinator.get_transaction(txn, timeout_s=self._rpc_timeout_s).state
                 if state.is_decided:
                     return Resolution.COMMIT if state.is_commit else Resolution.ABORT
-                _log.info(
-                    "recover.undecided", job=txn.job, batch=txn.batch, txn=txn, state=state.value, attempt=attempt
-                )
+                _log.info("recover.undecided", **txn.log_fields(), state=state.value, attempt=attempt)
             except RpcFailed as exc:
                 code = exc.code()
                 if code not in _RETRYABLE:
                     raise
                 _log.warning(
                     "recover.coordinator_unreachable",
-                    job=txn.job,
-                    batch=txn.batch,
-                    txn=txn,
+                    **txn.log_fields(),
                     code=code.name,
                     attempt=attempt,
                     retry_in_s=round(backoff, 2),

@@ -226,7 +226,7 @@ class ParticipantServicer(participant_pb2_grpc.ParticipantServicer):
             file = isinstance(exc, PathNotAllowed)
             refused = "staged file refused" if file else "wrong shard"
             event = "prepare.file_refused" if file else "prepare.wrong_shard"
-            _log.warning(event, sink=sink.name, job=txn.job, batch=txn.batch, txn=txn, reason=str(exc))
+            _log.warning(event, sink=sink.name, **txn.log_fields(), reason=str(exc))
             self._metrics.prepares.labels(sink.name, "no").inc()
             return participant_pb2.PrepareTransactionResponse(vote_commit=False, reason=f"{refused}: {exc}")
         self._faults.at("prepare-received", sink=sink.record_name, txn=txn)

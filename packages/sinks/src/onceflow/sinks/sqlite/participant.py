@@ -130,7 +130,7 @@ class SqliteParticipant(SinkParticipant):
             # Step 1
             state = self._state(db, txn)
             if state is not _State.UNKNOWN:
-                _log.info("prepare.again", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, state=state.value)
+                _log.info("prepare.again", sink=self.name, **txn.log_fields(), state=state.value)
                 return
             # Step 2
             for bound in outputs:
@@ -194,14 +194,14 @@ class SqliteParticipant(SinkParticipant):
             state = self._state(self._db, txn)
         # Step 1
         if state is _State.COMMITTED:
-            _log.info("commit.already_committed", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+            _log.info("commit.already_committed", sink=self.name, **txn.log_fields())
             return
         # Step 2
         pending = self._pending(txn)
         if pending is not None:
             outputs = loaded if loaded is not None else self.load(txn.job, *pending)
         elif files:
-            _log.warning("commit.redo_from_staging", sink=self.name, job=txn.job, batch=txn.batch, txn=txn)
+            _log.warning("commit.redo_from_staging", sink=self.name, **txn.log_fields())
             outputs = self.load(txn.job, files, bindings)
         else:
             raise TransactionNotPrepared(self.name, txn)
@@ -217,7 +217,7 @@ class SqliteParticipant(SinkParticipant):
             db.execute("INSERT INTO onceflow_commits VALUES (?, ?, ?, ?)", (*key, time.time()))
             db.execute("DELETE FROM onceflow_pending WHERE sink = ? AND job = ? AND batch = ?", key)
         rows = sum(b.rows.num_rows for b in outputs)
-        _log.info("commit.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, rows=rows)
+        _log.info("commit.done", sink=self.name, **txn.log_fields(), rows=rows)
 
     def abort(self, txn: TransactionId) -> None:
         """Drop the prepared state of ``txn``; an unknown transaction is a no-op."""
@@ -230,7 +230,7 @@ class SqliteParticipant(SinkParticipant):
                 "DELETE FROM onceflow_pending WHERE sink = ? AND job = ? AND batch = ?",
                 (self.record_name, txn.job, txn.batch),
             )
-        _log.info("abort.done", sink=self.name, job=txn.job, batch=txn.batch, txn=txn, state=state.value)
+        _log.info("abort.done", sink=self.name, **txn.log_fields(), state=state.value)
 
     def list_prepared(self) -> list[TransactionId]:
         with self._lock:
