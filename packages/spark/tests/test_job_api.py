@@ -149,3 +149,25 @@ def test_bindings_come_from_the_outputs_tables(spark: SparkSession, tmp_path: Pa
 def test_outputs_must_name_known_participants(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="sink 'postgres' is not one of the"):
         _settings(tmp_path, outputs={"results": [{"sink": "postgres", "table": "t"}]})
+
+
+def test_a_job_file_is_shipped_from_a_folder_made_on_first_use(spark: SparkSession, tmp_path: Path) -> None:
+    """Importing the shipping module makes no folder (every Python worker imports it, and a worker's
+    exit would leave it behind); shipping a job file makes one, and ships the same copy once."""
+    import os
+    import subprocess
+    import sys
+
+    from onceflow.spark.api.shipping import ship_job_file
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    importer = [sys.executable, "-c", "import os, onceflow.spark.api.shipping; os._exit(0)"]  # as a worker exits
+    subprocess.run(importer, check=True, env={**os.environ, "TMPDIR": str(temp)})
+    assert list(temp.iterdir()) == []
+    job = tmp_path / "my_job.py"
+    job.write_text("def job(ctx):\n    raise AssertionError('not run')\n")
+    copy = ship_job_file(spark, f"{job}:job")
+    assert copy is not None and copy.read_text() == job.read_text()
+    assert copy.parent.name.startswith("onceflow-job-files-")
+    assert ship_job_file(spark, f"{job}:job") == copy

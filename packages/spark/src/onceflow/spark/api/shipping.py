@@ -10,6 +10,7 @@ which puts it on its Python workers' path. (Further modules a job imports are li
 
 from __future__ import annotations
 
+import functools
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,10 +21,16 @@ from onceflow.core.logging import get_logger
 from onceflow.spark.api.entrypoint import job_file, job_module_name
 
 _log = get_logger(__name__)
-#: One folder per driver process for the copies; removed when the process exits.
-_COPIES = tempfile.TemporaryDirectory(prefix="onceflow-job-files-")
 #: (Spark application id, copy) of every file shipped.
 _SHIPPED: set[tuple[str, Path]] = set()
+
+
+@functools.cache
+def _copies() -> tempfile.TemporaryDirectory[str]:
+    """The folder of this driver's copies, made when it ships its first file (not on import: every
+    Python worker imports this module too, and a worker that exits leaves its folder behind) and
+    removed when the process exits."""
+    return tempfile.TemporaryDirectory(prefix="onceflow-job-files-")
 
 
 def ship_job_file(spark: SparkSession, spec: str) -> Path | None:
@@ -36,7 +43,7 @@ def ship_job_file(spark: SparkSession, spec: str) -> Path | None:
     path = job_file(spec)
     if path is None:
         return None
-    copy = Path(_COPIES.name) / f"{job_module_name(path)}.py"
+    copy = Path(_copies().name) / f"{job_module_name(path)}.py"
     application = spark.sparkContext.applicationId
     if (application, copy) not in _SHIPPED:
         shutil.copyfile(path, copy)
