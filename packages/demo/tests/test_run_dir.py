@@ -9,7 +9,7 @@ import pytest
 
 from onceflow.core.errors import InvalidConfig
 from onceflow.demo.options import DemoOptions
-from onceflow.demo.run_dir import PORT_NAMES, RunDir
+from onceflow.demo.run_dir import PORT_NAMES, RunDir, assign_ports
 
 
 def test_create_then_load_gives_the_same_run(tmp_path: Path) -> None:
@@ -63,3 +63,34 @@ def test_a_resumed_run_takes_a_new_pace_and_keeps_its_events(tmp_path: Path) -> 
     assert RunDir(tmp_path / "run").load().rate == 20_000
     again = DemoRun(DemoOptions(run_dir=tmp_path / "run", resume=True)).prepare_run_dir().state
     assert again.rate == 20_000, "a resume without --rate keeps the last pace"
+
+
+def test_a_runs_ports_are_distinct_even_when_every_search_starts_at_the_same_port(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's services bind their ports only when they start, so a port picked for one must not be
+    picked again for another: the broker and the participant once both got 17260, and the
+    participant could not start."""
+    # every search for a free port starts at the bottom of the range
+    monkeypatch.setattr("onceflow.core.process.ports.random.randint", lambda first, last: first)
+    run = RunDir(tmp_path / "run")
+    state = run.create(DemoOptions().new_state("run"))
+    assert len(set(state.ports.values())) == len(PORT_NAMES)
+    assign_ports(state.ports, ["postgres"])
+    assert len(set(state.ports.values())) == len(PORT_NAMES) + 1
+
+
+def test_a_port_replaced_on_load_is_none_of_the_runs_other_ports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+
+    run = RunDir(tmp_path / "run")
+    state = run.create(DemoOptions().new_state("run"))
+    lowest_other = min(port for name, port in state.ports.items() if name != "broker")
+    monkeypatch.setattr("onceflow.core.process.ports.random.randint", lambda first, last: lowest_other)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", state.ports["broker"]))
+        squatter.listen()
+        loaded = run.load()
+    assert loaded.ports["broker"] not in (state.ports["broker"], lowest_other)
+    assert len(set(loaded.ports.values())) == len(PORT_NAMES)

@@ -16,12 +16,13 @@ import json
 import os
 import socket
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from onceflow.core.errors import InvalidConfig
-from onceflow.core.process import free_port
+from onceflow.core.process import free_ports
 
 STATE_FILE = "run.json"
 
@@ -38,6 +39,12 @@ PORT_NAMES = (
     "consumer",
     "consumer_metrics",
 )
+
+
+def assign_ports(ports: dict[str, int], names: Sequence[str]) -> None:
+    """Give each of ``names`` a free port, distinct from one another and from every port in ``ports``
+    (the run's services bind theirs only when they start, so a free port may already be one of them)."""
+    ports.update(zip(names, free_ports(len(names), avoid=set(ports.values())), strict=True))
 
 
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
@@ -129,7 +136,8 @@ class RunDir:
             raise InvalidConfig("--run-dir", f"{self.root} already holds a run; use --resume to continue it")
         for sub in ("config", "data", "ready", "logs"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
-        state.ports = {name: free_port() for name in PORT_NAMES}
+        state.ports = {}
+        assign_ports(state.ports, PORT_NAMES)
         self.save(state)
         return state
 
@@ -140,8 +148,9 @@ class RunDir:
         state = RunState.from_json(self.state_path.read_text())
         missing = [name for name in PORT_NAMES if name not in state.ports]
         taken = [name for name, port in state.ports.items() if not port_is_free(port)]
-        for name in [*missing, *taken]:
-            state.ports[name] = free_port()
+        for name in taken:
+            del state.ports[name]
+        assign_ports(state.ports, [*missing, *taken])
         if missing or taken:
             self.save(state)
         for sub in ("config", "data", "ready", "logs"):

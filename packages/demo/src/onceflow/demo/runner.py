@@ -10,7 +10,6 @@ from typing import TextIO
 
 from onceflow.core.end_of_input import END_OF_INPUT_TIME_MS
 from onceflow.core.logging import get_logger
-from onceflow.core.process import free_port
 from onceflow.demo.chaos import ChaosMonkey
 from onceflow.demo.components import Context
 from onceflow.demo.components.postgres import LocalPostgres
@@ -19,7 +18,7 @@ from onceflow.demo.final_audit import Verdict, run_final_audit, run_partial_audi
 from onceflow.demo.observe import Observer
 from onceflow.demo.options import DemoOptions
 from onceflow.demo.pipeline import Pipeline
-from onceflow.demo.run_dir import RunDir, RunState, default_run_root
+from onceflow.demo.run_dir import RunDir, RunState, assign_ports, default_run_root
 from onceflow.demo.supervisor import RestartPolicy, ServiceState, Supervisor
 
 _log = get_logger(__name__)
@@ -105,7 +104,9 @@ class DemoRun:
     def start_postgres(self) -> None:
         if self.state.postgres != "local":
             return
-        port = self.state.ports.setdefault("postgres", free_port())
+        if "postgres" not in self.state.ports:
+            assign_ports(self.state.ports, ["postgres"])
+        port = self.state.ports["postgres"]
         self.postgres = LocalPostgres(self.run_dir.data("postgres"), port)
         self.state.postgres_dsn = self.postgres.start()
         self.run_dir.save(self.state)

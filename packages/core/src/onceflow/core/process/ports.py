@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import socket
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -42,8 +42,9 @@ def _candidates() -> Iterator[int]:
     yield from range(first, start)
 
 
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct TCP ports free on ``host`` right now, outside the kernel's ephemeral range.
+def free_ports(count: int, host: str = "127.0.0.1", *, avoid: Collection[int] = ()) -> list[int]:
+    """``count`` distinct TCP ports free on ``host`` right now, outside the kernel's ephemeral range,
+    none of them in ``avoid`` (ports already handed to services that have not bound them yet).
 
     Another process may still take one before its service binds it; a service that can pick its own
     port should be given 0 instead.
@@ -53,6 +54,8 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
         for port in _candidates():
             if len(found) == count:
                 break
+            if port in avoid:
+                continue
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             try:
                 sock.bind((host, port))
