@@ -47,11 +47,13 @@ def _positive_float(text: str) -> float:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-dir", type=Path, help="run directory (default ./runs/<UTC timestamp>)")
     parser.add_argument("--resume", action="store_true", help="continue the stopped run in --run-dir")
-    parser.add_argument("--events", type=_positive_int, default=DEFAULT_EVENTS, help="events to generate in total")
+    parser.add_argument("--events", type=_positive_int, default=None,
+                        help=f"events to generate in total (default {DEFAULT_EVENTS})")  # fmt: skip
     parser.add_argument("--rate", type=_positive_float, default=None,
                         help=f"generator events per second (default {DEFAULT_RATE:g}); with --resume, the pace of "
                         "the rest of the run (the events stay the same)")  # fmt: skip
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the generated traffic")
+    parser.add_argument("--seed", type=int, default=None,
+                        help=f"seed of the generated traffic (default {DEFAULT_SEED})")  # fmt: skip
     parser.add_argument(
         "--bootstrap-servers",
         default="",
@@ -145,6 +147,9 @@ def options_from(args: argparse.Namespace) -> DemoOptions:
         raise InvalidConfig("--service-property", "only goes with --bootstrap-servers")
     if args.resume and (args.bootstrap_servers or properties):
         raise InvalidConfig("--bootstrap-servers", "a resumed run uses the Kafka it was started with")
+    for flag, value in (("--events", args.events), ("--seed", args.seed), ("--input", args.input)):
+        if args.resume and value is not None:
+            raise InvalidConfig(flag, "a resumed run keeps the input it was started with (--rate may change its pace)")
     if args.input is not None and not args.input.is_file():
         raise InvalidConfig("--input", f"{args.input} is not a readable file")
     if args.input is not None and (compressed := compressed_input_reason(args.input)) is not None:
@@ -156,9 +161,9 @@ def options_from(args: argparse.Namespace) -> DemoOptions:
     return DemoOptions(
         run_dir=args.run_dir,
         resume=args.resume,
-        events=args.events,
+        events=DEFAULT_EVENTS if args.events is None else args.events,
         rate=args.rate,
-        seed=args.seed,
+        seed=DEFAULT_SEED if args.seed is None else args.seed,
         trigger_ms=args.trigger_ms,
         chaos=args.chaos,
         chaos_interval_s=args.chaos_interval,

@@ -1,0 +1,38 @@
+"""``onceflow demo``'s options: what a resumed run may change (its pace) and what it may not (its input)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from onceflow.core.errors import InvalidConfig
+from onceflow.demo.cli import add_arguments, options_from
+from onceflow.demo.options import DEFAULT_EVENTS, DEFAULT_RATE, DEFAULT_SEED
+
+
+def _options(*argv: str):  # type: ignore[no-untyped-def]
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return options_from(parser.parse_args(argv))
+
+
+def test_a_new_run_takes_the_defaults_or_the_flags() -> None:
+    options = _options()
+    assert (options.events, options.rate, options.seed) == (DEFAULT_EVENTS, None, DEFAULT_SEED)
+    assert options.new_state("r").rate == DEFAULT_RATE
+    assert (_options("--events", "5", "--seed", "3", "--rate", "9").events, _options("--seed", "3").seed) == (5, 3)
+
+
+def test_a_resumed_run_may_take_a_new_pace(tmp_path: Path) -> None:
+    options = _options("--resume", "--run-dir", str(tmp_path), "--rate", "20000")
+    assert options.resume and options.rate == 20_000
+
+
+@pytest.mark.parametrize("flag", [("--events", "5"), ("--seed", "3"), ("--input", "access.log")])
+def test_a_resumed_run_keeps_its_input(tmp_path: Path, flag: tuple[str, str]) -> None:
+    (tmp_path / "access.log").write_text("")
+    value = str(tmp_path / flag[1]) if flag[0] == "--input" else flag[1]
+    with pytest.raises(InvalidConfig, match=f"{flag[0]}.*keeps the input it was started with"):
+        _options("--resume", "--run-dir", str(tmp_path), flag[0], value)
