@@ -59,6 +59,10 @@ class DeadLetter:
     partition: int
     offset: int
 
+    def log_fields(self) -> dict[str, object]:
+        """The ids of a log line about this record: ``topic=``, ``partition=``, ``offset=``."""
+        return {"topic": self.topic, "partition": self.partition, "offset": self.offset}
+
 
 class DeadLetterSink(abc.ABC):
     """Where one task's dead letters go."""
@@ -72,14 +76,7 @@ class DeadLetterSink(abc.ABC):
 
 
 def _log_letter(letter: DeadLetter, where: str) -> None:
-    _log.warning(
-        "job.dead_letter",
-        topic=letter.topic,
-        partition=letter.partition,
-        offset=letter.offset,
-        to=where,
-        reason=letter.reason,
-    )
+    _log.warning("job.dead_letter", **letter.log_fields(), to=where, reason=letter.reason)
 
 
 class StagedDeadLetters(DeadLetterSink):
