@@ -136,6 +136,13 @@ def _service_properties(items: list[str]) -> dict[str, dict[str, str]]:
     return {service: parse_pairs(pairs, "--service-property") for service, pairs in by_service.items()}
 
 
+#: The flags whose value is the DemoOptions field of the same name, as it is.
+_SAME_NAMES = (
+    "run_dir", "resume", "rate", "trigger_ms", "chaos", "chaos_seed", "postgres", "postgres_dsn",
+    "lakehouse", "plain", "service_log_level", "bootstrap_servers", "follow",
+)  # fmt: skip
+
+
 def options_from(args: argparse.Namespace) -> DemoOptions:
     if args.resume and args.run_dir is None:
         raise InvalidConfig("--resume", "needs --run-dir (the run to continue)")
@@ -159,27 +166,15 @@ def options_from(args: argparse.Namespace) -> DemoOptions:
     if args.idle_timeout is not None and not args.follow:
         raise InvalidConfig("--idle-timeout", "only goes with --follow (a file without --follow ends at its end)")
     return DemoOptions(
-        run_dir=args.run_dir,
-        resume=args.resume,
+        **{name: getattr(args, name) for name in _SAME_NAMES},
         events=DEFAULT_EVENTS if args.events is None else args.events,
-        rate=args.rate,
         seed=DEFAULT_SEED if args.seed is None else args.seed,
-        trigger_ms=args.trigger_ms,
-        chaos=args.chaos,
         chaos_interval_s=args.chaos_interval,
-        chaos_seed=args.chaos_seed,
-        postgres=args.postgres,
-        postgres_dsn=args.postgres_dsn,
-        lakehouse=args.lakehouse,
         timeout_s=args.timeout,
-        plain=args.plain,
-        service_log_level=args.service_log_level,
         input_path=args.input,
-        bootstrap_servers=args.bootstrap_servers,
+        idle_timeout_s=args.idle_timeout,
         kafka_properties=properties,
         service_kafka_properties=per_service,
-        follow=args.follow,
-        idle_timeout_s=args.idle_timeout,
     )
 
 
