@@ -23,6 +23,7 @@ import datetime as dt
 import decimal
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -53,12 +54,8 @@ SQLITE_TYPES: dict[str, str | Callable[[pa.DataType], str]] = {
 }
 
 
-def _postgres_type(data_type: pa.DataType) -> str:
-    return type_name(data_type, POSTGRES_TYPES)
-
-
-def _sqlite_type(data_type: pa.DataType) -> str:
-    return type_name(data_type, SQLITE_TYPES)
+_postgres_type = partial(type_name, names=POSTGRES_TYPES)
+_sqlite_type = partial(type_name, names=SQLITE_TYPES)
 
 
 def _sqlite_value(data_type: pa.DataType) -> Callable[[Any], Any] | None:
