@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final
 from urllib.parse import unquote
@@ -18,7 +18,7 @@ from deltalake.transaction import AddAction, RemoveAction
 from onceflow.contract import SinkBinding, SinkMode, TransactionId
 from onceflow.sinks.delta.stats import file_stats
 from onceflow.sinks.lakehouse.exceptions import CommitConflict, TableStoreUnavailable
-from onceflow.sinks.lakehouse.format import NO_BATCH, DataFile, TableFormat
+from onceflow.sinks.lakehouse.format import NO_BATCH, DataFile, TableCommit, TableFormat
 from onceflow.sinks.lakehouse.storage import TableStore
 from onceflow.sinks.lakehouse.types import DELTA
 from onceflow.sinks.tables import Column
@@ -148,20 +148,12 @@ class DeltaFormat(TableFormat[DeltaTable]):
             app_transactions=[Transaction(app_id, txn.batch)],
         )
 
-    def commit_on(
-        self,
-        delta: DeltaTable,
-        binding: SinkBinding,
-        txn: TransactionId,
-        files: Sequence[DataFile],
-        *,
-        app_id: str,
-        before_commit: Callable[[], None],
-    ) -> None:
+    def commit_on(self, delta: DeltaTable, pending: TableCommit) -> None:
         """One Delta commit on ``delta``: ``add`` actions (append) or a MERGE (upsert), with the ``txn`` action."""
+        binding, txn, files, app_id = pending.binding, pending.txn, pending.files, pending.app_id
         uri = self.address(binding.table)
         source = self._merge_source(delta, files) if binding.mode is SinkMode.UPSERT and files else None
-        before_commit()
+        pending.before_commit()
         try:
             with _storage_errors(uri, self.store):
                 if source is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final, cast
 
@@ -31,7 +31,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from onceflow.contract import SinkBinding, SinkMode, TransactionId
 from onceflow.sinks.exceptions import PrepareRejected
 from onceflow.sinks.lakehouse.exceptions import CommitConflict, TableStoreUnavailable
-from onceflow.sinks.lakehouse.format import NO_BATCH, DataFile, TableFormat
+from onceflow.sinks.lakehouse.format import NO_BATCH, DataFile, TableCommit, TableFormat
 from onceflow.sinks.lakehouse.storage import TableStore
 from onceflow.sinks.lakehouse.types import ICEBERG
 from onceflow.sinks.tables import Column
@@ -179,18 +179,10 @@ class IcebergFormat(TableFormat[Table]):
             self.store.make_durable(data_file.file_path)
         return [DataFile(data_file.file_path) for data_file in written]
 
-    def commit_on(
-        self,
-        table: Table,
-        binding: SinkBinding,
-        txn: TransactionId,
-        files: Sequence[DataFile],
-        *,
-        app_id: str,
-        before_commit: Callable[[], None],
-    ) -> None:
+    def commit_on(self, table: Table, pending: TableCommit) -> None:
         """One metadata commit on ``table``'s snapshot: the batch's snapshot and the job's last-batch property."""
-        before_commit()
+        binding, txn, files, app_id = pending.binding, pending.txn, pending.files, pending.app_id
+        pending.before_commit()
         summary = {TXN_SUMMARY: str(txn), SINK_SUMMARY: self.sink, APP_SUMMARY: app_id}
         rewritten: list[str] = []
         try:

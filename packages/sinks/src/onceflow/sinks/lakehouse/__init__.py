@@ -2,7 +2,7 @@
 :class:`TableFormat`, the store their tables live on, and their settings."""
 
 from onceflow.sinks.lakehouse.exceptions import CommitConflict, TableStoreUnavailable
-from onceflow.sinks.lakehouse.format import NO_BATCH, DataFile, TableFormat
+from onceflow.sinks.lakehouse.format import NO_BATCH, DataFile, TableCommit, TableFormat
 from onceflow.sinks.lakehouse.participant import LakehouseParticipant
 from onceflow.sinks.lakehouse.settings import CommitRetrySettings
 from onceflow.sinks.lakehouse.storage import TableStore
@@ -13,6 +13,7 @@ __all__ = [
     "CommitRetrySettings",
     "DataFile",
     "LakehouseParticipant",
+    "TableCommit",
     "TableFormat",
     "TableStore",
     "TableStoreUnavailable",

@@ -39,6 +39,19 @@ class DataFile:
         return cls(uri=str(doc["uri"]), size=int(doc.get("size", 0)), stats=str(doc.get("stats", "")))
 
 
+@dataclass(frozen=True, slots=True)
+class TableCommit:
+    """One pending table commit: the prepared ``files`` of ``binding.table`` for ``txn``, recorded in
+    the table for ``app_id`` (the job, or a shard's ``<job>#<index>``). ``before_commit()`` runs once
+    the format has read what it needs from the files, right before it commits (a test's fault point)."""
+
+    binding: SinkBinding
+    txn: TransactionId
+    files: Sequence[DataFile]
+    app_id: str
+    before_commit: Callable[[], None] = lambda: None
+
+
 class TableFormat(abc.ABC, Generic[TableT]):
     """A table format as :class:`~onceflow.sinks.lakehouse.participant.LakehouseParticipant` drives it.
 
@@ -140,21 +153,13 @@ class TableFormat(abc.ABC, Generic[TableT]):
     def write(self, binding: SinkBinding, rows: pa.Table, txn: TransactionId) -> list[DataFile]:
         """Write ``rows`` durably as data files of ``binding.table`` that no table version references yet."""
 
-    def commit(
-        self,
-        binding: SinkBinding,
-        txn: TransactionId,
-        files: Sequence[DataFile],
-        *,
-        app_id: str,
-        before_commit: Callable[[], None] = lambda: None,
-    ) -> bool:
-        """One table commit of ``files`` (append, or a merge on the keys for upsert) recording
-        ``txn.batch`` for ``app_id``.
+    def commit(self, pending: TableCommit) -> bool:
+        """One table commit of ``pending.files`` (append, or a merge on the keys for upsert) recording
+        ``pending.txn.batch`` for ``pending.app_id``.
 
         Steps:
             1. Load the table's latest version.
-            2. That version holds ``txn.batch`` (or a later batch) of ``app_id``: return False, nothing written.
+            2. That version holds the batch (or a later batch) of ``app_id``: return False, nothing written.
             3. :meth:`commit_on`: read what the commit needs from the prepared files (an upsert's
                merge source: a racing commit of the same batch deletes those files), then
                ``before_commit()`` (a test's fault point), then commit on top of exactly that
@@ -162,28 +167,19 @@ class TableFormat(abc.ABC, Generic[TableT]):
             4. Return True.
         """
         # Step 1
-        found = self.existing(binding.table)
+        found = self.existing(pending.binding.table)
         # Step 2
-        if self.batch_in(found, app_id) >= txn.batch:
+        if self.batch_in(found, pending.app_id) >= pending.txn.batch:
             return False
         # Step 3
-        self.commit_on(found, binding, txn, files, app_id=app_id, before_commit=before_commit)
+        self.commit_on(found, pending)
         # Step 4
         return True
 
     @abc.abstractmethod
-    def commit_on(
-        self,
-        found: TableT,
-        binding: SinkBinding,
-        txn: TransactionId,
-        files: Sequence[DataFile],
-        *,
-        app_id: str,
-        before_commit: Callable[[], None],
-    ) -> None:
+    def commit_on(self, found: TableT, pending: TableCommit) -> None:
         """Step 3 of :meth:`commit`: one table commit on top of ``found`` (the version Step 1 loaded),
-        calling ``before_commit()`` once the prepared files are read, right before committing."""
+        calling ``pending.before_commit()`` once the prepared files are read, right before committing."""
 
     @abc.abstractmethod
     def cleanup(self, binding: SinkBinding, files: Sequence[DataFile], *, committed: bool) -> None:

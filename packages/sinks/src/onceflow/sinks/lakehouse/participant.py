@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Sequence
@@ -19,7 +20,7 @@ from onceflow.sinks.exceptions import (
     TransactionNotPrepared,
 )
 from onceflow.sinks.lakehouse.exceptions import CommitConflict, TableStoreUnavailable
-from onceflow.sinks.lakehouse.format import DataFile, TableFormat
+from onceflow.sinks.lakehouse.format import DataFile, TableCommit, TableFormat
 from onceflow.sinks.lakehouse.settings import CommitRetrySettings
 from onceflow.sinks.tables import null_violation
 
@@ -243,17 +244,12 @@ class LakehouseParticipant(SinkParticipant):
         retry = self._retry
         delay_s = retry.initial_backoff_ms / 1000
         ids = {"sink": self.record_name, "job": txn.job, "batch": txn.batch, "txn": txn, "table": binding.table}
-        app_id = self.app_id(txn.job)
+        before_commit = functools.partial(self.faults.at, "before-table-commit", **ids)
+        pending = TableCommit(binding, txn, files, self.app_id(txn.job), before_commit)
         for attempt in range(1, retry.attempts + 1):
             # Step 1
             try:
-                if self.format.commit(
-                    binding,
-                    txn,
-                    files,
-                    app_id=app_id,
-                    before_commit=lambda: self.faults.at("before-table-commit", **ids),
-                ):
+                if self.format.commit(pending):
                     _log.info("commit.table_committed", **ids, files=len(files), attempt=attempt)
                 else:
                     _log.info("commit.table_holds_batch", **ids)
