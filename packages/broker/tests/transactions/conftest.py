@@ -13,17 +13,7 @@ from typing import Any
 import pytest
 
 from onceflow.broker.groups import GroupCoordinator
-from onceflow.broker.transactions import MarkerWriteError, TransactionCoordinator
-
-
-@dataclass(frozen=True)
-class Marker:
-    topic: str
-    partition: int
-    producer_id: int
-    producer_epoch: int
-    coordinator_epoch: int
-    commit: bool
+from onceflow.broker.transactions import MarkerWriteError, TransactionCoordinator, TransactionMarker
 
 
 class MarkerStorageFailure(RuntimeError):  # noqa: N818 - a failure, not an error class of ours
@@ -35,25 +25,17 @@ class RecordingMarkers:
     """A MarkerWriter that records every marker; it can fail after ``fail_after`` writes, and knows
     partitions that do not exist."""
 
-    written: list[Marker] = field(default_factory=list)
+    written: list[TransactionMarker] = field(default_factory=list)
     fail_after: int | None = None
     missing: set[tuple[str, int]] = field(default_factory=set)
 
-    def write_marker(
-        self,
-        topic: str,
-        partition: int,
-        *,
-        producer_id: int,
-        producer_epoch: int,
-        coordinator_epoch: int,
-        commit: bool,
-    ) -> None:
+    def write_marker(self, marker: TransactionMarker) -> None:
+        topic, partition = marker.topic, marker.partition
         if (topic, partition) in self.missing:
             raise MarkerWriteError(topic, partition, "unknown topic or partition")
         if self.fail_after is not None and len(self.written) >= self.fail_after:
             raise MarkerStorageFailure(f"disk went away writing {topic}-{partition}")
-        self.written.append(Marker(topic, partition, producer_id, producer_epoch, coordinator_epoch, commit))
+        self.written.append(marker)
 
     def partitions(self, *, commit: bool | None = None) -> set[tuple[str, int]]:
         return {(m.topic, m.partition) for m in self.written if commit is None or m.commit == commit}

@@ -21,7 +21,7 @@ from __future__ import annotations
 from onceflow.broker.partition import now_ms
 from onceflow.broker.storage.records import ControlType
 from onceflow.broker.topics import TopicRegistry
-from onceflow.broker.transactions import MarkerWriteError
+from onceflow.broker.transactions import MarkerWriteError, TransactionMarker
 from onceflow.broker.waiters import PartitionWaiters
 from onceflow.core.logging import get_logger
 
@@ -35,27 +35,19 @@ class PartitionMarkerWriter:
         self._topics = topics
         self._waiters = waiters
 
-    def write_marker(
-        self,
-        topic: str,
-        partition: int,
-        *,
-        producer_id: int,
-        producer_epoch: int,
-        coordinator_epoch: int,
-        commit: bool,
-    ) -> None:
+    def write_marker(self, marker: TransactionMarker) -> None:
         """:meth:`MarkerWriter.write_marker <onceflow.broker.transactions.MarkerWriter.write_marker>`: the
         marker is a control batch appended to the partition's log, then its long-polling fetches are woken."""
+        topic, partition = marker.topic, marker.partition
         registered = self._topics.get(topic)
         if registered is None or not 0 <= partition < len(registered.partitions):
             raise MarkerWriteError(topic, partition, "unknown topic or partition")
         partition_log = registered.partitions[partition].log
         offset = partition_log.append_control(
-            ControlType.COMMIT if commit else ControlType.ABORT,
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            coordinator_epoch=coordinator_epoch,
+            ControlType.COMMIT if marker.commit else ControlType.ABORT,
+            producer_id=marker.producer_id,
+            producer_epoch=marker.producer_epoch,
+            coordinator_epoch=marker.coordinator_epoch,
             now_ms=now_ms(),
         )
         self._waiters.notify(topic, partition)
@@ -63,8 +55,8 @@ class PartitionMarkerWriter:
             "txn.marker_written",
             topic=topic,
             partition=partition,
-            pid=producer_id,
-            epoch=producer_epoch,
-            marker="commit" if commit else "abort",
+            pid=marker.producer_id,
+            epoch=marker.producer_epoch,
+            marker="commit" if marker.commit else "abort",
             offset=offset,
         )

@@ -23,7 +23,7 @@ from onceflow.broker.acl import AclOperation
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.storage_errors import error_code_for
 from onceflow.broker.storage.errors import StorageError
-from onceflow.broker.transactions import MarkerWriteError
+from onceflow.broker.transactions import MarkerWriteError, TransactionMarker
 from onceflow.broker.txn_markers import PartitionMarkerWriter
 from onceflow.core.logging import get_logger
 
@@ -37,12 +37,14 @@ def _write(
         return ErrorCode.cluster_authorization_failed
     try:
         writer.write_marker(
-            topic,
-            partition,
-            producer_id=int(marker.producer_id),
-            producer_epoch=int(marker.producer_epoch),
-            coordinator_epoch=max(0, int(marker.coordinator_epoch)),
-            commit=bool(marker.transaction_result),
+            TransactionMarker(
+                topic=topic,
+                partition=partition,
+                producer_id=int(marker.producer_id),
+                producer_epoch=int(marker.producer_epoch),
+                coordinator_epoch=max(0, int(marker.coordinator_epoch)),
+                commit=bool(marker.transaction_result),
+            )
         )
     except MarkerWriteError:
         return ErrorCode.unknown_topic_or_partition

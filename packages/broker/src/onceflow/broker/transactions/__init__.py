@@ -14,7 +14,7 @@ from onceflow.broker.transactions.exceptions import (
     TransactionCompletionInterrupted,
     TransactionCoordinatorError,
 )
-from onceflow.broker.transactions.markers import MarkerWriter
+from onceflow.broker.transactions.markers import MarkerWriter, TransactionMarker
 from onceflow.broker.transactions.metadata import TransactionMetadata
 from onceflow.broker.transactions.results import InitProducerIdResult, TransactionDescription, TransactionListing
 from onceflow.broker.transactions.state import KafkaTransactionState
@@ -35,5 +35,6 @@ __all__ = [
     "TransactionCoordinatorError",
     "TransactionDescription",
     "TransactionListing",
+    "TransactionMarker",
     "TransactionMetadata",
 ]

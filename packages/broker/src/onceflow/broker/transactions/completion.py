@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from onceflow.broker.groups import GroupCoordinator
 from onceflow.broker.transactions.exceptions import MarkerWriteError, TransactionCompletionInterrupted
-from onceflow.broker.transactions.markers import MarkerWriter
+from onceflow.broker.transactions.markers import MarkerWriter, TransactionMarker
 from onceflow.broker.transactions.metadata import TransactionMetadata
 from onceflow.broker.transactions.state import KafkaTransactionState
 from onceflow.broker.transactions.store import TransactionStore
@@ -107,12 +107,14 @@ class TransactionCompleter:
     def _write_marker(self, metadata: TransactionMetadata, topic: str, partition: int, commit: bool) -> None:
         try:
             self._markers.write_marker(
-                topic,
-                partition,
-                producer_id=metadata.producer_id,
-                producer_epoch=metadata.producer_epoch,
-                coordinator_epoch=self._coordinator_epoch,
-                commit=commit,
+                TransactionMarker(
+                    topic=topic,
+                    partition=partition,
+                    producer_id=metadata.producer_id,
+                    producer_epoch=metadata.producer_epoch,
+                    coordinator_epoch=self._coordinator_epoch,
+                    commit=commit,
+                )
             )
         except MarkerWriteError as error:
             log.warning(

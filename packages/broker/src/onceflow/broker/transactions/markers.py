@@ -1,8 +1,26 @@
-"""``MarkerWriter``: how the coordinator closes a transaction in a partition (a COMMIT/ABORT control batch)."""
+"""``MarkerWriter``: how the coordinator closes a transaction in a partition (a COMMIT/ABORT control batch),
+and ``TransactionMarker``, the marker it writes."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TransactionMarker:
+    """One COMMIT (``commit``) or ABORT marker for one partition: an entry of Kafka's WriteTxnMarkers.
+
+    It ends ``producer_id``'s transaction in ``topic``-``partition`` at ``producer_epoch``; the
+    ``coordinator_epoch`` is the writing coordinator's.
+    """
+
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    coordinator_epoch: int
+    commit: bool
 
 
 class MarkerWriter(Protocol):
@@ -18,15 +36,6 @@ class MarkerWriter(Protocol):
       partition as done. Any other exception is transient: the coordinator retries later.
     """
 
-    def write_marker(
-        self,
-        topic: str,
-        partition: int,
-        *,
-        producer_id: int,
-        producer_epoch: int,
-        coordinator_epoch: int,
-        commit: bool,
-    ) -> None:
-        """Append a COMMIT (``commit``) or ABORT marker for ``producer_id`` at ``producer_epoch``."""
+    def write_marker(self, marker: TransactionMarker) -> None:
+        """Append ``marker`` (COMMIT or ABORT for its producer at its epoch) to its partition."""
         ...
