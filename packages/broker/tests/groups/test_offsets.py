@@ -17,6 +17,7 @@ from onceflow.broker.groups import (
     JoinResult,
     OffsetAndMetadata,
     SyncRequest,
+    TxnOffsetCommitRequest,
 )
 
 GROUP = "g"
@@ -100,7 +101,9 @@ def test_transactional_offsets_are_invisible_until_commit(new_coordinator: Any) 
         coordinator = new_coordinator()
         await coordinator.start()
         coordinator.commit_offsets(GROUP, Committer(), {T0: at(1)})
-        assert coordinator.stage_txn_offsets(GROUP, 7, 0, Committer(), {T0: at(10), T1: at(11)}) == {
+        assert coordinator.stage_txn_offsets(
+            TxnOffsetCommitRequest(GROUP, 7, 0, Committer(), {T0: at(10), T1: at(11)})
+        ) == {
             T0: ErrorCode.none,
             T1: ErrorCode.none,
         }
@@ -130,7 +133,7 @@ def test_aborted_transactional_offsets_are_discarded(new_coordinator: Any) -> No
         coordinator = new_coordinator()
         await coordinator.start()
         coordinator.commit_offsets(GROUP, Committer(), {T0: at(1)})
-        coordinator.stage_txn_offsets(GROUP, 7, 0, Committer(), {T0: at(10)})
+        coordinator.stage_txn_offsets(TxnOffsetCommitRequest(GROUP, 7, 0, Committer(), {T0: at(10)}))
         coordinator.complete_txn_offsets(GROUP, 7, commit=False)
         assert coordinator.fetch_offsets(GROUP, [T0], require_stable=True) == (ErrorCode.none, {T0: at(1)})
         coordinator.complete_txn_offsets("unknown-group", 7, commit=True)
@@ -143,7 +146,7 @@ def test_a_plain_commit_after_staging_wins_over_the_transaction(new_coordinator:
     async def scenario() -> None:
         coordinator = new_coordinator()
         await coordinator.start()
-        coordinator.stage_txn_offsets(GROUP, 7, 0, Committer(), {T0: at(10), T1: at(11)})
+        coordinator.stage_txn_offsets(TxnOffsetCommitRequest(GROUP, 7, 0, Committer(), {T0: at(10), T1: at(11)}))
         coordinator.commit_offsets(GROUP, Committer(), {T0: at(50)})
         coordinator.complete_txn_offsets(GROUP, 7, commit=True)
         assert coordinator.fetch_offsets(GROUP, [T0, T1])[1] == {T0: at(50), T1: at(11)}
@@ -157,14 +160,22 @@ def test_transactional_commits_check_the_member_when_given(new_coordinator: Any)
         coordinator = new_coordinator()
         await coordinator.start()
         member = await one_member_group(coordinator)
-        stale = coordinator.stage_txn_offsets(GROUP, 7, 0, Committer(0, member.member_id), {T0: at(1)})
+        stale = coordinator.stage_txn_offsets(
+            TxnOffsetCommitRequest(GROUP, 7, 0, Committer(0, member.member_id), {T0: at(1)})
+        )
         assert stale == {T0: ErrorCode.illegal_generation}
-        unknown = coordinator.stage_txn_offsets(GROUP, 7, 0, Committer(1, "stranger"), {T0: at(1)})
+        unknown = coordinator.stage_txn_offsets(
+            TxnOffsetCommitRequest(GROUP, 7, 0, Committer(1, "stranger"), {T0: at(1)})
+        )
         assert unknown == {T0: ErrorCode.unknown_member_id}
-        current = coordinator.stage_txn_offsets(GROUP, 7, 0, Committer(1, member.member_id), {T0: at(1)})
+        current = coordinator.stage_txn_offsets(
+            TxnOffsetCommitRequest(GROUP, 7, 0, Committer(1, member.member_id), {T0: at(1)})
+        )
         assert current == {T0: ErrorCode.none}
         # Without member and generation (the pre-KIP-447 form), staging is allowed in a non-empty group.
-        assert coordinator.stage_txn_offsets(GROUP, 8, 0, Committer(), {T1: at(2)}) == {T1: ErrorCode.none}
+        assert coordinator.stage_txn_offsets(TxnOffsetCommitRequest(GROUP, 8, 0, Committer(), {T1: at(2)})) == {
+            T1: ErrorCode.none
+        }
         await coordinator.stop()
 
     run(scenario)

@@ -8,7 +8,15 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from onceflow.broker.groups import Committer, GroupCoordinator, JoinRequest, JoinResult, OffsetAndMetadata, SyncRequest
+from onceflow.broker.groups import (
+    Committer,
+    GroupCoordinator,
+    JoinRequest,
+    JoinResult,
+    OffsetAndMetadata,
+    SyncRequest,
+    TxnOffsetCommitRequest,
+)
 
 GROUP = "g"
 T0 = ("t", 0)
@@ -65,8 +73,8 @@ def test_pending_transactional_offsets_stay_pending_across_restart(new_coordinat
         coordinator = new_coordinator()
         await coordinator.start()
         coordinator.commit_offsets(GROUP, Committer(), {T0: at(1)})
-        coordinator.stage_txn_offsets(GROUP, 7, 2, Committer(), {T0: at(10)})
-        coordinator.stage_txn_offsets(GROUP, 8, 0, Committer(), {T1: at(20)})
+        coordinator.stage_txn_offsets(TxnOffsetCommitRequest(GROUP, 7, 2, Committer(), {T0: at(10)}))
+        coordinator.stage_txn_offsets(TxnOffsetCommitRequest(GROUP, 8, 0, Committer(), {T1: at(20)}))
         await coordinator.stop()
 
         restarted = new_coordinator()

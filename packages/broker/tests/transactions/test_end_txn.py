@@ -8,7 +8,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from onceflow.broker.groups import Committer, OffsetAndMetadata
+from onceflow.broker.groups import Committer, OffsetAndMetadata, TxnOffsetCommitRequest
 
 TXN = "onceflow-src-files-0"
 GROUP = "spark-ip-count"
@@ -29,7 +29,9 @@ async def open_txn_with_offsets(b: Any) -> tuple[int, int]:
     pid, epoch = init.producer_id, init.producer_epoch
     assert await b.txn.add_partitions_to_txn(TXN, pid, epoch, PARTS) == dict.fromkeys(PARTS, ErrorCode.none)
     assert await b.txn.add_offsets_to_txn(TXN, pid, epoch, GROUP) is ErrorCode.none
-    staged = await b.txn.txn_offset_commit(TXN, GROUP, pid, epoch, Committer(), {("in", 0): at(42)})
+    staged = await b.txn.txn_offset_commit(
+        TXN, TxnOffsetCommitRequest(GROUP, pid, epoch, Committer(), {("in", 0): at(42)})
+    )
     assert staged == {("in", 0): ErrorCode.none}
     return pid, epoch
 
@@ -136,7 +138,9 @@ def test_requests_are_checked_against_the_current_producer(broker: Any) -> None:
             assert await b.txn.end_txn("nobody", pid, epoch, commit=True) is ErrorCode.invalid_producer_id_mapping
             assert await b.txn.add_offsets_to_txn("", pid, epoch, GROUP) is ErrorCode.invalid_request
             # TxnOffsetCommit needs AddOffsetsToTxn for the group first.
-            staged = await b.txn.txn_offset_commit(TXN, GROUP, pid, epoch, Committer(), {("in", 0): at(1)})
+            staged = await b.txn.txn_offset_commit(
+                TXN, TxnOffsetCommitRequest(GROUP, pid, epoch, Committer(), {("in", 0): at(1)})
+            )
             assert staged == {("in", 0): ErrorCode.invalid_txn_state}
             assert not b.groups.has_pending_txn_offsets(GROUP, "in", 0)
 

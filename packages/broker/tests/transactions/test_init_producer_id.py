@@ -8,7 +8,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from onceflow.broker.groups import Committer, OffsetAndMetadata
+from onceflow.broker.groups import Committer, OffsetAndMetadata, TxnOffsetCommitRequest
 
 TXN = "onceflow-src-files-0"
 GROUP = "g"
@@ -46,7 +46,7 @@ def test_init_while_ongoing_aborts_the_predecessor_and_fences_it(broker: Any) ->
             await b.txn.add_partitions_to_txn(TXN, pid, 0, PARTS)
             await b.txn.add_offsets_to_txn(TXN, pid, 0, GROUP)
             offsets = {("in", 0): OffsetAndMetadata(7, 0, None, -1)}
-            await b.txn.txn_offset_commit(TXN, GROUP, pid, 0, Committer(), offsets)
+            await b.txn.txn_offset_commit(TXN, TxnOffsetCommitRequest(GROUP, pid, 0, Committer(), offsets))
 
             new = await b.txn.init_producer_id(TXN, 60_000)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from onceflow.broker.groups import Committer, OffsetAndMetadata
+from onceflow.broker.groups import Committer, OffsetAndMetadata, TxnOffsetCommitRequest
 from onceflow.broker.statelog import StateLogLocked
 from onceflow.broker.transactions import TransactionCoordinator
 
@@ -30,7 +30,7 @@ async def prepare_commit_then_crash(broker: Any) -> tuple[int, int]:
         await b.txn.add_partitions_to_txn(TXN, pid, epoch, PARTS)
         await b.txn.add_offsets_to_txn(TXN, pid, epoch, GROUP)
         offsets = {("in", 0): OffsetAndMetadata(99, 0, None, -1)}
-        await b.txn.txn_offset_commit(TXN, GROUP, pid, epoch, Committer(), offsets)
+        await b.txn.txn_offset_commit(TXN, TxnOffsetCommitRequest(GROUP, pid, epoch, Committer(), offsets))
         assert await b.txn.end_txn(TXN, pid, epoch, commit=True) is ErrorCode.none
         assert len(b.markers.written) == 1
         assert b.txn.describe_transactions([TXN])[0].state == "PrepareCommit"

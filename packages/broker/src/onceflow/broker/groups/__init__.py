@@ -8,7 +8,7 @@ from onceflow.broker.groups.exceptions import (
     IllegalGroupTransition,
     InvalidGroupRecord,
 )
-from onceflow.broker.groups.requests import Committer, JoinRequest, SyncRequest
+from onceflow.broker.groups.requests import Committer, JoinRequest, SyncRequest, TxnOffsetCommitRequest
 from onceflow.broker.groups.results import (
     GroupDescription,
     GroupListing,
@@ -38,4 +38,5 @@ __all__ = [
     "OffsetAndMetadata",
     "SyncRequest",
     "SyncResult",
+    "TxnOffsetCommitRequest",
 ]

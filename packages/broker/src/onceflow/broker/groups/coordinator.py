@@ -16,7 +16,7 @@ from onceflow.broker.groups.membership import Membership
 from onceflow.broker.groups.offset_commits import OffsetCommits
 from onceflow.broker.groups.offsets import TopicPartition
 from onceflow.broker.groups.rebalance import Rebalancer
-from onceflow.broker.groups.requests import Committer, JoinRequest, SyncRequest
+from onceflow.broker.groups.requests import Committer, JoinRequest, SyncRequest, TxnOffsetCommitRequest
 from onceflow.broker.groups.results import (
     GroupDescription,
     GroupListing,
@@ -205,20 +205,11 @@ class GroupCoordinator:
             return ErrorCode.coordinator_not_available, {}
         return self._running.offsets.fetch(group_id, partitions, require_stable)
 
-    def stage_txn_offsets(
-        self,
-        group_id: str,
-        producer_id: int,
-        producer_epoch: int,
-        committer: Committer,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
-    ) -> dict[TopicPartition, ErrorCode]:
+    def stage_txn_offsets(self, request: TxnOffsetCommitRequest) -> dict[TopicPartition, ErrorCode]:
         """TxnOffsetCommit: durably stage offsets, pending until ``complete_txn_offsets``."""
         if self._running is None:
-            return dict.fromkeys(offsets, ErrorCode.coordinator_not_available)
-        return self._running.offsets.stage_txn(
-            group_id, producer_id=producer_id, producer_epoch=producer_epoch, committer=committer, offsets=offsets
-        )
+            return dict.fromkeys(request.offsets, ErrorCode.coordinator_not_available)
+        return self._running.offsets.stage_txn(request)
 
     def complete_txn_offsets(self, group_id: str, producer_id: int, commit: bool) -> None:
         """Durably commit (or abort) the offsets ``producer_id`` staged in the group. Idempotent."""

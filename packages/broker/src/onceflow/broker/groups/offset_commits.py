@@ -12,7 +12,7 @@ from onceflow.broker.groups.config import GroupConfig
 from onceflow.broker.groups.group import Group
 from onceflow.broker.groups.offsets import TopicPartition
 from onceflow.broker.groups.rebalance import Rebalancer
-from onceflow.broker.groups.requests import Committer
+from onceflow.broker.groups.requests import Committer, TxnOffsetCommitRequest
 from onceflow.broker.groups.results import OffsetAndMetadata
 from onceflow.broker.groups.state import GroupState
 from onceflow.broker.groups.store import GroupStore
@@ -109,31 +109,24 @@ class OffsetCommits:
             result[partition] = None
         return ErrorCode.unstable_offset_commit, result
 
-    def stage_txn(
-        self,
-        group_id: str,
-        *,
-        producer_id: int,
-        producer_epoch: int,
-        committer: Committer,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
-    ) -> dict[TopicPartition, ErrorCode]:
-        """Handle TxnOffsetCommit: stage offsets as pending in ``producer_id``'s transaction."""
+    def stage_txn(self, request: TxnOffsetCommitRequest) -> dict[TopicPartition, ErrorCode]:
+        """Handle TxnOffsetCommit: stage offsets as pending in the request's producer's transaction."""
+        group_id, producer_id = request.group_id, request.producer_id
         group = self._groups.get(group_id)
         if group is None:
             group = self._groups[group_id] = Group(group_id)
-        error = self._validate(group, committer, transactional=True)
+        error = self._validate(group, request.committer, transactional=True)
         if error is not None:
-            return dict.fromkeys(offsets, error)
-        accepted, results = self._check_metadata(offsets)
-        staged = self._store.stage_txn_offsets(group_id, producer_id, producer_epoch, accepted)
+            return dict.fromkeys(request.offsets, error)
+        accepted, results = self._check_metadata(request.offsets)
+        staged = self._store.stage_txn_offsets(group_id, producer_id, request.producer_epoch, accepted)
         for partition, entry in staged.items():
             group.offsets.stage(producer_id, partition, entry)
         logger.info(
             "group.transactional_offsets_staged",
             group=group_id,
             pid=producer_id,
-            epoch=producer_epoch,
+            epoch=request.producer_epoch,
             partitions=len(staged),
         )
         return results

@@ -1,11 +1,13 @@
-"""What the protocol layer asks of the group coordinator, as values: who commits offsets, who joins and syncs."""
+"""What the protocol layer asks of the group coordinator, as values: who commits offsets, who joins and syncs,
+and which offsets a transaction stages."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from onceflow.broker.groups.results import NO_MEMBER_ID
+from onceflow.broker.groups.offsets import TopicPartition
+from onceflow.broker.groups.results import NO_MEMBER_ID, OffsetAndMetadata
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +24,18 @@ class Committer:
     def is_member(self) -> bool:
         """Whether the commit names a member (which must then be current), rather than being a simple commit."""
         return self.generation_id >= 0 or self.member_id != NO_MEMBER_ID or self.group_instance_id is not None
+
+
+@dataclass(frozen=True, slots=True)
+class TxnOffsetCommitRequest:
+    """A TxnOffsetCommit request, as the group coordinator sees it: ``offsets`` to stage in ``group_id``,
+    pending in the transaction of ``producer_id`` at ``producer_epoch``, by ``committer``."""
+
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    committer: Committer
+    offsets: Mapping[TopicPartition, OffsetAndMetadata]
 
 
 @dataclass(frozen=True, slots=True)

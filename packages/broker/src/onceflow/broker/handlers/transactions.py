@@ -25,7 +25,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from onceflow.broker.acl import AclOperation, ResourceType
-from onceflow.broker.groups import Committer
+from onceflow.broker.groups import Committer, TxnOffsetCommitRequest
 from onceflow.broker.handlers.context import RequestContext
 from onceflow.broker.handlers.group_offsets import commit_response, offsets_to_commit
 from onceflow.broker.handlers.producer_fenced import for_client
@@ -141,15 +141,17 @@ async def handle_txn_offset_commit(ctx: RequestContext, request: Any) -> Any:
     if offsets or (refused is None and not errors):
         errors |= await ctx.broker.transactions.txn_offset_commit(
             request.transactional_id,
-            request.group_id,
-            request.producer_id,
-            request.producer_epoch,
-            Committer(
-                getattr(request, "generation_id", -1),
-                getattr(request, "member_id", ""),
-                getattr(request, "group_instance_id", None),
+            TxnOffsetCommitRequest(
+                request.group_id,
+                request.producer_id,
+                request.producer_epoch,
+                Committer(
+                    getattr(request, "generation_id", -1),
+                    getattr(request, "member_id", ""),
+                    getattr(request, "group_instance_id", None),
+                ),
+                offsets,
             ),
-            offsets,
         )
     translated = {partition: for_client(code, ctx.api_key, ctx.api_version) for partition, code in errors.items()}
     return commit_response(ctx, request.topics, translated)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kio.schema.errors import ErrorCode
 
-from onceflow.broker.groups import Committer, GroupCoordinator, OffsetAndMetadata
+from onceflow.broker.groups import GroupCoordinator, TxnOffsetCommitRequest
 from onceflow.broker.tasks import cancel_and_wait
 from onceflow.broker.transactions.completion import TransactionCompleter
 from onceflow.broker.transactions.listing import describe, list_transactions
@@ -177,32 +177,27 @@ class TransactionCoordinator:
             return ErrorCode.invalid_request
         return await self._add(transactional_id, producer_id, producer_epoch, groups=(group_id,))
 
-    async def txn_offset_commit(  # noqa: PLR0917 - positional, as the protocol layer calls it
-        self,
-        transactional_id: str,
-        group_id: str,
-        producer_id: int,
-        producer_epoch: int,
-        committer: Committer,
-        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+    async def txn_offset_commit(
+        self, transactional_id: str, request: TxnOffsetCommitRequest
     ) -> dict[TopicPartition, ErrorCode]:
-        """TxnOffsetCommit: stage offsets in the group, pending until the transaction ends.
+        """TxnOffsetCommit: stage the request's offsets in its group, pending until the transaction ends.
 
         The group must have been added with AddOffsetsToTxn in the current transaction
         (INVALID_TXN_STATE otherwise), so that EndTxn (or an abort) is sure to complete them.
         """
+        offsets = request.offsets
         running = self._running
         if running is None:
             return dict.fromkeys(offsets, ErrorCode.coordinator_not_available)
         async with running.lock:
-            owned = _owned(running.store, transactional_id, producer_id, producer_epoch)
+            owned = _owned(running.store, transactional_id, request.producer_id, request.producer_epoch)
             if isinstance(owned, ErrorCode):
                 return dict.fromkeys(offsets, owned)
             if owned.state.is_prepared:
                 return dict.fromkeys(offsets, ErrorCode.concurrent_transactions)
-            if owned.state is not KafkaTransactionState.ONGOING or group_id not in owned.groups:
+            if owned.state is not KafkaTransactionState.ONGOING or request.group_id not in owned.groups:
                 return dict.fromkeys(offsets, ErrorCode.invalid_txn_state)
-            return self._groups.stage_txn_offsets(group_id, producer_id, producer_epoch, committer, offsets)
+            return self._groups.stage_txn_offsets(request)
 
     async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> ErrorCode:
         """EndTxn: commit or abort the producer's transaction.
