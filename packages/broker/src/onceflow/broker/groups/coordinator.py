@@ -25,6 +25,7 @@ from onceflow.broker.groups.results import (
     OffsetAndMetadata,
     SyncResult,
 )
+from onceflow.broker.groups.running import RunningGroups
 from onceflow.broker.groups.state import GroupState
 from onceflow.broker.groups.store import GroupStore
 from onceflow.broker.tasks import cancel_and_wait
@@ -36,11 +37,10 @@ logger = get_logger(__name__)
 class _Running:
     """The parts that exist between ``start`` and ``stop``."""
 
-    def __init__(self, store: GroupStore, membership: Membership, offsets: OffsetCommits, rebalancer: Rebalancer):
-        self.store = store
+    def __init__(self, groups: RunningGroups, membership: Membership, offsets: OffsetCommits):
+        self.groups = groups
         self.membership = membership
         self.offsets = offsets
-        self.rebalancer = rebalancer
         self.timer: asyncio.Task[None] | None = None
 
 
@@ -127,13 +127,8 @@ class GroupCoordinator:
                 for partition, entry in staged.items():
                     group.offsets.stage(producer_id, partition, entry)
             self._groups[group_id] = group
-        rebalancer = Rebalancer(self._config, store, self._clock)
-        running = _Running(
-            store,
-            Membership(self._groups, rebalancer, store, self._config, self._clock),
-            OffsetCommits(self._groups, rebalancer, store, self._config, self._wall_clock),
-            rebalancer,
-        )
+        shared = RunningGroups(self._groups, Rebalancer(self._config, store, self._clock), store, self._config)
+        running = _Running(shared, Membership(shared, self._clock), OffsetCommits(shared, self._wall_clock))
         # Step 3
         running.timer = asyncio.create_task(self._run_timer(), name="group-coordinator-timer")
         self._running = running
@@ -150,7 +145,7 @@ class GroupCoordinator:
                 member.answer_join(JoinResult.failed(ErrorCode.not_coordinator, member.member_id))
                 member.answer_sync(SyncResult.failed(ErrorCode.not_coordinator))
         self._groups.clear()
-        running.store.close()
+        running.groups.store.close()
         logger.info("group.coordinator_stopped", data_dir=self._data_dir)
 
     def expire_deadlines(self) -> None:
@@ -158,7 +153,7 @@ class GroupCoordinator:
         running = self._require_running()
         for group in list(self._groups.values()):
             try:
-                running.rebalancer.on_tick(group)
+                running.groups.rebalancer.on_tick(group)
             except Exception:
                 # The timer must keep serving the other groups; the failure is reported here.
                 logger.exception("group.deadline_handling_failed", group=group.group_id)
@@ -273,7 +268,7 @@ class GroupCoordinator:
             for producer_id, offsets in group.offsets.all_pending().items()
             for partition in offsets
         ]
-        running.store.delete_group(group_id, group.offsets.all_committed(), staged)
+        running.groups.store.delete_group(group_id, group.offsets.all_committed(), staged)
         group.transition(GroupState.DEAD)
         group.offsets.clear()
         del self._groups[group_id]

@@ -8,14 +8,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 from kio.schema.errors import ErrorCode
 
-from onceflow.broker.groups.config import GroupConfig
 from onceflow.broker.groups.group import Group
 from onceflow.broker.groups.member import Member
-from onceflow.broker.groups.rebalance import Rebalancer
 from onceflow.broker.groups.requests import JoinRequest, SyncRequest
 from onceflow.broker.groups.results import NO_MEMBER_ID, JoinResult, SyncResult
+from onceflow.broker.groups.running import RunningGroups
 from onceflow.broker.groups.state import GroupState
-from onceflow.broker.groups.store import GroupStore
 from onceflow.broker.statelog import StateLogError
 from onceflow.core.logging import get_logger
 
@@ -31,18 +29,8 @@ class Membership:
     broker whose response could not be delivered, the member still counts as having joined.
     """
 
-    def __init__(
-        self,
-        groups: dict[str, Group],
-        rebalancer: Rebalancer,
-        store: GroupStore,
-        config: GroupConfig,
-        clock: Callable[[], float],
-    ) -> None:
-        self._groups = groups
-        self._rebalancer = rebalancer
-        self._store = store
-        self._config = config
+    def __init__(self, running: RunningGroups, clock: Callable[[], float]) -> None:
+        self._running = running
         self._clock = clock
 
     async def join_group(self, request: JoinRequest) -> JoinResult:
@@ -50,14 +38,18 @@ class Membership:
         group_id, member_id, session_timeout_ms = request.group_id, request.member_id, request.session_timeout_ms
         if not group_id:
             return JoinResult.failed(ErrorCode.invalid_group_id, member_id)
-        if not self._config.min_session_timeout_ms <= session_timeout_ms <= self._config.max_session_timeout_ms:
+        if (
+            not self._running.config.min_session_timeout_ms
+            <= session_timeout_ms
+            <= self._running.config.max_session_timeout_ms
+        ):
             return JoinResult.failed(ErrorCode.invalid_session_timeout, member_id)
         is_unknown_member = member_id == NO_MEMBER_ID
-        group = self._groups.get(group_id)
+        group = self._running.groups.get(group_id)
         if group is None:
             if not is_unknown_member:
                 return JoinResult.failed(ErrorCode.unknown_member_id, member_id)
-            group = self._groups[group_id] = Group(group_id)
+            group = self._running.groups[group_id] = Group(group_id)
         if group.is_state(GroupState.DEAD):
             return JoinResult.failed(ErrorCode.coordinator_not_available, member_id)
         if not group.supports_protocols(request.protocol_type, [name for name, _ in request.protocols]):
@@ -85,14 +77,14 @@ class Membership:
             answer = self._join_new_member(group, candidate, request.require_known_member_id)
         else:
             answer = self._join_known_member(group, candidate)
-        self._rebalancer.try_complete_join(group)
+        self._running.rebalancer.try_complete_join(group)
         if isinstance(answer, JoinResult):
             return answer
         return await asyncio.shield(answer)
 
     async def sync_group(self, request: SyncRequest) -> SyncResult:
         """Handle SyncGroup; a follower's answer waits until the leader's assignment is stored."""
-        group = self._groups.get(request.group_id)
+        group = self._running.groups.get(request.group_id)
         if group is None:
             return SyncResult.failed(ErrorCode.unknown_member_id)
         member_id = request.member_id
@@ -112,7 +104,7 @@ class Membership:
                 return SyncResult.failed(ErrorCode.rebalance_in_progress)
             case GroupState.STABLE:
                 self._synced(group, member_id)
-                self._rebalancer.schedule_heartbeat(member)
+                self._running.rebalancer.schedule_heartbeat(member)
                 return SyncResult(ErrorCode.none, group.protocol_type, group.protocol_name, member.assignment)
             case _:
                 waiter: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
@@ -125,7 +117,7 @@ class Membership:
 
     def heartbeat(self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None) -> ErrorCode:
         """Handle Heartbeat: NONE, REBALANCE_IN_PROGRESS (rejoin), or why the member is not current."""
-        group = self._groups.get(group_id)
+        group = self._running.groups.get(group_id)
         if group is None:
             return ErrorCode.unknown_member_id
         error = self._validate_member(group, member_id, group_instance_id, generation_id)
@@ -133,7 +125,7 @@ class Membership:
             return error
         if group.is_state(GroupState.EMPTY):
             return ErrorCode.unknown_member_id
-        self._rebalancer.schedule_heartbeat(group.members[member_id])
+        self._running.rebalancer.schedule_heartbeat(group.members[member_id])
         if group.is_state(GroupState.PREPARING_REBALANCE):
             return ErrorCode.rebalance_in_progress
         return ErrorCode.none
@@ -145,7 +137,7 @@ class Membership:
 
         A member may be named by ``group.instance.id`` alone (empty member id), for admin removal.
         """
-        group = self._groups.get(group_id)
+        group = self._running.groups.get(group_id)
         if group is None:
             return ErrorCode.none, [(mid, iid, ErrorCode.unknown_member_id) for mid, iid in members]
         if group.is_state(GroupState.DEAD):
@@ -209,11 +201,11 @@ class Membership:
         if group.is_state(GroupState.PREPARING_REBALANCE) and group.generation_id == 0:
             group.new_member_added = True
         group.add(member)
-        self._rebalancer.schedule_heartbeat(member, self._config.new_member_join_timeout_ms)
+        self._running.rebalancer.schedule_heartbeat(member, self._running.config.new_member_join_timeout_ms)
         logger.info(
             "group.member_added", group=group.group_id, member=member.member_id, instance=member.group_instance_id
         )
-        self._rebalancer.maybe_prepare_rebalance(group, f"member {member.member_id} joined")
+        self._running.rebalancer.maybe_prepare_rebalance(group, f"member {member.member_id} joined")
         return waiter
 
     def _update_member(
@@ -228,7 +220,7 @@ class Membership:
         member.answer_join(JoinResult.failed(ErrorCode.rebalance_in_progress, member.member_id))
         waiter: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
         member.join_waiter = waiter
-        self._rebalancer.maybe_prepare_rebalance(group, f"{reason} ({member.member_id})")
+        self._running.rebalancer.maybe_prepare_rebalance(group, f"{reason} ({member.member_id})")
         return waiter
 
     def _replace_static_member(
@@ -245,14 +237,14 @@ class Membership:
             old_member=old_member_id,
             member=member.member_id,
         )
-        self._rebalancer.schedule_heartbeat(member)
+        self._running.rebalancer.schedule_heartbeat(member)
         old_protocols = member.protocols
         member.protocols = candidate.protocols
         if group.is_state(GroupState.STABLE) and group.select_protocol() == group.protocol_name:
             # Same protocol: no rebalance. Persist the new member id; answer with the old leader id, so
             # that this member does not compute an assignment a Stable group would not distribute.
             try:
-                self._store.store_group(group.group_id, group.to_stored())
+                self._running.store.store_group(group.group_id, group.to_stored())
             except StateLogError:
                 logger.exception("group.storing_static_member_failed", group=group.group_id)
                 member.protocols = old_protocols
@@ -262,7 +254,7 @@ class Membership:
         waiter: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
         member.join_waiter = waiter
         if group.is_state(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
-            self._rebalancer.prepare_rebalance(group, f"static member {candidate.group_instance_id} rejoined")
+            self._running.rebalancer.prepare_rebalance(group, f"static member {candidate.group_instance_id} rejoined")
         return waiter
 
     def _complete_sync(self, group: Group, leader_id: str, assignments: Mapping[str, bytes]) -> None:
@@ -288,15 +280,15 @@ class Membership:
             member.assignment = assignments.get(member_id, b"")
         # Step 2
         try:
-            self._store.store_group(group.group_id, group.to_stored())
+            self._running.store.store_group(group.group_id, group.to_stored())
         except StateLogError:
             logger.exception("group.storing_group_assignment_failed", group=group.group_id)
-            self._rebalancer.propagate_assignment(group, ErrorCode.coordinator_not_available)
-            self._rebalancer.prepare_rebalance(group, "storing the assignment failed")
+            self._running.rebalancer.propagate_assignment(group, ErrorCode.coordinator_not_available)
+            self._running.rebalancer.prepare_rebalance(group, "storing the assignment failed")
             return
         # Step 3
         group.transition(GroupState.STABLE)
-        self._rebalancer.propagate_assignment(group, ErrorCode.none)
+        self._running.rebalancer.propagate_assignment(group, ErrorCode.none)
         logger.info(
             "group.stable",
             group=group.group_id,
@@ -315,15 +307,15 @@ class Membership:
             current = group.current_static_member_id(group_instance_id) if group_instance_id else None
             if current is None:
                 return ErrorCode.unknown_member_id
-            self._rebalancer.remove_member(group, group.members[current], "static member removed by LeaveGroup")
+            self._running.rebalancer.remove_member(group, group.members[current], "static member removed by LeaveGroup")
             return ErrorCode.none
         if member_id in group.pending_members:
-            self._rebalancer.remove_pending_member(group, member_id, "pending member left")
+            self._running.rebalancer.remove_pending_member(group, member_id, "pending member left")
             return ErrorCode.none
         error = self._validate_member(group, member_id, group_instance_id, None)
         if error is not None:
             return error
-        self._rebalancer.remove_member(group, group.members[member_id], "member left the group")
+        self._running.rebalancer.remove_member(group, group.members[member_id], "member left the group")
         return ErrorCode.none
 
     def _validate_member(

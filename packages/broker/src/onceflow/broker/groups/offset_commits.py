@@ -8,14 +8,12 @@ from dataclasses import replace
 
 from kio.schema.errors import ErrorCode
 
-from onceflow.broker.groups.config import GroupConfig
 from onceflow.broker.groups.group import Group
 from onceflow.broker.groups.offsets import TopicPartition
-from onceflow.broker.groups.rebalance import Rebalancer
 from onceflow.broker.groups.requests import Committer, TxnOffsetCommitRequest
 from onceflow.broker.groups.results import OffsetAndMetadata
+from onceflow.broker.groups.running import RunningGroups
 from onceflow.broker.groups.state import GroupState
-from onceflow.broker.groups.store import GroupStore
 from onceflow.broker.statelog import StateLogError
 from onceflow.core.logging import get_logger
 
@@ -36,29 +34,19 @@ class OffsetCommits:
       REBALANCE_IN_PROGRESS while the group is CompletingRebalance.
     """
 
-    def __init__(
-        self,
-        groups: dict[str, Group],
-        rebalancer: Rebalancer,
-        store: GroupStore,
-        config: GroupConfig,
-        wall_clock: Callable[[], float] = time.time,
-    ) -> None:
-        self._groups = groups
-        self._rebalancer = rebalancer
-        self._store = store
-        self._config = config
+    def __init__(self, running: RunningGroups, wall_clock: Callable[[], float] = time.time) -> None:
+        self._running = running
         self._wall_clock = wall_clock
 
     def commit(
         self, group_id: str, committer: Committer, offsets: Mapping[TopicPartition, OffsetAndMetadata]
     ) -> dict[TopicPartition, ErrorCode]:
         """Handle OffsetCommit; returns an error code per partition."""
-        group = self._groups.get(group_id)
+        group = self._running.groups.get(group_id)
         if group is None:
             if committer.generation_id >= 0:
                 return dict.fromkeys(offsets, ErrorCode.illegal_generation)
-            group = self._groups[group_id] = Group(group_id)
+            group = self._running.groups[group_id] = Group(group_id)
         error = self._validate(group, committer, transactional=False)
         if error is None and group.is_state(GroupState.COMPLETING_REBALANCE):
             error = ErrorCode.rebalance_in_progress
@@ -66,10 +54,10 @@ class OffsetCommits:
             return dict.fromkeys(offsets, error)
         member = group.members.get(committer.member_id)
         if member is not None:
-            self._rebalancer.schedule_heartbeat(member)
+            self._running.rebalancer.schedule_heartbeat(member)
         accepted, results = self._check_metadata(offsets)
         try:
-            stored = self._store.store_offsets(group_id, accepted)
+            stored = self._running.store.store_offsets(group_id, accepted)
         except StateLogError as error:
             # Nothing was committed (the state log rolled the write back); clients retry.
             logger.warning("group.offset_commit_not_stored", group=group_id, partitions=len(accepted), reason=error)
@@ -94,7 +82,7 @@ class OffsetCommits:
         with staged transactional offsets map to ``None`` and the error is UNSTABLE_OFFSET_COMMIT; the
         protocol layer reports that error on those partitions (see ``has_pending``), as Kafka does.
         """
-        group = self._groups.get(group_id)
+        group = self._running.groups.get(group_id)
         if group is None:
             return ErrorCode.none, dict.fromkeys(partitions or [], None)
         result: dict[TopicPartition, OffsetAndMetadata | None]
@@ -112,14 +100,14 @@ class OffsetCommits:
     def stage_txn(self, request: TxnOffsetCommitRequest) -> dict[TopicPartition, ErrorCode]:
         """Handle TxnOffsetCommit: stage offsets as pending in the request's producer's transaction."""
         group_id, producer_id = request.group_id, request.producer_id
-        group = self._groups.get(group_id)
+        group = self._running.groups.get(group_id)
         if group is None:
-            group = self._groups[group_id] = Group(group_id)
+            group = self._running.groups[group_id] = Group(group_id)
         error = self._validate(group, request.committer, transactional=True)
         if error is not None:
             return dict.fromkeys(request.offsets, error)
         accepted, results = self._check_metadata(request.offsets)
-        staged = self._store.stage_txn_offsets(group_id, producer_id, request.producer_epoch, accepted)
+        staged = self._running.store.stage_txn_offsets(group_id, producer_id, request.producer_epoch, accepted)
         for partition, entry in staged.items():
             group.offsets.stage(producer_id, partition, entry)
         logger.info(
@@ -142,14 +130,14 @@ class OffsetCommits:
         4. Apply the same change in memory.
         """
         # Step 1
-        group = self._groups.get(group_id)
+        group = self._running.groups.get(group_id)
         staged = group.offsets.pending(producer_id) if group is not None else {}
         if group is None or not staged:
             return
         # Step 2
         winners = group.offsets.winners_on_commit(producer_id) if commit else {}
         # Step 3
-        written = self._store.complete_txn(
+        written = self._running.store.complete_txn(
             group_id, producer_id, staged, {partition: entry.value for partition, entry in winners.items()}
         )
         # Step 4
@@ -164,7 +152,7 @@ class OffsetCommits:
 
     def has_pending(self, group_id: str, topic: str, partition: int) -> bool:
         """Whether an open transaction has staged an offset for the partition in the group."""
-        group = self._groups.get(group_id)
+        group = self._running.groups.get(group_id)
         return group is not None and group.offsets.has_pending((topic, partition))
 
     @staticmethod
@@ -186,7 +174,7 @@ class OffsetCommits:
         accepted: dict[TopicPartition, OffsetAndMetadata] = {}
         results: dict[TopicPartition, ErrorCode] = {}
         for partition, offset in offsets.items():
-            if offset.metadata is not None and len(offset.metadata.encode()) > self._config.max_metadata_bytes:
+            if offset.metadata is not None and len(offset.metadata.encode()) > self._running.config.max_metadata_bytes:
                 results[partition] = ErrorCode.offset_metadata_too_large
                 continue
             stamped = offset if offset.commit_timestamp_ms >= 0 else replace(offset, commit_timestamp_ms=now_ms)
