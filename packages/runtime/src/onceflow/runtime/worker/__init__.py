@@ -6,13 +6,14 @@ from onceflow.runtime.worker.metrics import WorkerMetrics
 from onceflow.runtime.worker.producer_stats import ProducerStats
 from onceflow.runtime.worker.sink_task import WorkerSinkTask
 from onceflow.runtime.worker.source_task import AbstractWorkerSourceTask
-from onceflow.runtime.worker.task import WorkerTask
+from onceflow.runtime.worker.task import TaskSetup, WorkerTask
 from onceflow.runtime.worker.worker import Worker, WorkerConfig, connector_config_def
 
 __all__ = [
     "AbstractWorkerSourceTask",
     "ExactlyOnceWorkerSourceTask",
     "ProducerStats",
+    "TaskSetup",
     "Worker",
     "WorkerConfig",
     "WorkerMetrics",

@@ -11,36 +11,23 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
-from onceflow.core.config_def import ParsedConfig
 from onceflow.runtime.api.sink import SinkRecord, SinkTask
 from onceflow.runtime.config.connector_config import TOPICS
-from onceflow.runtime.status import TargetState, TaskId
-from onceflow.runtime.worker.task import StatusListener, WorkerTask
+from onceflow.runtime.worker.task import TaskSetup, WorkerTask
 
 
 class WorkerSinkTask(WorkerTask):
     batch_size = 500
     poll_timeout_s = 0.2
 
-    def __init__(
-        self,
-        task_id: TaskId,
-        worker_id: str,
-        listener: StatusListener,
-        target: TargetState,
-        *,
-        task: SinkTask,
-        task_config: Mapping[str, str],
-        connector_config: ParsedConfig,
-        consumer_config: Mapping[str, Any],
-    ) -> None:
-        super().__init__(task_id, worker_id, listener, target)
-        self.task = task
-        self.task_config = dict(task_config)
-        self.topics = connector_config.get_list(TOPICS)
+    def __init__(self, setup: TaskSetup[SinkTask], *, consumer_config: Mapping[str, Any]) -> None:
+        super().__init__(setup.task_id, setup.worker_id, setup.listener, setup.target)
+        self.task = setup.task
+        self.task_config = dict(setup.task_config)
+        self.topics = setup.connector_config.get_list(TOPICS)
         self.consumer_config = {
             **consumer_config,
-            "group.id": f"connect-{task_id.connector}",
+            "group.id": f"connect-{setup.task_id.connector}",
             "isolation.level": "read_committed",
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",

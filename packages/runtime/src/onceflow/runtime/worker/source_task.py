@@ -18,15 +18,13 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
-from onceflow.core.config_def import ParsedConfig
 from onceflow.core.kafka import end_offsets, produce, raise_if_fenced
 from onceflow.core.logging import get_logger
 from onceflow.runtime.api.source import EndOfInput, SourceRecord, SourceTask, SourceTaskContext
-from onceflow.runtime.status import TargetState, TaskId
 from onceflow.runtime.storage.kafka_log import GROUP_PREFIX
 from onceflow.runtime.storage.offsets import OffsetBackingStore, encode_offset_key
 from onceflow.runtime.worker.end_of_input import ended_sources, has_ended, marker_records
-from onceflow.runtime.worker.task import StatusListener, WorkerTask
+from onceflow.runtime.worker.task import TaskSetup, WorkerTask
 
 _log = get_logger(__name__)
 
@@ -45,24 +43,18 @@ class OffsetSnapshot:
 class AbstractWorkerSourceTask(WorkerTask):
     def __init__(
         self,
-        task_id: TaskId,
-        worker_id: str,
-        listener: StatusListener,
-        target: TargetState,
+        setup: TaskSetup[SourceTask],
         *,
-        task: SourceTask,
-        task_config: Mapping[str, str],
-        connector_config: ParsedConfig,
         producer_config: Mapping[str, Any],
         offset_store: OffsetBackingStore,
         client_config: Mapping[str, Any] | None = None,
         allowed_paths: tuple[str, ...] = (),
     ) -> None:
-        super().__init__(task_id, worker_id, listener, target)
+        super().__init__(setup.task_id, setup.worker_id, setup.listener, setup.target)
         self.allowed_paths = allowed_paths
-        self.task = task
-        self.task_config = dict(task_config)
-        self.connector_config = connector_config
+        self.task = setup.task
+        self.task_config = dict(setup.task_config)
+        self.connector_config = setup.connector_config
         self.producer_config = dict(producer_config)
         self.offset_store = offset_store
         self.producer: Producer | None = None

@@ -10,13 +10,34 @@ from __future__ import annotations
 import threading
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
+from onceflow.core.config_def import ParsedConfig
 from onceflow.core.logging import get_logger
 from onceflow.runtime.status import ProducerProgress, TargetState, TaskId, TaskStatus, WorkState
 
 StatusListener = Callable[[TaskStatus], None]
 _log = get_logger(__name__)
+
+#: The connector's task a worker task runs (a ``SourceTask``, a ``SinkTask``).
+ConnectorTaskT = TypeVar("ConnectorTaskT")
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSetup(Generic[ConnectorTaskT]):
+    """What every worker task of a connector is built from: its id, the worker running it, where its
+    status goes and the state it starts in, the connector's ``task`` with its ``task_config``, and the
+    connector's parsed config."""
+
+    task_id: TaskId
+    worker_id: str
+    listener: StatusListener
+    target: TargetState
+    task: ConnectorTaskT
+    task_config: Mapping[str, str]
+    connector_config: ParsedConfig
 
 
 class WorkerTask(ABC):

@@ -29,7 +29,7 @@ from onceflow.runtime.worker.at_least_once import WorkerSourceTask
 from onceflow.runtime.worker.exactly_once import ExactlyOnceWorkerSourceTask
 from onceflow.runtime.worker.metrics import WorkerMetrics
 from onceflow.runtime.worker.sink_task import WorkerSinkTask
-from onceflow.runtime.worker.task import StatusListener, WorkerTask
+from onceflow.runtime.worker.task import StatusListener, TaskSetup, WorkerTask
 
 _log = get_logger(__name__)
 
@@ -149,10 +149,8 @@ class Worker:
                 **self.config.producer_config,
                 **parsed.with_prefix(PRODUCER_OVERRIDE_PREFIX),
             }
+            source = TaskSetup(task_id, self.worker_id, self._listener, target, task, task_config, parsed)
             common: dict[str, Any] = {
-                "task": task,
-                "task_config": task_config,
-                "connector_config": parsed,
                 "producer_config": producer_config,
                 "offset_store": self.offset_store,
                 "client_config": self.config.client_config,
@@ -160,16 +158,12 @@ class Worker:
             }
             if self.config.exactly_once_source:
                 return ExactlyOnceWorkerSourceTask(
-                    task_id, self.worker_id, self._listener, target,
-                    offsets_topic=self.config.offsets_topic, metrics=self.metrics, **common,
-                )  # fmt: skip
-            return WorkerSourceTask(task_id, self.worker_id, self._listener, target, **common)
+                    source, offsets_topic=self.config.offsets_topic, metrics=self.metrics, **common
+                )
+            return WorkerSourceTask(source, **common)
         if isinstance(task, SinkTask):
-            return WorkerSinkTask(
-                task_id, self.worker_id, self._listener, target,
-                task=task, task_config=task_config, connector_config=parsed,
-                consumer_config=self.config.client_config,
-            )  # fmt: skip
+            sink = TaskSetup(task_id, self.worker_id, self._listener, target, task, task_config, parsed)
+            return WorkerSinkTask(sink, consumer_config=self.config.client_config)
         raise TypeError(f"{type(task).__name__} is neither a SourceTask nor a SinkTask")
 
     def set_target_state(self, task_id: TaskId, target: TargetState) -> None:
