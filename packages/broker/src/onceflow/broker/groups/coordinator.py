@@ -244,8 +244,8 @@ class GroupCoordinator:
                 MemberDescription(
                     member_id=member.member_id,
                     group_instance_id=member.group_instance_id,
-                    client_id=member.client_id,
-                    client_host=member.client_host,
+                    client_id=member.client.client_id,
+                    client_host=member.client.client_host,
                     metadata=member.metadata(protocol) if stable else b"",
                     assignment=member.assignment if stable else b"",
                 )

@@ -150,7 +150,7 @@ class Group:
     @property
     def rebalance_timeout_ms(self) -> int:
         """The longest rebalance timeout among the members."""
-        return max((member.rebalance_timeout_ms for member in self.members.values()), default=0)
+        return max((member.client.rebalance_timeout_ms for member in self.members.values()), default=0)
 
     def has_all_members_joined(self) -> bool:
         """Whether every member has a JoinGroup parked, and no issued member id is still pending."""
@@ -214,10 +214,7 @@ class Group:
                 StoredMember(
                     member_id=member.member_id,
                     group_instance_id=member.group_instance_id,
-                    client_id=member.client_id,
-                    client_host=member.client_host,
-                    rebalance_timeout_ms=member.rebalance_timeout_ms,
-                    session_timeout_ms=member.session_timeout_ms,
+                    client=member.client,
                     subscription=member.metadata(protocol),
                     assignment=member.assignment,
                 )
@@ -237,14 +234,11 @@ class Group:
             member = Member(
                 member_id=stored_member.member_id,
                 group_instance_id=stored_member.group_instance_id,
-                client_id=stored_member.client_id,
-                client_host=stored_member.client_host,
-                rebalance_timeout_ms=stored_member.rebalance_timeout_ms,
-                session_timeout_ms=stored_member.session_timeout_ms,
+                client=stored_member.client,
                 protocol_type=stored.protocol_type or "",
                 protocols=[(stored.protocol_name or "", stored_member.subscription)],
                 assignment=stored_member.assignment,
-                session_deadline=session_deadline_base + stored_member.session_timeout_ms / 1000,
+                session_deadline=session_deadline_base + stored_member.client.session_timeout_ms / 1000,
             )
             self.add(member)
         self.leader_id = stored.leader_id if stored.leader_id in self.members else next(iter(self.members), None)

@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from onceflow.broker.groups.member_client import MemberClient
 from onceflow.broker.groups.results import JoinResult, SyncResult
 
 Protocols = list[tuple[str, bytes]]
@@ -13,7 +14,8 @@ Protocols = list[tuple[str, bytes]]
 
 @dataclass
 class Member:
-    """A group member: identity, timeouts, supported protocols (in preference order) and assignment.
+    """A group member: identity, client (with its timeouts), supported protocols (in preference order)
+    and assignment.
 
     ``join_waiter``/``sync_waiter`` hold the answer of a JoinGroup/SyncGroup the member is parked on.
     ``session_deadline`` is the clock time after which the member is expired, or ``None`` while it is
@@ -22,10 +24,7 @@ class Member:
 
     member_id: str
     group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
+    client: MemberClient
     protocol_type: str
     protocols: Protocols
     assignment: bytes = b""

@@ -10,6 +10,7 @@ from kio.schema.errors import ErrorCode
 
 from onceflow.broker.groups.group import Group
 from onceflow.broker.groups.member import Member
+from onceflow.broker.groups.member_client import MemberClient
 from onceflow.broker.groups.requests import JoinRequest, SyncRequest
 from onceflow.broker.groups.results import NO_MEMBER_ID, JoinResult, SyncResult
 from onceflow.broker.groups.running import RunningGroups
@@ -66,10 +67,12 @@ class Membership:
         candidate = Member(
             member_id=member_id,
             group_instance_id=request.group_instance_id,
-            client_id=request.client_id,
-            client_host=request.client_host,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            session_timeout_ms=session_timeout_ms,
+            client=MemberClient(
+                client_id=request.client_id,
+                client_host=request.client_host,
+                rebalance_timeout_ms=request.rebalance_timeout_ms,
+                session_timeout_ms=session_timeout_ms,
+            ),
             protocol_type=request.protocol_type,
             protocols=list(request.protocols),
         )
@@ -150,7 +153,7 @@ class Membership:
     def _join_new_member(
         self, group: Group, candidate: Member, require_known_member_id: bool
     ) -> JoinResult | asyncio.Future[JoinResult]:
-        prefix = candidate.group_instance_id or candidate.client_id
+        prefix = candidate.group_instance_id or candidate.client.client_id
         candidate.member_id = f"{prefix}-{uuid.uuid4()}"
         instance_id = candidate.group_instance_id
         if instance_id is not None:
@@ -158,7 +161,7 @@ class Membership:
             if old_member_id is not None:
                 return self._replace_static_member(group, old_member_id, candidate)
         elif require_known_member_id:
-            group.pending_members[candidate.member_id] = self._clock() + candidate.session_timeout_ms / 1000
+            group.pending_members[candidate.member_id] = self._clock() + candidate.client.session_timeout_ms / 1000
             logger.info("group.member_id_required", group=group.group_id, member=candidate.member_id)
             return JoinResult.failed(ErrorCode.member_id_required, candidate.member_id)
         return self._add_member(group, candidate)
@@ -212,10 +215,7 @@ class Membership:
         self, group: Group, member: Member, candidate: Member, reason: str
     ) -> asyncio.Future[JoinResult]:
         member.protocols = candidate.protocols
-        member.rebalance_timeout_ms = candidate.rebalance_timeout_ms
-        member.session_timeout_ms = candidate.session_timeout_ms
-        member.client_id = candidate.client_id
-        member.client_host = candidate.client_host
+        member.client = candidate.client
         # A duplicate JoinGroup supersedes the parked one (its caller has given up and retried).
         member.answer_join(JoinResult.failed(ErrorCode.rebalance_in_progress, member.member_id))
         waiter: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()

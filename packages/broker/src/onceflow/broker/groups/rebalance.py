@@ -46,7 +46,7 @@ class Rebalancer:
 
     def schedule_heartbeat(self, member: Member, timeout_ms: int | None = None) -> None:
         """Expect the next heartbeat of ``member`` within its session timeout (or ``timeout_ms``)."""
-        timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
+        timeout = member.client.session_timeout_ms if timeout_ms is None else timeout_ms
         member.session_deadline = self._clock() + timeout / 1000
 
     def maybe_prepare_rebalance(self, group: Group, reason: str) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from onceflow.broker.groups.exceptions import InvalidGroupRecord
+from onceflow.broker.groups.member_client import MemberClient
 from onceflow.broker.groups.results import OffsetAndMetadata
 
 FORMAT_VERSION = 1
@@ -54,14 +55,11 @@ RecordKey = GroupKey | OffsetKey | TxnOffsetKey
 
 @dataclass(frozen=True)
 class StoredMember:
-    """A member as persisted: its metadata for the group's protocol, and its assignment."""
+    """A member as persisted: its ids and client, its metadata for the group's protocol, and its assignment."""
 
     member_id: str
     group_instance_id: str | None
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
+    client: MemberClient
     subscription: bytes
     assignment: bytes
 
@@ -124,10 +122,10 @@ def encode_group(group: StoredGroup) -> bytes:
                 {
                     "id": member.member_id,
                     "instance": member.group_instance_id,
-                    "client_id": member.client_id,
-                    "client_host": member.client_host,
-                    "rebalance_timeout_ms": member.rebalance_timeout_ms,
-                    "session_timeout_ms": member.session_timeout_ms,
+                    "client_id": member.client.client_id,
+                    "client_host": member.client.client_host,
+                    "rebalance_timeout_ms": member.client.rebalance_timeout_ms,
+                    "session_timeout_ms": member.client.session_timeout_ms,
                     "subscription": _b64(member.subscription),
                     "assignment": _b64(member.assignment),
                 }
@@ -150,10 +148,12 @@ def decode_group(key: bytes, raw: bytes) -> StoredGroup:
                 StoredMember(
                     member_id=member["id"],
                     group_instance_id=member["instance"],
-                    client_id=member["client_id"],
-                    client_host=member["client_host"],
-                    rebalance_timeout_ms=int(member["rebalance_timeout_ms"]),
-                    session_timeout_ms=int(member["session_timeout_ms"]),
+                    client=MemberClient(
+                        client_id=member["client_id"],
+                        client_host=member["client_host"],
+                        rebalance_timeout_ms=int(member["rebalance_timeout_ms"]),
+                        session_timeout_ms=int(member["session_timeout_ms"]),
+                    ),
                     subscription=base64.b64decode(member["subscription"]),
                     assignment=base64.b64decode(member["assignment"]),
                 )
