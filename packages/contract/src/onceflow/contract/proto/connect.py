@@ -1,5 +1,6 @@
 """The connect worker's admin values (``connect.proto``, :mod:`onceflow.contract.connect`) to and from
-their messages."""
+their messages: each value named by its module (``connect.ConnectorInfo``) beside its message
+(``connect_pb2.ConnectorInfo``)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,7 @@ from typing import Any, cast
 
 from google.protobuf import json_format, struct_pb2
 
-from onceflow.contract.connect import (
-    ConfigValidation,
-    ConfigValidationResult,
-    ConnectorInfo,
-    ConnectorListing,
-    ConnectorOffset,
-    ConnectorStateInfo,
-    PluginInfo,
-    TaskStateInfo,
-)
+from onceflow.contract import connect
 from onceflow.proto.v1 import connect_pb2
 
 
@@ -63,8 +55,8 @@ def work_state_to_proto(name: str) -> connect_pb2.WorkState:
         raise ValueError(f"unknown connector state {name!r} (one of {names})") from None
 
 
-def connector_info_from_proto(message: connect_pb2.ConnectorInfo) -> ConnectorInfo:
-    return ConnectorInfo(
+def connector_info_from_proto(message: connect_pb2.ConnectorInfo) -> connect.ConnectorInfo:
+    return connect.ConnectorInfo(
         name=message.name,
         config=dict(message.config),
         tasks=tuple(message.tasks),
@@ -72,8 +64,8 @@ def connector_info_from_proto(message: connect_pb2.ConnectorInfo) -> ConnectorIn
     )
 
 
-def task_state_from_proto(message: connect_pb2.TaskStatus) -> TaskStateInfo:
-    return TaskStateInfo(
+def task_state_from_proto(message: connect_pb2.TaskStatus) -> connect.TaskStateInfo:
+    return connect.TaskStateInfo(
         id=message.id,
         state=work_state_name(message.state),
         worker_id=message.worker_id,
@@ -86,8 +78,8 @@ def task_state_from_proto(message: connect_pb2.TaskStatus) -> TaskStateInfo:
     )
 
 
-def connector_state_from_proto(message: connect_pb2.ConnectorStatus) -> ConnectorStateInfo:
-    return ConnectorStateInfo(
+def connector_state_from_proto(message: connect_pb2.ConnectorStatus) -> connect.ConnectorStateInfo:
+    return connect.ConnectorStateInfo(
         name=message.name,
         state=work_state_name(message.state),
         worker_id=message.worker_id,
@@ -97,28 +89,28 @@ def connector_state_from_proto(message: connect_pb2.ConnectorStatus) -> Connecto
     )
 
 
-def listing_from_proto(message: connect_pb2.ListConnectorsResponse) -> ConnectorListing:
-    return ConnectorListing(
+def listing_from_proto(message: connect_pb2.ListConnectorsResponse) -> connect.ConnectorListing:
+    return connect.ConnectorListing(
         names=tuple(message.names),
         statuses=tuple(connector_state_from_proto(s) for s in message.statuses),
         infos=tuple(connector_info_from_proto(i) for i in message.infos),
     )
 
 
-def offset_to_proto(offset: ConnectorOffset) -> connect_pb2.ConnectorOffset:
+def offset_to_proto(offset: connect.ConnectorOffset) -> connect_pb2.ConnectorOffset:
     message = connect_pb2.ConnectorOffset(partition=dict_to_struct(offset.partition))
     if offset.offset is not None:
         message.offset.CopyFrom(dict_to_struct(offset.offset))
     return message
 
 
-def offset_from_proto(message: connect_pb2.ConnectorOffset) -> ConnectorOffset:
+def offset_from_proto(message: connect_pb2.ConnectorOffset) -> connect.ConnectorOffset:
     offset = struct_to_dict(message.offset) if message.HasField("offset") else None
-    return ConnectorOffset(partition=struct_to_dict(message.partition), offset=offset)
+    return connect.ConnectorOffset(partition=struct_to_dict(message.partition), offset=offset)
 
 
-def plugin_from_proto(message: connect_pb2.PluginInfo) -> PluginInfo:
-    return PluginInfo(
+def plugin_from_proto(message: connect_pb2.PluginInfo) -> connect.PluginInfo:
+    return connect.PluginInfo(
         name=message.name,
         type=connector_type_name(message.type),
         version=message.version,
@@ -126,8 +118,8 @@ def plugin_from_proto(message: connect_pb2.PluginInfo) -> PluginInfo:
     )
 
 
-def validation_from_proto(message: connect_pb2.ValidateConnectorConfigResponse) -> ConfigValidationResult:
-    return ConfigValidationResult(
+def validation_from_proto(message: connect_pb2.ValidateConnectorConfigResponse) -> connect.ConfigValidationResult:
+    return connect.ConfigValidationResult(
         error_count=message.error_count,
-        configs=tuple(ConfigValidation(c.name, c.value, tuple(c.errors)) for c in message.configs),
+        configs=tuple(connect.ConfigValidation(c.name, c.value, tuple(c.errors)) for c in message.configs),
     )
