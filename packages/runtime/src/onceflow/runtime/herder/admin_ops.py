@@ -148,7 +148,7 @@ class AdminOperations:
         self.configs.refresh()
         if name in self.configs.snapshot().connectors:
             raise ConnectorExists(name)
-        self.configs.put_connector(name, config, tasks, initial_state)
+        self.configs.put_connector(ConnectorEntry(name, config, tasks, initial_state))
         _log.info("connector.created", connector=name, tasks=len(tasks), state=initial_state.value)
         return self.connector_info(name)
 
@@ -157,7 +157,7 @@ class AdminOperations:
         tasks = self._checked_task_configs(name, config)
         self.configs.refresh()
         created = name not in self.configs.snapshot().connectors
-        self.configs.put_connector(name, config, tasks)
+        self.configs.put_connector(ConnectorEntry(name, config, tasks))
         _log.info("connector.configured", connector=name, tasks=len(tasks), created=created)
         return self.connector_info(name), created
 
@@ -187,7 +187,7 @@ class AdminOperations:
         entry = self._entry(name)
         tasks = self._checked_task_configs(name, dict(entry.config))
         if tasks != entry.task_configs:
-            self.configs.put_connector(name, entry.config, tasks)
+            self.configs.put_connector(ConnectorEntry(name, entry.config, tasks))
         status = self.connector_status(name)
         if include_tasks:
             for task in status.tasks:

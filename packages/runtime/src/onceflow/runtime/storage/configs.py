@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from onceflow.runtime.status import TargetState, TaskId
@@ -13,6 +13,9 @@ from onceflow.runtime.storage.restarts import RestartRequest
 
 @dataclass(frozen=True)
 class ConnectorEntry:
+    """A connector: its config, its task configs and its target state (given to
+    :meth:`ConfigBackingStore.put_connector`: the state a new connector starts in)."""
+
     name: str
     config: dict[str, str]
     task_configs: list[dict[str, str]]
@@ -60,14 +63,9 @@ class ConfigBackingStore(ABC):
     def snapshot(self) -> ClusterConfig: ...
 
     @abstractmethod
-    def put_connector(
-        self,
-        name: str,
-        config: Mapping[str, str],
-        task_configs: list[dict[str, str]],
-        initial_state: TargetState = TargetState.STARTED,
-    ) -> None:
-        """Create or replace a connector; an existing connector keeps its target state."""
+    def put_connector(self, entry: ConnectorEntry) -> None:
+        """Create or replace a connector; an existing connector keeps its target state (a new one
+        starts in ``entry.target_state``)."""
 
     @abstractmethod
     def remove_connector(self, name: str) -> None: ...
@@ -91,17 +89,12 @@ class MemoryConfigBackingStore(ConfigBackingStore):
         with self._lock:
             return ClusterConfig(dict(self._connectors))
 
-    def put_connector(
-        self,
-        name: str,
-        config: Mapping[str, str],
-        task_configs: list[dict[str, str]],
-        initial_state: TargetState = TargetState.STARTED,
-    ) -> None:
+    def put_connector(self, entry: ConnectorEntry) -> None:
         with self._lock:
-            old = self._connectors.get(name)
-            state = old.target_state if old is not None else initial_state
-            self._connectors[name] = ConnectorEntry(name, dict(config), [dict(t) for t in task_configs], state)
+            old = self._connectors.get(entry.name)
+            state = old.target_state if old is not None else entry.target_state
+            config, tasks = dict(entry.config), [dict(t) for t in entry.task_configs]
+            self._connectors[entry.name] = ConnectorEntry(entry.name, config, tasks, state)
         self._on_change()
 
     def remove_connector(self, name: str) -> None:

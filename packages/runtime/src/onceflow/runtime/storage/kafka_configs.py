@@ -161,18 +161,12 @@ class KafkaConfigBackingStore(ConfigBackingStore):
                 }
             )
 
-    def put_connector(
-        self,
-        name: str,
-        config: Mapping[str, str],
-        task_configs: list[dict[str, str]],
-        initial_state: TargetState = TargetState.STARTED,
-    ) -> None:
+    def put_connector(self, entry: ConnectorEntry) -> None:
         with self._lock:
-            exists = name in self._configs
+            exists = entry.name in self._configs
         if not exists:
-            self._send(TARGET_STATE_PREFIX + name, {"state": initial_state.value})
-        self._send(CONNECTOR_PREFIX + name, {"config": dict(config), "tasks": task_configs})
+            self._send(TARGET_STATE_PREFIX + entry.name, {"state": entry.target_state.value})
+        self._send(CONNECTOR_PREFIX + entry.name, {"config": dict(entry.config), "tasks": entry.task_configs})
         self.refresh()
 
     def remove_connector(self, name: str) -> None:
