@@ -53,10 +53,7 @@ def _scanned(scanner: LineScanner, lines: Sequence[bytes | Rejected]) -> list[ob
     outcomes: list[object] = []
     for line in lines:
         scanned = line if isinstance(line, Rejected) else scanner.scan(line)
-        outcomes.append(scanned.kind if isinstance(scanned, Rejected) else {
-            "event_time": scanned.event_time, "ip": scanned.ip, "method": scanned.method, "path": scanned.path,
-            "status": scanned.status, "bytes": scanned.bytes, "user_agent": scanned.user_agent,
-        })  # fmt: skip
+        outcomes.append(scanned.kind if isinstance(scanned, Rejected) else dict(scanned))
     return outcomes
 
 

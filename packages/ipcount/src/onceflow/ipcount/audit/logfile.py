@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Final
 
 from onceflow.core import defaults
+from onceflow.core.avro import AccessEvent
 from onceflow.ipcount.audit.model import Key
 
 __all__ = [
@@ -62,7 +63,6 @@ __all__ = [
     "FileRecount",
     "LineScanner",
     "Rejected",
-    "ScannedEvent",
     "container_lines",
     "recount_file",
     "tailer_lines",
@@ -101,17 +101,6 @@ _ESCAPED = {'"': b'"', "\\": b"\\", "n": b"\n", "t": b"\t", "r": b"\r", "b": b"\
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MAX_LONG = 2**63 - 1
 _MIN_FIELDS = {"common": 0, "combined": 2, "main": 3, "httpd": 0}
-
-
-@dataclass(frozen=True, slots=True)
-class ScannedEvent:
-    event_time: int
-    ip: str
-    method: str
-    path: str
-    status: int
-    bytes: int
-    user_agent: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +266,7 @@ def _extension_end(line: str, pos: int) -> int:
         first = False
 
 
-def _httpd(line: str, fmt: str) -> ScannedEvent:
+def _httpd(line: str, fmt: str) -> AccessEvent:
     words = []
     pos = _vhost_end(line)
     for _ in range(3):  # ip ident user
@@ -319,7 +308,7 @@ def _httpd(line: str, fmt: str) -> ScannedEvent:
     if bytes_text != "-" and not (_digits(bytes_text) and int(bytes_text) <= _MAX_LONG):
         raise _Reject(BAD_BYTES)
     method, path = _method_and_path(_decode(request))
-    return ScannedEvent(
+    return AccessEvent(
         event_time=event_time,
         ip=ip,
         method=method,
@@ -346,14 +335,14 @@ def _epoch_or_iso_ms(text: str) -> int:
     return (moment - _EPOCH) // timedelta(milliseconds=1)
 
 
-def _time_ip(line: str) -> ScannedEvent:
+def _time_ip(line: str) -> AccessEvent:
     words = line.split()
     if len(words) == 3:
         words = [words[0] + " " + words[1], words[2]]
     if len(words) != 2:
         raise _Reject(UNRECOGNISED)
     millis = _epoch_or_iso_ms(words[0])
-    return ScannedEvent(millis, _ip(words[1]), "", "", 0, 0, "")
+    return AccessEvent(event_time=millis, ip=_ip(words[1]), method="", path="", status=0, bytes=0, user_agent="")
 
 
 #: The JSON keys of each field, in the order they are looked for (a dotted key is a nested path).
@@ -396,7 +385,7 @@ def _json_text(value: object) -> str:
     return value if isinstance(value, str) else ""
 
 
-def _json(line: str) -> ScannedEvent:
+def _json(line: str) -> AccessEvent:
     try:
         record = json.loads(line, parse_float=str)  # a float keeps its text: exact to the millisecond
     except (ValueError, RecursionError):
@@ -429,7 +418,8 @@ def _json(line: str) -> ScannedEvent:
     size = _count(size_value, _MAX_LONG) if found and size_value != "-" else 0
     if size is None:
         raise _Reject(BAD_BYTES)
-    return ScannedEvent(millis, ip, method, path, status, size, _json_text(_json_field(record, "agent")[1]))
+    agent = _json_text(_json_field(record, "agent")[1])
+    return AccessEvent(event_time=millis, ip=ip, method=method, path=path, status=status, bytes=size, user_agent=agent)
 
 
 class LineScanner:
@@ -442,13 +432,13 @@ class LineScanner:
         #: "httpd", "json" or "time-ip" once decided (auto), or the given format.
         self.grammar: str | None = None if fmt == "auto" else fmt
 
-    def scan(self, raw: bytes) -> ScannedEvent | Rejected:
+    def scan(self, raw: bytes) -> AccessEvent | Rejected:
         try:
             return self._scan(raw)
         except _Reject as rejected:
             return Rejected(rejected.kind)
 
-    def _scan(self, raw: bytes) -> ScannedEvent:
+    def _scan(self, raw: bytes) -> AccessEvent:
         line = _text(raw, self.max_line_bytes)
         if self.grammar == "time-ip":
             return _time_ip(line)
@@ -616,8 +606,8 @@ def recount_file(
             dead[scanned.kind] += 1
             continue
         events += 1
-        t = scanned.event_time
-        counts[(t - t % window_ms, scanned.ip)] += 1
+        t = scanned["event_time"]
+        counts[(t - t % window_ms, scanned["ip"])] += 1
         max_event_time = t if max_event_time is None else max(max_event_time, t)
     return FileRecount(
         path=str(path),
