@@ -14,12 +14,12 @@ PYTEST_ARGS ?=
 # so any two can run side by side (an end-to-end run and a Spark test included).
 PYTEST_WORKERS ?= 2
 
-.PHONY: help setup setup-env maven kafka s3proxy hadoop-aws check-python check-java postgres uv sync test lint fmt typecheck pytest proto demo clean flink-env flink-anchor spark-bench
+.PHONY: help setup setup-env class-archive maven kafka s3proxy hadoop-aws check-python check-java postgres uv sync test lint fmt typecheck pytest proto demo clean flink-env flink-anchor spark-bench
 
 help: ## show the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
-setup: setup-env kafka s3proxy hadoop-aws ## check prerequisites, get uv, create .venv from uv.lock, fetch the JVM test tools (idempotent)
+setup: setup-env kafka s3proxy hadoop-aws class-archive ## check prerequisites, get uv, create .venv from uv.lock, fetch the JVM test tools (idempotent)
 
 # Everything but the JVM tools from Maven Central: `make demo` and the linters need no network access to it.
 setup-env: check-python check-java postgres uv sync
@@ -108,6 +108,12 @@ hadoop-aws: maven ## resolve hadoop-aws + the AWS SDK's S3 modules for Spark che
 	  echo "setup: 'make demo' does not need it; 'make test' does (a Spark checkpoint on S3Proxy)."; exit 1; }; \
 	cp tools/hadoop-aws/pom.xml "$$stamp"; \
 	echo "setup: hadoop-aws $(HADOOP_AWS_VERSION) ok ($(HADOOP_AWS_HOME)/classpath.txt)"
+
+# The Spark driver's class-data-sharing archive (onceflow.spark.runner.class_archive): every driver start and
+# restart maps Spark's classes instead of loading them (about 170 MB in ~/.cache/onceflow/jvm; once per JDK and PySpark).
+class-archive: setup-env ## the Spark driver's JVM class archive: faster driver starts and restarts (idempotent)
+	@$(VENV)/onceflow job class-archive || \
+	  echo "setup: the class archive could not be built (its warm-up's log is above); Spark drivers start without it, only slower"
 
 uv:
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || { \

@@ -85,9 +85,26 @@ def register_job(subparsers: argparse._SubParsersAction[Any]) -> None:
     audit.add_argument(
         "--examples", type=int, default=5, metavar="N", help="differences listed per binding (default 5)"
     )
+    archive = add_command(
+        commands,
+        "class-archive",
+        help="write the Spark driver's JVM class archive: faster driver starts and restarts (make setup runs it)",
+        description=(
+            "Write the class-data-sharing archive of the Spark driver's JVM for this java and this PySpark, "
+            "unless it exists (see onceflow.spark.runner.class_archive). Drivers started afterwards use it."
+        ),
+    )
+    archive.set_defaults(func=lambda args: class_archive_command())
     audit.set_defaults(
         func=lambda args: replay_audit(args.jobs, args.participant_config, examples=args.examples, master=args.master)
     )
+
+
+def class_archive_command() -> int:
+    """``onceflow job class-archive``: :func:`onceflow.spark.runner.class_archive.build_command`."""
+    from onceflow.spark.runner.class_archive import build_command  # PySpark: only when it runs
+
+    return build_command()
 
 
 def replay_audit(

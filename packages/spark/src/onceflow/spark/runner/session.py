@@ -10,6 +10,7 @@ from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 from onceflow.spark.job.settings import SparkJobSettings
+from onceflow.spark.runner.class_archive import with_class_archive
 from onceflow.spark.runner.object_store import object_store_conf
 from onceflow.spark.runner.topology import is_single_host
 from onceflow.spark.sink import TwoPhaseCommitSink
@@ -76,6 +77,8 @@ def build_session(settings: SparkJobSettings, master: str | None = None) -> Spar
         **object_store_conf(settings, effective_master, os.environ),
         **settings.spark.conf,
     }
+    if submitted is None:  # this process launches the driver's JVM (under spark-submit, it runs already)
+        conf = with_class_archive(conf)
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
