@@ -109,11 +109,14 @@ hadoop-aws: maven ## resolve hadoop-aws + the AWS SDK's S3 modules for Spark che
 	cp tools/hadoop-aws/pom.xml "$$stamp"; \
 	echo "setup: hadoop-aws $(HADOOP_AWS_VERSION) ok ($(HADOOP_AWS_HOME)/classpath.txt)"
 
-# The Spark driver's class-data-sharing archive (onceflow.spark.runner.class_archive): every driver start and
-# restart maps Spark's classes instead of loading them (about 170 MB in ~/.cache/onceflow/jvm; once per JDK and PySpark).
-class-archive: setup-env ## the Spark driver's JVM class archive: faster driver starts and restarts (idempotent)
+# JVM class-data-sharing archives (onceflow.core.process.class_archive), ~/.cache/onceflow/jvm, once per JDK and
+# jars: a Spark driver (about 170 MB) and Apache Kafka's brokers and tools (about 50 MB) map their classes at every
+# start and restart instead of loading them. Without them everything runs, only slower to start.
+class-archive: setup-env kafka ## the JVM class archives of the Spark driver and Apache Kafka: faster starts (idempotent)
 	@$(VENV)/onceflow job class-archive || \
-	  echo "setup: the class archive could not be built (its warm-up's log is above); Spark drivers start without it, only slower"
+	  echo "setup: the Spark driver's class archive could not be built (its warm-up's log is above); drivers start without it, only slower"
+	@$(VENV)/python -c 'from onceflow.testing.broker.apache_kafka import write_class_archive as w; print(f"class archive: {w()}")' || \
+	  echo "setup: Apache Kafka's class archive could not be built (see above); the Kafka tests start it without one, only slower"
 
 uv:
 	@command -v uv >/dev/null 2>&1 || $(PYTHON) -m uv --version >/dev/null 2>&1 || { \

@@ -58,7 +58,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
-    from onceflow.spark.runner.class_archive import archive_dir, build
+    from onceflow.core.process.class_archive import archive_dir
+    from onceflow.spark.runner.class_archive import build
 
     if build() is None:
         print("no java: nothing to compare", file=sys.stderr)

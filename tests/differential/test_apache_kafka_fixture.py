@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from onceflow.testing.broker.apache_kafka import ApacheKafka, KafkaJarsMissing
+from onceflow.testing.broker.apache_kafka import (
+    FAST_START_JVM_OPTIONS,
+    ApacheKafka,
+    KafkaJarsMissing,
+    write_class_archive,
+)
 from onceflow.testing.broker.clients import create_topic, produce_acked, read_topic
 from onceflow.testing.broker.fixtures import ApacheKafkaFactory
 
@@ -75,3 +80,32 @@ def test_missing_jars_say_to_run_make_setup(tmp_path: Path, monkeypatch: pytest.
     (tmp_path / "tools" / "kafka" / "pom.xml").write_text("<kafka.version>9.9.9</kafka.version>")
     with pytest.raises(KafkaJarsMissing, match=r"Apache Kafka 9\.9\.9 jars are missing .* run 'make setup'"):
         ApacheKafka(tmp_path / "data").start()
+
+
+def test_a_broker_maps_kafka_classes_from_the_class_archive(tmp_path: Path) -> None:
+    """Steps:
+    1. The class archive of Kafka's jars is written (``make setup`` did it already: then a no-op).
+    2. A broker starts with class loading logged, and serves.
+    3. Kafka's classes came from the archive's top layer, not from the jars.
+    """
+    # Step 1
+    archive = write_class_archive()
+    assert archive.is_file()
+    # Step 2
+    load_log = tmp_path / "class-load.log"
+    broker = ApacheKafka(
+        tmp_path / "kafka", jvm_options=(*FAST_START_JVM_OPTIONS, f"-Xlog:class+load=info:file={load_log}")
+    )
+    broker.start()
+    try:
+        assert f"-XX:SharedArchiveFile={archive}" in broker.command()
+        create_topic(broker.bootstrap_servers, unique("mapped"))
+    finally:
+        broker.stop()
+    # Step 3: lambdas and generated classes are made at run time either way
+    kafka_classes = [line for line in load_log.read_text().splitlines() if " kafka." in line or ".kafka." in line]
+    shared = [line for line in kafka_classes if "source: shared objects file (top)" in line]
+    from_jars = [line for line in kafka_classes if ".jar" in line.partition(" source: ")[2]]
+    assert len(shared) > 1000, f"{len(shared)} of {len(kafka_classes)} Kafka classes from the archive"
+    assert len(from_jars) < 0.1 * len(shared), f"{len(from_jars)} read from jars, {len(shared)} from the archive"
+    assert "Unable to use shared archive" not in broker.log_path.read_text()

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from onceflow.core.process.class_archive import DIR_ENV
 from onceflow.spark.runner import class_archive
-from onceflow.spark.runner.class_archive import JAVA_OPTIONS_KEY, archive_path, with_class_archive
+from onceflow.spark.runner.class_archive import JAVA_OPTIONS_KEY, spark_archive, with_class_archive
 
 
 @pytest.fixture
@@ -26,20 +27,24 @@ def installs(tmp_path: Path) -> dict[str, str]:
     return {
         "JAVA_HOME": str(tmp_path / "jdk"),
         "SPARK_HOME": str(tmp_path / "spark"),
-        class_archive.DIR_ENV: str(tmp_path / "archives"),
+        DIR_ENV: str(tmp_path / "archives"),
     }
 
 
 def test_the_archive_is_named_for_its_jvm_and_its_jars(installs: dict[str, str], tmp_path: Path) -> None:
-    first = archive_path(installs)
+    def path() -> Path | None:
+        archive = spark_archive(installs)
+        return archive.path if archive is not None else None
+
+    first = path()
     assert first is not None and first.parent == tmp_path / "archives"
-    assert archive_path(installs) == first
+    assert path() == first
     (tmp_path / "spark" / "jars" / "spark-sql.jar").write_bytes(b"sql")  # a new jar: another archive
-    second = archive_path(installs)
+    second = path()
     assert second is not None and second != first
     (tmp_path / "jdk" / "bin" / "java").write_bytes(b"java 17.0.16")  # another JDK build: another again
-    assert archive_path(installs) not in (first, second)
-    assert archive_path({**installs, "JAVA_HOME": str(tmp_path / "no-jdk")}) is None
+    assert path() not in (first, second)
+    assert spark_archive({**installs, "JAVA_HOME": str(tmp_path / "no-jdk")}) is None
 
 
 def test_the_archive_is_named_in_the_driver_options_only_when_it_is_there_trusted_and_fits(
@@ -48,8 +53,9 @@ def test_the_archive_is_named_in_the_driver_options_only_when_it_is_there_truste
     def options(conf: dict[str, str]) -> str:
         return with_class_archive(conf, installs).get(JAVA_OPTIONS_KEY, "")
 
-    path = archive_path(installs)
-    assert path is not None
+    archive = spark_archive(installs)
+    assert archive is not None
+    path = archive.path
     gc = {JAVA_OPTIONS_KEY: "-XX:+UseSerialGC"}
     assert options(gc) == "-XX:+UseSerialGC"  # no archive yet
     path.parent.mkdir()

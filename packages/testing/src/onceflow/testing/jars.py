@@ -15,6 +15,8 @@ from typing import Final, TypeVar
 
 import pytest
 
+from onceflow.core.process.class_archive import ClassArchive
+
 T = TypeVar("T")
 
 STAMP: Final = ".complete"
@@ -66,13 +68,17 @@ def java_command(
     options: Sequence[str] = (),
     title: str,
     missing: type[JarsMissing] = JarsMissing,
+    archive: str | None = None,
 ) -> list[str]:
     """``java -Xmx<heap> <options> -cp <libs>/* <main> <args>``; ``missing`` when there is no java on PATH
-    (``title`` names what needs it)."""
+    (``title`` names what needs it). With ``archive``, the JVM maps that class archive of ``libs``
+    (:class:`~onceflow.core.process.class_archive.ClassArchive`) when ``make setup`` wrote it."""
     java = shutil.which("java")
     if java is None:
         raise missing(f"no java on PATH: {title} needs Java 17+ (see 'make setup')")
-    return [java, f"-Xmx{heap}", *options, "-cp", f"{libs}/*", main, *args]
+    shared = ClassArchive.of(archive, Path(java).resolve(), libs) if archive is not None else None
+    mapped = [shared.option()] if shared is not None and shared.usable() else []
+    return [java, f"-Xmx{heap}", *options, *mapped, "-cp", f"{libs}/*", main, *args]
 
 
 def start_or_fail(start: Callable[[], T]) -> T:

@@ -1,35 +1,23 @@
-"""A class-data-sharing archive for the Spark driver's JVM: a (re)started driver maps Spark's classes instead
-of loading them one by one.
+"""The Spark driver's class archive: a (re)started driver maps Spark's classes instead of loading them.
 
-Every start of a driver (a first run, and each restart after a crash) loads, parses and verifies
-thousands of classes from PySpark's jars before its first batch; on a 2-core machine that is seconds
-of every restart. JDK 13 and later can write the classes that one run loaded into a dynamic archive
-(``-XX:ArchiveClassesAtExit``) and map them into later runs (``-XX:SharedArchiveFile``); the
-measured effect is in docs/benchmarks.md ("Spark driver start-up").
+Every start of a driver (a first run, and each restart after a crash) loads thousands of classes from
+PySpark's jars before its first batch; on a 2-core machine that is seconds of every restart. This is
+a :class:`~onceflow.core.process.class_archive.ClassArchive` of Spark's jars (named ``spark-driver``);
+the measured effect is in docs/benchmarks.md ("Spark driver start-up").
 
-1. :func:`build` (``onceflow job class-archive``; ``make setup`` runs it) starts a
-   local session with the driver's defaults, runs what a job's first batch runs (a Python data
+1. :func:`build` (``onceflow job class-archive``; ``make setup`` runs it) starts a local session with
+   the driver's defaults in a child interpreter, runs what a job's first batches run (a Python data
    source read as a stream, a watermarked window aggregation, a Python data source writer, a Python
-   UDF and ``mapInArrow``), and stops. The JVM writes the archive at exit, under a temporary name
-   that is renamed once the JVM exited cleanly.
-2. :func:`with_class_archive` names the archive (``spark.driver.extraJavaOptions``) when one exists
-   for this JVM and these jars, is owned by this user and writable by nobody else, and the job puts
-   no jar before Spark's (``spark.driver.extraClassPath``, which the object store's connector does);
-   otherwise the driver starts as before. Nothing else changes: the archive holds the same classes.
-
-The archive's file name is a digest of the ``java`` binary (path, size, mtime) and of PySpark's jar
-directory (names and sizes), so a new JDK or a new PySpark never meets an archive made for another
-(the JVM would refuse it, with a warning, and start without it). The directory is
-``$ONCEFLOW_CLASS_ARCHIVE_DIR``, or ``$XDG_CACHE_HOME/onceflow/jvm`` (``~/.cache/onceflow/jvm``),
-created private (0700).
+   UDF and ``mapInArrow``), and stops; the JVM writes the archive as it exits.
+2. :func:`with_class_archive` names the archive (``spark.driver.extraJavaOptions``) when it is usable
+   and the job puts no jar before Spark's (``spark.driver.extraClassPath``, which the object store's
+   connector does); otherwise the driver starts as before. Nothing else changes: the archive holds
+   the same classes.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -39,12 +27,11 @@ from pathlib import Path
 from typing import Any
 
 from onceflow.core.logging import get_logger
+from onceflow.core.process.class_archive import ClassArchive, find_java
 
 _log = get_logger(__name__)
 
-#: Overrides the archive directory (tests and CI point it into the checkout's cache).
-DIR_ENV = "ONCEFLOW_CLASS_ARCHIVE_DIR"
-#: The warm-up child's archive path (set by :func:`build`).
+#: The warm-up child's JVM option that writes the archive (set by :func:`build`).
 _DUMP_ENV = "ONCEFLOW_CLASS_ARCHIVE_DUMP"
 #: The Spark option the archive goes in (appended to what the job's own configuration sets).
 JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
@@ -52,54 +39,19 @@ JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
 CLASS_PATH_KEY = "spark.driver.extraClassPath"
 
 
-def archive_dir(environ: Mapping[str, str] = os.environ) -> Path:
-    """Where archives live: ``$ONCEFLOW_CLASS_ARCHIVE_DIR``, else the user's cache directory."""
-    if environ.get(DIR_ENV):
-        return Path(environ[DIR_ENV])
-    cache = Path(environ["XDG_CACHE_HOME"]) if environ.get("XDG_CACHE_HOME") else Path.home() / ".cache"
-    return cache / "onceflow" / "jvm"
-
-
-def _java(environ: Mapping[str, str]) -> Path | None:
-    """The ``java`` PySpark's launcher runs: ``$JAVA_HOME/bin/java``, else the one on ``PATH``."""
-    if environ.get("JAVA_HOME"):
-        candidate = Path(environ["JAVA_HOME"]) / "bin" / "java"
-        return candidate.resolve() if candidate.exists() else None
-    found = shutil.which("java", path=environ.get("PATH"))
-    return Path(found).resolve() if found else None
-
-
-def _spark_jars(environ: Mapping[str, str]) -> Path | None:
-    """The jar directory of the Spark the driver runs: ``$SPARK_HOME/jars``, else PySpark's own."""
+def spark_archive(environ: Mapping[str, str] = os.environ) -> ClassArchive | None:
+    """The archive for this ``java`` and the driver's Spark (``$SPARK_HOME/jars``, else PySpark's); None
+    without a ``java``."""
+    java = find_java(environ)
     if environ.get("SPARK_HOME"):
-        return Path(environ["SPARK_HOME"]) / "jars"
-    import pyspark
+        jars = Path(environ["SPARK_HOME"]) / "jars"
+    else:
+        import pyspark
 
-    return Path(pyspark.__file__).parent / "jars"
-
-
-def archive_path(environ: Mapping[str, str] = os.environ) -> Path | None:
-    """The archive for this JVM and these jars (it may not exist yet); None without a ``java`` or jars."""
-    java, jars = _java(environ), _spark_jars(environ)
-    if java is None or jars is None or not jars.is_dir():
+        jars = Path(pyspark.__file__).parent / "jars"
+    if java is None or not jars.is_dir():
         return None
-    digest = hashlib.sha256()
-    java_stat = java.stat()
-    digest.update(f"{java}\0{java_stat.st_size}\0{java_stat.st_mtime_ns}\0".encode())
-    for jar in sorted(jars.iterdir()):
-        digest.update(f"{jar.name}\0{jar.stat().st_size}\0".encode())
-    return archive_dir(environ) / f"spark-driver-{digest.hexdigest()[:16]}.jsa"
-
-
-def _trusted(path: Path) -> bool:
-    """A regular file owned by this user that nobody else can write (the JVM maps it as code)."""
-    try:
-        info = path.lstat()
-    except OSError:
-        return False
-    return (
-        stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    )
+    return ClassArchive.of("spark-driver", java, jars, environ)
 
 
 def with_class_archive(conf: Mapping[str, str], environ: Mapping[str, str] = os.environ) -> dict[str, str]:
@@ -110,10 +62,10 @@ def with_class_archive(conf: Mapping[str, str], environ: Mapping[str, str] = os.
     was written with.
     """
     existing = conf.get(JAVA_OPTIONS_KEY, "")
-    path = archive_path(environ)
-    if path is None or not _trusted(path) or "SharedArchiveFile" in existing or conf.get(CLASS_PATH_KEY):
+    archive = spark_archive(environ)
+    if archive is None or not archive.usable() or "SharedArchiveFile" in existing or conf.get(CLASS_PATH_KEY):
         return dict(conf)
-    return {**conf, JAVA_OPTIONS_KEY: f"{existing} -XX:SharedArchiveFile={path}".strip()}
+    return {**conf, JAVA_OPTIONS_KEY: f"{existing} {archive.option()}".strip()}
 
 
 # -- Step 1: the warm-up that writes the archive --------------------------------------------------------
@@ -225,51 +177,44 @@ def _warm_up(checkpoint: Path) -> None:
 
 
 def build(environ: Mapping[str, str] = os.environ, *, timeout_s: float = 600.0) -> Path | None:
-    """Step 1: write the archive for this JVM and these jars unless it exists; returns it (None: no ``java``).
-
-    The warm-up runs in a child interpreter whose driver JVM has ``-XX:ArchiveClassesAtExit``; raises
-    RuntimeError naming its log when it fails or leaves no archive.
-    """
-    path = archive_path(environ)
-    if path is None:
+    """Step 1: write the archive for this ``java`` and this Spark unless it exists; returns it (None: no
+    ``java``). Raises RuntimeError with the end of the warm-up's log when it fails or leaves no archive."""
+    archive = spark_archive(environ)
+    if archive is None:
         return None
-    if _trusted(path):
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    path.parent.chmod(0o700)
-    for stale in path.parent.glob(f".{path.name}.*.partial"):  # a warm-up that was killed
-        stale.unlink(missing_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    with tempfile.TemporaryDirectory(prefix="onceflow-class-archive-") as work:
-        log_path = Path(work) / "warm-up.log"
-        env = {**environ, _DUMP_ENV: str(partial), "PYSPARK_PYTHON": sys.executable}
-        child = f"import sys; from {__name__} import warm_up_child; warm_up_child(sys.argv[1])"
-        started = time.monotonic()
-        with log_path.open("wb") as log:
-            code = subprocess.run(
-                [sys.executable, "-c", child, str(Path(work) / "checkpoint")],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                timeout=timeout_s,
-                check=False,
-            ).returncode
-        if code != 0 or not partial.exists():
-            partial.unlink(missing_ok=True)
-            tail = log_path.read_text(errors="replace")[-3000:]
-            raise RuntimeError(f"class archive warm-up failed (exit {code}), no archive written:\n{tail}")
-    partial.chmod(0o644)
-    partial.replace(path)
-    _log.info(
-        "class_archive.built", path=str(path), bytes=path.stat().st_size, seconds=round(time.monotonic() - started, 1)
-    )
+    started = time.monotonic()
+
+    def warm_up(dump_option: str) -> None:
+        with tempfile.TemporaryDirectory(prefix="onceflow-class-archive-") as work:
+            log_path = Path(work) / "warm-up.log"
+            env = {**environ, _DUMP_ENV: dump_option, "PYSPARK_PYTHON": sys.executable}
+            child = f"import sys; from {__name__} import warm_up_child; warm_up_child(sys.argv[1])"
+            with log_path.open("wb") as log:
+                code = subprocess.run(
+                    [sys.executable, "-c", child, str(Path(work) / "checkpoint")],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    timeout=timeout_s,
+                    check=False,
+                ).returncode
+            if code != 0:
+                tail = log_path.read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"class archive warm-up failed (exit {code}), no archive written:\n{tail}")
+
+    built = not archive.usable()
+    path = archive.write(warm_up)
+    if built:
+        _log.info(
+            "class_archive.built", path=str(path), bytes=path.stat().st_size,
+            seconds=round(time.monotonic() - started, 1),
+        )  # fmt: skip
     return path
 
 
 def warm_up_child(checkpoint: str) -> None:
     """The warm-up's child interpreter (``build``): its driver JVM writes the archive named by the parent."""
-    dump = os.environ[_DUMP_ENV]
-    os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-java-options -XX:ArchiveClassesAtExit={dump} pyspark-shell"
+    os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-java-options {os.environ[_DUMP_ENV]} pyspark-shell"
     _warm_up(Path(checkpoint))
 
 

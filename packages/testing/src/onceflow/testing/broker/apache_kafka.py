@@ -30,7 +30,9 @@ from __future__ import annotations
 import base64
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -41,6 +43,7 @@ from onceflow.broker.admin.connection import KafkaConnection
 from onceflow.broker.embedded import BrokerProcess
 from onceflow.broker.protocol.shapes import build_entity
 from onceflow.core.process import free_port
+from onceflow.core.process.class_archive import ClassArchive
 from onceflow.core.service import Readiness
 from onceflow.testing.jars import JarsMissing, fetched_libs, java_command, pom_property, repo_root
 
@@ -91,6 +94,8 @@ DEFAULT_SETTINGS: Mapping[str, object] = {
 }
 """``server.properties`` settings besides listeners and paths; ``ApacheKafka(settings=...)`` overrides them."""
 
+#: The class archive of Kafka's jars that the brokers and the Kafka tools map (:func:`write_class_archive`).
+CLASS_ARCHIVE = "kafka"
 FAST_START_JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 """The default JVM options: start in about half the time and use less CPU on a small machine, at the
 cost of peak throughput (C1 compiler only); pass ``jvm_options=()`` to measure Kafka at full speed."""
@@ -237,6 +242,7 @@ class ApacheKafka(BrokerProcess):
             ),
             title="Apache Kafka",
             missing=KafkaJarsMissing,
+            archive=CLASS_ARCHIVE,
         )
 
     def command(self) -> Sequence[str]:
@@ -308,3 +314,22 @@ def _property(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def write_class_archive(libs: Path | None = None) -> Path:
+    """Write the class archive of Kafka's jars unless it exists (``make setup``): a broker started and
+    stopped cleanly with the dump option; every broker and Kafka tool started afterwards maps it, and
+    starts in about 0.6 of the time (docs/benchmarks.md). Raises KafkaJarsMissing without jars or java."""
+    java = shutil.which("java")
+    if java is None:
+        raise KafkaJarsMissing("no java on PATH: Apache Kafka needs Java 17+ (see 'make setup')")
+    archive = ClassArchive.of(CLASS_ARCHIVE, Path(java).resolve(), libs or find_kafka_libs())
+
+    def warm_up(dump_option: str) -> None:
+        with tempfile.TemporaryDirectory(prefix="onceflow-kafka-archive-") as work:
+            broker = ApacheKafka(Path(work), libs=libs, jvm_options=(*FAST_START_JVM_OPTIONS, dump_option)).start()
+            code = broker.stop(60)  # SIGTERM: the JVM exits cleanly, writing the archive as it does
+            if code == -9:
+                raise RuntimeError(f"the warm-up broker did not stop within 60 s; see {broker.log_path}")
+
+    return archive.write(warm_up)

@@ -25,7 +25,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
-from onceflow.testing.broker.apache_kafka import FAST_START_JVM_OPTIONS, KafkaJarsMissing, find_kafka_libs
+from onceflow.testing.broker.apache_kafka import (
+    CLASS_ARCHIVE,
+    FAST_START_JVM_OPTIONS,
+    KafkaJarsMissing,
+    find_kafka_libs,
+)
 from onceflow.testing.jars import java_command
 
 __all__ = [
@@ -89,6 +94,7 @@ def tool_command(main_class: str, *args: str, heap: str = "256m", libs: Path | N
         options=(*FAST_START_JVM_OPTIONS, "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={_log4j2_config()}"),
         title="each Kafka tool",
         missing=KafkaJarsMissing,
+        archive=CLASS_ARCHIVE,
     )
 
 
