@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from onceflow.core.process.session import is_alive
+
 #: Overrides the archive directory.
 DIR_ENV = "ONCEFLOW_CLASS_ARCHIVE_DIR"
 
@@ -44,16 +46,6 @@ def find_java(environ: Mapping[str, str] = os.environ) -> Path | None:
         return candidate.resolve() if candidate.exists() else None
     found = shutil.which("java", path=environ.get("PATH"))
     return Path(found).resolve() if found else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +87,7 @@ class ClassArchive:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.path.parent.chmod(0o700)
         for stale in self.path.parent.glob(f".{self.path.name}.*.partial"):  # a warm-up that was killed
-            if not _alive(int(stale.suffixes[-2].lstrip("."))):
+            if not is_alive(int(stale.suffixes[-2].lstrip("."))):
                 stale.unlink(missing_ok=True)
         partial = self.path.with_name(f".{self.path.name}.{os.getpid()}.partial")
         try:

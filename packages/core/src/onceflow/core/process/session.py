@@ -20,7 +20,7 @@ PROC = Path("/proc")
 def session_members(sid: int) -> list[int]:
     """Pids of every live process in session ``sid`` (Linux ``/proc``; elsewhere just ``sid``)."""
     if not PROC.is_dir():
-        return [sid] if _alive(sid) else []
+        return [sid] if is_alive(sid) else []
     members: list[int] = []
     for entry in os.listdir(PROC):
         if not entry.isdigit():
@@ -63,7 +63,8 @@ def kill_session(sid: int, attempts: int = 50) -> None:
         time.sleep(0.05)
 
 
-def _alive(pid: int) -> bool:
+def is_alive(pid: int) -> bool:
+    """True while a process ``pid`` exists (this user's or not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
