@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from onceflow.core.process.class_archive import DIR_ENV
+from onceflow.core.process.class_archive import DIR_ENV, ClassArchive
 from onceflow.spark.runner import class_archive
 from onceflow.spark.runner.class_archive import JAVA_OPTIONS_KEY, spark_archive, with_class_archive
 
@@ -73,6 +73,17 @@ def test_the_archive_is_named_in_the_driver_options_only_when_it_is_there_truste
     path.unlink()
     path.symlink_to(path.parent / "elsewhere.jsa")
     assert options(gc) == "-XX:+UseSerialGC"
+
+
+def test_a_jdk_or_jars_that_cannot_be_read_leave_the_driver_as_it_was(
+    installs: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unreadable(*args: object, **kwargs: object) -> ClassArchive:
+        raise PermissionError(13, "Permission denied", installs["SPARK_HOME"])
+
+    monkeypatch.setattr(ClassArchive, "of", unreadable)
+    conf = {JAVA_OPTIONS_KEY: "-XX:+UseSerialGC"}
+    assert with_class_archive(conf, installs) == conf
 
 
 @pytest.mark.slow

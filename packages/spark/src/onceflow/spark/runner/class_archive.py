@@ -62,7 +62,11 @@ def with_class_archive(conf: Mapping[str, str], environ: Mapping[str, str] = os.
     was written with.
     """
     existing = conf.get(JAVA_OPTIONS_KEY, "")
-    archive = spark_archive(environ)
+    try:
+        archive = spark_archive(environ)
+    except OSError as exc:  # an unreadable JDK or jar directory: the driver starts as it would without
+        _log.warning("class_archive.unavailable", error=f"{type(exc).__name__}: {exc}")
+        return dict(conf)
     if archive is None or not archive.usable() or "SharedArchiveFile" in existing or conf.get(CLASS_PATH_KEY):
         return dict(conf)
     return {**conf, JAVA_OPTIONS_KEY: f"{existing} {archive.option()}".strip()}
