@@ -64,6 +64,10 @@ def test_an_archive_others_can_write_or_a_link_is_not_mapped(archive: ClassArchi
     assert not archive.usable()
     archive.path.chmod(0o644)
     assert archive.usable()
+    archive.path.parent.chmod(0o777)  # anyone could swap the file
+    assert not archive.usable()
+    archive.path.parent.chmod(0o700)
+    assert archive.usable()
     archive.path.unlink()
     archive.path.symlink_to(tmp_path / "java")
     assert not archive.usable()

@@ -7,7 +7,8 @@ dynamic archive (``-XX:ArchiveClassesAtExit``) and map them into later runs (``-
 1. :meth:`ClassArchive.write` runs the caller's warm-up with the dump option (the JVM writes the
    archive as it exits cleanly, under a temporary name) and renames the archive into place once whole.
 2. :meth:`ClassArchive.usable` says whether a launcher may name it (:meth:`ClassArchive.option`):
-   the file exists, is this user's own, and nobody else can write it (the JVM maps it as code).
+   the file exists, it and its directory are this user's own, and nobody else can write either
+   (the JVM maps it as code).
 
 The file name is a digest of the ``java`` binary (path, size, mtime) and of the jar directory (names
 and sizes), so a new JDK or new jars never meet an archive made for others (the JVM would refuse one
@@ -48,6 +49,10 @@ def find_java(environ: Mapping[str, str] = os.environ) -> Path | None:
     return Path(found).resolve() if found else None
 
 
+def _private(info: os.stat_result) -> bool:
+    return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
 @dataclass(frozen=True, slots=True)
 class ClassArchive:
     """The archive of ``name`` (what runs: ``spark-driver``, ``kafka``) for one ``java`` and one jar directory."""
@@ -64,16 +69,13 @@ class ClassArchive:
         return cls(archive_dir(environ) / f"{name}-{digest.hexdigest()[:16]}.jsa")
 
     def usable(self) -> bool:
-        """Step 2: a regular file owned by this user that nobody else can write."""
+        """Step 2: a regular file owned by this user, in a directory of this user's, neither of which
+        anyone else can write (no one else can put or swap code in it)."""
         try:
-            info = self.path.lstat()
+            info, folder = self.path.lstat(), self.path.parent.lstat()
         except OSError:
             return False
-        return (
-            stat.S_ISREG(info.st_mode)
-            and info.st_uid == os.getuid()
-            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-        )
+        return stat.S_ISREG(info.st_mode) and stat.S_ISDIR(folder.st_mode) and _private(info) and _private(folder)
 
     def option(self) -> str:
         """The JVM option that maps the archive."""
