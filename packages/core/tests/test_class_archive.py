@@ -77,5 +77,9 @@ def test_the_name_follows_the_jvm_and_the_jars(archive: ClassArchive, tmp_path: 
     environ = {DIR_ENV: str(tmp_path / "archives")}
     assert ClassArchive.of("tool", tmp_path / "java", tmp_path / "jars", environ) == archive
     assert ClassArchive.of("other", tmp_path / "java", tmp_path / "jars", environ) != archive
+    # the same jars elsewhere (another checkout, another virtualenv): another class path, another archive
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "a.jar").write_bytes(b"a")
+    assert ClassArchive.of("tool", tmp_path / "java", tmp_path / "other", environ) != archive
     (tmp_path / "jars" / "b.jar").write_bytes(b"b")
     assert ClassArchive.of("tool", tmp_path / "java", tmp_path / "jars", environ) != archive

@@ -10,8 +10,9 @@ dynamic archive (``-XX:ArchiveClassesAtExit``) and map them into later runs (``-
    the file exists, it and its directory are this user's own, and nobody else can write either
    (the JVM maps it as code).
 
-The file name is a digest of the ``java`` binary (path, size, mtime) and of the jar directory (names
-and sizes), so a new JDK or new jars never meet an archive made for others (the JVM would refuse one
+The file name is a digest of the ``java`` binary (path, size, mtime) and of the jar directory (its
+path: the JVM checks the class path; its jars' names and sizes), so a new JDK, another checkout or
+new jars never meet an archive made for others (the JVM would refuse one
 with a warning and start without it). Archives live in ``$ONCEFLOW_CLASS_ARCHIVE_DIR``, or
 ``$XDG_CACHE_HOME/onceflow/jvm`` (``~/.cache/onceflow/jvm``), a directory created private (0700).
 """
@@ -63,7 +64,7 @@ class ClassArchive:
     def of(cls, name: str, java: Path, jars: Path, environ: Mapping[str, str] = os.environ) -> ClassArchive:
         digest = hashlib.sha256()
         java_stat = java.stat()
-        digest.update(f"{java}\0{java_stat.st_size}\0{java_stat.st_mtime_ns}\0".encode())
+        digest.update(f"{java}\0{java_stat.st_size}\0{java_stat.st_mtime_ns}\0{jars.resolve()}\0".encode())
         for jar in sorted(jars.iterdir()):
             digest.update(f"{jar.name}\0{jar.stat().st_size}\0".encode())
         return cls(archive_dir(environ) / f"{name}-{digest.hexdigest()[:16]}.jsa")
