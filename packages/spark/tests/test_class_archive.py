@@ -86,6 +86,17 @@ def test_a_jdk_or_jars_that_cannot_be_read_leave_the_driver_as_it_was(
     assert with_class_archive(conf, installs) == conf
 
 
+def test_the_command_says_why_it_cannot_write_the_archive(
+    installs: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "archives").write_text("a file where the directory should be")
+    for name, value in installs.items():
+        monkeypatch.setenv(name, value)
+    assert class_archive.build_command() == 1
+    err = capsys.readouterr().err
+    assert "class archive: cannot write it" in err and DIR_ENV in err, err
+
+
 @pytest.mark.slow
 def test_a_driver_maps_spark_classes_from_the_archive(tmp_path: Path) -> None:
     """Steps:

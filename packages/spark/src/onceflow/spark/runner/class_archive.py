@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from onceflow.core.logging import get_logger
-from onceflow.core.process.class_archive import ClassArchive, find_java
+from onceflow.core.process.class_archive import DIR_ENV, ClassArchive, find_java
 
 _log = get_logger(__name__)
 
@@ -223,8 +223,20 @@ def warm_up_child(checkpoint: str) -> None:
 
 
 def build_command() -> int:
-    """``onceflow job class-archive``: write the archive unless it exists; 1 without a ``java``."""
-    path = build()
+    """``onceflow job class-archive``: write the archive unless it exists; 1 (saying why) without a
+    ``java``, when the archive directory cannot be written, or when the warm-up fails."""
+    try:
+        path = build()
+    except OSError as exc:
+        print(
+            f"class archive: cannot write it ({exc}); set {DIR_ENV} to a directory of yours. "
+            "Drivers start without one, only slower",
+            file=sys.stderr,
+        )
+        return 1
+    except RuntimeError as exc:
+        print(f"class archive: {exc}", file=sys.stderr)
+        return 1
     if path is None:
         print("class archive: no java found (JAVA_HOME or PATH); drivers start without one", file=sys.stderr)
         return 1
