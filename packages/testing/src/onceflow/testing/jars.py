@@ -60,6 +60,19 @@ def fetched_libs(tool: str, *, title: str, version_property: str, missing: type[
     return cache / "libs"
 
 
+def _java(title: str, missing: type[JarsMissing]) -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise missing(f"no java on PATH: {title} needs Java 17+ (see 'make setup')")
+    return java
+
+
+def tool_archive(name: str, libs: Path, *, title: str, missing: type[JarsMissing] = JarsMissing) -> ClassArchive:
+    """The class archive ``name`` of ``libs`` for the java :func:`java_command` runs (it may not exist yet);
+    ``missing`` when there is no java on PATH."""
+    return ClassArchive.of(name, Path(_java(title, missing)).resolve(), libs)
+
+
 def java_command(
     main: str,
     *args: str,
@@ -72,11 +85,9 @@ def java_command(
 ) -> list[str]:
     """``java -Xmx<heap> <options> -cp <libs>/* <main> <args>``; ``missing`` when there is no java on PATH
     (``title`` names what needs it). With ``archive``, the JVM maps that class archive of ``libs``
-    (:class:`~onceflow.core.process.class_archive.ClassArchive`) when ``make setup`` wrote it."""
-    java = shutil.which("java")
-    if java is None:
-        raise missing(f"no java on PATH: {title} needs Java 17+ (see 'make setup')")
-    shared = ClassArchive.of(archive, Path(java).resolve(), libs) if archive is not None else None
+    (:func:`tool_archive`) when ``make setup`` wrote it."""
+    java = _java(title, missing)
+    shared = tool_archive(archive, libs, title=title, missing=missing) if archive is not None else None
     mapped = [shared.option()] if shared is not None and shared.usable() else []
     return [java, f"-Xmx{heap}", *options, *mapped, "-cp", f"{libs}/*", main, *args]
 

@@ -39,11 +39,8 @@ class Membership:
         group_id, member_id, session_timeout_ms = request.group_id, request.member_id, request.session_timeout_ms
         if not group_id:
             return JoinResult.failed(ErrorCode.invalid_group_id, member_id)
-        if (
-            not self._running.config.min_session_timeout_ms
-            <= session_timeout_ms
-            <= self._running.config.max_session_timeout_ms
-        ):
+        config = self._running.config
+        if not config.min_session_timeout_ms <= session_timeout_ms <= config.max_session_timeout_ms:
             return JoinResult.failed(ErrorCode.invalid_session_timeout, member_id)
         is_unknown_member = member_id == NO_MEMBER_ID
         group = self._running.groups.get(group_id)

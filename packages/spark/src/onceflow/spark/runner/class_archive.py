@@ -206,13 +206,12 @@ def build(environ: Mapping[str, str] = os.environ, *, timeout_s: float = 600.0) 
                 tail = log_path.read_text(errors="replace")[-3000:]
                 raise RuntimeError(f"class archive warm-up failed (exit {code}), no archive written:\n{tail}")
 
-    built = not archive.usable()
+    if archive.usable():
+        return archive.path
     path = archive.write(warm_up)
-    if built:
-        _log.info(
-            "class_archive.built", path=str(path), bytes=path.stat().st_size,
-            seconds=round(time.monotonic() - started, 1),
-        )  # fmt: skip
+    _log.info(
+        "class_archive.built", path=str(path), bytes=path.stat().st_size, seconds=round(time.monotonic() - started, 1)
+    )
     return path
 
 

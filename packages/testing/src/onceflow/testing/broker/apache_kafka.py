@@ -30,7 +30,6 @@ from __future__ import annotations
 import base64
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import uuid
@@ -43,9 +42,8 @@ from onceflow.broker.admin.connection import KafkaConnection
 from onceflow.broker.embedded import BrokerProcess
 from onceflow.broker.protocol.shapes import build_entity
 from onceflow.core.process import free_port
-from onceflow.core.process.class_archive import ClassArchive
 from onceflow.core.service import Readiness
-from onceflow.testing.jars import JarsMissing, fetched_libs, java_command, pom_property, repo_root
+from onceflow.testing.jars import JarsMissing, fetched_libs, java_command, pom_property, repo_root, tool_archive
 
 __all__ = [
     "BROKER_USER",
@@ -320,10 +318,7 @@ def write_class_archive(libs: Path | None = None) -> Path:
     """Write the class archive of Kafka's jars unless it exists (``make setup``): a broker started and
     stopped cleanly with the dump option; every broker and Kafka tool started afterwards maps it, and
     starts in about 0.6 of the time (docs/benchmarks.md). Raises KafkaJarsMissing without jars or java."""
-    java = shutil.which("java")
-    if java is None:
-        raise KafkaJarsMissing("no java on PATH: Apache Kafka needs Java 17+ (see 'make setup')")
-    archive = ClassArchive.of(CLASS_ARCHIVE, Path(java).resolve(), libs or find_kafka_libs())
+    archive = tool_archive(CLASS_ARCHIVE, libs or find_kafka_libs(), title="Apache Kafka", missing=KafkaJarsMissing)
 
     def warm_up(dump_option: str) -> None:
         with tempfile.TemporaryDirectory(prefix="onceflow-kafka-archive-") as work:
