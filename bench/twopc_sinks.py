@@ -238,7 +238,9 @@ def main() -> int:
             ms = result.latencies_ms
             print(
                 f"run {run}: p50 {result.p50:.1f} ms  p99 {result.p99:.1f} ms  mean {statistics.fmean(ms):.1f} ms  "
-                f"max {max(ms):.1f} ms  {result.commits_per_s:.1f} commits/s",
+                f"max {max(ms):.1f} ms  {result.commits_per_s:.1f} commits/s  (CPU ms per batch: "
+                + "  ".join(f"{name} {cpu:.1f}" for name, cpu in result.cpu_ms.items())
+                + f")  load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
     print(

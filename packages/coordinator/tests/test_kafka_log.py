@@ -9,12 +9,13 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.contract import ParticipantRef, TransactionId, TransactionState
-from onceflow.coordinator.exceptions import CoordinatorFenced, LogAppendRejected
+from onceflow.coordinator.exceptions import CoordinatorFenced, LogAppendRejected, TransactionLogError
 from onceflow.coordinator.log.kafka import KafkaTransactionLog
 from onceflow.coordinator.log.log_topic import LOG_TOPIC_CONFIG
-from onceflow.coordinator.log.records import LogRecord, Tombstone
-from onceflow.coordinator.log.refusals import LogNotInitialised
+from onceflow.coordinator.log.records import LogRecord, Tombstone, decode
+from onceflow.coordinator.log.refusals import LogNotInitialised, LogTopicLost
 from onceflow.coordinator.model import JobState, Transaction
+from onceflow.core.kafka import read_committed
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import COORDINATOR_LOG_TOPIC
 from onceflow.testing.coordinator import staged_files
@@ -87,8 +88,11 @@ def test_a_new_instance_fences_the_zombie_and_drops_its_open_transaction(broker:
 def test_a_too_large_append_fails_alone_and_the_log_keeps_working(broker: EmbeddedBroker) -> None:
     log = _log(broker)
     log.open()
+    huge = [JobState(JOB, epoch=1, writer_id="w" * 2_000_000)]
     with pytest.raises(LogAppendRejected, match="more than the 900000"):
-        log.append([JobState(JOB, epoch=1, writer_id="w" * 2_000_000)])
+        log.check_append(huge)  # the same bound, checked before anything is sent
+    with pytest.raises(LogAppendRejected, match="more than the 900000"):
+        log.append(huge)
     log.append([JobState(JOB, epoch=1, writer_id="w")])
     log.close()
 
@@ -124,3 +128,35 @@ def test_confirm_owner_fails_once_a_newer_instance_took_the_log(broker: Embedded
         zombie.confirm_owner()
     successor.confirm_owner()
     successor.close()
+
+
+def test_a_decision_is_never_written_to_a_log_topic_re_created_after_bookkeeping_went_to_it(
+    broker: EmbeddedBroker,
+) -> None:
+    """Bookkeeping appends (PREPARING, END, tombstones) skip the topic check; the next decision does
+    not: a topic deleted and re-created under the log is found before COMMITTING is committed there."""
+    log = _log(broker)
+    log.open()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.delete_topics([COORDINATOR_LOG_TOPIC])[COORDINATOR_LOG_TOPIC].result(20)
+    spec = NewTopic(COORDINATOR_LOG_TOPIC, 1, 1, config=dict(LOG_TOPIC_CONFIG))
+    admin.create_topics([spec])[COORDINATOR_LOG_TOPIC].result(20)
+    deadline = time.monotonic() + 20
+    while True:  # the producer learns of the new topic from its metadata refresh
+        try:
+            log.append([_txn(0, TransactionState.PREPARING)])
+            break
+        except TransactionLogError:
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+    with pytest.raises(LogTopicLost, match="re-created"):
+        log.append([_txn(0, TransactionState.COMMITTING)])
+    log.close()
+    assert _read_states(broker) == [TransactionState.PREPARING]
+
+
+def _read_states(broker: EmbeddedBroker) -> list[TransactionState]:
+    """The states of the transaction records committed to the log topic, in order."""
+    settings = KafkaSettings(bootstrap_servers=broker.bootstrap_servers)
+    decoded = (decode(record.key or b"", record.value) for record in read_committed(settings, COORDINATOR_LOG_TOPIC))
+    return [record.state for record in decoded if isinstance(record, Transaction)]

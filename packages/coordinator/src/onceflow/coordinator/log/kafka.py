@@ -22,11 +22,13 @@ from typing import Final, Literal
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
+from onceflow.contract import TransactionState
 from onceflow.coordinator.exceptions import CoordinatorFenced, LogAppendRejected, TransactionLogError
 from onceflow.coordinator.log.base import TransactionLog
 from onceflow.coordinator.log.log_topic import LogTopic
-from onceflow.coordinator.log.records import LogMarker, LogRecord, WireRecord, decode, encode
+from onceflow.coordinator.log.records import LogMarker, LogRecord, Tombstone, WireRecord, decode, encode
 from onceflow.coordinator.log.refusals import LogNotInitialised, LogTopicLost, LogTruncated
+from onceflow.coordinator.model import Transaction
 from onceflow.core.kafka import (
     Replication,
     RetryPolicy,
@@ -235,6 +237,10 @@ class KafkaTransactionLog(TransactionLog):
         """Write an ``owner`` marker: it fails with :class:`CoordinatorFenced` once a newer instance owns the log."""
         self.append_marker("owner")
 
+    def check_append(self, records: Sequence[LogRecord]) -> None:
+        """Refuse records larger than :data:`MAX_APPEND_BYTES` (:class:`LogAppendRejected`)."""
+        _check_size([encode(record) for record in records])
+
     def _append_wire(self, records: Sequence[WireRecord]) -> None:
         """Write ``records`` in one Kafka transaction.
 
@@ -242,7 +248,10 @@ class KafkaTransactionLog(TransactionLog):
             1. Refuse records larger than :data:`MAX_APPEND_BYTES` with :class:`LogAppendRejected`
                (nothing is written; only this request fails), and start checking that the topic is
                still the one :meth:`open` verified, in the background: the check's round trip
-               overlaps Step 2.
+               overlaps Step 2. Records that are only bookkeeping (:func:`_bookkeeping`: PREPARING,
+               COMMITTED, tombstones) skip the checks of Steps 3 and 5: no decision rests on them,
+               and the next append that holds one checks the topic before it commits, so a topic
+               lost meanwhile is still found before any decision is written to it.
             2. Begin a transaction and produce every record (key, JSON value or tombstone).
             3. Wait for Step 1's check: a lost topic aborts the transaction and raises
                :class:`LogTopicLost`, also when the produce or the abort failed first because of it.
@@ -261,11 +270,10 @@ class KafkaTransactionLog(TransactionLog):
             raise TransactionLogError("the log is not open")
         encoded = [encode(record) for record in records]
         # Step 1
-        size = sum(len(key) + len(value or b"") for key, value in encoded)
-        if size > MAX_APPEND_BYTES:
-            raise LogAppendRejected(
-                f"the log records are {size} bytes, more than the {MAX_APPEND_BYTES} one append takes"
-            )
+        _check_size(encoded)
+        if records and all(_bookkeeping(record) for record in records):
+            self._append(producer, encoded, lambda: None)
+            return
         checked = self._checks.submit(self._topic.check, "before an append")
         self._append(producer, encoded, checked.result)
         # Step 5
@@ -343,3 +351,18 @@ class KafkaTransactionLog(TransactionLog):
                 producer.flush(1.0)
             except KafkaException as exc:
                 _log.warning("txnlog.close_unflushed", topic=self.topic, error=exc)
+
+
+def _bookkeeping(record: WireRecord) -> bool:
+    """Whether ``record`` is one no decision rests on: a PREPARING attempt (presumed abort does not
+    need it), END (a restart delivers Commit again without it) or a tombstone of a final one."""
+    if isinstance(record, Tombstone):
+        return True
+    return isinstance(record, Transaction) and record.state in (TransactionState.PREPARING, TransactionState.COMMITTED)
+
+
+def _check_size(encoded: Sequence[tuple[bytes, bytes | None]]) -> None:
+    """Raise :class:`LogAppendRejected` when the encoded records are more than one append takes."""
+    size = sum(len(key) + len(value or b"") for key, value in encoded)
+    if size > MAX_APPEND_BYTES:
+        raise LogAppendRejected(f"the log records are {size} bytes, more than the {MAX_APPEND_BYTES} one append takes")
