@@ -140,12 +140,12 @@ def avro_rows(table: pa.Table) -> list[dict[str, Any]]:
     objects without building one per value (that conversion costs more than the encoding). A
     timestamp finer than microseconds is truncated to them, as ``timestamp-micros`` holds.
     """
-    columns = [_avro_storage(field, column) for field, column in zip(table.schema, table.columns, strict=True)]
+    columns = [avro_storage(field, column) for field, column in zip(table.schema, table.columns, strict=True)]
     rows: list[dict[str, Any]] = pa.Table.from_arrays(columns, names=table.column_names).to_pylist()
     return rows
 
 
-def _avro_storage(field: pa.Field, column: pa.ChunkedArray) -> pa.ChunkedArray:
+def avro_storage(field: pa.Field, column: pa.ChunkedArray) -> pa.ChunkedArray:
     """``column`` as what its Avro logical type stores: timestamps as epoch microseconds, dates as epoch days.
 
     Nanoseconds are truncated; a coarser timestamp beyond what int64 microseconds hold raises

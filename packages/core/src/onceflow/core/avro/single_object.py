@@ -52,13 +52,14 @@ class SingleObjectSerde(Generic[T]):
         self.schema: Mapping[str, Any] = copy.deepcopy(dict(schema))
         self.name = f"{schema.get('namespace', '')}.{schema['name']}".lstrip(".")
         self.fingerprint = schema_fingerprint(schema)
-        self._header = MAGIC + self.fingerprint
+        #: What starts every encoded record: the magic bytes and the fingerprint.
+        self.header = MAGIC + self.fingerprint
         self._parsed = parse_schema(dict(self.schema) if logical_types else _without_logical_types(self.schema))
 
     def encode(self, record: T) -> bytes:
         """Return the single-object encoding of ``record``."""
         out = io.BytesIO()
-        out.write(self._header)
+        out.write(self.header)
         try:
             schemaless_writer(out, self._parsed, dict(record))
         except (ValueError, TypeError, KeyError, AttributeError) as exc:

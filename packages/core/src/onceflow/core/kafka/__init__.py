@@ -4,7 +4,8 @@
   (Kafka Connect's ``KafkaBasedLog.readToEnd``), through a leader that moves; :func:`end_offsets`;
 - :func:`reader_config`, :func:`idempotent_producer_config`, :func:`transactional_producer_config`: the
   client configurations of onceflow's roles, on a base configuration (``KafkaSettings.client_config``);
-- :func:`produce`: produce with back-pressure (a full local queue waits, it does not fail);
+- :func:`produce`: produce with back-pressure (a full local queue waits, it does not fail), and
+  :func:`produce_all` for a batch of records in one call;
 - :func:`is_fenced` / :func:`raise_if_fenced`: fencing errors as one exception, ``ProducerFenced``;
 - :func:`ensure_topics`: create missing topics (an existing one is fine) with the cluster's
   :class:`Replication` (default ``min(3, brokers)`` replicas, min ISR 2 from 3 on);
@@ -21,7 +22,7 @@ from onceflow.core.kafka.config import (
     reader_config,
     transactional_producer_config,
 )
-from onceflow.core.kafka.producer import FENCED_CODES, is_fenced, produce, raise_if_fenced
+from onceflow.core.kafka.producer import FENCED_CODES, is_fenced, produce, produce_all, raise_if_fenced
 from onceflow.core.kafka.read_to_end import (
     READ_GROUP_PREFIX,
     TopicNotFound,
@@ -68,6 +69,7 @@ __all__ = [
     "partition_offsets",
     "position_after",
     "produce",
+    "produce_all",
     "raise_if_fenced",
     "read_committed",
     "read_to_end",

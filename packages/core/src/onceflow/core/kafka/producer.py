@@ -1,13 +1,15 @@
 """Producing: back-pressure on a full local queue, and what fencing looks like.
 
-A librdkafka producer refuses a record with ``BufferError`` when its local queue is full; the
-record is not lost, the caller must serve delivery reports (``poll``) and try again. A
+A librdkafka producer refuses a record with ``BufferError`` (``produce``), or marks it with a queue
+full ``_error`` (``produce_batch``), when its local queue is full; the record is not lost, the
+caller must serve delivery reports (``poll``) and try again. A
 transactional producer that a newer instance with the same ``transactional.id`` fenced reports one
 of :data:`FENCED_CODES`; onceflow turns those into one exception, :class:`ProducerFenced`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -41,3 +43,27 @@ def produce(producer: Producer, topic: str, **record: Any) -> None:
             return
         except BufferError:
             producer.poll(QUEUE_FULL_POLL_S)
+
+
+def produce_all(
+    producer: Producer,
+    topic: str,
+    records: list[dict[str, Any]],
+    *,
+    on_delivery: Callable[[KafkaError | None, Any], None],
+) -> None:
+    """Queue ``records`` (dicts of ``key`` and ``value``, no headers) in order with one
+    ``produce_batch`` call, partitioned by key as ``produce`` does; the ones refused because the
+    queue is full are tried again after serving delivery reports. Any other refusal raises
+    :class:`KafkaException`, as ``produce`` does. ``records`` is consumed."""
+    pending = records
+    while pending:
+        producer.produce_batch(topic, pending, on_delivery=on_delivery)
+        refused = [record for record in pending if "_error" in record]
+        for record in refused:
+            error = record.pop("_error")
+            if error.code() != KafkaError._QUEUE_FULL:
+                raise KafkaException(error)
+        if refused:
+            producer.poll(QUEUE_FULL_POLL_S)
+        pending = refused
