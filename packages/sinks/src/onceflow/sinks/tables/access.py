@@ -138,12 +138,14 @@ class PostgresTables(TableAccess):
         return text.encode()  # composed from quoted identifiers: not a LiteralString for psycopg's types
 
     def write(self, db: Executor, binding: SinkBinding, rows: pa.Table) -> None:
-        """Every row in one statement: one array per column, ``unnest``\\ ed."""
+        """Every row in one statement: one array per column, ``unnest``\\ ed, sent in binary (``%b``:
+        psycopg's binary dumpers skip the text array's quoting and escaping, half the cost of the
+        statement for a batch of small rows)."""
         if not rows.num_rows:
             return
         q = POSTGRES.quote
         names = rows.column_names
-        arrays = ", ".join(f"%s::{postgres_array_type(f.type)}" for f in rows.schema)
+        arrays = ", ".join(f"%b::{postgres_array_type(f.type)}" for f in rows.schema)
         statement = (
             f"INSERT INTO {q(binding.table)} ({', '.join(q(n) for n in names)}) SELECT * FROM unnest({arrays})"
         ) + self._upsert_clause(binding, names, "EXCLUDED")
