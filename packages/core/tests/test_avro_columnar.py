@@ -8,9 +8,15 @@ import datetime as dt
 import decimal
 import math
 import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.ipc
 import pytest
 
 from onceflow.core.avro import SingleObjectSerde
@@ -155,3 +161,45 @@ def test_fastavro_still_names_what_the_columnar_path_declined() -> None:
     with pytest.raises(SerializationError, match="Row"):
         for row in avro_rows(table):
             serde.encode(row)
+
+
+def test_a_null_string_with_bytes_in_its_slot_writes_nothing() -> None:
+    """Arrow lets a null's slot of a string array hold bytes; they are not the row's value."""
+    offsets = pa.py_buffer(np.array([0, 3, 7, 9], dtype=np.int32).tobytes())
+    validity = pa.py_buffer(np.packbits([1, 0, 1], bitorder="little").tobytes())
+    column = pa.Array.from_buffers(pa.string(), 3, [validity, offsets, pa.py_buffer(b"abcjunkxy")], null_count=1)
+    assert column.to_pylist() == ["abc", None, "xy"]
+    _assert_same(pa.table({"s": column, "n": pa.array([1, None, 3], pa.int64())}))
+
+
+def test_encoding_a_staged_table_does_not_import_pandas(tmp_path: Path) -> None:
+    """pyarrow imports pandas (over a second here) the first time it converts Python objects or calls
+    ``to_numpy``: a participant's first prepare must not pay that, so the encoder reads buffers."""
+    table = pa.table(
+        {
+            "n": pa.array([1, None, -(2**40)], pa.int64()),
+            "small": pa.array([1, 2, None], pa.int16()),
+            "f": pa.array([1.5, None, -0.0], pa.float32()),
+            "ok": pa.array([True, None, False]),
+            "s": pa.array(["ü", None, ""]),
+            "raw": pa.array([b"\x00", None, b""]),
+            "day": pa.array([dt.date(2026, 11, 24), None, dt.date(1901, 1, 1)], pa.date32()),
+            "at": pa.array([AT, None, AT], pa.timestamp("ns", tz="Europe/Paris")),
+        }
+    )
+    path = tmp_path / "staged.arrow"
+    with pa.ipc.new_file(path, table.schema) as writer:
+        writer.write_table(table)
+    script = textwrap.dedent(
+        f"""
+        import sys
+        import pyarrow.ipc
+        from onceflow.core.avro.arrow import avro_schema
+        from onceflow.core.avro.columnar import encode_table
+        table = pyarrow.ipc.open_file({str(path)!r}).read_all()
+        assert len(encode_table(table, avro_schema(table.schema, "test.Row"))) == 3
+        print("pandas" in sys.modules)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "False", done.stderr

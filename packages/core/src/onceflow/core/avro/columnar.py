@@ -27,7 +27,6 @@ from typing import Any, Final
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from onceflow.core.avro.arrow import avro_storage
 
@@ -115,9 +114,23 @@ def _kind(avro_type: Any) -> str | None:
 
 
 def _valid(array: pa.Array, rows: int) -> np.ndarray:
+    """Which rows hold a value (read from the validity bitmap)."""
     if array.null_count == 0:
         return np.ones(rows, dtype=bool)
-    return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    return _bits(array.buffers()[0], array.offset, rows)
+
+
+def _bits(buffer: pa.Buffer, offset: int, rows: int) -> np.ndarray:
+    """``rows`` bits of an Arrow bitmap from bit ``offset``, as booleans."""
+    packed = np.frombuffer(buffer, dtype=np.uint8)
+    return np.unpackbits(packed, bitorder="little")[offset : offset + rows].astype(bool)
+
+
+def _fixed_values(array: pa.Array, dtype: str) -> np.ndarray:
+    """The values of a fixed-width ``array`` as a NumPy view of its data buffer (a null's slot holds
+    whatever is there; the callers write nothing for it). Arrow's buffers, not ``to_numpy``, which
+    imports pandas on first use: a participant must not pay that inside a prepare."""
+    return np.frombuffer(array.buffers()[1], dtype=np.dtype(dtype))[array.offset : array.offset + len(array)]
 
 
 def _value_column(kind: str, field: pa.Field, array: pa.Array, valid: np.ndarray, rows: int) -> _Column | None:
@@ -127,24 +140,25 @@ def _value_column(kind: str, field: pa.Field, array: pa.Array, valid: np.ndarray
     if kind in ("int", "long"):
         if not (t.is_integer(data_type) or t.is_timestamp(data_type) or t.is_date32(data_type)):
             return None
-        stored = avro_storage(field, pa.chunked_array([array])).combine_chunks()
-        values = np.asarray(stored.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-        return _varint_column(values, valid)
+        if t.is_uint64(data_type):
+            return None  # beyond a long: fastavro decides
+        stored = avro_storage(field, pa.chunked_array([array], type=data_type)).combine_chunks()
+        return _varint_column(_fixed_values(stored.cast(pa.int64()), "<i8"), valid)
     if kind in ("float", "double"):
-        if not (t.is_floating(data_type) or t.is_integer(data_type)):
+        if not (t.is_floating(data_type) or t.is_integer(data_type)) or t.is_float16(data_type):
             return None
-        dtype = np.dtype("<f4") if kind == "float" else np.dtype("<f8")
-        floats = np.asarray(array.fill_null(0).to_numpy(zero_copy_only=False)).astype(dtype)
-        return _fixed_column(floats.view(np.uint8).reshape(rows, dtype.itemsize), valid)
+        doubles = _fixed_values(array.cast(pa.float64(), safe=False), "<f8")
+        values = doubles.astype("<f4") if kind == "float" else doubles
+        return _fixed_column(values.view(np.uint8).reshape(rows, values.itemsize), valid)
     if kind == "boolean":
         if not t.is_boolean(data_type):
             return None
-        flags = np.asarray(array.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.uint8)
+        flags = _bits(array.buffers()[1], array.offset, rows).astype(np.uint8)
         return _fixed_column(flags.reshape(rows, 1), valid)
     if kind == "string" and (t.is_string(data_type) or t.is_large_string(data_type)):
-        return _bytes_column(pc.fill_null(array, "").cast(pa.large_binary()), valid)
+        return _bytes_column(array.cast(pa.large_binary()), valid)
     if kind == "bytes" and (t.is_binary(data_type) or t.is_large_binary(data_type)):
-        return _bytes_column(pc.fill_null(array, b"").cast(pa.large_binary()), valid)
+        return _bytes_column(array.cast(pa.large_binary()), valid)
     return None
 
 
@@ -187,19 +201,20 @@ def _fixed_column(octets: np.ndarray, valid: np.ndarray) -> _Column:
 
 
 def _bytes_column(array: pa.Array, valid: np.ndarray) -> _Column:
-    """A varint length, then the bytes (``array``: large_binary, nulls filled with empty values)."""
+    """A varint length, then the bytes (``array``: large_binary; a null writes nothing, whatever its slot)."""
     offsets = np.frombuffer(array.buffers()[1], dtype=np.int64)[array.offset : array.offset + len(array) + 1]
-    lengths = np.diff(offsets)
+    lengths = np.where(valid, np.diff(offsets), 0)
     prefix = _varint_column(lengths, valid)
     data = array.buffers()[2]
-    payload = (
-        np.frombuffer(data, dtype=np.uint8)[offsets[0] : offsets[-1]] if data is not None else np.empty(0, np.uint8)
-    )
+    payload = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
+    total = int(lengths.sum())
+    # byte j of the values, in row order: where it comes from, and its place within its value
+    within = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    source = np.repeat(offsets[:-1], lengths) + within
 
     def write(out: np.ndarray, cursors: np.ndarray) -> None:
         prefix.write(out, cursors)
-        if len(payload):
-            starts = cursors + prefix.sizes
-            out[np.repeat(starts - offsets[:-1], lengths) + np.arange(offsets[0], offsets[-1])] = payload
+        if total:
+            out[np.repeat(cursors + prefix.sizes, lengths) + within] = payload[source]
 
-    return _Column(prefix.sizes + np.where(valid, lengths, 0), write)
+    return _Column(prefix.sizes + lengths, write)
