@@ -11,9 +11,8 @@ Assumptions:
 - one machine (the project machine has 2 cores), everything on loopback, each component a real
   process: the embedded broker (``--fsync interval``), PostgreSQL (``fsync = on``,
   ``synchronous_commit = on``), the coordinator (Kafka transaction log, ``log_preparing`` on:
-  three log records per commit, PREPARING (written while the Prepare calls are out), COMMITTING
-  and END, where END rides in the next commit's PREPARING append when that comes within
-  ``end_linger_ms``), and one participant
+  three log records per commit, PREPARING, COMMITTING and END, where END rides in the next
+  commit's PREPARING append when that comes within ``end_linger_ms``), and one participant
   process per sink: Kafka (``ip_count_sink``, a transactional producer), SQLite (WAL,
   ``synchronous = FULL``) and PostgreSQL (``PREPARE TRANSACTION``/``COMMIT PREPARED``). The driver
   (this script) is a sixth process.

@@ -73,15 +73,14 @@ def test_coordinator_killed_after_the_decision_the_new_instance_commits(
     assert cluster.sink_rows()["kafka"] == expected
 
 
-@pytest.mark.parametrize("point", [pytest.param("attempt-begun", marks=pytest.mark.slow), "votes-collected"])
+@pytest.mark.parametrize("point", [pytest.param("prepare-logged", marks=pytest.mark.slow), "votes-collected"])
 def test_coordinator_killed_before_the_decision_is_presumed_abort_and_the_retry_commits(
     cluster_factory: ClusterFactory, point: str
 ) -> None:
     """Steps:
-    1. The coordinator dies before a decision is logged: after the attempt was admitted and before
-       any Prepare (``attempt-begun``; its PREPARING record was still queued), or after every
-       participant voted yes (``votes-collected``, so every sink holds the batch prepared, and
-       PREPARING was written meanwhile or not: the outcome must not depend on it).
+    1. The coordinator dies before a decision is logged: after PREPARING was logged and before any
+       Prepare (``prepare-logged``), or after every participant voted yes (``votes-collected``,
+       so every sink holds the batch prepared).
     2. The new instance finds no decision: presumed abort. It sends Abort to every participant
        and logs ABORTED; no sink holds anything of the batch.
     3. The driver retries the batch: a new attempt commits, and every sink holds it exactly once.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 
 import pytest
 
@@ -17,7 +16,7 @@ from onceflow.coordinator.exceptions import (
     TransactionLogError,
 )
 from onceflow.coordinator.log import MemoryLogStorage, MemoryTransactionLog
-from onceflow.coordinator.log.records import LogRecord, decode
+from onceflow.coordinator.log.records import decode
 from onceflow.coordinator.model import Transaction
 from onceflow.testing.coordinator import staged_files
 
@@ -39,7 +38,7 @@ def begun(state: TransactionStateManager, batch: int = 0) -> Transaction:
     return admission.txn
 
 
-def test_each_decision_is_logged_before_it_is_applied_and_replays_the_same() -> None:
+def test_each_transition_is_logged_before_it_is_applied_and_replays_the_same() -> None:
     storage = MemoryLogStorage()
     state = opened(storage)
     attempt = begun(state)
@@ -49,7 +48,7 @@ def test_each_decision_is_logged_before_it_is_applied_and_replays_the_same() -> 
     acked = tuple(dataclasses.replace(vote, acknowledged=True) for vote in yes)
     committed = dataclasses.replace(decided, state=TransactionState.COMMITTED, votes=acked)
     assert state.complete_commit(committed, retain_batches=10) == 0
-    assert state.flush_queued()
+    assert state.flush_ended()
     logged = [decode(key, value) for key, value in storage.entries]
     states = [record.state for record in logged if isinstance(record, Transaction)]
     assert states == [TransactionState.PREPARING, TransactionState.COMMITTING, TransactionState.COMMITTED]
@@ -104,7 +103,6 @@ def committing(state: TransactionStateManager, batch: int) -> Transaction:
         epoch = job.epoch
     admission = state.begin(TransactionId(JOB, batch), epoch, tuple(staged_files(JOB, batch)), log_preparing=True)
     assert isinstance(admission, Begun)
-    assert state.flush_queued()  # as the engine does while the Prepare calls are out
     yes = tuple(ParticipantVote(ref.sink, prepared=True) for ref in REFS)
     decided = state.decide(admission.txn, yes, [])
     assert isinstance(decided, Transaction) and decided.state is TransactionState.COMMITTING
@@ -139,7 +137,7 @@ def test_end_rides_in_the_next_append() -> None:
         (1, TransactionState.PREPARING),
         (1, TransactionState.COMMITTING),
     ]
-    assert state.flush_queued(linger=0.01)  # nothing left to write
+    assert state.flush_ended(linger=0.01)  # nothing left to write
     assert storage.appends == appends + 2
 
 
@@ -147,13 +145,13 @@ def test_end_is_written_alone_after_its_linger_or_at_close_but_never_by_a_stoppe
     storage = MemoryLogStorage()
     state = opened(storage)
     state.complete_commit(ended(committing(state, 0)), retain_batches=0)
-    assert state.flush_queued(linger=0.01)
+    assert state.flush_ended(linger=0.01)
     assert states_logged(storage)[-1] == (0, TransactionState.COMMITTED)
 
     state.complete_commit(ended(committing(state, 1)), retain_batches=0)
     state.close()  # a clean shutdown writes what is queued
     assert states_logged(storage)[-1] == (1, TransactionState.COMMITTED)
-    assert not state.flush_queued()
+    assert not state.flush_ended()
 
     closing = opened(storage)
     closing.complete_commit(ended(committing(closing, 2)), retain_batches=0)
@@ -168,99 +166,24 @@ def test_end_is_written_alone_after_its_linger_or_at_close_but_never_by_a_stoppe
     restarted.complete_commit(ended(committing(restarted, 3)), retain_batches=0)
     storage.fail_next_append = TransactionLogError("the broker went away")
     with pytest.raises(TransactionLogError):
-        restarted.flush_queued()
-    assert not restarted.flush_queued()  # failed for good: the next instance delivers Commit again
+        restarted.flush_ended()
+    assert not restarted.flush_ended()  # failed for good: the next instance delivers Commit again
     again = opened(storage)
     assert again.lookup(TransactionId(JOB, 3)).state is TransactionState.COMMITTING
     assert sorted(txn.id.batch for txn in again.in_doubt()) == [2, 3]
 
 
-def test_a_request_that_the_queued_records_make_too_large_is_retried_without_them() -> None:
+def test_a_request_that_the_queued_end_makes_too_large_is_retried_without_it() -> None:
     storage = MemoryLogStorage()
     state = opened(storage)
     state.complete_commit(ended(committing(state, 0)), retain_batches=0)
-    epoch = state.job(JOB).epoch  # type: ignore[union-attr]
-    admission = state.begin(TransactionId(JOB, 1), epoch, tuple(staged_files(JOB, 1)), log_preparing=True)
-    assert isinstance(admission, Begun)
     appends = storage.appends
-    storage.fail_next_append = LogAppendRejected("too large")  # the queue pushed the decision over the limit
-    yes = tuple(ParticipantVote(ref.sink, prepared=True) for ref in REFS)
-    assert isinstance(state.decide(admission.txn, yes, []), Transaction)
-    assert storage.appends == appends + 2  # END and PREPARING alone, then COMMITTING of batch 1
+    storage.fail_next_append = LogAppendRejected("too large")  # END pushed the append over the limit
+    committing(state, 1)
+    assert storage.appends == appends + 3  # END alone, then PREPARING and COMMITTING of batch 1
     assert state.lookup(TransactionId(JOB, 0)).state is TransactionState.COMMITTED
     assert states_logged(storage)[-3:] == [
         (0, TransactionState.COMMITTED),
         (1, TransactionState.PREPARING),
         (1, TransactionState.COMMITTING),
     ]
-
-
-def test_preparing_is_applied_at_once_and_written_by_the_flush_or_with_the_decision() -> None:
-    """PREPARING is not a decision: the attempt is in memory (ListTransactions) at once, and its record
-    is queued. The engine's flush writes it while the Prepare calls are out; if the decision comes
-    first, one append holds both, PREPARING first."""
-    storage = MemoryLogStorage()
-    state = opened(storage)
-    attempt = begun(state, 0)
-    assert state.in_doubt() == [attempt]
-    assert states_logged(storage) == []
-    assert state.flush_queued()
-    assert states_logged(storage) == [(0, TransactionState.PREPARING)]
-
-    epoch = state.job(JOB).epoch  # type: ignore[union-attr]
-    admission = state.begin(TransactionId(JOB, 1), epoch, tuple(staged_files(JOB, 1)), log_preparing=True)
-    assert isinstance(admission, Begun)
-    appends = storage.appends
-    yes = tuple(ParticipantVote(ref.sink, prepared=True) for ref in REFS)
-    assert isinstance(state.decide(admission.txn, yes, []), Transaction)
-    assert storage.appends == appends + 1
-    assert states_logged(storage)[-2:] == [(1, TransactionState.PREPARING), (1, TransactionState.COMMITTING)]
-    assert opened(storage).txn(admission.txn.id).state is TransactionState.COMMITTING  # type: ignore[union-attr]
-
-
-class _RefusingPreparing(MemoryTransactionLog):
-    """A log that refuses every append holding a PREPARING record (as a broker with a smaller
-    ``max.message.bytes`` than the coordinator's own bound would), and nothing else."""
-
-    def append(self, records: Sequence[LogRecord]) -> None:
-        if any(isinstance(r, Transaction) and r.state is TransactionState.PREPARING for r in records):
-            raise LogAppendRejected("the broker refused the records: too large")
-        super().append(records)
-
-
-def test_a_queued_record_the_log_refuses_is_dropped_and_the_decision_is_still_logged() -> None:
-    """Without PREPARING a restart presumes the attempt aborted anyway; the decision must not fail
-    for it, and the queue must not hold it for every later append."""
-    storage = MemoryLogStorage()
-    state = TransactionStateManager(_RefusingPreparing(storage))
-    state.replay()
-    attempt = begun(state, 0)
-    yes = tuple(ParticipantVote(ref.sink, prepared=True) for ref in REFS)
-    decided = state.decide(attempt, yes, [])
-    assert isinstance(decided, Transaction) and decided.state is TransactionState.COMMITTING
-    assert states_logged(storage) == [(0, TransactionState.COMMITTING)]
-
-    epoch = state.job(JOB).epoch  # type: ignore[union-attr]
-    state.begin(TransactionId(JOB, 1), epoch, tuple(staged_files(JOB, 1)), log_preparing=True)
-    assert state.flush_queued()  # refused alone: dropped, the manager still serves
-    assert state.failure is None
-    state.register_writer(JOB, "driver-2")  # the next append does not carry it
-    assert states_logged(storage) == [(0, TransactionState.COMMITTING)]
-    restarted = opened(storage)
-    assert restarted.txn(attempt.id).state is TransactionState.COMMITTING  # type: ignore[union-attr]
-    assert restarted.lookup(TransactionId(JOB, 1)).state is TransactionState.ABORTED  # presumed
-
-
-def test_an_attempt_no_append_could_take_is_refused_before_anything_is_sent() -> None:
-    class Bounded(MemoryTransactionLog):
-        def check_append(self, records: Sequence[LogRecord]) -> None:
-            raise LogAppendRejected("the log records are 2000000 bytes, more than the 900000 one append takes")
-
-    state = TransactionStateManager(Bounded(MemoryLogStorage()))
-    state.replay()
-    epoch = state.register_writer(JOB, "driver-1").epoch
-    state.set_participants(JOB, epoch, REFS)
-    with pytest.raises(LogAppendRejected, match="more than the 900000"):
-        state.begin(TransactionId(JOB, 0), epoch, tuple(staged_files(JOB, 0)), log_preparing=True)
-    assert state.in_doubt() == []
-    assert state.failure is None

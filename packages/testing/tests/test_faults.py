@@ -60,7 +60,7 @@ def test_each_service_plugin_arms_what_its_variable_names(monkeypatch: pytest.Mo
     assert repr(armed["consumer"]) == "HoldAt('audit.started', directory='/nonexistent/hold')"
     assert repr(armed["spark-sink"]) == "CrashAt('commit-returned', ids={'batch': '4'})"
     # read once: a later change of the environment does not re-arm a running process
-    monkeypatch.setenv(coordinator.CRASH_ENV, "attempt-begun")
+    monkeypatch.setenv(coordinator.CRASH_ENV, "prepare-logged")
     assert installed_faults("coordinator") is armed["coordinator"]
 
 

@@ -57,8 +57,7 @@ class TransactionLogSettings(Section):
     init_if_missing: bool = False
     #: Bound of one log operation (topic creation, init, one append, the replay).
     timeout_ms: int = Field(default=30_000, gt=0)
-    #: Log each attempt as PREPARING, written while its Prepare calls are out (one more write per
-    #: batch, off the caller's path; lets recovery abort an attempt's prepared participants at once).
+    #: Log PREPARING before sending Prepare (one more write per batch; makes attempts visible).
     log_preparing: bool = True
     #: How long a transaction's COMMITTED record (bookkeeping: every sink has committed) waits to be
     #: written in the same Kafka transaction as the next append, before it is written alone.

@@ -35,8 +35,7 @@ class EngineConfig:
     commit_backoff: Backoff = field(default_factory=Backoff)
     #: Deadline of the (best-effort) Abort calls.
     abort_timeout: float = 5.0
-    #: Log each attempt as PREPARING, written while its Prepare calls are out (recovery then aborts
-    #: its prepared participants at once; presumed abort covers an attempt without it).
+    #: Log PREPARING before sending Prepare (visible to ListTransactions, aborted by recovery).
     log_preparing: bool = True
     #: How long a COMMITTED (END) record waits to ride with the next append before it is
     #: written alone (group commit; 0 writes it at once).

@@ -152,13 +152,8 @@ class TwoPhaseCommitEngine:
             1. Admission and idempotency (one transition of the state manager): the writer epoch
                must be current; a COMMITTED batch answers COMMITTED; an attempt that is not final is
                joined, not restarted; a batch older than the last committed one is presumed aborted.
-               Otherwise a new PREPARING attempt, with a snapshot of the job's participants, is
-               queued for the log (``log_preparing``).
-            2. Send Prepare to every participant in parallel, bounded by ``prepare_timeout``, and
-               write the queued PREPARING record meanwhile, on another thread (if it is still
-               queued at Step 3, the decision's append carries it). PREPARING is not a decision:
-               a coordinator that dies before it is written leaves an attempt that a restart
-               presumes aborted, as it would with the record.
+               Otherwise a new PREPARING attempt is logged, with a snapshot of the job's participants.
+            2. Send Prepare to every participant in parallel, bounded by ``prepare_timeout``.
             3. Decide (one transition). All yes, and the writer not fenced meanwhile: log COMMITTING
                (the commit point). Anything else: log ABORTING, send Abort to every participant, log
                ABORTED, and answer ABORTED with a reason naming each participant and its cause.
@@ -219,7 +214,7 @@ class TwoPhaseCommitEngine:
             files=len(files),
             rows=sum(f.count for f in files),
         )
-        self._faults.at("attempt-begun", txn=txn_id)
+        self._faults.at("prepare-logged", txn=txn_id)
         return attempt
 
     def _join(self, join: InFlight, epoch: int) -> TransactionOutcome | None:
@@ -239,14 +234,11 @@ class TwoPhaseCommitEngine:
 
     def _run_attempt(self, txn: Transaction) -> TransactionOutcome:
         # Step 2
-        preparing = self.fanout.submit(self.state.flush_queued) if self.config.log_preparing else None
         started = time.monotonic()
         results = self.fanout.prepare_all(
             txn, self.config.prepare_timeout, on_result=lambda r: self.state.note_vote(txn, vote_of(r))
         )
         self.metrics.prepare_seconds.observe(time.monotonic() - started)
-        if preparing is not None:
-            preparing.result()  # a log failure it met (fenced, unknown outcome) is this request's
         votes = tuple(vote_of(result) for result in results)
         reasons = [no_vote_reason(result) for result in results if not voted_yes(result)]
         self._faults.at("votes-collected", txn=txn.id)
@@ -283,7 +275,7 @@ class TwoPhaseCommitEngine:
         self.metrics.transactions.labels("committed").inc()
         self.metrics.transaction_seconds.observe(max(0.0, now - final.started_at))
         _log.info("txn.committed", **txn.id.log_fields(), tombstoned=tombstoned)
-        if self.state.flush_queued(self.config.end_linger):
+        if self.state.flush_ended(self.config.end_linger):
             self.collect_staging(txn.id)
 
     def collect_staging(self, txn_id: TransactionId) -> None:

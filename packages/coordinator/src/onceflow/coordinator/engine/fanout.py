@@ -110,9 +110,9 @@ class ParticipantFanout:
         answers = self._call_all(txn.participants, lambda client: client.abort(txn.id, timeout), timeout, "Abort")
         return [CallResult(sink, None, error) for sink, (_, error) in answers.items()]
 
-    def submit(self, fn: Callable[[], T]) -> futures.Future[T]:
-        """Run ``fn`` on the fanout's threads (the PREPARING write, background chores such as staging GC)."""
-        return self._executor.submit(fn)
+    def submit(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` on the fanout's threads (background chores such as staging GC)."""
+        self._executor.submit(fn)
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -67,16 +67,13 @@ class TransactionStateManager:
     Votes and acks are the exception: they change memory only (Commit is idempotent, and recovery
     re-asks every participant), see :meth:`note` and :meth:`note_vote`.
 
-    The records that are not decisions are the other exception, group-committed: applied to memory
-    at once and queued, then written in the same Kafka transaction as the next append, or alone by
-    :meth:`flush_queued`. They are the PREPARING attempt (:meth:`begin`; the engine flushes it
-    while the Prepare calls are out, and the decision's append carries it if it is still queued)
-    and COMMITTED (END, :meth:`complete_commit`; flushed once its linger passed with no other
-    append, as Kafka's transaction coordinator writes CompleteCommit after the markers, off the
-    producer's path). Neither is needed for a correct outcome, so a queued record the log refuses
-    is dropped with a warning: without PREPARING a restart presumes the attempt aborted, as it
-    does for an attempt logged PREPARING; without END it finds COMMITTING and delivers Commit
-    again, which is idempotent, and logs END then.
+    COMMITTED (END) is the other exception, group-committed: :meth:`complete_commit` applies it to
+    memory at once and queues it, and it is written in the same Kafka transaction as the next
+    append, or alone by :meth:`flush_ended` once its linger passed with no other append (Kafka's
+    transaction coordinator writes CompleteCommit after the markers, off the producer's path, in
+    the same spirit). It is bookkeeping, not a decision: every participant has committed, and a
+    restart that finds only the COMMITTING record delivers Commit again, which is idempotent, and
+    logs END then.
 
     A manager serves only once :meth:`replay` opened the log and rebuilt memory from it (its
     activation): before that every call raises :class:`CoordinatorNotActive`, so nothing is ever
@@ -90,9 +87,8 @@ class TransactionStateManager:
         self._book = TransactionBook()
         self._stopped = threading.Event()
         self._failure: BaseException | None = CoordinatorNotActive("the coordinator has not taken over its log yet")
-        #: Records that are not decisions (PREPARING; END with its tombstones), already applied,
-        #: waiting to ride with the next append.
-        self._queued: list[LogRecord] = []
+        #: END records (with their tombstones), already applied, waiting to ride with the next append.
+        self._ended: list[LogRecord] = []
 
     # -- lifecycle and failure -------------------------------------------------------------------
 
@@ -138,9 +134,9 @@ class TransactionStateManager:
         with self._lock:
             if self._failure is None:
                 try:
-                    self._write_queued()
-                except TransactionLogError as exc:
-                    _log.warning("txn.queued_unwritten", records=len(self._queued), error=exc)
+                    self._write_ended()
+                except (TransactionLogError, LogAppendRejected) as exc:
+                    _log.warning("txn.end_unwritten", records=len(self._ended), error=exc)
             if self._failure is None:
                 self._failure = CoordinatorStopped("the coordinator was closed")
             self._stopped.set()
@@ -165,40 +161,31 @@ class TransactionStateManager:
     # -- Steps 1 to 3 ----------------------------------------------------------------------------
 
     def _append_and_apply(self, *records: LogRecord) -> None:
-        """Steps 2 and 3 of a transition prepared under the lock; the queued records go first, in
-        the same append (an append refused as too large is retried without them)."""
+        """Steps 2 and 3 of a transition prepared under the lock; the queued END records go first,
+        in the same append (a request refused as too large is retried without them)."""
         # Step 2
         self.check_alive()
-        queued = list(self._queued)
+        ended = list(self._ended)
         try:
             try:
-                self._log.append([*queued, *records])
+                self._log.append([*ended, *records])
             except LogAppendRejected:
-                if not queued:
+                if not ended:
                     raise
-                self._append_queued_alone(queued)  # only the request's own records may be refused
-                if records:
-                    self._log.append(records)
+                self._log.append(ended)  # only the request's own records may be refused
+                self._ended.clear()
+                self._log.append(records)
         except TransactionLogError as exc:
             self._fail(exc)
             raise
-        self._queued.clear()
+        self._ended.clear()
         # Step 3
         for record in records:
             self._book.apply(record)
 
-    def _append_queued_alone(self, queued: list[LogRecord]) -> None:
-        """Append the queued records on their own; drop them if the log refuses them (no decision
-        depends on them, see the class docstring)."""
-        try:
-            self._log.append(queued)
-        except LogAppendRejected as exc:
-            _log.warning("txn.queued_dropped", records=len(queued), error=exc)
-        self._queued.clear()
-
-    def _write_queued(self) -> None:
-        """Append the queued records on their own (under the lock)."""
-        if self._queued:
+    def _write_ended(self) -> None:
+        """Append the queued END records on their own (under the lock)."""
+        if self._ended:
             self._append_and_apply()
 
     # -- look-ups --------------------------------------------------------------------------------
@@ -312,11 +299,8 @@ class TransactionStateManager:
 
         A COMMITTED batch answers COMMITTED; an attempt that is not final is joined; a batch older
         than the last committed one is presumed aborted. A new attempt snapshots the job's
-        participants and is applied to memory at once. With ``log_preparing`` its record is queued
-        (:meth:`flush_queued` writes it while the Prepare calls are out; the decision's append
-        carries it otherwise); an attempt no append could ever take is refused here with
-        :class:`LogAppendRejected`, before anything was sent. Without ``log_preparing`` it lives
-        in memory only. Either way a restart that finds no decision presumes it aborted.
+        participants; it is logged when ``log_preparing`` (otherwise it lives in memory only, and a
+        restart presumes it aborted because nothing was logged).
         """
         validation.check_epoch(epoch)
         with self._lock:
@@ -355,11 +339,11 @@ class TransactionStateManager:
                 ),
             )
             if log_preparing:
-                # Step 2, queued: refuse at once what no append could take
-                self._log.check_append([attempt])
-                self._queued.append(attempt)
-            # Step 3
-            self._book.apply(attempt)
+                # Steps 2 and 3
+                self._append_and_apply(attempt)
+            else:
+                # Step 3 only
+                self._book.apply(attempt)
         return Begun(attempt)
 
     def decide(
@@ -417,7 +401,7 @@ class TransactionStateManager:
     def complete_commit(self, committed: Transaction, retain_batches: int) -> int | None:
         """Apply COMMITTED (END) for its COMMITTING attempt, with tombstones of the final transactions
         of the job more than ``retain_batches`` behind (0 keeps all), and queue them for the log:
-        they are written with the next append, or by :meth:`flush_queued`. Returns how many were
+        they are written with the next append, or by :meth:`flush_ended`. Returns how many were
         tombstoned, or None when the attempt is no longer COMMITTING (nothing changed)."""
         with self._lock:
             # Step 1
@@ -430,22 +414,22 @@ class TransactionStateManager:
                 below = committed.id.batch - retain_batches
                 expired = [Tombstone(old) for old in self._book.expired(committed.id.job, below)]
             records: list[LogRecord] = [check_transition(current, committed), *expired]
-            self._queued.extend(records)
+            self._ended.extend(records)
             for record in records:
                 self._book.apply(record)
         return len(expired)
 
-    def flush_queued(self, linger: float = 0.0) -> bool:
-        """Write the queued records unless another append took them within ``linger`` seconds (the
-        group commit's window; 0 writes them now). False when the manager stopped instead: it
-        writes nothing then, and the next instance presumes a queued attempt aborted, or finds a
-        transaction COMMITTING and delivers Commit again."""
+    def flush_ended(self, linger: float = 0.0) -> bool:
+        """Write the queued END records unless another append took them within ``linger`` seconds
+        (the group commit's window; 0 writes them now). False when the manager stopped instead: it
+        writes nothing then, and the next instance finds the transactions COMMITTING and delivers
+        Commit again."""
         if linger > 0 and self._stopped.wait(linger):
             return False
         with self._lock:
             if self._failure is not None:
                 return False
-            self._write_queued()
+            self._write_ended()
         return True
 
     def note(self, txn: Transaction) -> None:

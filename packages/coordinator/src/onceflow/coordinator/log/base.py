@@ -17,8 +17,7 @@ class TransactionLog(ABC):
       log (their next :meth:`append` raises :class:`CoordinatorFenced`), then returns the committed
       records in write order, for replay. Records of a key may repeat; the last one wins.
     - :meth:`append` returns only once every record is durable, and either all of them become
-      visible to a later :meth:`open` or none does. It refuses records that :meth:`check_append`
-      refuses with :class:`LogAppendRejected`, writing nothing. It raises :class:`CoordinatorFenced` when a
+      visible to a later :meth:`open` or none does. It raises :class:`CoordinatorFenced` when a
       newer instance owns the log and :class:`TransactionLogError` when the outcome is unknown;
       either way the caller must stop serving (a restart replays the truth).
     - Records are snapshots: replaying only the newest record of every key gives the same state.
@@ -36,10 +35,6 @@ class TransactionLog(ABC):
     @abstractmethod
     def append(self, records: Sequence[LogRecord]) -> None:
         """Make ``records`` durable, atomically."""
-
-    def check_append(self, records: Sequence[LogRecord]) -> None:  # noqa: B027 - optional hook
-        """Raise :class:`LogAppendRejected` when no :meth:`append` could ever take ``records`` (a
-        local check: nothing is written). Lets a caller refuse them before it acts on them."""
 
     def confirm_owner(self) -> None:
         """Raise :class:`CoordinatorFenced` if a newer instance owns the log (a write that reaches the fence)."""

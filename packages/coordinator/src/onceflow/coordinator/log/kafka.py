@@ -237,10 +237,6 @@ class KafkaTransactionLog(TransactionLog):
         """Write an ``owner`` marker: it fails with :class:`CoordinatorFenced` once a newer instance owns the log."""
         self.append_marker("owner")
 
-    def check_append(self, records: Sequence[LogRecord]) -> None:
-        """Refuse records larger than :data:`MAX_APPEND_BYTES` (:class:`LogAppendRejected`)."""
-        _check_size([encode(record) for record in records])
-
     def _append_wire(self, records: Sequence[WireRecord]) -> None:
         """Write ``records`` in one Kafka transaction.
 

@@ -4,7 +4,7 @@ The engine reaches these points through the :class:`~onceflow.core.faults.FaultI
 given; ``onceflow coordinator`` asks :func:`~onceflow.core.faults.installed_faults` for it once at
 start, which calls :func:`from_env` (the ``coordinator`` plug-in of this package). Points:
 
-- ``attempt-begun``: after the attempt is admitted (its PREPARING record queued), before any Prepare is sent;
+- ``prepare-logged``: after PREPARING is logged, before any Prepare is sent;
 - ``votes-collected``: after every vote is in, before the decision is logged;
 - ``commit-logged``: after COMMITTING (the commit point) is logged, before any Commit is sent;
 - ``commit-delivered``: after every participant acked, before COMMITTED is logged.
@@ -18,7 +18,7 @@ from onceflow.core.faults import FaultInjector
 from onceflow.testing.faults.crash import crash_from_env
 
 CRASH_ENV: Final = "ONCEFLOW_COORDINATOR_TEST_CRASH_AFTER"
-CRASH_POINTS: Final = ("attempt-begun", "votes-collected", "commit-logged", "commit-delivered")
+CRASH_POINTS: Final = ("prepare-logged", "votes-collected", "commit-logged", "commit-delivered")
 
 
 def from_env() -> FaultInjector:
