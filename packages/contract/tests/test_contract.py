@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 from typing import Any
 
+import grpc
 import pyarrow as pa
 import pytest
 
@@ -30,7 +32,7 @@ from onceflow.contract import (
     schema_from_bytes,
     schema_to_bytes,
 )
-from onceflow.contract.clients import CoordinatorClient, ParticipantClient, ServiceClient
+from onceflow.contract.clients import ClientClosed, CoordinatorClient, ParticipantClient, RpcFailed, ServiceClient
 from onceflow.contract.connect import ConnectorOffset
 from onceflow.contract.proto import (
     binding_from_proto,
@@ -54,6 +56,7 @@ from onceflow.contract.proto import (
     work_state_to_proto,
 )
 from onceflow.contract.staging import StagedFile
+from onceflow.core.settings import TlsSettings
 from onceflow.ipcount.schema import IP_COUNT_ARROW_SCHEMA, ip_count_table_binding, ip_count_topic_binding
 from onceflow.proto.v1 import common_pb2, connect_pb2, coordinator_pb2
 
@@ -222,6 +225,47 @@ def test_a_client_refuses_an_empty_target_and_a_bad_deadline(client_class: type[
             client_class("127.0.0.1:1", timeout_s=bad)
     with client_class("127.0.0.1:1", timeout_s=2) as client:
         assert client.target == "127.0.0.1:1" and client.timeout_s == 2.0
+
+
+def test_a_call_on_a_closed_client_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    token = tmp_path / "token"
+    token.write_text("secret")
+    # With a bearer token the channel is intercepted: grpcio crashes the process on a call on it once closed.
+    for tls in (None, TlsSettings(token_file=str(token))):
+        coordinator = CoordinatorClient("127.0.0.1:1,127.0.0.1:2", tls)
+        participant = ParticipantClient("127.0.0.1:1", tls)
+        coordinator.close()
+        participant.close()
+        closed = r"GetTransaction: the client of 127\.0\.0\.1:1,127\.0\.0\.1:2 is closed"
+        with pytest.raises(ClientClosed, match=closed):
+            coordinator.get_transaction(TransactionId("job", 0), timeout_s=1)
+        with pytest.raises(ClientClosed, match="is closed"):
+            participant.list_prepared_transactions(timeout_s=1)
+
+
+def test_a_shared_client_is_one_per_process_until_a_file_it_reads_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = tmp_path / "token"
+    token.write_text("first")
+    tls = TlsSettings(token_file=str(token))
+    first = CoordinatorClient.shared("127.0.0.1:1", tls)
+    assert CoordinatorClient.shared("127.0.0.1:1", tls) is first
+    assert ParticipantClient.shared("127.0.0.1:1", tls) is not first  # type: ignore[comparison-overlap] # one per class
+    assert CoordinatorClient.shared("127.0.0.1:2", tls) is not first  # and per target
+    # A rotated token opens a new channel (the old one sends the old token); the replaced client
+    # stays open for a caller that still holds it.
+    token.write_text("rotated!")
+    second = CoordinatorClient.shared("127.0.0.1:1", tls)
+    assert second is not first
+    assert CoordinatorClient.shared("127.0.0.1:1", tls) is second
+    # A forked child never uses its parent's channel.
+    monkeypatch.setattr("onceflow.contract.clients.base._process_id", lambda: -1)
+    assert CoordinatorClient.shared("127.0.0.1:1", tls) is not second
+    for held in (first, second):  # still open: the call reaches the network (nothing listens)
+        with pytest.raises(RpcFailed) as failed:
+            held.get_transaction(TransactionId("job", 0), timeout_s=1)
+        assert failed.value.code() in {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED}
 
 
 def test_the_connect_answers_convert_from_proto_as_the_rest_api_spells_them() -> None:

@@ -6,7 +6,7 @@ typed error for a failed call (:mod:`~onceflow.contract.clients.errors`), and is
 ``close()`` or ``with``.
 """
 
-from onceflow.contract.clients.base import ServiceClient, UnusableClientArgument, retrying
+from onceflow.contract.clients.base import ClientClosed, ServiceClient, UnusableClientArgument, retrying
 from onceflow.contract.clients.connect import ConnectClient
 from onceflow.contract.clients.coordinator import CoordinatorClient, WriterRegistration
 from onceflow.contract.clients.errors import (
@@ -23,6 +23,7 @@ from onceflow.contract.clients.results import ResultsClient
 __all__ = [
     "AccessDenied",
     "CallCancelled",
+    "ClientClosed",
     "ConnectClient",
     "CoordinatorClient",
     "ParticipantClient",

@@ -1,10 +1,12 @@
 """What every typed client of a onceflow service shares: its channel, its per-call deadline, the one
 place a failed call becomes a typed error (:func:`~onceflow.contract.clients.errors.rpc_failed`),
-close()."""
+close(), and :meth:`ServiceClient.shared`, one open client per process for callers that call often."""
 
 from __future__ import annotations
 
 import math
+import os
+import threading
 import time
 from collections.abc import Callable, Generator
 from types import TracebackType
@@ -23,11 +25,18 @@ T = TypeVar("T")
 #: The generated stub type of a client's service (``onceflow.proto.v1.*_pb2_grpc.*Stub``).
 StubT = TypeVar("StubT")
 _log = get_logger(__name__)
+#: The clients :meth:`ServiceClient.shared` keeps open, by class, target and TLS settings.
+_shared: dict[tuple[type[Any], str, TlsSettings | None], tuple[tuple[object, ...], Any]] = {}
+_shared_lock = threading.Lock()
 
 
 class UnusableClientArgument(OnceflowError, ValueError):  # noqa: N818 - the condition's name
     """A client's target or deadline that cannot be used (a ValueError; an onceflow error, so the
     command line reports it as one)."""
+
+
+class ClientClosed(OnceflowError, RuntimeError):  # noqa: N818 - the condition's name
+    """A call on a client after its close()."""
 
 
 class ServiceClient(Generic[StubT]):
@@ -38,7 +47,8 @@ class ServiceClient(Generic[StubT]):
     A subclass names its service's generated stub class (:attr:`stub_class`) and, when its calls
     take longer, its default deadline (:attr:`default_timeout_s`). A failed call raises the typed
     error of its status (:mod:`onceflow.contract.clients.errors`). :class:`UnusableClientArgument` (a
-    ValueError) for an empty target or a deadline that is not a positive number of seconds.
+    ValueError) for an empty target or a deadline that is not a positive number of seconds;
+    :class:`ClientClosed` for a call after close().
     """
 
     #: The generated stub class of the service (``XStub``), built on the channel.
@@ -53,6 +63,37 @@ class ServiceClient(Generic[StubT]):
         self.timeout_s = _checked_timeout(self.default_timeout_s if timeout_s is None else timeout_s)
         self.channel: grpc.Channel = open_channel(target, tls)
         self._stub = cast(StubT, self.stub_class(self.channel))
+        self._closed = False
+
+    @classmethod
+    def shared(cls, target: str, tls: TlsSettings | None = None) -> Self:
+        """This process's open client of ``target``, opened at the first call: for a caller that calls
+        often (a Spark driver's commit, once per micro-batch), so that each call does not pay a new
+        channel's connection (and TLS handshake). Do not close it; pass each call's deadline.
+
+        Steps:
+            1. The key is the class, ``target`` and ``tls``; the client is stamped with the process id
+               and the size and modification time of every file ``tls`` names (a token, a CA, a
+               certificate, a key).
+            2. A client of the same key and stamp is returned as it is: its channel reconnects by
+               itself after the service restarts.
+            3. Otherwise (the first call; a forked child, which must not use its parent's channel; a
+               rotated token or certificate) a new client is opened and kept. One it replaces is not
+               closed: a caller may still hold it (a call on a closed intercepted channel crashes
+               grpcio), and its channel closes when the last reference goes.
+        """
+        # Step 1
+        key = (cls, target, tls)
+        stamp = (_process_id(), *_file_stamps(tls))
+        with _shared_lock:
+            # Step 2
+            kept = _shared.get(key)
+            if kept is not None and kept[0] == stamp:
+                return cast(Self, kept[1])
+            # Step 3
+            client = cls(target, tls)
+            _shared[key] = (stamp, client)
+        return client
 
     @property
     def stub(self) -> StubT:
@@ -63,8 +104,15 @@ class ServiceClient(Generic[StubT]):
         """The deadline of one call: ``timeout_s`` when given, the client's default otherwise."""
         return self.timeout_s if timeout_s is None else _checked_timeout(timeout_s)
 
+    def _check_open(self, method: str) -> None:
+        """ClientClosed for a call after close(): grpcio crashes the process on a call on a closed
+        channel that carries a bearer token, so no call reaches one."""
+        if self._closed:
+            raise ClientClosed(f"{method}: the client of {self.target} is closed")
+
     def _unary(self, stub: Any, method: str, request: Any, timeout_s: float | None) -> Any:
         """``stub.method(request)`` with the call's deadline; a failure is raised as its typed error."""
+        self._check_open(method)
         try:
             return getattr(stub, method)(request, timeout=self._timeout(timeout_s))
         except grpc.RpcError as exc:
@@ -74,6 +122,7 @@ class ServiceClient(Generic[StubT]):
         """The responses of the server-streaming ``stub.method(request)`` (no deadline: it runs until the
         caller stops). Closing the iterator cancels the call; a failure is raised as its typed error,
         except the cancellation the caller asked for."""
+        self._check_open(method)
         call = getattr(stub, method)(request)
         try:
             yield from call
@@ -94,6 +143,7 @@ class ServiceClient(Generic[StubT]):
             stream.close()
 
     def close(self) -> None:
+        self._closed = True
         self.channel.close()
 
     def __enter__(self) -> Self:
@@ -103,6 +153,22 @@ class ServiceClient(Generic[StubT]):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _process_id() -> int:
+    return os.getpid()
+
+
+def _file_stamps(tls: TlsSettings | None) -> list[tuple[int, int] | None]:
+    """(size, modification time) of each file ``tls`` names, None for one that cannot be read."""
+    stamps: list[tuple[int, int] | None] = []
+    for path in (tls.ca, tls.cert, tls.key, tls.token_file) if tls is not None else ():
+        try:
+            status = os.stat(path) if path else None
+        except OSError:
+            status = None
+        stamps.append(None if status is None else (status.st_size, status.st_mtime_ns))
+    return stamps
 
 
 def _checked_timeout(timeout_s: float) -> float:

@@ -90,11 +90,13 @@ class CoordinatorClient(ServiceClient[coordinator_pb2_grpc.TransactionCoordinato
             return self._stubs[self._current]
 
     def close(self) -> None:
+        self._closed = True
         for channel in self._channels:
             channel.close()
 
     def _call(self, method: str, request: Any, timeout_s: float | None) -> Any:
         """``method`` on the coordinator that answered last, then on the others while they answer UNAVAILABLE."""
+        self._check_open(method)
         deadline = time.monotonic() + self._timeout(timeout_s)
         with self._lock:
             first = self._current

@@ -106,7 +106,9 @@ def commit_batch(
            derived outputs staged just before (their manifests). A
            batch without any row (every task was empty) gets one empty file from the driver: a
            transaction always names what it commits, and the sinks record it like any other.
-        2. CommitTransaction(job, writer epoch, batch, files): the coordinator prepares every sink
+        2. CommitTransaction(job, writer epoch, batch, files), on this process's open client
+           (:meth:`~onceflow.contract.clients.ServiceClient.shared`: a batch pays no new
+           connection): the coordinator prepares every sink
            participant, logs the decision, and commits them. CommitTransaction is idempotent per
            batch (a committed batch answers COMMITTED, an attempt under way is joined), so a call
            that found the coordinator unreachable or slow (restarting, say) is retried until the
@@ -128,11 +130,10 @@ def commit_batch(
         files = [writer.write_batches(f"empty-epoch-{epoch}", schema, [], output=options.output)]
     rows = sum(f.count for f in files)
     # Step 2
-    deadline = time.monotonic() + options.rpc_timeout_s
-    with (
-        CoordinatorClient(options.coordinator, options.tls, timeout_s=options.rpc_timeout_s) as client,
-        coordinator_errors("CommitTransaction", job, epoch, options.coordinator),
-    ):
+    started = time.monotonic()
+    deadline = started + options.rpc_timeout_s
+    client = CoordinatorClient.shared(options.coordinator, options.tls)
+    with coordinator_errors("CommitTransaction", job, epoch, options.coordinator):
         response = retrying(
             lambda: client.commit_transaction(txn, epoch, files, timeout_s=max(1.0, deadline - time.monotonic())),
             within_s=options.rpc_timeout_s,
@@ -152,6 +153,7 @@ def commit_batch(
             state=state.value,
             files=len(files),
             rows=rows,
+            commit_ms=round((time.monotonic() - started) * 1000, 1),
         )
         faults.at("commit-returned", job=job, batch=batch)
         return
@@ -167,11 +169,9 @@ def abort_batch(options: SinkOptions, messages: Sequence[WriterCommitMessage | N
     ensure_worker_logging()
     job, epoch, txn = options.job, options.writer_epoch, TransactionId(options.job, batch)
     try:
-        with (
-            CoordinatorClient(options.coordinator, options.tls, timeout_s=30) as client,
-            coordinator_errors("AbortTransaction", job, epoch, options.coordinator),
-        ):
-            state = client.abort_transaction(txn, epoch, "the Spark micro-batch failed").state
+        client = CoordinatorClient.shared(options.coordinator, options.tls)
+        with coordinator_errors("AbortTransaction", job, epoch, options.coordinator):
+            state = client.abort_transaction(txn, epoch, "the Spark micro-batch failed", timeout_s=30).state
     except Exception as exc:  # the batch fails either way
         _log.warning("sink.abort_failed", job=job, batch=batch, epoch=epoch, txn=txn, error=str(exc))
         return
