@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.contract import CommittedBatches, Resolution, TransactionId
 from onceflow.core.avro import IP_COUNT_SERDE
+from onceflow.core.kafka import transactional_producer_config
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
 from onceflow.sinks.exceptions import TransactionAlreadyCommitted
@@ -179,3 +181,35 @@ def test_a_journal_entry_that_cannot_be_written_leaves_nothing_prepared(
     sink.commit(txn)
     assert _rows(broker) == [("a", W0, 1)]
     assert [(m.key, m.value) for m in _markers(broker)] == [(b"kafka:job", b"0")]
+
+
+def test_preparing_the_bindings_opens_the_jobs_producer_before_the_first_prepare(
+    open_sink: OpenSink, broker: EmbeddedBroker, stage: Stage, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The producer's ``init_transactions`` (which fences a predecessor's producer) runs in the
+    background once the job's bindings are prepared, overlapping the driver's first batch; the
+    first prepare then finds it open."""
+    caplog.set_level(logging.INFO)
+    sink = open_sink()
+    predecessor = Producer(
+        transactional_producer_config({"bootstrap.servers": broker.bootstrap_servers}, sink.transactional_id("job"))
+    )
+    predecessor.init_transactions(30)
+    predecessor.begin_transaction()
+    predecessor.produce(SINK_TOPIC, key=b"10.0.0.66", value=b"a predecessor's record")
+    predecessor.flush(30)
+
+    sink.prepare_bindings("job", bound(sink))
+    deadline = time.monotonic() + 60
+    while not any(r.getMessage().startswith("kafka.producer_ready") for r in caplog.records):
+        assert time.monotonic() < deadline, "the job's producer was not opened after its bindings were prepared"
+        time.sleep(0.05)
+    with pytest.raises(KafkaException) as fenced:
+        predecessor.commit_transaction(30)
+    assert fenced.value.args[0].fatal(), fenced.value  # fenced by the participant's init_transactions
+
+    txn = TransactionId("job", 0)
+    assert sink.prepare(txn, stage("job", 0, [row("10.0.0.1", 1)]), bound(sink)).vote_commit
+    sink.commit(txn)
+    assert _rows(broker) == [("10.0.0.1", W0, 1)], "the predecessor's open transaction was aborted"
+    assert sum(r.getMessage().startswith("kafka.producer_ready") for r in caplog.records) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -105,6 +106,8 @@ class KafkaParticipant(SinkParticipant):
         self._journal_writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"journal-{self.record_name}")
         self._producers: dict[str, _JobProducer] = {}
         self._producers_lock = threading.Lock()
+        #: Opens a job's producer when its bindings are prepared, while its driver runs the first batch.
+        self._warm_up = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"warm-up-{self.record_name}")
         self._records = BindingRecords()
         self._schemas = SchemasTopic(
             kafka.bootstrap_servers, config=_client_extras(kafka), replication=Replication.of(kafka)
@@ -121,6 +124,10 @@ class KafkaParticipant(SinkParticipant):
             1. Every column must have a type the sink encodes (else :class:`BindingRejected` names it).
             2. Create the topic when it is missing.
             3. Avro bindings: publish the writer schema in the schemas topic, so any reader resolves it.
+            4. Open the job's producer in the background (:meth:`_warm`): its ``init_transactions``,
+               the last committed marker and the new topics' metadata take hundreds of milliseconds,
+               which then overlap the driver's first batch instead of delaying its first prepare
+               (which waits for them if they are not done).
         """
         for binding in bindings:
             where = f"topic {binding.topic!r} (output {binding.output!r})"
@@ -138,6 +145,19 @@ class KafkaParticipant(SinkParticipant):
             if binding.value_format is ValueFormat.AVRO and binding.schema is not None:
                 self._schemas.publish(self._records.writer_schema(job, binding, binding.schema), self._timeout_s)
         _log.info("kafka.bindings_ready", sink=self.name, job=job, topics=",".join(b.topic for b in bindings))
+        # Step 4
+        with contextlib.suppress(RuntimeError):  # closing: the first prepare opens it, if there is one
+            self._warm_up.submit(self._warm, job, [b.topic for b in bindings])
+
+    def _warm(self, job: str, topics: Sequence[str]) -> None:
+        """Open ``job``'s producer and fetch its topics' metadata; a failure is only logged (the first
+        prepare opens the producer itself, and fails there with the error to report)."""
+        try:
+            state = self._job(job)
+            for topic in {self.commits_topic, *topics}:
+                state.producer.list_topics(topic, timeout=self._timeout_s)
+        except Exception as exc:
+            _log.warning("kafka.warm_up_failed", sink=self.name, job=job, error=str(exc))
 
     def transactional_id(self, job: str) -> str:
         return f"onceflow-sink-{self.record_name}-{job}"
@@ -347,6 +367,7 @@ class KafkaParticipant(SinkParticipant):
 
     def close(self) -> None:
         """Close the producers. An open transaction is left to the next ``init_transactions`` (or timeout)."""
+        self._warm_up.shutdown(wait=True, cancel_futures=True)
         with self._producers_lock:
             for state in self._producers.values():
                 state.producer.flush(1)
