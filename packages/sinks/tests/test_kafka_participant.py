@@ -14,10 +14,12 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.contract import CommittedBatches, Resolution, TransactionId
 from onceflow.core.avro import IP_COUNT_SERDE
 from onceflow.core.kafka import transactional_producer_config
+from onceflow.core.logging import record_fields
 from onceflow.core.settings import KafkaSettings
 from onceflow.core.topics import SINK_COMMITS_TOPIC, SINK_TOPIC
 from onceflow.sinks.exceptions import TransactionAlreadyCommitted
 from onceflow.sinks.kafka import KafkaParticipant
+from onceflow.sinks.kafka import participant as kafka_participant
 from onceflow.testing.broker.clients import ConsumedRecord, read_topic
 
 from .conftest import W0, W1, Stage, bound, row
@@ -213,3 +215,29 @@ def test_preparing_the_bindings_opens_the_jobs_producer_before_the_first_prepare
     sink.commit(txn)
     assert _rows(broker) == [("10.0.0.1", W0, 1)], "the predecessor's open transaction was aborted"
     assert sum(r.getMessage().startswith("kafka.producer_ready") for r in caplog.records) == 1
+
+
+def test_preparing_bindings_opens_no_producer_beyond_the_limit(
+    open_sink: OpenSink, stage: Stage, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client preparing bindings for many jobs does not make the participant open a producer for
+    each: beyond the limit a job's producer opens at its first prepare."""
+    caplog.set_level(logging.INFO)
+    monkeypatch.setattr(kafka_participant, "WARM_UP_LIMIT", 1)
+    sink = open_sink()
+
+    def opened() -> list[str]:
+        return [record_fields(r)["job"] for r in caplog.records if r.getMessage() == "kafka.producer_ready"]
+
+    sink.prepare_bindings("first", bound(sink))
+    deadline = time.monotonic() + 60
+    while not opened():
+        assert time.monotonic() < deadline, "the first job's producer was not opened"
+        time.sleep(0.05)
+    sink.prepare_bindings("second", bound(sink))
+    sink._warm_up.submit(lambda: None).result(60)  # one worker, in order: whatever was queued before has run
+    assert opened() == ["first"]
+    txn = TransactionId("second", 0)
+    reopened = open_sink()
+    assert reopened.prepare(txn, stage("second", 0, [row("10.0.0.1", 1)]), bound(reopened)).vote_commit
+    assert opened() == ["first", "second"]

@@ -46,6 +46,8 @@ from onceflow.sinks.kafka.markers import (
 from onceflow.sinks.kafka.records import BindingRecords, produce_record
 
 _log = get_logger(__name__)
+#: PrepareBindings opens a job's producer in the background only while fewer producers are open.
+WARM_UP_LIMIT = 64
 
 
 @dataclass
@@ -127,7 +129,9 @@ class KafkaParticipant(SinkParticipant):
             4. Open the job's producer in the background (:meth:`_warm`): its ``init_transactions``,
                the last committed marker and the new topics' metadata take hundreds of milliseconds,
                which then overlap the driver's first batch instead of delaying its first prepare
-               (which waits for them if they are not done).
+               (which waits for them if they are not done). Not beyond :data:`WARM_UP_LIMIT` open
+               producers: a client that prepares bindings for many jobs does not open a producer
+               for each (a job's first prepare still does).
         """
         for binding in bindings:
             where = f"topic {binding.topic!r} (output {binding.output!r})"
@@ -146,8 +150,9 @@ class KafkaParticipant(SinkParticipant):
                 self._schemas.publish(self._records.writer_schema(job, binding, binding.schema), self._timeout_s)
         _log.info("kafka.bindings_ready", sink=self.name, job=job, topics=",".join(b.topic for b in bindings))
         # Step 4
-        with contextlib.suppress(RuntimeError):  # closing: the first prepare opens it, if there is one
-            self._warm_up.submit(self._warm, job, [b.topic for b in bindings])
+        if len(self._producers) < WARM_UP_LIMIT:
+            with contextlib.suppress(RuntimeError):  # closing: the first prepare opens it, if there is one
+                self._warm_up.submit(self._warm, job, [b.topic for b in bindings])
 
     def _warm(self, job: str, topics: Sequence[str]) -> None:
         """Open ``job``'s producer and fetch its topics' metadata; a failure is only logged (the first
