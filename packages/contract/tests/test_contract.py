@@ -33,6 +33,7 @@ from onceflow.contract import (
     schema_to_bytes,
 )
 from onceflow.contract.clients import ClientClosed, CoordinatorClient, ParticipantClient, RpcFailed, ServiceClient
+from onceflow.contract.clients import base as client_base
 from onceflow.contract.connect import ConnectorOffset
 from onceflow.contract.proto import (
     binding_from_proto,
@@ -259,9 +260,10 @@ def test_a_shared_client_is_one_per_process_until_a_file_it_reads_changes(
     second = CoordinatorClient.shared("127.0.0.1:1", tls)
     assert second is not first
     assert CoordinatorClient.shared("127.0.0.1:1", tls) is second
-    # A forked child never uses its parent's channel.
+    # A forked child never uses its parent's channel, nor lets it be torn down.
     monkeypatch.setattr("onceflow.contract.clients.base._process_id", lambda: -1)
     assert CoordinatorClient.shared("127.0.0.1:1", tls) is not second
+    assert any(inherited is second for inherited in client_base._inherited)
     for held in (first, second):  # still open: the call reaches the network (nothing listens)
         with pytest.raises(RpcFailed) as failed:
             held.get_transaction(TransactionId("job", 0), timeout_s=1)

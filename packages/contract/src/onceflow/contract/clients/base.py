@@ -28,6 +28,9 @@ _log = get_logger(__name__)
 #: The clients :meth:`ServiceClient.shared` keeps open, by class, target and TLS settings.
 _shared: dict[tuple[type[Any], str, TlsSettings | None], tuple[tuple[object, ...], Any]] = {}
 _shared_lock = threading.Lock()
+#: Shared clients a forked child inherited from its parent: kept, so that their channels are not torn
+#: down in the child (grpcio does not support using or closing a parent's channel after a fork).
+_inherited: list[Any] = []
 
 
 class UnusableClientArgument(OnceflowError, ValueError):  # noqa: N818 - the condition's name
@@ -80,7 +83,8 @@ class ServiceClient(Generic[StubT]):
             3. Otherwise (the first call; a forked child, which must not use its parent's channel; a
                rotated token or certificate) a new client is opened and kept. One it replaces is not
                closed: a caller may still hold it (a call on a closed intercepted channel crashes
-               grpcio), and its channel closes when the last reference goes.
+               grpcio), and its channel closes when the last reference goes; a parent's, in a
+               forked child, is kept for the child's life and never touched.
         """
         # Step 1
         key = (cls, target, tls)
@@ -93,6 +97,8 @@ class ServiceClient(Generic[StubT]):
             # Step 3
             client = cls(target, tls)
             _shared[key] = (stamp, client)
+            if kept is not None and kept[0][0] != stamp[0]:
+                _inherited.append(kept[1])  # a parent's: never closed nor collected in this child
         return client
 
     @property
