@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -108,8 +107,10 @@ class KafkaParticipant(SinkParticipant):
         self._journal_writer = ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"journal-{self.record_name}")
         self._producers: dict[str, _JobProducer] = {}
         self._producers_lock = threading.Lock()
-        #: Opens a job's producer when its bindings are prepared, while its driver runs the first batch.
-        self._warm_up = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"warm-up-{self.record_name}")
+        #: Jobs whose producer a background thread is opening (:meth:`_warm_in_background`).
+        self._warming: set[str] = set()
+        self._warming_lock = threading.Lock()
+        self._closed = False
         self._records = BindingRecords()
         self._schemas = SchemasTopic(
             kafka.bootstrap_servers, config=_client_extras(kafka), replication=Replication.of(kafka)
@@ -126,7 +127,7 @@ class KafkaParticipant(SinkParticipant):
             1. Every column must have a type the sink encodes (else :class:`BindingRejected` names it).
             2. Create the topic when it is missing.
             3. Avro bindings: publish the writer schema in the schemas topic, so any reader resolves it.
-            4. Open the job's producer in the background (:meth:`_warm`): its ``init_transactions``,
+            4. Open the job's producer in the background (:meth:`_warm_in_background`): its ``init_transactions``,
                the last committed marker and the new topics' metadata take hundreds of milliseconds,
                which then overlap the driver's first batch instead of delaying its first prepare
                (which waits for them if they are not done). Not beyond :data:`WARM_UP_LIMIT` open
@@ -150,19 +151,34 @@ class KafkaParticipant(SinkParticipant):
                 self._schemas.publish(self._records.writer_schema(job, binding, binding.schema), self._timeout_s)
         _log.info("kafka.bindings_ready", sink=self.name, job=job, topics=",".join(b.topic for b in bindings))
         # Step 4
-        if len(self._producers) < WARM_UP_LIMIT:
-            with contextlib.suppress(RuntimeError):  # closing: the first prepare opens it, if there is one
-                self._warm_up.submit(self._warm, job, [b.topic for b in bindings])
+        self._warm_in_background(job, [b.topic for b in bindings])
+
+    def _warm_in_background(self, job: str, topics: Sequence[str]) -> None:
+        """Start a daemon thread that opens ``job``'s producer, unless it is open, being opened, or
+        :data:`WARM_UP_LIMIT` producers are open or being opened. A daemon thread: a participant that
+        stops while Kafka is unreachable neither waits for it nor is kept alive by it."""
+        with self._warming_lock:
+            busy = len(self._producers) + len(self._warming)
+            if self._closed or job in self._producers or job in self._warming or busy >= WARM_UP_LIMIT:
+                return
+            self._warming.add(job)
+        name = f"warm-up-{self.record_name}-{job}"
+        threading.Thread(target=self._warm, args=(job, topics), name=name, daemon=True).start()
 
     def _warm(self, job: str, topics: Sequence[str]) -> None:
         """Open ``job``'s producer and fetch its topics' metadata; a failure is only logged (the first
         prepare opens the producer itself, and fails there with the error to report)."""
         try:
+            if self._closed:
+                return
             state = self._job(job)
             for topic in {self.commits_topic, *topics}:
                 state.producer.list_topics(topic, timeout=self._timeout_s)
         except Exception as exc:
             _log.warning("kafka.warm_up_failed", sink=self.name, job=job, error=str(exc))
+        finally:
+            with self._warming_lock:
+                self._warming.discard(job)
 
     def transactional_id(self, job: str) -> str:
         return f"onceflow-sink-{self.record_name}-{job}"
@@ -372,7 +388,7 @@ class KafkaParticipant(SinkParticipant):
 
     def close(self) -> None:
         """Close the producers. An open transaction is left to the next ``init_transactions`` (or timeout)."""
-        self._warm_up.shutdown(wait=True, cancel_futures=True)
+        self._closed = True
         with self._producers_lock:
             for state in self._producers.values():
                 state.producer.flush(1)
