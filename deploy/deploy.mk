@@ -7,7 +7,7 @@
 #   make helm          helm from the Go module proxy into .cache/helm
 #   make helm-check    helm lint --strict + helm template + strict decoding into the Kubernetes types
 
-.PHONY: docker wheelhouse images compose helm kubecheck helm-check deploy-test deploy-down deploy-prepare-start deploy-test-prepared
+.PHONY: docker wheelhouse images compose helm kubecheck helm-check deploy-test deploy-down
 
 HELM_VERSION := v3.22.0
 HELM := .cache/helm/$(HELM_VERSION)/helm
@@ -65,46 +65,18 @@ kubecheck: ## the strict manifest checker (tools/kubecheck, on k8s.io/api) into 
 helm-check: helm kubecheck ## helm lint --strict and helm template (default and cluster values), every manifest decoded strictly
 	@bash deploy/helm/check.sh
 
+deploy-test: images compose ## the compose cluster for real (make test runs it): kills, restarts, broken settings, EXACT audits
+	@bash deploy/compose/deploy-test.sh
+
 deploy-down: ## stop the compose deploy and remove its volumes
 	@docker compose -f deploy/compose/docker-compose.yml down -v --remove-orphans
 
-# `make test` builds what the deploy test needs (make images compose: the engine, the wheelhouse, the
-# images, docker compose; about 8 minutes on a fresh machine, most of it downloads, apt-get in
-# containers and layer writes) in the background while pytest runs, niced, so the tests keep the
-# cores they need; it starts once setup is done and its output is printed when pytest ends.
-DEPLOY_PREPARE := .cache/deploy-prepare
-DEPLOY_TEST_RUN := bash deploy/compose/deploy-test.sh
-
-deploy-test: images compose ## the compose cluster for real (make test runs it): kills, restarts, broken settings, EXACT audits
-	@$(DEPLOY_TEST_RUN)
-
-deploy-prepare-start: setup
-	@mkdir -p $(DEPLOY_PREPARE); rm -f $(DEPLOY_PREPARE)/rc; \
-	( nice -n 10 $(MAKE) --no-print-directory images compose >$(DEPLOY_PREPARE)/log 2>&1; \
-	  echo $$? >$(DEPLOY_PREPARE)/rc ) </dev/null >/dev/null 2>&1 & \
-	echo $$! >$(DEPLOY_PREPARE)/pid; \
-	echo "deploy-test: building the engine, the images and compose in the background while the tests run (log: $(DEPLOY_PREPARE)/log)"
-
-# 1. Wait for the background build (it writes its exit status last; a build that died without one failed).
-# 2. Print its output, then fail with its status, or run the deploy test.
-deploy-test-prepared: deploy-prepare-start pytest
-	@pid=$$(cat $(DEPLOY_PREPARE)/pid); \
-	while [ ! -f $(DEPLOY_PREPARE)/rc ] && kill -0 "$$pid" 2>/dev/null; do sleep 5; done; \
-	cat $(DEPLOY_PREPARE)/log; \
-	rc=$$(cat $(DEPLOY_PREPARE)/rc 2>/dev/null || echo "none: it was killed"); \
-	[ "$$rc" = 0 ] || { echo "deploy-test: make images compose failed (exit status $$rc; its output is above)"; exit 1; }
-	@$(DEPLOY_TEST_RUN)
-
 # The Helm tests of tests/deploy run helm and kubecheck; make test also runs the compose deploy test
 # last (DEPLOY_TEST=0 leaves it out, and says so, where no Docker engine can run).
+pytest: helm kubecheck
 ifeq ($(DEPLOY_TEST),0)
 test:
 	@echo "deploy-test: NOT RUN (DEPLOY_TEST=0): the compose deploy was not started"
 else
-# (before pytest's own prerequisites helm and kubecheck, whose Go builds then overlap it too)
-ifneq ($(filter test,$(MAKECMDGOALS)),)
-pytest: deploy-prepare-start
+test: deploy-test
 endif
-test: deploy-test-prepared
-endif
-pytest: helm kubecheck
