@@ -10,10 +10,9 @@ export UV_PYTHON := $(shell $(PYTHON) -c 'import sys; print(sys.executable)' 2>/
 VENV := .venv/bin
 PACKAGES := $(sort $(wildcard packages/*))
 PYTEST_ARGS ?=
-# Test processes (pytest-xdist): three on two cores. The end-to-end tests wait on paced generators,
-# kills and restarts, so two workers left the cores partly idle; three keep both busy (the suite
-# 43 -> 37 minutes on the 2-core machine, docs/architecture.md). Every test picks free ports and its
-# own temp dirs, so any of them can run side by side (end-to-end runs and Spark tests included).
+# Test processes (pytest-xdist): three on two cores, which the end-to-end tests' waits left partly idle
+# with two (measured in docs/architecture.md). Every test picks free ports and its own temp dirs, so
+# any of them can run side by side (end-to-end runs and Spark tests included).
 PYTEST_WORKERS ?= 3
 
 .PHONY: help setup setup-env class-archive maven kafka s3proxy hadoop-aws check-python check-java postgres uv sync test lint fmt typecheck pytest proto demo clean flink-env flink-anchor spark-bench
