@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import subprocess
 from pathlib import Path
 
@@ -96,12 +97,15 @@ def test_killed_drivers_restart_from_the_checkpoint_and_the_sinks_stay_exact(
         driver.kill()
         _assert_only_exact_results(system, expected)
 
-    # kill between the coordinator's COMMITTED and Spark's commit log
+    # kill between the coordinator's COMMITTED and Spark's commit log, after the first batch from the
+    # second one this driver runs that commits rows (a batch without rows commits no transaction)
     produce_round()
-    target = _last_committed(checkpoint) + 2
-    driver.start(env={CRASH_ENV: str(target)})
+    driver.start(env={CRASH_ENV: str(_last_committed(checkpoint) + 2)})
     code = driver.wait(240)
     assert code == -9, f"the crash hook should have killed the driver (exit {code}):\n{driver.log()[-4000:]}"
+    crashed = re.search(r"fault\.crash point=commit-returned job=\S+ batch=(\d+)", driver.log())
+    assert crashed, driver.log()[-4000:]
+    target = int(crashed.group(1))
     assert _coordinator_state(system, target) in (
         TransactionState.COMMITTED,
         TransactionState.COMMITTING,

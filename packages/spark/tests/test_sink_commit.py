@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql.datasource import WriterCommitMessage
 
 from onceflow.broker.embedded import EmbeddedBroker
-from onceflow.contract import ParticipantRef, SinkBinding, SinkMode, TransactionId
+from onceflow.contract import ParticipantRef, SinkBinding, SinkMode, TransactionId, TransactionState
 from onceflow.contract.clients import CoordinatorClient
 from onceflow.contract.staging import StagingWriter
 from onceflow.core.avro import IpCount
@@ -30,6 +30,7 @@ from onceflow.spark.sink import (
     TwoPhaseCommitWriter,
     parse_sink_options,
 )
+from onceflow.spark.sink.transaction import manifest_name
 from onceflow.testing.coordinator import CoordinatorProcess, FakeParticipantServer
 
 JOB = "ipcount"
@@ -90,6 +91,55 @@ def test_a_committed_batch_is_committed_once_and_its_replay_succeeds(
     again = _register(coordinator, participants)
     _writer(coordinator, again, tmp_path).commit(_stage(tmp_path, 0, again), 0)
     assert all(sink.count("prepare", TransactionId(JOB, 0)) == 1 for sink in participants.sinks.values())
+
+
+def test_a_batch_without_rows_commits_nothing_and_the_next_batch_commits(
+    coordinator: CoordinatorProcess, participants: FakeParticipantServer, tmp_path: Path
+) -> None:
+    """A batch whose tasks staged nothing is not a transaction: no participant is prepared, nothing is
+    staged for it, the coordinator has no record of it; the next batch with rows commits as usual."""
+    epoch = _register(coordinator, participants)
+    writer = _writer(coordinator, epoch, tmp_path)
+    empty: list[WriterCommitMessage | None] = [StagedFileMessage(None, 0, 0), StagedFileMessage(None, 1, 1), None]
+    writer.commit(empty, 0)
+    assert not (tmp_path / JOB / "0").exists()
+    writer.commit(_stage(tmp_path, 1, epoch), 1)
+    for sink in participants.sinks.values():
+        assert sink.wait_for("committed", TransactionId(JOB, 1))
+        assert sink.count("prepare", TransactionId(JOB, 0)) == 0
+    with CoordinatorClient(coordinator.target) as client:
+        assert client.get_transaction(TransactionId(JOB, 0)).state is TransactionState.ABORTED  # no record
+        assert client.get_transaction(TransactionId(JOB, 1)).state is TransactionState.COMMITTED
+
+
+def test_an_empty_batch_of_a_fenced_driver_is_fenced_and_an_empty_replay_of_a_committed_batch_commits(
+    coordinator: CoordinatorProcess, participants: FakeParticipantServer, tmp_path: Path
+) -> None:
+    """The empty batch's AbortTransaction checks the epoch: a fenced driver stops at a batch without
+    rows too. A replay that finds no row where an earlier driver committed some answers COMMITTED."""
+    old = _register(coordinator, participants)
+    _writer(coordinator, old, tmp_path).commit(_stage(tmp_path, 0, old), 0)
+    new = _register(coordinator, participants)
+    empty: list[WriterCommitMessage | None] = [StagedFileMessage(None, 0, 0)]
+    with pytest.raises(WriterFencedError, match="another driver owns the job"):
+        _writer(coordinator, old, tmp_path).commit(empty, 1)
+    _writer(coordinator, new, tmp_path).commit(empty, 0)  # batch 0 is committed: the replay succeeds
+    assert all(sink.count("prepare", TransactionId(JOB, 0)) == 1 for sink in participants.sinks.values())
+    with CoordinatorClient(coordinator.target) as client:
+        assert client.get_transaction(TransactionId(JOB, 0)).state is TransactionState.COMMITTED
+
+
+def test_a_batch_with_an_empty_derived_output_commits_an_empty_file(
+    coordinator: CoordinatorProcess, participants: FakeParticipantServer, tmp_path: Path
+) -> None:
+    """A derived output's manifest is in the batch's directory even when it lists no file: such a
+    batch still commits (one empty file from the driver), so the coordinator collects the directory."""
+    epoch = _register(coordinator, participants)
+    options = SinkOptions(JOB, coordinator.target, epoch, str(tmp_path), rpc_timeout_s=30, derived_outputs=("errors",))
+    StagingWriter(str(tmp_path), JOB, 0).write_manifest(manifest_name("errors", epoch), [])
+    TwoPhaseCommitWriter(options, IP_COUNT_ARROW_SCHEMA).commit([StagedFileMessage(None, 0, 0)], 0)
+    for sink in participants.sinks.values():
+        assert sink.wait_for("committed", TransactionId(JOB, 0))
 
 
 def test_a_no_vote_aborts_the_batch_and_spark_gets_an_error(

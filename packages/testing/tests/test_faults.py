@@ -58,7 +58,7 @@ def test_each_service_plugin_arms_what_its_variable_names(monkeypatch: pytest.Mo
     assert repr(armed["coordinator"]) == "CrashAt('commit-logged', ids={})"
     assert repr(armed["participant"]) == "CrashAt('prepare-durable', ids={})"
     assert repr(armed["consumer"]) == "HoldAt('audit.started', directory='/nonexistent/hold')"
-    assert repr(armed["spark-sink"]) == "CrashAt('commit-returned', ids={'batch': '4'})"
+    assert repr(armed["spark-sink"]) == "CrashAt('commit-returned', ids={}, from_ids={'batch': 4})"
     # read once: a later change of the environment does not re-arm a running process
     monkeypatch.setenv(coordinator.CRASH_ENV, "prepare-logged")
     assert installed_faults("coordinator") is armed["coordinator"]
@@ -73,7 +73,8 @@ def test_a_bad_variable_stops_the_start(monkeypatch: pytest.MonkeyPatch) -> None
         installed_faults("spark-sink")
 
 
-#: A Spark commit worker: it reaches the sink's point for batch 3, then 4.
+#: A Spark commit worker: it reaches the sink's point for batch 3, then 5 (batch 4 staged no row, so
+#: it committed no transaction).
 WORKER = """
 from onceflow.core.faults import installed_faults
 from onceflow.core.logging import configure_logging
@@ -82,7 +83,7 @@ configure_logging()
 faults = installed_faults("spark-sink")
 faults.at("commit-returned", job="j", batch=3)
 print("batch 3 passed", flush=True)
-faults.at("commit-returned", job="j", batch=4)
+faults.at("commit-returned", job="j", batch=5)
 print("alive", flush=True)
 """
 #: Its "driver": runs the worker (argv[1]) with more environment (argv[2:], NAME=VALUE) and waits for it.
@@ -108,11 +109,11 @@ def _driver(driver_env: dict[str, str], worker_env: dict[str, str]) -> subproces
     )
 
 
-def test_the_spark_crash_kills_the_driver_after_its_batch() -> None:
+def test_the_spark_crash_kills_the_driver_after_the_first_commit_from_its_batch() -> None:
     result = _driver({spark.CRASH_ENV: "4"}, {})
     assert result.returncode == -9, result.stdout + result.stderr
     assert "batch 3 passed" in result.stdout and "alive" not in result.stdout
-    assert "fault.crash point=commit-returned job=j batch=4" in result.stderr
+    assert "fault.crash point=commit-returned job=j batch=5" in result.stderr
 
 
 def test_the_spark_crash_kills_no_driver_that_did_not_arm_it() -> None:

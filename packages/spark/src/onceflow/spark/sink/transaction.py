@@ -14,7 +14,7 @@ from pyspark import TaskContext
 from pyspark.sql.datasource import WriterCommitMessage
 
 from onceflow.contract import TransactionId
-from onceflow.contract.clients import CoordinatorClient, retrying
+from onceflow.contract.clients import CoordinatorClient, RequestRefused, WriterFenced, retrying
 from onceflow.contract.staging import StagedFile, StagingWriter, read_manifest
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
@@ -26,6 +26,9 @@ from onceflow.spark.sink.side_outputs import side_output_files
 from onceflow.spark.worker_logging import ensure_worker_logging
 
 _log = get_logger(__name__)
+#: The reason an empty batch's AbortTransaction gives (the coordinator logs it only if it aborts an
+#: earlier driver's undecided attempt of the batch).
+NOTHING_STAGED = "the micro-batch staged no row"
 
 
 def staged_files(messages: Sequence[WriterCommitMessage | None]) -> list[StagedFile]:
@@ -103,20 +106,30 @@ def commit_batch(
 
     Steps:
         1. Collect the staged files of every task, the side outputs earlier steps staged, and the
-           derived outputs staged just before (their manifests). A
-           batch without any row (every task was empty) gets one empty file from the driver: a
-           transaction always names what it commits, and the sinks record it like any other.
-        2. CommitTransaction(job, writer epoch, batch, files), on this process's open client
+           derived outputs staged just before (their manifests).
+        2. A batch that staged nothing (no row in any output, and no derived output whose manifest
+           is in the batch's directory) is not a transaction: no participant is prepared and
+           nothing is logged (two-phase commit's read-only optimisation; Flink's Kafka sink commits
+           no empty transaction either). A windowed job writes rows only in the batches that close
+           a window, so under a short trigger that is most of its batches. The driver still calls
+           AbortTransaction for it (:func:`release_empty_batch`): the coordinator checks the
+           writer's epoch, so a fenced driver stops at its next batch, empty or not, and an
+           attempt of the batch that an earlier driver left undecided is aborted. The sinks'
+           commit records and the coordinator's last committed batch therefore name the batches
+           that wrote rows. A batch with a derived output's manifest but no row gets one empty
+           file from the driver and commits like any other (the coordinator then collects its
+           directory), and so does an empty replay of a batch that an earlier driver committed.
+        3. CommitTransaction(job, writer epoch, batch, files), on this process's open client
            (:meth:`~onceflow.contract.clients.ServiceClient.shared`: a batch pays no new
            connection): the coordinator prepares every sink
            participant, logs the decision, and commits them. CommitTransaction is idempotent per
            batch (a committed batch answers COMMITTED, an attempt under way is joined), so a call
            that found the coordinator unreachable or slow (restarting, say) is retried until the
            RPC timeout is used up.
-        3. COMMITTED or COMMITTING (decided, acks in flight) is success, also for a batch that an
+        4. COMMITTED or COMMITTING (decided, acks in flight) is success, also for a batch that an
            earlier driver already committed (a replay after a crash): ``faults`` reaches
            ``commit-returned``, and Spark then logs the batch.
-        4. ABORTED raises :class:`TransactionAborted`: Spark fails the batch, and the restart loop
+        5. ABORTED raises :class:`TransactionAborted`: Spark fails the batch, and the restart loop
            re-runs it from the checkpoint. A fenced writer raises ``WriterFencedError``.
     """
     ensure_worker_logging()
@@ -125,11 +138,14 @@ def commit_batch(
     files = staged_files(messages)
     files += side_output_files(options.staging_root, job, batch, options.side_outputs)
     files += derived_output_files(options, batch)
+    # Step 2
+    if not files and not options.derived_outputs and release_empty_batch(options, txn):
+        return
     if not files:
         writer = StagingWriter(options.staging_root, job, batch)
         files = [writer.write_batches(f"empty-epoch-{epoch}", schema, [], output=options.output)]
     rows = sum(f.count for f in files)
-    # Step 2
+    # Step 3
     started = time.monotonic()
     deadline = started + options.rpc_timeout_s
     client = CoordinatorClient.shared(options.coordinator, options.tls)
@@ -142,7 +158,7 @@ def commit_batch(
             epoch=epoch,
         )
     state, reason = response.state, response.reason
-    # Step 3
+    # Step 4
     if state.is_commit:
         _log.info(
             "sink.batch_committed",
@@ -157,9 +173,40 @@ def commit_batch(
         )
         faults.at("commit-returned", job=job, batch=batch)
         return
-    # Step 4
+    # Step 5
     _log.warning("sink.batch_aborted", job=job, batch=batch, epoch=epoch, txn=txn, reason=reason)
     raise TransactionAborted(job, batch, f"{state.value}: {reason}")
+
+
+def release_empty_batch(options: SinkOptions, txn: TransactionId) -> bool:
+    """Step 2 of :func:`commit_batch`: end a batch that staged nothing without a transaction.
+
+    AbortTransaction checks the writer's epoch (a fenced writer raises ``WriterFencedError``) and
+    logs nothing for a batch the coordinator never saw. Returns False when an earlier attempt of the
+    batch passed its commit point (a replay that found no row this time): the caller then commits
+    the batch, and the coordinator answers that attempt's outcome.
+    """
+    job, epoch = options.job, options.writer_epoch
+    deadline = time.monotonic() + options.rpc_timeout_s
+    client = CoordinatorClient.shared(options.coordinator, options.tls)
+    with coordinator_errors("AbortTransaction", job, epoch, options.coordinator):
+        try:
+            outcome = retrying(
+                lambda: client.abort_transaction(
+                    txn, epoch, NOTHING_STAGED, timeout_s=max(1.0, deadline - time.monotonic())
+                ),
+                within_s=options.rpc_timeout_s,
+                what="AbortTransaction",
+                job=job,
+                epoch=epoch,
+            )
+        except RequestRefused as exc:
+            if isinstance(exc, WriterFenced):
+                raise
+            _log.info("sink.batch_empty_replay", job=job, batch=txn.batch, epoch=epoch, txn=txn, reason=exc.details())
+            return False
+    _log.info("sink.batch_empty", job=job, batch=txn.batch, epoch=epoch, txn=txn, state=outcome.state.value)
+    return True
 
 
 def abort_batch(options: SinkOptions, messages: Sequence[WriterCommitMessage | None], batch: int) -> None:

@@ -25,7 +25,9 @@ class CrashAt(FaultInjector):
     """Crash the process at ``point``: log it, run ``before_exit`` (say, kill a parent), ``os._exit(137)``.
 
     With ``ids``, only where the point's ids include them (compared as text): ``CrashAt("commit-returned",
-    ids={"batch": 4})`` crashes after batch 4's commit, and lets batch 3's pass.
+    ids={"batch": 4})`` crashes after batch 4's commit, and lets batch 3's pass. With ``from_ids``, only
+    where the point's ids are at least those numbers: ``from_ids={"batch": 4}`` crashes after the first
+    commit of batch 4 or later (a batch that commits nothing does not reach the point).
     """
 
     def __init__(
@@ -33,17 +35,22 @@ class CrashAt(FaultInjector):
         point: str,
         *,
         ids: Mapping[str, object] | None = None,
+        from_ids: Mapping[str, int] | None = None,
         before_exit: Callable[[], None] | None = None,
     ) -> None:
         self.point = point
         self.ids = {key: str(value) for key, value in (ids or {}).items()}
+        self.from_ids = dict(from_ids or {})
         self._before_exit = before_exit
 
     def __repr__(self) -> str:
-        return f"CrashAt({self.point!r}, ids={self.ids!r})"
+        at_least = f", from_ids={self.from_ids!r}" if self.from_ids else ""
+        return f"CrashAt({self.point!r}, ids={self.ids!r}{at_least})"
 
     def at(self, point: str, **ids: object) -> None:
         if point != self.point or any(str(ids.get(key)) != value for key, value in self.ids.items()):
+            return
+        if any(not _at_least(ids.get(key), least) for key, least in self.from_ids.items()):
             return
         _log.error("fault.crash", point=point, **ids)
         for handler in logging.getLogger().handlers:
@@ -51,6 +58,13 @@ class CrashAt(FaultInjector):
         if self._before_exit is not None:
             self._before_exit()
         os._exit(CRASH_EXIT_CODE)
+
+
+def _at_least(value: object, least: int) -> bool:
+    try:
+        return int(str(value)) >= least
+    except ValueError:
+        return False
 
 
 def armed_point(variable: str, points: Collection[str], env: Mapping[str, str] | None = None) -> str | None:

@@ -1,7 +1,9 @@
 """The Spark sink's crash point: ``ONCEFLOW_SPARK_TEST_CRASH_AFTER_COMMIT=<batch>`` in the driver's environment.
 
 The writers of the ``onceflow-2pc`` sink reach ``commit-returned`` (ids ``job``, ``batch``) once a
-batch's CommitTransaction returned COMMITTED, before Spark writes the batch to its commit log. They
+batch's CommitTransaction returned COMMITTED, before Spark writes the batch to its commit log. The
+crash comes after the first such commit of the named batch *or a later one*: a batch that staged no
+row commits no transaction, so it never reaches the point. They
 ask :func:`~onceflow.core.faults.installed_faults` for ``spark-sink`` once per process (Spark runs
 the commits in Python workers of the driver's JVM, which inherit the driver's environment), which
 calls :func:`from_env` (the ``spark-sink`` plug-in of this package).
@@ -34,13 +36,14 @@ _log = get_logger(__name__)
 
 
 def from_env() -> FaultInjector:
-    """A crash of the driver after the commit of the batch :data:`CRASH_ENV` names, else none."""
+    """A crash of the driver after the first commit of the batch :data:`CRASH_ENV` names or a later
+    one, else none."""
     value = os.environ.get(CRASH_ENV, "").strip()
     if not value:
         return NO_FAULTS
     if not value.isdigit():
         raise ValueError(f"{CRASH_ENV}={value!r} is not a batch id (a number)")
-    return CrashAt(COMMIT_RETURNED, ids={"batch": int(value)}, before_exit=kill_driver)
+    return CrashAt(COMMIT_RETURNED, from_ids={"batch": int(value)}, before_exit=kill_driver)
 
 
 def kill_driver() -> None:
