@@ -138,6 +138,16 @@ class _TransactionLoop(threading.Thread):
         return _transactional(self.bootstrap, "crash-writer")
 
 
+def _wait_for_a_commit(loop: _TransactionLoop, timeout: float = 120.0) -> None:
+    """Wait until the loop commits one more transaction (it rides out a broker restart first)."""
+    before = len(loop.committed)
+    deadline = time.monotonic() + timeout
+    while len(loop.committed) <= before:
+        assert loop.is_alive(), loop.failure
+        assert time.monotonic() < deadline, f"no transaction committed in {timeout:.0f}s"
+        time.sleep(0.05)
+
+
 def test_kill_9_during_transactions_keeps_every_transaction_whole(
     broker_factory: BrokerFactory, tmp_path: Path
 ) -> None:
@@ -148,11 +158,14 @@ def test_kill_9_during_transactions_keeps_every_transaction_whole(
     rng = random.Random(7)
     kills = 8
     for _ in range(kills):
-        time.sleep(rng.uniform(0.3, 1.2))
+        # each kill comes after a new commit, at a random moment of the transactions that follow it:
+        # how many commit between two kills does not depend on the machine's speed
+        _wait_for_a_commit(loop)
+        time.sleep(rng.uniform(0.0, 0.9))
         broker.kill()
         time.sleep(rng.uniform(0.0, 0.3))
         broker.start()
-    time.sleep(2.0)
+    _wait_for_a_commit(loop)
     loop.stop.set()
     loop.join(120)
     assert not loop.is_alive()
