@@ -7,13 +7,14 @@ uses in update mode and for derived outputs) are thin adapters over these functi
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
 import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import WriterCommitMessage
 
-from onceflow.contract import TransactionId
+from onceflow.contract import TransactionId, TransactionOutcome
 from onceflow.contract.clients import CoordinatorClient, RequestRefused, WriterFenced, retrying
 from onceflow.contract.staging import StagedFile, StagingWriter, read_manifest
 from onceflow.core.faults import NO_FAULTS, FaultInjector
@@ -26,6 +27,7 @@ from onceflow.spark.sink.side_outputs import side_output_files
 from onceflow.spark.worker_logging import ensure_worker_logging
 
 _log = get_logger(__name__)
+T = TypeVar("T")
 #: The reason an empty batch's AbortTransaction gives (the coordinator logs it only if it aborts an
 #: earlier driver's undecided attempt of the batch).
 NOTHING_STAGED = "the micro-batch staged no row"
@@ -147,16 +149,11 @@ def commit_batch(
     rows = sum(f.count for f in files)
     # Step 3
     started = time.monotonic()
-    deadline = started + options.rpc_timeout_s
-    client = CoordinatorClient.shared(options.coordinator, options.tls)
-    with coordinator_errors("CommitTransaction", job, epoch, options.coordinator):
-        response = retrying(
-            lambda: client.commit_transaction(txn, epoch, files, timeout_s=max(1.0, deadline - time.monotonic())),
-            within_s=options.rpc_timeout_s,
-            what="CommitTransaction",
-            job=job,
-            epoch=epoch,
-        )
+    response = _ask_coordinator(
+        options,
+        "CommitTransaction",
+        lambda client, timeout_s: client.commit_transaction(txn, epoch, files, timeout_s=timeout_s),
+    )
     state, reason = response.state, response.reason
     # Step 4
     if state.is_commit:
@@ -187,26 +184,38 @@ def release_empty_batch(options: SinkOptions, txn: TransactionId) -> bool:
     the batch, and the coordinator answers that attempt's outcome.
     """
     job, epoch = options.job, options.writer_epoch
-    deadline = time.monotonic() + options.rpc_timeout_s
-    client = CoordinatorClient.shared(options.coordinator, options.tls)
-    with coordinator_errors("AbortTransaction", job, epoch, options.coordinator):
+
+    def abort(client: CoordinatorClient, timeout_s: float) -> TransactionOutcome | RequestRefused:
         try:
-            outcome = retrying(
-                lambda: client.abort_transaction(
-                    txn, epoch, NOTHING_STAGED, timeout_s=max(1.0, deadline - time.monotonic())
-                ),
-                within_s=options.rpc_timeout_s,
-                what="AbortTransaction",
-                job=job,
-                epoch=epoch,
-            )
+            return client.abort_transaction(txn, epoch, NOTHING_STAGED, timeout_s=timeout_s)
         except RequestRefused as exc:
             if isinstance(exc, WriterFenced):
                 raise
-            _log.info("sink.batch_empty_replay", job=job, batch=txn.batch, epoch=epoch, txn=txn, reason=exc.details())
-            return False
+            return exc
+
+    outcome = _ask_coordinator(options, "AbortTransaction", abort)
+    if isinstance(outcome, RequestRefused):
+        _log.info("sink.batch_empty_replay", job=job, batch=txn.batch, epoch=epoch, txn=txn, reason=outcome.details())
+        return False
     _log.info("sink.batch_empty", job=job, batch=txn.batch, epoch=epoch, txn=txn, state=outcome.state.value)
     return True
+
+
+def _ask_coordinator(options: SinkOptions, operation: str, call: Callable[[CoordinatorClient, float], T]) -> T:
+    """``call(client, timeout_s)`` on this process's open coordinator client
+    (:meth:`~onceflow.contract.clients.ServiceClient.shared`), retried while the coordinator is
+    unreachable or slow until the sink's RPC timeout is used up (idempotent calls only); a failure
+    raises the driver's error for it (:func:`~onceflow.spark.sink.coordinator.coordinator_errors`)."""
+    deadline = time.monotonic() + options.rpc_timeout_s
+    client = CoordinatorClient.shared(options.coordinator, options.tls)
+    with coordinator_errors(operation, options.job, options.writer_epoch, options.coordinator):
+        return retrying(
+            lambda: call(client, max(1.0, deadline - time.monotonic())),
+            within_s=options.rpc_timeout_s,
+            what=operation,
+            job=options.job,
+            epoch=options.writer_epoch,
+        )
 
 
 def abort_batch(options: SinkOptions, messages: Sequence[WriterCommitMessage | None], batch: int) -> None:
