@@ -19,7 +19,8 @@ cores, so the numbers are the whole pipeline's on this machine, not Spark's alon
    latency = the wall time its first count is readable in ``ip_count_sink`` with read_committed,
    minus (window end + lateness): the earliest moment any watermark-based job may emit it. Each
    latency run also prints Spark's median phase timings (``durationMs``) of its batches with and
-   without data.
+   without data, and the cores each process kept busy while the load ran (the load generator
+   included: on one machine it competes for the same cores).
 3. **Where a batch's time goes** (``--event-log``): Spark's event log of the whole session, taken
    apart per query over its batches with input (``bench/spark_events.py``): before the job, each
    stage, and after the job (the sink's commit: for exactly-once the 2PC, then the commit log).
@@ -37,6 +38,7 @@ import argparse
 import logging
 import multiprocessing
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -48,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from cpu_meter import CpuMeter, format_cpu
+from cpu_meter import CpuMeter, format_cpu, own_threads_cpu
 from ip_count_rig import LATENESS_MS, WINDOW_MS, broker, preload, sink_services
 from onceflow_runs import VARIANTS, base_settings, in_turn, job_settings, run_variant, spark_jvm_pid, warm_up
 from spark_events import batch_breakdown, event_log_conf
@@ -135,8 +137,8 @@ def batch_phases(progress: list[Any]) -> dict[str, dict[str, float]]:
 
 
 def latency_run(
-    spark: Any, settings: SparkJobSettings, watcher: WindowWatcher, rate: int, seconds: float
-) -> tuple[list[float], dict[str, dict[str, float]]]:
+    spark: Any, settings: SparkJobSettings, watcher: WindowWatcher, rate: int, seconds: float, *, meter: CpuMeter
+) -> tuple[list[float], dict[str, dict[str, float]], dict[str, float]]:
     topic = settings.source.topic
     create_topic(settings.kafka.bootstrap_servers, topic, partitions=2)
     query = start_query(spark, settings)
@@ -144,11 +146,13 @@ def latency_run(
         while not query.recentProgress:  # the query is up before the clock starts
             time.sleep(0.2)
         begin_ms = int(time.time() * 1000)
+        load = LoadMeter(meter)
         producer = multiprocessing.get_context("spawn").Process(
             target=produce_wall_clock, args=(settings.kafka.bootstrap_servers, topic, rate, seconds)
         )
         producer.start()
         producer.join()
+        cores = load.stop()
         end_ms = int(time.time() * 1000)
         windows = [w for w in range(begin_ms - begin_ms % WINDOW_MS + WINDOW_MS, end_ms - WINDOW_MS, WINDOW_MS)]
         # keep the stream's event time moving so the last windows close: a trickle of events
@@ -164,11 +168,44 @@ def latency_run(
         phases = batch_phases(query.recentProgress)
     finally:
         query.stop()
-    return [
-        (watcher.first_seen[w] * 1000 - (w + WINDOW_MS + LATENESS_MS)) / 1000
-        for w in windows
-        if w in watcher.first_seen
-    ], phases
+    return (
+        [
+            (watcher.first_seen[w] * 1000 - (w + WINDOW_MS + LATENESS_MS)) / 1000
+            for w in windows
+            if w in watcher.first_seen
+        ],
+        phases,
+        cores,
+    )
+
+
+class LoadMeter:
+    """Cores each component kept busy while the load generator ran: CPU seconds over wall seconds.
+
+    The components of ``meter`` (the Spark JVM with its Python workers, the broker, the coordinator,
+    the participant, PostgreSQL), this process (the Spark driver's Python side and the window
+    watcher) and the load generator: a child of this process, counted when it has been reaped
+    (``RUSAGE_CHILDREN``; the Spark JVM, the other child, runs on).
+    """
+
+    def __init__(self, meter: CpuMeter) -> None:
+        self._meter = meter
+        meter.start()
+        self._own = own_threads_cpu()
+        self._reaped = _reaped_children_cpu()
+        self._started = time.monotonic()
+
+    def stop(self) -> dict[str, float]:
+        wall = time.monotonic() - self._started
+        cpu = self._meter.stop()
+        cpu["bench process"] = own_threads_cpu() - self._own
+        cpu["load generator"] = _reaped_children_cpu() - self._reaped
+        return {name: seconds / wall for name, seconds in cpu.items()}
+
+
+def _reaped_children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def load_average() -> str:
@@ -229,6 +266,7 @@ def main() -> int:
     results: dict[str, list[dict[str, Any]]] = {v: [] for v in variants}
     latencies: dict[str, list[float]] = {}
     phases: dict[str, dict[str, dict[str, float]]] = {}
+    loads: dict[str, dict[str, float]] = {}
     with ExitStack() as stack:
         bootstrap, broker_pid = stack.enter_context(broker(args.broker, work))
         create_topic(bootstrap, SINK_TOPIC, partitions=1)
@@ -268,8 +306,8 @@ def main() -> int:
                     source={"topic": f"live_{guarantee}"},
                     trigger_interval_ms=args.latency_trigger_ms,
                 )
-                latencies[guarantee], phases[guarantee] = latency_run(
-                    spark, settings, watcher, args.latency_rate, args.latency_seconds
+                latencies[guarantee], phases[guarantee], loads[guarantee] = latency_run(
+                    spark, settings, watcher, args.latency_rate, args.latency_seconds, meter=meter
                 )
                 print(f"{name}: {len(latencies[guarantee])} windows", flush=True)
 
@@ -291,6 +329,12 @@ def main() -> int:
             # Where a batch's time goes: Spark's own phase timings, median ms, over the last batches it keeps.
             for kind, timings in phases[guarantee].items():
                 print(f"{'':<15} {kind}: " + ", ".join(f"{k} {v:g}" for k, v in timings.items()))
+            busy = loads[guarantee]
+            print(
+                f"{'':<15} cores busy while the load ran: "
+                + ", ".join(f"{name} {cores:.2f}" for name, cores in sorted(busy.items(), key=lambda kv: -kv[1]))
+                + f"; total {sum(busy.values()):.2f} of {os.cpu_count()}"
+            )
     if args.event_log:
         print("\nbatches with input, median ms per part (Spark's event log)")
         print("after the job = the sink's commit (exactly-once: the 2PC), then the commit log")
