@@ -15,6 +15,7 @@ that.
 from __future__ import annotations
 
 import os
+import resource
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -70,8 +71,9 @@ class CpuMeter:
     """CPU seconds per component between :meth:`start` and :meth:`stop`.
 
     Components are named process roots; a root is a callable so a process that starts later (a
-    Flink job's JVM, a restarted service) is found when the snapshot is taken. ``own`` adds this
-    process's own threads (its children are counted through their own roots, not through it).
+    Flink job's JVM, a restarted service) is found when the snapshot is taken. This process's own
+    threads are not a component: :func:`own_threads_cpu` measures them (its children are counted
+    through their own roots), and :func:`reaped_children_cpu` the children it has reaped.
     """
 
     roots: dict[str, Callable[[], int | None]] = field(default_factory=dict)
@@ -103,6 +105,13 @@ def own_threads_cpu() -> float:
     """CPU seconds of this process alone (its threads, not its children)."""
     times = os.times()
     return times.user + times.system
+
+
+def reaped_children_cpu() -> float:
+    """CPU seconds of this process's children that have exited and been reaped (a child that runs on
+    is not in it)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def postmaster_pid(data_dir: Path) -> int | None:

@@ -38,7 +38,6 @@ import argparse
 import logging
 import multiprocessing
 import os
-import resource
 import statistics
 import sys
 import tempfile
@@ -50,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from cpu_meter import CpuMeter, format_cpu, own_threads_cpu
+from cpu_meter import CpuMeter, format_cpu, own_threads_cpu, reaped_children_cpu
 from ip_count_rig import LATENESS_MS, WINDOW_MS, broker, preload, sink_services
 from onceflow_runs import VARIANTS, base_settings, in_turn, job_settings, run_variant, spark_jvm_pid, warm_up
 from spark_events import batch_breakdown, event_log_conf
@@ -192,20 +191,15 @@ class LoadMeter:
         self._meter = meter
         meter.start()
         self._own = own_threads_cpu()
-        self._reaped = _reaped_children_cpu()
+        self._reaped = reaped_children_cpu()
         self._started = time.monotonic()
 
     def stop(self) -> dict[str, float]:
         wall = time.monotonic() - self._started
         cpu = self._meter.stop()
         cpu["bench process"] = own_threads_cpu() - self._own
-        cpu["load generator"] = _reaped_children_cpu() - self._reaped
+        cpu["load generator"] = reaped_children_cpu() - self._reaped
         return {name: seconds / wall for name, seconds in cpu.items()}
-
-
-def _reaped_children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def load_average() -> str:
