@@ -12,6 +12,7 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.errors import InvalidConfig
 from onceflow.core.kafka import Replication, TopicSpec, ensure_topics
 from onceflow.core.settings import KafkaSettings, Settings, load_settings
+from onceflow.testing.broker.apache_kafka import ApacheKafka
 
 
 class KafkaOnly(Settings):
@@ -82,3 +83,18 @@ def test_on_one_broker_topics_get_one_replica_and_an_impossible_factor_is_refuse
     with pytest.raises(InvalidConfig, match=r"3 is more than the 1 broker"):
         ensure_topics(config, [TopicSpec("_onceflow_other")], replication=Replication(3))
     assert "_onceflow_other" not in admin.list_topics(timeout=10).topics
+
+
+def test_a_created_topic_is_served_as_soon_as_ensure_topics_returns(apache_kafka: ApacheKafka) -> None:
+    """Apache Kafka answers CreateTopics once its controller committed the topic; its broker learns of
+    it a moment later. ensure_topics returns only once the topic is served, so a DescribeConfigs made at
+    once (not retried here) finds it: a coordinator checks its new log topic's configuration this way."""
+    config: dict[str, str | int | float | bool] = {"bootstrap.servers": apache_kafka.bootstrap_servers}
+    admin = AdminClient(config)
+    for n in range(10):
+        name = f"_onceflow_served_{n}"
+        assert ensure_topics(config, [TopicSpec(name, 3, {"cleanup.policy": "compact"})]) == [name]
+        assert _configs(admin, name)["cleanup.policy"] == "compact"
+        described = admin.list_topics(timeout=10).topics[name]
+        assert described.error is None
+        assert all(p.leader >= 0 for p in described.partitions.values())

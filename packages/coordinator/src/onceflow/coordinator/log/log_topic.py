@@ -32,7 +32,15 @@ from confluent_kafka.admin import AdminClient, ConfigResource, OffsetSpec
 
 from onceflow.coordinator.exceptions import TransactionLogError
 from onceflow.coordinator.log.refusals import LogTopicLost, LogTopicMisconfigured, LogTopicMissing
-from onceflow.core.kafka import DEFAULT_REPLICATION, Replication, RetryPolicy, TopicSpec, ensure_topics, retry_admin
+from onceflow.core.kafka import (
+    DEFAULT_REPLICATION,
+    Replication,
+    RetryPolicy,
+    TopicSpec,
+    ensure_topics,
+    is_transient,
+    retry_admin,
+)
 from onceflow.core.logging import get_logger
 
 __all__ = ["LOG_TOPIC_CONFIG", "LogTopic", "LogTopicLost", "LogTopicMisconfigured", "LogTopicMissing"]
@@ -47,6 +55,12 @@ _log = get_logger(__name__)
 def _error_code(exc: KafkaException) -> int | None:
     error = exc.args[0] if exc.args else None
     return error.code() if isinstance(error, KafkaError) else None
+
+
+def _transient_or_unknown_topic(exc: BaseException) -> bool:
+    return is_transient(exc) or (
+        isinstance(exc, KafkaException) and _error_code(exc) == KafkaError.UNKNOWN_TOPIC_OR_PART
+    )
 
 
 class LogTopic:
@@ -69,7 +83,9 @@ class LogTopic:
         Steps:
             1. A missing topic is :class:`LogTopicMissing`; with ``create`` it is created (one
                partition, :data:`LOG_TOPIC_CONFIG`; TOPIC_ALREADY_EXISTS is fine).
-            2. Describe its configuration: compact only, unbounded retention, no unclean election.
+            2. Describe its configuration: compact only, unbounded retention, no unclean election. The
+               topic exists (step 1 saw or made it), so UNKNOWN_TOPIC_OR_PART here is a broker that
+               has not caught up with the cluster metadata yet: retried like a transient error.
             3. Remember its topic id: :meth:`check` compares against it.
         """
         # Step 1
@@ -101,6 +117,7 @@ class LogTopic:
                 lambda t: self._admin.describe_configs([resource], request_timeout=t)[resource].result(t + 1),
                 what=f"configuration of {self.name}",
                 policy=self._retry,
+                transient=_transient_or_unknown_topic,
             )
         except KafkaException as exc:
             raise TransactionLogError(f"cannot describe the configuration of log topic {self.name}: {exc}") from None

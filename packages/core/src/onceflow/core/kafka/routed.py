@@ -27,7 +27,7 @@ from typing import Final, TypeVar
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from onceflow.core.kafka.retry import DEFAULT_RETRY, RetryPolicy, retry_transient
+from onceflow.core.kafka.retry import DEFAULT_RETRY, RetryPolicy, is_transient, retry_transient
 
 T = TypeVar("T")
 
@@ -61,8 +61,9 @@ def retry_admin(
     *,
     what: str,
     policy: RetryPolicy = DEFAULT_RETRY,
+    transient: Callable[[BaseException], bool] = is_transient,
 ) -> T:
-    """``request(attempt_timeout)`` (an admin call and its ``result``), retried through transient errors.
+    """``request(attempt_timeout)`` (an admin call and its ``result``), retried through ``transient`` errors.
 
     Steps:
         1. Send the request with a request timeout of at most :data:`ATTEMPT_S` (its future waited
@@ -81,4 +82,6 @@ def retry_admin(
             raise KafkaException(KafkaError(KafkaError._TIMED_OUT, f"{what}: no answer in {attempt_s}s")) from None
 
     # Step 2
-    return retry_transient(attempt, what=what, policy=policy, refresh=lambda: admin.list_topics(timeout=attempt_s))
+    return retry_transient(
+        attempt, what=what, policy=policy, transient=transient, refresh=lambda: admin.list_topics(timeout=attempt_s)
+    )

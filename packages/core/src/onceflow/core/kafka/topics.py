@@ -104,6 +104,11 @@ def ensure_topics(
            first is left as it is; a transient failure is retried (:func:`retry_admin`: librdkafka
            sends CreateTopics to a controller that may have died); any other failure raises a
            KafkaException naming the topic.
+        5. Wait until the brokers serve what was created: every created topic in the cluster
+           metadata with a leader for each partition. CreateTopics answers once the controller has
+           committed the topic; brokers learn of it a moment later, and until then a DescribeConfigs,
+           produce or fetch for it is UNKNOWN_TOPIC_OR_PART (Kafka's own test utilities wait the same
+           way after creating a topic).
     """
     admin = AdminClient(dict(client_config))
     policy = RetryPolicy(timeout_s=timeout)
@@ -125,7 +130,21 @@ def ensure_topics(
             created.append(spec.name)
             _log.info("topic.created", topic=spec.name, partitions=spec.partitions, replication_factor=factor,
                       min_insync_replicas=config["min.insync.replicas"])  # fmt: skip
+    # Step 5
+    if created:
+        retry_transient(lambda: _served(admin, created, timeout), what=f"metadata of {', '.join(created)}",
+                        policy=policy)  # fmt: skip
     return created
+
+
+def _served(admin: AdminClient, names: Sequence[str], timeout: float) -> None:
+    """Return once the cluster metadata has each of ``names`` with a leader for every partition, else
+    raise a transient error (``LEADER_NOT_AVAILABLE``) naming the first topic not served yet."""
+    topics = admin.list_topics(timeout=timeout).topics
+    for name in names:
+        topic = topics.get(name)
+        if topic is None or topic.error is not None or any(p.leader < 0 for p in topic.partitions.values()):
+            raise KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE, f"topic {name} is not served yet"))
 
 
 def _create(admin: AdminClient, topic: NewTopic, timeout: float) -> bool:
