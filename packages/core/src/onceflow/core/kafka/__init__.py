@@ -8,7 +8,8 @@
   :func:`produce_all` for a batch of records in one call;
 - :func:`is_fenced` / :func:`raise_if_fenced`: fencing errors as one exception, ``ProducerFenced``;
 - :func:`ensure_topics`: create missing topics (an existing one is fine) with the cluster's
-  :class:`Replication` (default ``min(3, brokers)`` replicas, min ISR 2 from 3 on);
+  :class:`Replication` (default ``min(3, brokers)`` replicas, min ISR 2 from 3 on), returning once the
+  brokers serve them (:func:`await_served`);
 - :func:`is_transient` / :func:`retry_transient`: the one list of transient errors (a broker, leader or
   coordinator away or moving) and the one retry loop through them, as Kafka's own clients retry;
   :class:`KafkaUnavailable` once its deadline passed;
@@ -44,7 +45,7 @@ from onceflow.core.kafka.retry import (
     retry_transient,
 )
 from onceflow.core.kafka.routed import retry_admin, watermark_offsets
-from onceflow.core.kafka.topics import DEFAULT_REPLICATION, Replication, TopicSpec, ensure_topics
+from onceflow.core.kafka.topics import DEFAULT_REPLICATION, Replication, TopicSpec, await_served, ensure_topics
 
 __all__ = [
     "DEFAULT_REPLICATION",
@@ -60,6 +61,7 @@ __all__ = [
     "TopicRecord",
     "TopicSpec",
     "Until",
+    "await_served",
     "end_offsets",
     "ensure_topics",
     "idempotent_producer_config",

@@ -132,19 +132,23 @@ def ensure_topics(
                       min_insync_replicas=config["min.insync.replicas"])  # fmt: skip
     # Step 5
     if created:
-        retry_transient(lambda: _served(admin, created, timeout), what=f"metadata of {', '.join(created)}",
-                        policy=policy)  # fmt: skip
+        await_served(admin, created, timeout=timeout)
     return created
 
 
-def _served(admin: AdminClient, names: Sequence[str], timeout: float) -> None:
-    """Return once the cluster metadata has each of ``names`` with a leader for every partition, else
-    raise a transient error (``LEADER_NOT_AVAILABLE``) naming the first topic not served yet."""
-    topics = admin.list_topics(timeout=timeout).topics
-    for name in names:
-        topic = topics.get(name)
-        if topic is None or topic.error is not None or any(p.leader < 0 for p in topic.partitions.values()):
-            raise KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE, f"topic {name} is not served yet"))
+def await_served(admin: AdminClient, names: Sequence[str], *, timeout: float = 30.0) -> None:
+    """Return once the cluster metadata has each of ``names`` with a leader for every partition: a
+    topic just created is then known to the brokers. Until ``timeout``, else :class:`KafkaUnavailable`
+    naming the first topic not served yet."""
+
+    def served() -> None:
+        topics = admin.list_topics(timeout=timeout).topics
+        for name in names:
+            topic = topics.get(name)
+            if topic is None or topic.error is not None or any(p.leader < 0 for p in topic.partitions.values()):
+                raise KafkaException(KafkaError(KafkaError.LEADER_NOT_AVAILABLE, f"topic {name} is not served yet"))
+
+    retry_transient(served, what=f"metadata of {', '.join(names)}", policy=RetryPolicy(timeout_s=timeout))
 
 
 def _create(admin: AdminClient, topic: NewTopic, timeout: float) -> bool:

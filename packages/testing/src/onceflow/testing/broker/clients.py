@@ -16,7 +16,7 @@ from typing import Any, TypedDict, Unpack
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from onceflow.core.kafka import idempotent_producer_config, produce
+from onceflow.core.kafka import await_served, idempotent_producer_config, produce
 
 
 def _int(value: int | None) -> int:
@@ -37,13 +37,14 @@ class ConsumedRecord:
 def create_topic(
     bootstrap: str, topic: str, partitions: int = 1, config: Mapping[str, str] | None = None, timeout: float = 30
 ) -> None:
-    """Create ``topic`` and wait for it; an existing topic is an error."""
+    """Create ``topic`` and wait until the brokers serve it; an existing topic is an error."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics(
         [NewTopic(topic, num_partitions=partitions, replication_factor=1, config=dict(config or {}))],
         operation_timeout=timeout,
     )
     futures[topic].result(timeout=timeout)
+    await_served(admin, [topic], timeout=timeout)
 
 
 def produce_acked(
