@@ -54,9 +54,10 @@ from ip_count_rig import LATENESS_MS, WINDOW_MS, broker, preload, sink_services
 from onceflow_runs import VARIANTS, base_settings, in_turn, job_settings, run_variant, spark_jvm_pid, warm_up
 from spark_events import batch_breakdown, event_log_conf
 
-from onceflow.core.avro import ACCESS_EVENT_SERDE, IP_COUNT_SERDE
+from onceflow.core.avro import IP_COUNT_SERDE
 from onceflow.core.topics import SINK_TOPIC
-from onceflow.ipcount.traffic.model import TrafficModel, event
+from onceflow.ipcount.generator import EncodedTraffic
+from onceflow.ipcount.traffic.model import TrafficModel
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner import build_session, start_query
 from onceflow.testing.broker.clients import create_topic
@@ -68,8 +69,11 @@ def percentile(samples: list[float], q: float) -> float:
 
 
 def produce_wall_clock(bootstrap: str, topic: str, rate: int, seconds: float) -> None:
-    """Child process: ``rate`` events/s with event time = now, committed every 100 ms."""
-    model = TrafficModel(seed=1)
+    """Child process: ``rate`` events/s with event time = now, committed every 100 ms.
+
+    Encoded as the ``access-log-generator`` connector encodes its events (joined from pre-encoded
+    fields), so the load costs the cores the job runs on as little as the product's own generator."""
+    traffic = EncodedTraffic(TrafficModel(seed=1))
     producer = Producer(
         {"bootstrap.servers": bootstrap, "transactional.id": f"bench-live-{uuid.uuid4().hex[:8]}", "linger.ms": 5}
     )
@@ -79,12 +83,9 @@ def produce_wall_clock(bootstrap: str, topic: str, rate: int, seconds: float) ->
     while time.monotonic() - started < seconds:
         producer.begin_transaction()
         due = int((time.monotonic() - started + 0.1) * rate)
-        now_ms = int(time.time() * 1000)
-        while sent < due:
-            record = event(model, sent)
-            record["event_time"] = now_ms
-            producer.produce(topic, value=ACCESS_EVENT_SERDE.encode(record), partition=sent % 2)
-            sent += 1
+        for i, _, value in traffic.encoded(sent, due, event_time=int(time.time() * 1000)):
+            producer.produce(topic, value=value, partition=i % 2)
+        sent = max(sent, due)
         producer.commit_transaction(60)
         time.sleep(max(0.0, started + sent / rate - time.monotonic()))
 

@@ -11,7 +11,7 @@ import pytest
 
 from onceflow.cli.app import main as onceflow
 from onceflow.core.avro import ACCESS_EVENT_SERDE
-from onceflow.ipcount.generator import AccessLogGeneratorTask
+from onceflow.ipcount.generator import AccessLogGeneratorTask, EncodedTraffic
 from onceflow.ipcount.traffic import TrafficModel, event, expected_counts
 from onceflow.runtime.api.source import SourceTaskContext
 
@@ -94,3 +94,16 @@ def test_truth_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert len({d["ip"] for d in docs}) <= 3 and sum(d["count"] for d in docs) == 100
     assert onceflow(["ipcount", "truth", "--seed", "5", "--count", "1", "-c", "ips=zero"]) == 2
     assert "'ips'" in capsys.readouterr().err
+
+
+def test_encoded_traffic_is_the_model_s_events_and_a_live_load_stamps_the_wall_clock() -> None:
+    model = TrafficModel(seed=3)
+    traffic = EncodedTraffic(model)
+    # across a block boundary (4096 events a block), every third event
+    encoded = list(traffic.encoded(7_000, 9_000, 3))
+    assert [i for i, _, _ in encoded] == list(range(7_000, 9_000, 3))
+    for i, key, value in encoded:
+        assert ACCESS_EVENT_SERDE.decode(value) == event(model, i)
+        assert key == event(model, i)["ip"].encode()
+    for i, _, value in traffic.encoded(0, 500, event_time=1_796_000_000_123):
+        assert ACCESS_EVENT_SERDE.decode(value) == {**event(model, i), "event_time": 1_796_000_000_123}

@@ -7,18 +7,20 @@ With ``tasks.max = n``, task ``k`` produces events ``k, k + n, k + 2n, ...`` (be
 it is set). Its source partition is ``{"generator": "access-log", "task": k, "tasks": n}`` and its
 position ``{"seq": i}``, the last event it produced; every record carries ``seq`` as a header.
 ``rate`` (events/s, over all tasks) paces the wall clock; event times do not depend on it.
+:class:`EncodedTraffic` joins each event from pre-encoded fields; the benches reuse it for a live load
+stamped with the wall clock.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 from onceflow.core import topics
 from onceflow.core.config_def import ConfigDef, ConfigType
 from onceflow.ipcount.traffic import define_traffic, model_from_config
-from onceflow.ipcount.traffic.model import BLOCK, METHODS, STATUSES, USER_AGENTS, block, pools
+from onceflow.ipcount.traffic.model import BLOCK, METHODS, STATUSES, USER_AGENTS, TrafficModel, block, pools
 from onceflow.logproducer.encoding import HEADER, AccessEventEncoder, TimestampEncoder
 from onceflow.runtime.api.source import END_OF_INPUT_KEY, EndOfInput, SourceConnector, SourceRecord, SourceTask
 
@@ -47,6 +49,55 @@ def generator_config_def() -> ConfigDef:
     )
 
 
+class EncodedTraffic:
+    """The events of a traffic model, encoded: each one joined from pre-encoded pools of its fields
+    (ips, paths, methods, statuses, agents), no per-event record built or schema walked."""
+
+    def __init__(self, model: TrafficModel) -> None:
+        self.model = model
+        encoder = AccessEventEncoder()
+        ips, paths = pools(model)
+        self._ip_keys = [ip.encode() for ip in ips]
+        self._ips = [encoder.string(ip) for ip in ips]
+        self._paths = [encoder.string(p) for p in paths]
+        self._methods = [encoder.string(m) for m in METHODS]
+        self._statuses = [encoder.small_int(s) for s in STATUSES]
+        self._agents = [encoder.string(a) for a in USER_AGENTS]
+        self._size = encoder.small_int
+        self._time = TimestampEncoder()
+
+    def encoded(
+        self, start: int, stop: int, step: int = 1, *, event_time: int | None = None
+    ) -> Iterator[tuple[int, bytes, bytes]]:
+        """``(number, key, value)`` of events ``start, start + step, ...`` below ``stop``: the key is the
+        ip, the value the AccessEvent in the single-object encoding. ``event_time`` (ms) replaces the
+        model's event time of every one (a live load stamped with the wall clock)."""
+        model, ips, ip_keys, paths, methods = self.model, self._ips, self._ip_keys, self._paths, self._methods
+        statuses, agents, size_of, time_of = self._statuses, self._agents, self._size, self._time
+        stamp = time_of(event_time) if event_time is not None else None
+        number = -1
+        b = block(model, 0)
+        for i in range(start, stop, step):
+            if i // BLOCK != number:
+                number = i // BLOCK
+                b = block(model, number)
+            j = i - number * BLOCK
+            ip = b.ip[j]
+            value = b"".join(
+                (
+                    HEADER,
+                    stamp if stamp is not None else time_of(b.event_time[j]),
+                    ips[ip],
+                    methods[b.method[j]],
+                    paths[b.path[j]],
+                    statuses[b.status[j]],
+                    size_of(b.size[j]),
+                    agents[b.agent[j]],
+                )
+            )
+            yield i, ip_keys[ip], value
+
+
 class AccessLogGeneratorTask(SourceTask):
     def start(self, config: Mapping[str, str]) -> None:
         parsed = (
@@ -70,17 +121,7 @@ class AccessLogGeneratorTask(SourceTask):
         self._stopped = False
         self._started = time.monotonic()
         self._emitted = 0
-        # Encoded pools: every event is joined from these.
-        encoder = AccessEventEncoder()
-        ips, paths = pools(self.model)
-        self._ip_keys = [ip.encode() for ip in ips]
-        self._ips = [encoder.string(ip) for ip in ips]
-        self._paths = [encoder.string(p) for p in paths]
-        self._methods = [encoder.string(m) for m in METHODS]
-        self._statuses = [encoder.small_int(s) for s in STATUSES]
-        self._agents = [encoder.string(a) for a in USER_AGENTS]
-        self._size = encoder.small_int
-        self._time = TimestampEncoder()
+        self._traffic = EncodedTraffic(self.model)
 
     def _budget(self) -> int:
         """How many events the rate allows now (the whole batch when unpaced)."""
@@ -108,35 +149,11 @@ class AccessLogGeneratorTask(SourceTask):
         return records
 
     def _records(self, start: int, stop: int) -> list[SourceRecord]:
-        model, step, topic, partition = self.model, self.step, self.topic, self.partition
-        ips, ip_keys, paths, methods = self._ips, self._ip_keys, self._paths, self._methods
-        statuses, agents, size_of, time_of = self._statuses, self._agents, self._size, self._time
-        records = []
-        number = -1
-        b = block(model, 0)
-        for i in range(start, stop, step):
-            if i // BLOCK != number:
-                number = i // BLOCK
-                b = block(model, number)
-            j = i - number * BLOCK
-            ip = b.ip[j]
-            event_time = b.event_time[j]
-            value = b"".join(
-                (
-                    HEADER,
-                    time_of(event_time),
-                    ips[ip],
-                    methods[b.method[j]],
-                    paths[b.path[j]],
-                    statuses[b.status[j]],
-                    size_of(b.size[j]),
-                    agents[b.agent[j]],
-                )
-            )
-            records.append(
-                SourceRecord(partition, {"seq": i}, topic, value, ip_keys[ip], headers=[(SEQ_HEADER, b"%d" % i)])
-            )
-        return records
+        topic, partition = self.topic, self.partition
+        return [
+            SourceRecord(partition, {"seq": i}, topic, value, key, headers=[(SEQ_HEADER, b"%d" % i)])
+            for i, key, value in self._traffic.encoded(start, stop, self.step)
+        ]
 
     def end_of_input(self) -> EndOfInput | None:
         """With end.of.input=eof: the task's share of the ``count`` events is committed; the input ends
