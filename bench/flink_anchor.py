@@ -14,7 +14,9 @@ same other one):
 
 - ``onceflow EOS, 3 sinks`` / ``onceflow EOS, Kafka only`` / ``onceflow ALO`` (``bench/onceflow_runs.py``):
   Spark ``local[2]`` in this process (warm: the session is built once, and one untimed run per
-  broker warms its JIT and Python workers, as Flink's JVM start is not timed either),
+  broker warms its JIT and Python workers, as Flink's JVM start is not timed either; again before a
+  onceflow run when the session idled long enough for Spark to kill its Python workers, as a Flink
+  run with the Python decoder lets it),
   ``maxOffsetsPerTrigger = --batch``, a 100 ms trigger;
 - ``Flink EOS, JVM decoder`` / ``Flink EOS, Python decoder`` (``bench/flink/ip_count_job.py``, in
   Flink's own virtualenv): a read_committed Kafka source bounded at the input's end offsets (Flink's
@@ -61,7 +63,15 @@ from ip_count_rig import (
     preload,
     sink_services,
 )
-from onceflow_runs import base_settings, in_turn, job_settings, run_variant, spark_jvm_pid, warm_up
+from onceflow_runs import (
+    PYTHON_WORKERS_REAPED_AFTER_S,
+    base_settings,
+    in_turn,
+    job_settings,
+    run_variant,
+    spark_jvm_pid,
+    warm_up,
+)
 
 from onceflow.core.avro import ACCESS_EVENT_SERDE
 from onceflow.core.avro.single_object import MAGIC
@@ -238,6 +248,7 @@ def main() -> int:
                         batch=args.batch,
                         timeout_s=args.timeout,
                     )
+                spark_used = time.monotonic()
                 for repeat in range(args.repeats):
                     for system in in_turn(systems, repeat):
                         meter = CpuMeter()
@@ -254,6 +265,9 @@ def main() -> int:
                                 work=here,
                             )
                         else:
+                            if time.monotonic() - spark_used > PYTHON_WORKERS_REAPED_AFTER_S:
+                                warm_up(spark, base, f"{name}-rewarm", work=here, data=data, services=services,
+                                        meter=CpuMeter(), batch=args.batch, timeout_s=args.timeout)  # fmt: skip
                             meter.add("spark", spark_jvm_pid(spark))
                             for component, pid in services.pids.items():
                                 meter.add(component, pid)
@@ -269,6 +283,8 @@ def main() -> int:
                                 batch=args.batch,
                                 timeout_s=args.timeout,
                             )
+                        if not system.startswith("flink"):
+                            spark_used = time.monotonic()
                         results[broker_kind][system].append(outcome)
                         print(f"{name}: load {load_average()} {outcome}", flush=True)
     finally:

@@ -94,9 +94,17 @@ def in_turn(systems: list[str], repeat: int) -> list[str]:
     return systems[shift:] + systems[:shift]
 
 
+#: Spark kills a Python worker that has been idle for a minute (``PythonWorkerFactory``'s
+#: ``IDLE_WORKER_TIMEOUT_NS``, not configurable), checking every 10 s: a session idle longer than this
+#: (while another system's run takes over a minute) starts its workers again in its next run's first
+#: batch, 5 to 7 s on this machine. A bench warms it again first (:func:`warm_up`).
+PYTHON_WORKERS_REAPED_AFTER_S = 50.0
+
+
 def warm_up(spark: Any, base: dict[str, Any], name: str, **kwargs: Any) -> None:
     """One untimed exactly-once run before the timed ones: the Spark JVM's JIT and its Python workers
-    warm, as in a streaming job that has been running for a while. Its outcome is printed, not counted."""
+    warm, as in a streaming job that has been running for a while (again after the session idled
+    :data:`PYTHON_WORKERS_REAPED_AFTER_S`). Its outcome is printed, not counted."""
     started = time.monotonic()
     outcome = run_variant(spark, base, "exactly-once", name, **kwargs)
     print(f"{name}: warm-up, not counted: {time.monotonic() - started:.1f}s, first batch {outcome['first_batch_s']}s")
