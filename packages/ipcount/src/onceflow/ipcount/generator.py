@@ -75,8 +75,8 @@ class EncodedTraffic:
         model, ips, ip_keys, paths, methods = self.model, self._ips, self._ip_keys, self._paths, self._methods
         statuses, agents, size_of, time_of = self._statuses, self._agents, self._size, self._time
         stamp = time_of(event_time) if event_time is not None else None
-        number = -1
-        b = block(model, 0)
+        number = start // BLOCK
+        b = block(model, number)
         for i in range(start, stop, step):
             if i // BLOCK != number:
                 number = i // BLOCK
