@@ -27,15 +27,11 @@ from onceflow.spark.job.settings import SparkJobSettings
 #: A classpath (``:``-separated jars) holding ``hadoop-aws`` and the AWS SDK's S3 modules.
 HADOOP_AWS_CLASSPATH_ENV: Final = "ONCEFLOW_HADOOP_AWS_CLASSPATH"
 
-#: Spark settings of an ``s3a://`` checkpoint that do not depend on the store. The FileSystem-based
-#: checkpoint manager writes each log entry with one create and one rename and no directory probes,
-#: which S3 API stores that keep no directory markers (S3Proxy's filesystem backend) need too.
+#: Spark settings of an ``s3a://`` checkpoint that do not depend on the store (its checkpoint manager
+#: is :mod:`~onceflow.spark.runner.checkpoint_manager`'s choice).
 S3A_DEFAULTS: Final[Mapping[str, str]] = {
     "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
     "spark.hadoop.fs.AbstractFileSystem.s3.impl": "org.apache.hadoop.fs.s3a.S3A",
-    "spark.sql.streaming.checkpointFileManagerClass": (
-        "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
-    ),
 }
 
 

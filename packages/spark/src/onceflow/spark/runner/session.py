@@ -10,6 +10,7 @@ from pyspark import SparkConf
 from pyspark.sql import SparkSession
 
 from onceflow.spark.job.settings import SparkJobSettings
+from onceflow.spark.runner.checkpoint_manager import checkpoint_manager_conf
 from onceflow.spark.runner.class_archive import with_class_archive
 from onceflow.spark.runner.object_store import object_store_conf
 from onceflow.spark.runner.topology import is_single_host
@@ -70,7 +71,11 @@ def build_session(settings: SparkJobSettings, master: str | None = None) -> Spar
     builder = SparkSession.builder.appName(settings.spark.app_name or f"onceflow-{settings.job}")
     if master is not None:
         builder = builder.master(master)
-    defaults = {**DEFAULTS, **(LOOPBACK_DEFAULTS if single_host else {})}
+    defaults = {
+        **DEFAULTS,
+        **(LOOPBACK_DEFAULTS if single_host else {}),
+        **checkpoint_manager_conf(settings.checkpoint_location),
+    }
     conf = {
         **{key: value for key, value in defaults.items() if submitted is None or not submitted.contains(key)},
         "spark.sql.shuffle.partitions": str(settings.spark.shuffle_partitions),
