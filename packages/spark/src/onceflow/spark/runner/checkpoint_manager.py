@@ -18,10 +18,11 @@ atomically on HDFS; the FileSystem-based manager checks for the destination and 
   ``docs/benchmarks.md``.
 - Anything else (``hdfs://``, ``abfs://``, ...): Spark's default.
 
-So on a local or object-store checkpoint, as on every one Spark's default cannot guard, two drivers
-of one job are kept apart by the coordinator, not by the checkpoint: the last driver to register holds
-the job's writer epoch, the other's next call is fenced and it stops; a batch both planned commits
-once, as the transaction ``<job>:<batch>``.
+So on a local or object-store checkpoint, with either manager, two drivers of one job are kept apart
+by the coordinator, not by the checkpoint: the last driver to register holds the job's writer epoch,
+the other's next call is fenced and it stops; a batch both planned commits once, as the transaction
+``<job>:<batch>``. docs/architecture.md ("The checkpoint manager") names the one overlap that only a
+file system with an atomic no-overwrite rename could stop.
 """
 
 from __future__ import annotations
