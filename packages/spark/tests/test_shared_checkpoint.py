@@ -27,7 +27,7 @@ def test_a_second_driver_on_the_same_checkpoint_fences_the_first_and_the_sinks_s
     """Steps:
     1. Driver A runs the job, commits batches with rows and goes idle at the end of the input.
     2. Driver B starts with the same config, so on the same checkpoint directory: it registers (a
-       higher writer epoch) and resumes from A's checkpoint.
+       higher writer epoch), then starts its query from A's checkpoint.
     3. More input: both drivers plan the next batches on the one checkpoint. A's next call to the
        coordinator is fenced and A exits on its own as fenced, without restarting. (If A's query failed
        first for another reason, say a log entry B wrote, A's restart registers again and B is the
@@ -48,7 +48,7 @@ def test_a_second_driver_on_the_same_checkpoint_fences_the_first_and_the_sinks_s
         drivers[0].wait_for_log("sink.batch_committed", timeout=240)
         # Step 2
         drivers[1].start()
-        drivers[1].wait_for_log("query.progress", timeout=240)
+        drivers[1].wait_for_log("driver.registered", timeout=240)  # before its query reads the checkpoint
         # Step 3
         produce_events(broker.bootstrap_servers, encoded_events(model, EVENTS_PER_ROUND, 2 * EVENTS_PER_ROUND))
         fenced, survivor = _first_to_exit(drivers, timeout=240)
