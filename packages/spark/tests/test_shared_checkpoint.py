@@ -25,7 +25,7 @@ def test_a_second_driver_on_the_same_checkpoint_fences_the_first_and_the_sinks_s
     broker: EmbeddedBroker, system: SinkSystem, tmp_path: Path
 ) -> None:
     """Steps:
-    1. Driver A runs the job, commits batches with rows and goes idle at the end of the input.
+    1. Driver A runs the job and commits a batch with rows.
     2. Driver B starts with the same config, so on the same checkpoint directory: it registers (a
        higher writer epoch), then starts its query from A's checkpoint.
     3. More input: both drivers plan the next batches on the one checkpoint. A's next call to the
@@ -38,8 +38,8 @@ def test_a_second_driver_on_the_same_checkpoint_fences_the_first_and_the_sinks_s
     """
     model = recent_model(26)
     expected = truth(model, 2 * EVENTS_PER_ROUND)
-    config = system.job_config(tmp_path, JOB, {})
     checkpoint = tmp_path / JOB / "checkpoint"
+    config = system.job_config(tmp_path, JOB, {"checkpoint_location": str(checkpoint)})
     drivers = [DriverProcess(config, tmp_path / "a.log"), DriverProcess(config, tmp_path / "b.log")]
     # Step 1
     produce_events(broker.bootstrap_servers, encoded_events(model, 0, EVENTS_PER_ROUND))
