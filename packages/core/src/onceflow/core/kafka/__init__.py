@@ -2,7 +2,7 @@
 
 - :func:`read_to_end` / :func:`read_committed`: read a topic up to the end offsets captured at the start
   (Kafka Connect's ``KafkaBasedLog.readToEnd``), through a leader that moves; :func:`end_offsets`;
-- :func:`reader_config`, :func:`idempotent_producer_config`, :func:`transactional_producer_config`: the
+- :data:`FETCH_DEFAULTS` (a stream consumer's fetch settings), :func:`reader_config`, :func:`idempotent_producer_config`, :func:`transactional_producer_config`: the
   client configurations of onceflow's roles, on a base configuration (``KafkaSettings.client_config``);
 - :func:`produce`: produce with back-pressure (a full local queue waits, it does not fail), and
   :func:`produce_all` for a batch of records in one call;
@@ -18,6 +18,7 @@
 """
 
 from onceflow.core.kafka.config import (
+    FETCH_DEFAULTS,
     IsolationLevel,
     idempotent_producer_config,
     reader_config,
@@ -51,6 +52,7 @@ __all__ = [
     "DEFAULT_REPLICATION",
     "DEFAULT_RETRY",
     "FENCED_CODES",
+    "FETCH_DEFAULTS",
     "READ_GROUP_PREFIX",
     "TRANSIENT_CODES",
     "IsolationLevel",

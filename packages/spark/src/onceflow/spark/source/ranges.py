@@ -90,7 +90,9 @@ def read_range(options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordB
         return
     ensure_worker_logging()
     tp = TopicPartition(task.topic, task.partition)
-    overrides = {"auto.offset.reset": "error", "enable.partition.eof": False, "fetch.wait.max.ms": 100}
+    # Partition EOF on (reader_config's default): a range that ends at the partition's end is done when
+    # the EOF event comes, not when the last consume call times out waiting for records that will not.
+    overrides = {"auto.offset.reset": "error", "fetch.wait.max.ms": 100}
     consumer = Consumer(
         reader_config(
             options.client_config(),
