@@ -16,8 +16,8 @@ from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.core.end_of_input import EndOfInputMarker
 from onceflow.runtime.worker.end_of_input import write_end_of_input
 from onceflow.spark.exceptions import OffsetsOutOfRange
-from onceflow.spark.source import ranges as ranges_module
 from onceflow.spark.source import KafkaStreamReader, OffsetRange, parse_source_options, read_range
+from onceflow.spark.source import ranges as ranges_module
 from onceflow.testing.broker.clients import create_topic, produce_acked
 
 TOPIC = "events"

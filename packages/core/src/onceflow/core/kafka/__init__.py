@@ -2,8 +2,9 @@
 
 - :func:`read_to_end` / :func:`read_committed`: read a topic up to the end offsets captured at the start
   (Kafka Connect's ``KafkaBasedLog.readToEnd``), through a leader that moves; :func:`end_offsets`;
-- :data:`FETCH_DEFAULTS` (a stream consumer's fetch settings), :func:`reader_config`, :func:`idempotent_producer_config`, :func:`transactional_producer_config`: the
-  client configurations of onceflow's roles, on a base configuration (``KafkaSettings.client_config``);
+- :data:`FETCH_DEFAULTS` (a stream consumer's fetch settings), :func:`reader_config`,
+  :func:`idempotent_producer_config`, :func:`transactional_producer_config`: the client
+  configurations of onceflow's roles, on a base configuration (``KafkaSettings.client_config``);
 - :func:`produce`: produce with back-pressure (a full local queue waits, it does not fail), and
   :func:`produce_all` for a batch of records in one call;
 - :func:`is_fenced` / :func:`raise_if_fenced`: fencing errors as one exception, ``ProducerFenced``;
