@@ -26,7 +26,8 @@ IsolationLevel = Literal["read_committed", "read_uncommitted"]
 #: drains the queue faster than that (a Spark task reading a backlog at 1M records/s) then gets
 #: nothing for up to a second per 100,000 records: a 250,000-record range took 1.3 s instead of 0.2 s
 #: (docs/benchmarks.md, "The source's reads wait on librdkafka's fetch backoff"). Apache Kafka's Java
-#: consumer has no such pause. The queue's memory stays bounded by ``queued.max.messages.kbytes``.
+#: consumer has no such pause. The thresholds still bound the queue (its memory): only the check
+#: whether it has room again comes sooner.
 FETCH_DEFAULTS: Mapping[str, Any] = {"fetch.queue.backoff.ms": 10}
 
 
