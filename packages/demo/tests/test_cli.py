@@ -41,13 +41,14 @@ def test_a_resumed_run_keeps_its_input(tmp_path: Path, flag: tuple[str, str]) ->
 def test_every_flag_reaches_its_option(tmp_path: Path) -> None:
     (tmp_path / "access.log").write_text("")
     options = _options(
-        "--run-dir", str(tmp_path / "run"), "--trigger-ms", "100", "--chaos", "--chaos-interval", "3",
+        "--run-dir", str(tmp_path / "run"), "--trigger-ms", "100", "--chaos", "--chaos-interval", "3", "--input-after-job",
         "--chaos-seed", "4", "--postgres-dsn", "host=db", "--lakehouse", "--timeout", "60", "--plain",
         "--service-log-level", "DEBUG", "--input", str(tmp_path / "access.log"), "--follow", "--idle-timeout", "7",
         "--bootstrap-servers", "k:9092", "-X", "security.protocol=SSL", "--service-property", "spark:a=b",
     )  # fmt: skip
     assert options.run_dir == tmp_path / "run" and options.trigger_ms == 100
     assert (options.chaos, options.chaos_interval_s, options.chaos_seed) == (True, 3.0, 4)
+    assert options.input_after_job and not _options().input_after_job
     assert (options.postgres_dsn, options.lakehouse, options.timeout_s, options.plain) == ("host=db", True, 60.0, True)
     assert options.service_log_level == "DEBUG" and options.input_path == tmp_path / "access.log"
     assert (options.follow, options.idle_timeout_s, options.bootstrap_servers) == (True, 7.0, "k:9092")

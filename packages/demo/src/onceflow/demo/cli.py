@@ -95,6 +95,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="kill -9 a random service every --chaos-interval (the input starts once every service serves)",
     )
     parser.add_argument("--chaos-interval", type=_positive_float, default=8.0, metavar="SECONDS")
+    parser.add_argument(
+        "--input-after-job",
+        action="store_true",
+        help="start the input once the Spark job serves, not while it warms up (always so with --chaos)",
+    )
     parser.add_argument("--chaos-seed", type=int, default=None, help="seed of the chaos victims' draw")
     parser.add_argument("--postgres", action="store_true", help="start a local PostgreSQL server for its sink")
     parser.add_argument("--postgres-dsn", default="", help="use this PostgreSQL database for its sink")
@@ -138,7 +143,7 @@ def _service_properties(items: list[str]) -> dict[str, dict[str, str]]:
 
 #: The flags whose value is the DemoOptions field of the same name, as it is.
 _SAME_NAMES = (
-    "run_dir", "resume", "rate", "trigger_ms", "chaos", "chaos_seed", "postgres", "postgres_dsn",
+    "run_dir", "resume", "rate", "trigger_ms", "chaos", "input_after_job", "chaos_seed", "postgres", "postgres_dsn",
     "lakehouse", "plain", "service_log_level", "bootstrap_servers", "follow",
 )  # fmt: skip
 

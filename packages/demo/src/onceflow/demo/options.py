@@ -26,6 +26,9 @@ class DemoOptions:
     trigger_ms: int = defaults.CHECKPOINT_INTERVAL_MS
     source_partitions: int = 2
     chaos: bool = False
+    #: Start the input (the connect worker) once the Spark job serves, not while it warms up; always
+    #: so with ``chaos``. Measures a running pipeline's throughput, without the job's start-up.
+    input_after_job: bool = False
     chaos_interval_s: float = 8.0
     chaos_seed: int | None = None
     #: Start a local PostgreSQL server for the PostgreSQL sink, or use this DSN ("" = no PostgreSQL sink).

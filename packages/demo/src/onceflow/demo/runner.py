@@ -120,7 +120,7 @@ class DemoRun:
             source = f"the tailer of {self.state.input_path}" if self.state.input_path else "the generator"
             self.say(f"starting broker, coordinator, participant, consumer, Spark job and {source} ...")
             started = time.monotonic()
-            self.pipeline.start(input_after_job=self.options.chaos)
+            self.pipeline.start(input_after_job=self.options.chaos or self.options.input_after_job)
             self.say(f"pipeline up in {time.monotonic() - started:.0f}s; logs in {self.run_dir.root / 'logs'}")
             # Step 4
             if self.options.chaos:
