@@ -203,8 +203,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=1000.0, help="generator events/s (0 = unpaced)")
     parser.add_argument("--chaos", action="store_true")
     parser.add_argument("--chaos-interval", type=float, default=8.0)
-    parser.add_argument("--input-after-job", action="store_true",
-                        help="start the generator once the Spark job serves (a running pipeline, without its start-up)")
+    parser.add_argument(
+        "--input-after-job",
+        action="store_true",
+        help="start the generator once the Spark job serves (a running pipeline, without its start-up)",
+    )
     parser.add_argument("--trigger-ms", type=int, default=defaults.CHECKPOINT_INTERVAL_MS)
     parser.add_argument("--run-dir", type=Path, default=None, help="default: a fresh temporary directory")
     parser.add_argument("--timeout", type=float, default=900.0)

@@ -41,8 +41,9 @@ def test_a_resumed_run_keeps_its_input(tmp_path: Path, flag: tuple[str, str]) ->
 def test_every_flag_reaches_its_option(tmp_path: Path) -> None:
     (tmp_path / "access.log").write_text("")
     options = _options(
-        "--run-dir", str(tmp_path / "run"), "--trigger-ms", "100", "--chaos", "--chaos-interval", "3", "--input-after-job",
-        "--chaos-seed", "4", "--postgres-dsn", "host=db", "--lakehouse", "--timeout", "60", "--plain",
+        "--run-dir", str(tmp_path / "run"), "--trigger-ms", "100", "--chaos", "--chaos-interval", "3",
+        "--input-after-job", "--chaos-seed", "4", "--postgres-dsn", "host=db", "--lakehouse", "--timeout", "60",
+        "--plain",
         "--service-log-level", "DEBUG", "--input", str(tmp_path / "access.log"), "--follow", "--idle-timeout", "7",
         "--bootstrap-servers", "k:9092", "-X", "security.protocol=SSL", "--service-property", "spark:a=b",
     )  # fmt: skip
