@@ -22,6 +22,11 @@ _log = get_logger(__name__)
 
 #: Records handed to Spark per Arrow batch (one ``consume`` call).
 CONSUME_BATCH = 10_000
+#: How long one ``consume`` call waits for its count: long in the body of a range, short in its last
+#: :data:`CONSUME_BATCH` offsets, where the count may include control records that never come as
+#: messages (the call would wait out its whole timeout).
+CONSUME_WAIT_S = 0.2
+CONSUME_WAIT_AT_END_S = 0.01
 _OUT_OF_RANGE = {KafkaError.OFFSET_OUT_OF_RANGE, KafkaError._AUTO_OFFSET_RESET}
 
 
@@ -92,7 +97,9 @@ def read_range(options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordB
     tp = TopicPartition(task.topic, task.partition)
     # Partition EOF on (reader_config's default): a range that ends at the partition's end is done when
     # the EOF event comes, not when the last consume call times out waiting for records that will not.
-    overrides = {"auto.offset.reset": "error", "fetch.wait.max.ms": 100}
+    # Every record of the range is there already (end <= the LSO when planned), so the broker has
+    # nothing to wait for but the EOF: a short long-poll (10 ms, not 100) ends such a range sooner.
+    overrides = {"auto.offset.reset": "error", "fetch.wait.max.ms": 10}
     consumer = Consumer(
         reader_config(
             options.client_config(),
@@ -119,9 +126,12 @@ def read_range(options: SourceOptions, task: OffsetRange) -> Iterator[pa.RecordB
         position = start
         last_progress = time.monotonic()
         while position < task.end:
-            # Ask for no more than the range still holds, so the call returns as soon as it is read
-            # (a range with control records or aborted data returns on the short timeout instead).
-            messages = consumer.consume(min(CONSUME_BATCH, task.end - position), timeout=0.2)
+            # Ask for no more than the range still holds, so the call returns as soon as it is read;
+            # control records and aborted data count as offsets but never come as messages, so near
+            # the range's end the call returns on a short timeout instead (CONSUME_WAIT_AT_END_S).
+            remaining = task.end - position
+            wait = CONSUME_WAIT_S if remaining > CONSUME_BATCH else CONSUME_WAIT_AT_END_S
+            messages = consumer.consume(min(CONSUME_BATCH, remaining), timeout=wait)
             records: list[Message] = []
             ends: list[bool] = []
             for message in messages:
