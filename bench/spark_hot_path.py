@@ -5,7 +5,11 @@
 Assumptions: an embedded broker child process holds ``--events`` preloaded AccessEvents (2 partitions,
 as ``bench/spark_job.py`` writes them). Everything else runs in this process, one thread, and is
 measured in **CPU time of this process** (``time.process_time``) per event, which the machine's load
-barely changes (wall time would); medians over ``--runs``. The steps are the job's own code, called
+barely changes (wall time would); medians over ``--runs``. The wall time per event is printed next to
+it: where it is far above the CPU time, the step waits (on the broker, or in the client).
+``--source-option kafka.KEY=VALUE`` passes a client setting to the source, as a job's
+``[kafka.properties]`` would (``kafka.fetch.queue.backoff.ms=1000``: librdkafka's default, before
+``FETCH_DEFAULTS``). The steps are the job's own code, called
 as Spark's Python workers call it:
 
 1. ``source: fetch + Arrow``: :func:`onceflow.spark.source.ranges.read_range` over each partition's
@@ -42,13 +46,15 @@ from onceflow.spark.source.ranges import OffsetRange, read_range
 FIELDS = ["event_time_ms", "ip"]
 
 
-def cpu_per_event(step: Callable[[], object], events: int, runs: int) -> float:
-    samples = []
+def cpu_per_event(step: Callable[[], object], events: int, runs: int) -> tuple[float, float]:
+    """Median (CPU, wall) µs per event of ``step`` over ``runs``."""
+    cpu, wall = [], []
     for _ in range(runs):
-        started = time.process_time()
+        started, clock = time.process_time(), time.monotonic()
         step()
-        samples.append((time.process_time() - started) / events * 1e6)
-    return statistics.median(samples)
+        cpu.append((time.process_time() - started) / events * 1e6)
+        wall.append((time.monotonic() - clock) / events * 1e6)
+    return statistics.median(cpu), statistics.median(wall)
 
 
 def ipc_round_trip(batches: list[pa.RecordBatch]) -> None:
@@ -73,11 +79,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--source-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an option of the onceflow-kafka source, e.g. kafka.fetch.queue.backoff.ms=1000",
+    )
     args = parser.parse_args()
+    extra = dict(option.split("=", 1) for option in args.source_option)
     work = Path(tempfile.mkdtemp(prefix="onceflow-bench-hot-"))
     with broker("embedded", work) as (bootstrap, _):
         data = preload(bootstrap, "hot_source", args.events, 100_000)
-        options = parse_source_options({"kafka.bootstrap.servers": bootstrap, "subscribe": data.topic})
+        options = parse_source_options({"kafka.bootstrap.servers": bootstrap, "subscribe": data.topic, **extra})
         tasks = [OffsetRange(data.topic, p, 0, end, data.end_offsets) for p, end in data.end_offsets.items()]
         batches: list[pa.RecordBatch] = []
 
@@ -86,7 +100,7 @@ def main() -> int:
             for task in tasks:
                 batches.extend(read_range(options, task))
 
-        steps: dict[str, float] = {"source: fetch + Arrow": cpu_per_event(fetch, args.events, args.runs)}
+        steps: dict[str, tuple[float, float]] = {"source: fetch + Arrow": cpu_per_event(fetch, args.events, args.runs)}
         assert sum(b.num_rows for b in batches) == args.events
         raw = [b.select(["key", "value", "topic", "partition", "offset", END_OF_INPUT_COLUMN]) for b in batches]
         steps["hand-off: Arrow IPC write + read of the raw records"] = cpu_per_event(
@@ -100,9 +114,10 @@ def main() -> int:
         steps["hand-off: Arrow IPC write + read of the decoded columns"] = cpu_per_event(
             lambda: ipc_round_trip(decoded), args.events, args.runs
         )
-    print(f"\nPython-side CPU per event, {args.events} events, median of {args.runs} runs (µs/event)")
-    for step, micros in steps.items():
-        print(f"{step:<58}{micros:>8.2f}")
+    print(f"\nPython side per event, {args.events} events, median of {args.runs} runs (µs/event)")
+    print(f"{'step':<58}{'CPU':>8}{'wall':>8}")
+    for step, (cpu, wall) in steps.items():
+        print(f"{step:<58}{cpu:>8.2f}{wall:>8.2f}")
     return 0
 
 
