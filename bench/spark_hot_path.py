@@ -9,8 +9,7 @@ barely changes (wall time would); medians over ``--runs``. The wall time per eve
 it: where it is far above the CPU time, the step waits (on the broker, or in the client).
 ``--source-option kafka.KEY=VALUE`` passes a client setting to the source, as a job's
 ``[kafka.properties]`` would (``kafka.fetch.queue.backoff.ms=1000``: librdkafka's default, before
-``FETCH_DEFAULTS``). The steps are the job's own code, called
-as Spark's Python workers call it:
+``FETCH_DEFAULTS``). The steps are the job's own code, called as Spark's Python workers call it:
 
 1. ``source: fetch + Arrow``: :func:`onceflow.spark.source.ranges.read_range` over each partition's
    whole range (confluent-kafka ``consume``, the checks, the Arrow record batches the source hands Spark);

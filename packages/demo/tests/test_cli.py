@@ -43,9 +43,9 @@ def test_every_flag_reaches_its_option(tmp_path: Path) -> None:
     options = _options(
         "--run-dir", str(tmp_path / "run"), "--trigger-ms", "100", "--chaos", "--chaos-interval", "3",
         "--input-after-job", "--chaos-seed", "4", "--postgres-dsn", "host=db", "--lakehouse", "--timeout", "60",
-        "--plain",
-        "--service-log-level", "DEBUG", "--input", str(tmp_path / "access.log"), "--follow", "--idle-timeout", "7",
-        "--bootstrap-servers", "k:9092", "-X", "security.protocol=SSL", "--service-property", "spark:a=b",
+        "--plain", "--service-log-level", "DEBUG", "--input", str(tmp_path / "access.log"), "--follow",
+        "--idle-timeout", "7", "--bootstrap-servers", "k:9092", "-X", "security.protocol=SSL",
+        "--service-property", "spark:a=b",
     )  # fmt: skip
     assert options.run_dir == tmp_path / "run" and options.trigger_ms == 100
     assert (options.chaos, options.chaos_interval_s, options.chaos_seed) == (True, 3.0, 4)
