@@ -45,7 +45,7 @@ from onceflow.spark.source.ranges import OffsetRange, read_range
 FIELDS = ["event_time_ms", "ip"]
 
 
-def cpu_per_event(step: Callable[[], object], events: int, runs: int) -> tuple[float, float]:
+def per_event(step: Callable[[], object], events: int, runs: int) -> tuple[float, float]:
     """Median (CPU, wall) µs per event of ``step`` over ``runs``."""
     cpu, wall = [], []
     for _ in range(runs):
@@ -99,18 +99,18 @@ def main() -> int:
             for task in tasks:
                 batches.extend(read_range(options, task))
 
-        steps: dict[str, tuple[float, float]] = {"source: fetch + Arrow": cpu_per_event(fetch, args.events, args.runs)}
+        steps: dict[str, tuple[float, float]] = {"source: fetch + Arrow": per_event(fetch, args.events, args.runs)}
         assert sum(b.num_rows for b in batches) == args.events
         raw = [b.select(["key", "value", "topic", "partition", "offset", END_OF_INPUT_COLUMN]) for b in batches]
-        steps["hand-off: Arrow IPC write + read of the raw records"] = cpu_per_event(
+        steps["hand-off: Arrow IPC write + read of the raw records"] = per_event(
             lambda: ipc_round_trip(raw), args.events, args.runs
         )
-        steps["decode, per record (before)"] = cpu_per_event(lambda: per_record_decode(raw), args.events, args.runs)
-        steps["decode, column by column (now)"] = cpu_per_event(
+        steps["decode, per record (before)"] = per_event(lambda: per_record_decode(raw), args.events, args.runs)
+        steps["decode, column by column (now)"] = per_event(
             lambda: [decode_batch(b, FIELDS) for b in raw], args.events, args.runs
         )
         decoded = [decode_batch(b, FIELDS)[0] for b in raw]
-        steps["hand-off: Arrow IPC write + read of the decoded columns"] = cpu_per_event(
+        steps["hand-off: Arrow IPC write + read of the decoded columns"] = per_event(
             lambda: ipc_round_trip(decoded), args.events, args.runs
         )
     print(f"\nPython side per event, {args.events} events, median of {args.runs} runs (µs/event)")

@@ -19,7 +19,7 @@ from onceflow.consumer.loop.router import TableRouter
 from onceflow.consumer.settings import ConsumerLoopSettings
 from onceflow.consumer.store import ResultBatch, ResultsStore
 from onceflow.consumer.tables import StoredTables
-from onceflow.core.kafka import FETCH_DEFAULTS
+from onceflow.core.kafka import with_fetch_defaults
 from onceflow.core.logging import get_logger
 from onceflow.core.settings import KafkaSettings
 
@@ -121,7 +121,7 @@ class ResultsConsumer:
         }
         if self.settings.group_instance_id:
             overrides["group.instance.id"] = self.settings.group_instance_id
-        return {**FETCH_DEFAULTS, **self.kafka.client_config(**overrides)}
+        return with_fetch_defaults(self.kafka.client_config(**overrides))
 
     def run(self) -> None:
         """Consume until :meth:`stop`: accumulate records, apply a batch when it is full or old enough."""

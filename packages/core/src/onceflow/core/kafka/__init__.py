@@ -2,8 +2,8 @@
 
 - :func:`read_to_end` / :func:`read_committed`: read a topic up to the end offsets captured at the start
   (Kafka Connect's ``KafkaBasedLog.readToEnd``), through a leader that moves; :func:`end_offsets`;
-- :data:`FETCH_DEFAULTS` (a stream consumer's fetch settings), :func:`reader_config`,
-  :func:`idempotent_producer_config`, :func:`transactional_producer_config`: the client
+- :data:`FETCH_DEFAULTS` and :func:`with_fetch_defaults` (a stream consumer's fetch settings),
+  :func:`reader_config`, :func:`idempotent_producer_config`, :func:`transactional_producer_config`: the client
   configurations of onceflow's roles, on a base configuration (``KafkaSettings.client_config``);
 - :func:`produce`: produce with back-pressure (a full local queue waits, it does not fail), and
   :func:`produce_all` for a batch of records in one call;
@@ -24,6 +24,7 @@ from onceflow.core.kafka.config import (
     idempotent_producer_config,
     reader_config,
     transactional_producer_config,
+    with_fetch_defaults,
 )
 from onceflow.core.kafka.producer import FENCED_CODES, is_fenced, produce, produce_all, raise_if_fenced
 from onceflow.core.kafka.read_to_end import (
@@ -83,4 +84,5 @@ __all__ = [
     "retry_transient",
     "transactional_producer_config",
     "watermark_offsets",
+    "with_fetch_defaults",
 ]

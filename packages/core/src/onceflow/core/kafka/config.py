@@ -4,7 +4,7 @@ The base is what :meth:`onceflow.core.settings.KafkaSettings.client_config` retu
 servers and the passthrough ``properties``: security and the like), or a copy of it that a component
 holds. Each role adds only its own settings, and ``overrides`` come last:
 
-- :data:`FETCH_DEFAULTS`: what every consumer that reads a stream starts from (the base wins);
+- :func:`with_fetch_defaults`: a stream consumer's base with :data:`FETCH_DEFAULTS` under it (the base wins);
 - :func:`reader_config`: a consumer that assigns partitions itself and commits nothing (a fresh
   ``group.id`` under ``group_prefix``, which the ACLs grant; partition EOF reported);
 - :func:`idempotent_producer_config`: ``enable.idempotence`` (no duplicates on a retry; acks=all);
@@ -31,13 +31,17 @@ IsolationLevel = Literal["read_committed", "read_uncommitted"]
 FETCH_DEFAULTS: Mapping[str, Any] = {"fetch.queue.backoff.ms": 10}
 
 
+def with_fetch_defaults(base: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` for a consumer that reads a stream: :data:`FETCH_DEFAULTS` where ``base`` says nothing."""
+    return {**FETCH_DEFAULTS, **base}
+
+
 def reader_config(
     base: Mapping[str, Any], *, group_prefix: str, isolation_level: IsolationLevel, **overrides: object
 ) -> dict[str, Any]:
     """A consumer of partitions it assigns itself, committing nothing, under a group id of its own."""
     return {
-        **FETCH_DEFAULTS,
-        **base,
+        **with_fetch_defaults(base),
         "group.id": f"{group_prefix}{uuid.uuid4().hex}",
         "enable.auto.commit": False,
         "enable.auto.offset.store": False,

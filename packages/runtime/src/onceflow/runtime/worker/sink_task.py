@@ -11,7 +11,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException
 
-from onceflow.core.kafka import FETCH_DEFAULTS
+from onceflow.core.kafka import with_fetch_defaults
 from onceflow.runtime.api.sink import SinkRecord, SinkTask
 from onceflow.runtime.config.connector_config import TOPICS
 from onceflow.runtime.worker.task import TaskSetup, WorkerTask
@@ -27,8 +27,7 @@ class WorkerSinkTask(WorkerTask):
         self.task_config = dict(setup.task_config)
         self.topics = setup.connector_config.get_list(TOPICS)
         self.consumer_config = {
-            **FETCH_DEFAULTS,
-            **consumer_config,
+            **with_fetch_defaults(consumer_config),
             "group.id": f"connect-{setup.task_id.connector}",
             "isolation.level": "read_committed",
             "enable.auto.commit": False,
