@@ -90,6 +90,23 @@ compose down -v --remove-orphans >/dev/null 2>&1 || true
 compose up -d --wait --wait-timeout 900 || fail "not every service got healthy"
 phase "compose up (every healthcheck passing)"
 
+# last_lines REPORT: a command's last lines on one line (not Java stack frames, warnings, Spark's
+# progress bars, which are carriage-return lines, or librdkafka's connection lines)
+last_lines() {
+  tr '\r' '\n' <"$1" | grep -v -E '^\s+at |WARN |^\s*\[Stage [0-9]+|^\s*$|^%[0-9]\|' | tail -n 6 | cut -c1-200 | tr '\n' '|'
+}
+# in_service NAME SERVICE COMMAND...: COMMAND in SERVICE's container, its output in
+# .cache/deploy-test-NAME.txt (the tail shown); if it fails, the failure names it, its exit status and
+# its last lines, so that a CI log that keeps only its tail still says why.
+in_service() {
+  local name=$1 service=$2 report=.cache/deploy-test-$1.txt status=0
+  shift 2
+  say "$name: $* (in $service)"
+  compose exec -T "$service" "$@" >"$report" 2>&1 || status=$?
+  grep -v -E '^\s+at |WARN (Utils|NativeCodeLoader)' "$report" | tail -n 25
+  [ "$status" -eq 0 ] || fail "$name: exited $status in $service; its last lines: $(last_lines "$report") (all: $report)"
+}
+
 # metric SERVICE NAME: the value of NAME (a gauge without labels but the job's) at SERVICE's /metrics
 metric() {
   compose exec -T "$1" python -c "
@@ -126,9 +143,9 @@ print(outcome[0] if outcome else 'no delivery report')" 2>&1 | tail -n 1)
 say "ACLs: the consumer's principal is refused the decision log ($refused)"
 
 # Step 3
-compose exec -T connect-worker onceflow logproducer sample --lines "$LINES" --seed "$SEED" \
+in_service sample connect-worker onceflow logproducer sample --lines "$LINES" --seed "$SEED" \
   --out /var/lib/onceflow/input/access.log
-compose exec -T connect-worker onceflow connect --token-file /run/secrets/grpc_token \
+in_service create-connector connect-worker onceflow connect --token-file /run/secrets/grpc_token \
   create access-log-file --file /etc/onceflow/compose/access-log-file.json
 phase "a real-format log of $LINES lines written, the log producer started"
 
@@ -168,21 +185,13 @@ compose restart >/dev/null
 phase "kills of a broker, a Spark worker, a participant shard and the active coordinator, and a restart of all"
 
 # Step 5
-# audit NAME SERVICE ARGS...: `onceflow audit ARGS` in SERVICE's container; it must exit 0 with EXACT last
-audit() {  # audit NAME SERVICE ONCEFLOW-ARGS...: an audit command in SERVICE's container, EXACT or fail
-  local name=$1 service=$2 report=.cache/deploy-test-$1.txt status=0
-  shift 2
-  say "$name: onceflow $* (in $service)"
-  compose exec -T "$service" onceflow "$@" >"$report" 2>&1 || status=$?
-  grep -v -E '^\s+at |WARN (Utils|NativeCodeLoader)' "$report" | tail -n 25
-  local last
-  # (Spark's progress bars are carriage-return lines: not a line of the report)
-  last=$(tr '\r' '\n' <"$report" | grep -v -E '^\s+at |WARN |^\s*\[Stage [0-9]+|^\s*$|^%[0-9]\|' | tail -n 6 | cut -c1-200 | tr '\n' '|')
-  [ "$status" -eq 0 ] || fail "$name: the audit exited $status; its last lines: $last (all: $report)"
-  tail -n 1 "$report" | grep -q "EXACT" || fail "$name: the audit is not EXACT; its last lines: $last"
+audit() {  # audit NAME SERVICE COMMAND...: an audit command in SERVICE's container, EXACT or fail
+  in_service "$@"
+  tail -n 1 ".cache/deploy-test-$1.txt" | grep -q "EXACT" \
+    || fail "$1: the audit is not EXACT; its last lines: $(last_lines ".cache/deploy-test-$1.txt")"
 }
-audit audit consumer audit --input /var/lib/onceflow/input/access.log --config /etc/onceflow/compose/consumer.toml --wait 900
-audit replay job-traffic job audit /etc/onceflow/compose/traffic.toml \
+audit audit consumer onceflow audit --input /var/lib/onceflow/input/access.log --config /etc/onceflow/compose/consumer.toml --wait 900
+audit replay job-traffic onceflow job audit /etc/onceflow/compose/traffic.toml \
   --participant-config /etc/onceflow/compose/participant-0.toml --master 'local[2]'
 phase "audits"
 
