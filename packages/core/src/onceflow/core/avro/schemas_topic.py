@@ -12,7 +12,7 @@ import json
 import threading
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Producer
 
 from onceflow.core.avro.schemas import ACCESS_EVENT_SCHEMA, IP_COUNT_SCHEMA
 from onceflow.core.avro.single_object import HEADER_SIZE, MAGIC, SingleObjectSerde, schema_fingerprint
@@ -24,7 +24,7 @@ from onceflow.core.kafka import (
     TopicSpec,
     ensure_topics,
     idempotent_producer_config,
-    produce,
+    produce_acknowledged,
     read_to_end,
 )
 from onceflow.core.topics import SCHEMAS_TOPIC
@@ -62,16 +62,8 @@ class SchemasTopic:
         self.ensure_topic(timeout)
         fingerprint = schema_fingerprint(schema)
         producer = Producer(idempotent_producer_config(self._config, acks="all"))
-        errors: list[Any] = []
-        produce(
-            producer,
-            self.topic,
-            key=fingerprint.hex().encode(),
-            value=json.dumps(schema, sort_keys=True).encode(),
-            on_delivery=lambda error, _message: errors.append(error) if error else None,
-        )
-        if producer.flush(timeout) or errors:
-            raise KafkaException(errors[0] if errors else f"schema {fingerprint.hex()} not acknowledged")
+        record = {"key": fingerprint.hex().encode(), "value": json.dumps(schema, sort_keys=True).encode()}
+        produce_acknowledged(producer, self.topic, [record], timeout=timeout)
         with self._lock:
             self._serdes.setdefault(fingerprint, SingleObjectSerde(schema, logical_types=True))
         return fingerprint

@@ -6,7 +6,8 @@
   :func:`reader_config`, :func:`idempotent_producer_config`, :func:`transactional_producer_config`: the client
   configurations of onceflow's roles, on a base configuration (``KafkaSettings.client_config``);
 - :func:`produce`: produce with back-pressure (a full local queue waits, it does not fail), and
-  :func:`produce_all` for a batch of records in one call;
+  :func:`produce_all` for a batch of records in one call, :func:`produce_acknowledged` for records
+  that must land (a refusal raises, naming the topic and key);
 - :func:`is_fenced` / :func:`raise_if_fenced`: fencing errors as one exception, ``ProducerFenced``;
 - :func:`ensure_topics`: create missing topics (an existing one is fine) with the cluster's
   :class:`Replication` (default ``min(3, brokers)`` replicas, min ISR 2 from 3 on), returning once the
@@ -26,7 +27,14 @@ from onceflow.core.kafka.config import (
     transactional_producer_config,
     with_fetch_defaults,
 )
-from onceflow.core.kafka.producer import FENCED_CODES, is_fenced, produce, produce_all, raise_if_fenced
+from onceflow.core.kafka.producer import (
+    FENCED_CODES,
+    is_fenced,
+    produce,
+    produce_acknowledged,
+    produce_all,
+    raise_if_fenced,
+)
 from onceflow.core.kafka.read_to_end import (
     READ_GROUP_PREFIX,
     TopicNotFound,
@@ -75,6 +83,7 @@ __all__ = [
     "partition_offsets",
     "position_after",
     "produce",
+    "produce_acknowledged",
     "produce_all",
     "raise_if_fenced",
     "read_committed",

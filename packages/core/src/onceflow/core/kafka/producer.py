@@ -9,7 +9,7 @@ of :data:`FENCED_CODES`; onceflow turns those into one exception, :class:`Produc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -20,6 +20,8 @@ from onceflow.core.errors import ProducerFenced
 FENCED_CODES: Final = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
 #: How long to serve delivery reports before trying a refused record again.
 QUEUE_FULL_POLL_S: Final = 0.05
+#: How long :func:`produce_acknowledged` waits for the broker's acknowledgements by default.
+ACK_TIMEOUT_S: Final = 30.0
 
 
 def is_fenced(error: KafkaError | KafkaException | None) -> bool:
@@ -67,3 +69,36 @@ def produce_all(
         if refused:
             producer.poll(QUEUE_FULL_POLL_S)
         pending = refused
+
+
+def produce_acknowledged(
+    producer: Producer, topic: str, records: Iterable[dict[str, Any]], *, timeout: float = ACK_TIMEOUT_S
+) -> None:
+    """Produce ``records`` (the keyword arguments of ``produce``: key, value, partition, headers) and
+    return once the broker acknowledged every one: a write that must land (a store's record, a
+    schema), not one that may vanish unseen.
+
+    Steps:
+        1. Produce each record with a delivery callback that keeps the first refusal.
+        2. Flush: :class:`TimeoutError` if a record is still unacknowledged after ``timeout``.
+        3. A refused record raises :class:`KafkaException` with the broker's error code and a reason
+           naming the topic and the record's key (Kafka Connect's ``sendWithReceipt`` fails the
+           same way).
+    """
+    refused: list[tuple[KafkaError, bytes | str | None]] = []
+
+    def delivered(error: KafkaError | None, message: Any) -> None:
+        if error is not None and not refused:
+            refused.append((error, message.key() if message is not None else None))
+
+    # Step 1
+    for record in records:
+        produce(producer, topic, on_delivery=delivered, **record)
+    # Step 2
+    if producer.flush(timeout) > 0:
+        raise TimeoutError(f"writes to {topic} were not acknowledged within {timeout}s")
+    # Step 3
+    if refused:
+        error, key = refused[0]
+        shown = key.decode(errors="replace") if isinstance(key, bytes) else key
+        raise KafkaException(KafkaError(error.code(), f"writing {shown!r} to {topic} failed: {error.str()}"))

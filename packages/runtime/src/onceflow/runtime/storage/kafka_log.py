@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
 from onceflow.core.kafka import (
     DEFAULT_REPLICATION,
@@ -26,6 +26,7 @@ from onceflow.core.kafka import (
     partition_offsets,
     position_after,
     produce,
+    produce_acknowledged,
     reader_config,
     retry_transient,
 )
@@ -160,27 +161,23 @@ class KafkaBasedLog:
     def send(self, key: bytes, value: bytes | None, *, flush: bool = True) -> None:
         """Append ``key -> value`` (None is a tombstone).
 
-        With ``flush``, return once the broker acknowledged it, and raise :class:`KafkaException`
-        (naming the topic and the key) if it refused it, as Kafka Connect's ``sendWithReceipt`` does: a
-        config written to a log that did not take it is an error, not a write that silently vanishes.
+        With ``flush``, return once the broker acknowledged it; a refusal raises
+        :class:`KafkaException` naming the topic and key (:func:`~onceflow.core.kafka.produce_acknowledged`):
+        a config written to a log that did not take it is an error, not a write that vanishes.
         Without ``flush`` (task statuses, best effort as in Kafka Connect), a refusal is logged.
         """
         assert self._producer is not None
-        refused: list[KafkaError] = []
+        if flush:
+            produce_acknowledged(self._producer, self.topic, [{"key": key, "value": value}])
+            return
 
         def delivered(error: KafkaError | None, _: Any) -> None:
             if error is not None:
                 _log.warning(
                     "kafka_log.write_refused", topic=self.topic, key=key.decode(errors="replace"), error=str(error)
                 )
-                refused.append(error)
 
         produce(self._producer, self.topic, key=key, value=value, on_delivery=delivered)
-        if flush:
-            self.flush()
-            if refused:
-                reason = f"writing {key.decode(errors='replace')!r} to {self.topic} failed: {refused[0].str()}"
-                raise KafkaException(KafkaError(refused[0].code(), reason))
 
     def flush(self, timeout: float = 30) -> None:
         assert self._producer is not None

@@ -7,7 +7,13 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-from onceflow.core.kafka import DEFAULT_REPLICATION, Replication, idempotent_producer_config, produce, read_to_end
+from onceflow.core.kafka import (
+    DEFAULT_REPLICATION,
+    Replication,
+    idempotent_producer_config,
+    produce_acknowledged,
+    read_to_end,
+)
 from onceflow.core.logging import get_logger
 from onceflow.runtime.storage import kafka_log
 from onceflow.runtime.storage.kafka_log import ensure_topic
@@ -77,8 +83,8 @@ class KafkaOffsetBackingStore(OffsetBackingStore):
     def write(self, connector: str, offsets: Iterable[tuple[Partition, Offset | None]]) -> None:
         if self._producer is None:
             self._producer = Producer(idempotent_producer_config(self.client_config, **{"linger.ms": 0}))
-        for partition, offset in offsets:
-            key, value = encode_offset_key(connector, partition), encode_offset_value(offset)
-            produce(self._producer, self.topic, key=key, value=value)
-        if self._producer.flush(30) > 0:
-            raise TimeoutError(f"offset writes to {self.topic} were not acknowledged")
+        records = [
+            {"key": encode_offset_key(connector, partition), "value": encode_offset_value(offset)}
+            for partition, offset in offsets
+        ]
+        produce_acknowledged(self._producer, self.topic, records)
