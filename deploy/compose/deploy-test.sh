@@ -97,12 +97,19 @@ last_lines() {
 }
 # in_service NAME SERVICE COMMAND...: COMMAND in SERVICE's container, its output in
 # .cache/deploy-test-NAME.txt (the tail shown); if it fails, the failure names it, its exit status and
-# its last lines, so that a CI log that keeps only its tail still says why.
+# its last lines, so that a CI log that keeps only its tail still says why. An exec that the Docker
+# engine itself refused before COMMAND ran (its daemon or the OCI runtime says so) is tried once more,
+# and the log says it was.
 in_service() {
   local name=$1 service=$2 report=.cache/deploy-test-$1.txt status=0
   shift 2
   say "$name: $* (in $service)"
   compose exec -T "$service" "$@" >"$report" 2>&1 || status=$?
+  if [ "$status" -ne 0 ] && grep -q -E '^Error response from daemon|OCI runtime exec failed' "$report"; then
+    say "$name: the engine refused the exec ($(head -n 1 "$report" | cut -c1-200)); once more"
+    status=0
+    compose exec -T "$service" "$@" >"$report" 2>&1 || status=$?
+  fi
   grep -v -E '^\s+at |WARN (Utils|NativeCodeLoader)' "$report" | tail -n 25
   [ "$status" -eq 0 ] || fail "$name: exited $status in $service; its last lines: $(last_lines "$report") (all: $report)"
 }
