@@ -41,20 +41,22 @@ def test_a_refused_write_raises_naming_the_topic_and_the_key(broker: EmbeddedBro
         log.stop()
 
 
-def test_a_connector_config_the_configs_topic_refuses_is_unavailable_not_lost(
+def test_a_connector_config_larger_than_the_configs_topic_takes_is_invalid_not_lost(
     broker: EmbeddedBroker, service_factory: Callable[..., ConnectWorkerService]
 ) -> None:
-    """Create answers with the broker's refusal (UNAVAILABLE, naming the topic), not NOT_FOUND from a
-    read-back of a write that never landed; the worker serves on and takes a config that fits."""
+    """Create answers INVALID_ARGUMENT naming the record's size and the topic (the broker's refusal,
+    or librdkafka's for a record over its message.max.bytes), not NOT_FOUND from a read-back of a
+    write that never landed; the worker serves on and takes a config that fits."""
     create_topic(broker.bootstrap_servers, "small-configs", config=SMALL_TOPIC)
     service = service_factory(mode="distributed", topics={"configs": "small-configs"})
     fits = {"connector.class": "counter", "topic": "counted"}
-    big = {**fits, "note": "x" * 4096}
     with ConnectClient(f"127.0.0.1:{service.port}") as client:
-        with pytest.raises(RpcFailed) as refused:
-            client.create_connector("big", big)
-        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
-        assert "small-configs" in refused.value.details() and "MSG_SIZE_TOO_LARGE" in refused.value.details()
+        for size in (4096, 2_000_000):  # the broker refuses the first, the worker's client the second
+            with pytest.raises(RpcFailed) as refused:
+                client.create_connector("big", {**fits, "note": "x" * size})
+            assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            details = refused.value.details()
+            assert "small-configs" in details and "'config'" in details and "bytes" in details, details
         assert "big" not in client.list_connectors().names
         client.create_connector("fits", fits)
         assert "fits" in client.list_connectors().names

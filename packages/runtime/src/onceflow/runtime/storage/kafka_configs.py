@@ -23,6 +23,9 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
 
+from confluent_kafka import KafkaError, KafkaException
+
+from onceflow.core.errors import InvalidConfig
 from onceflow.core.kafka import DEFAULT_REPLICATION, Replication
 from onceflow.core.logging import get_logger
 from onceflow.runtime.status import TargetState
@@ -182,4 +185,18 @@ class KafkaConfigBackingStore(ConfigBackingStore):
         self._send(RESTART_PREFIX + request.connector, asdict(request))
 
     def _send(self, key: str, doc: Any) -> None:
-        self._log.send(key.encode(), None if doc is None else json.dumps(doc).encode())
+        """Write one record; a record larger than the topic (or the client) takes is the request's
+        fault: :class:`InvalidConfig` naming its size and the topic, not an outage."""
+        value = None if doc is None else json.dumps(doc).encode()
+        try:
+            self._log.send(key.encode(), value)
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            if error is None or error.code() != KafkaError.MSG_SIZE_TOO_LARGE:
+                raise
+            size = len(value or b"")
+            raise InvalidConfig(
+                "config",
+                f"{key} is a record of {size} bytes, more than the configs topic {self.topic} takes "
+                f"(its max.message.bytes, or the worker's message.max.bytes): {error.str()}",
+            ) from None
