@@ -29,6 +29,7 @@ from onceflow.core.kafka.config import (
 )
 from onceflow.core.kafka.producer import (
     FENCED_CODES,
+    flush_acknowledged,
     is_fenced,
     produce,
     produce_acknowledged,
@@ -76,6 +77,7 @@ __all__ = [
     "await_served",
     "end_offsets",
     "ensure_topics",
+    "flush_acknowledged",
     "idempotent_producer_config",
     "is_fenced",
     "is_transient",

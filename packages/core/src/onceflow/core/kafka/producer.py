@@ -71,6 +71,13 @@ def produce_all(
         pending = refused
 
 
+def flush_acknowledged(producer: Producer, topic: str, timeout: float = ACK_TIMEOUT_S) -> None:
+    """Flush ``producer``: :class:`TimeoutError` naming ``topic`` if a record is still unacknowledged
+    after ``timeout`` (what a refused record's callback saw is the caller's to check)."""
+    if producer.flush(timeout) > 0:
+        raise TimeoutError(f"writes to {topic} were not acknowledged within {timeout}s")
+
+
 def produce_acknowledged(
     producer: Producer, topic: str, records: Iterable[dict[str, Any]], *, timeout: float = ACK_TIMEOUT_S
 ) -> None:
@@ -95,8 +102,7 @@ def produce_acknowledged(
     for record in records:
         produce(producer, topic, on_delivery=delivered, **record)
     # Step 2
-    if producer.flush(timeout) > 0:
-        raise TimeoutError(f"writes to {topic} were not acknowledged within {timeout}s")
+    flush_acknowledged(producer, topic, timeout)
     # Step 3
     if refused:
         error, key = refused[0]

@@ -26,7 +26,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException
 
 from onceflow.core.errors import InvalidConfig
-from onceflow.core.kafka import DEFAULT_REPLICATION, Replication
+from onceflow.core.kafka import DEFAULT_REPLICATION, Replication, kafka_error
 from onceflow.core.logging import get_logger
 from onceflow.runtime.status import TargetState
 from onceflow.runtime.storage.configs import ClusterConfig, ConfigBackingStore, ConnectorEntry
@@ -191,7 +191,7 @@ class KafkaConfigBackingStore(ConfigBackingStore):
         try:
             self._log.send(key.encode(), value)
         except KafkaException as exc:
-            error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+            error = kafka_error(exc)
             if error is None or error.code() != KafkaError.MSG_SIZE_TOO_LARGE:
                 raise
             size = len(value or b"")

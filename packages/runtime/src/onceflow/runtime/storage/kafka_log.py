@@ -22,6 +22,7 @@ from onceflow.core.kafka import (
     RetryPolicy,
     TopicSpec,
     ensure_topics,
+    flush_acknowledged,
     idempotent_producer_config,
     partition_offsets,
     position_after,
@@ -181,8 +182,7 @@ class KafkaBasedLog:
 
     def flush(self, timeout: float = 30) -> None:
         assert self._producer is not None
-        if self._producer.flush(timeout) > 0:
-            raise TimeoutError(f"writes to {self.topic} were not acknowledged within {timeout}s")
+        flush_acknowledged(self._producer, self.topic, timeout)
 
     def stop(self) -> None:
         self._stopping.set()
