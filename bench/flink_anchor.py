@@ -12,11 +12,12 @@ end-of-input markers (``bench/ip_count_rig.py``). Then ``--repeats`` rounds, eac
 once, over the same input, in an order rotated per round (no system always runs first, or after the
 same other one):
 
-- ``onceflow EOS, 3 sinks`` / ``onceflow EOS, Kafka only`` / ``onceflow ALO`` (``bench/onceflow_runs.py``):
-  Spark ``local[2]`` in this process (warm: the session is built once, and one untimed run per
-  broker warms its JIT and Python workers, as Flink's JVM start is not timed either; again before a
-  onceflow run when the session idled long enough for Spark to kill its Python workers, as a Flink
-  run with the Python decoder lets it),
+- ``onceflow EOS, 3 sinks`` / ``onceflow EOS, Kafka only`` (the driver staging each batch's rows) /
+  ``onceflow EOS, 3 sinks, tasks stage`` (the write tasks staging them, the default) / ``onceflow ALO``
+  (``bench/onceflow_runs.py``): Spark ``local[2]`` in this process (warm: the session is built
+  once, and untimed runs per broker warm its JIT and Python workers, as Flink's JVM start is not
+  timed either; again before a onceflow run when the session idled long enough for Spark to kill
+  its Python workers, as a Flink run with the Python decoder lets it),
   ``maxOffsetsPerTrigger = --batch``, a 100 ms trigger;
 - ``Flink EOS, JVM decoder`` / ``Flink EOS, Python decoder`` (``bench/flink/ip_count_job.py``, in
   Flink's own virtualenv): a read_committed Kafka source bounded at the input's end offsets (Flink's
@@ -30,7 +31,8 @@ before its tasks); Flink from the moment its job is RUNNING (its tasks are being
 submission" starts both at the call that submits the planned job (Spark: ``start_query``; Flink:
 ``execute_sql(INSERT)``, its SQL planning included). CPU µs per event of every process over the same
 span: the Spark JVM with its Python workers, or Flink's JVM with its Python workers; the broker;
-onceflow's coordinator, participant and PostgreSQL. Medians over the repeats, with the load average.
+onceflow's coordinator, participant and PostgreSQL. Medians over the repeats, with the load average,
+and the ratios paired per round to Flink's JVM decoder and to onceflow ALO.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ from onceflow.testing.broker.clients import create_topic
 SYSTEMS = {
     "onceflow-eos-3": "onceflow EOS, 3 sinks",
     "onceflow-eos-kafka": "onceflow EOS, Kafka only",
+    "onceflow-eos-3-tasks": "onceflow EOS, 3 sinks, tasks stage",
     "onceflow-alo": "onceflow ALO",
     "flink-jvm": "Flink EOS, JVM decoder",
     "flink-python": "Flink EOS, Python decoder",
@@ -88,6 +91,7 @@ SYSTEMS = {
 _ONCEFLOW_VARIANT = {
     "onceflow-eos-3": "exactly-once",
     "onceflow-eos-kafka": "exactly-once-kafka",
+    "onceflow-eos-3-tasks": "exactly-once-tasks",
     "onceflow-alo": "at-least-once",
 }
 
@@ -183,15 +187,16 @@ def summary(results: dict[str, dict[str, list[dict[str, Any]]]], events: int) ->
             if runs:
                 cpu = {k: statistics.median(r["cpu"].get(k, 0.0) for r in runs) for k in runs[0]["cpu"]}
                 print(f"{broker_kind:<14}{SYSTEMS[system]:<28}{format_cpu(cpu, events)}")
-        anchor = results[broker_kind].get("flink-jvm", [])
-        for system in ("onceflow-eos-3", "onceflow-eos-kafka", "onceflow-alo"):
-            runs = results[broker_kind].get(system, [])
-            if runs and anchor:
-                paired = [r["to_last_result"] / a["to_last_result"] for r, a in zip(runs, anchor, strict=False)]
-                print(
-                    f"{broker_kind:<14}{SYSTEMS[system]} / Flink JVM decoder, per round: "
-                    f"median {statistics.median(paired):.2f} ({', '.join(f'{x:.2f}' for x in paired)})"
-                )
+        for against, label in (("flink-jvm", "Flink JVM decoder"), ("onceflow-alo", "onceflow ALO")):
+            anchor = results[broker_kind].get(against, [])
+            for system in ("onceflow-eos-3", "onceflow-eos-kafka", "onceflow-eos-3-tasks", "onceflow-alo"):
+                runs = results[broker_kind].get(system, [])
+                if system != against and runs and anchor:
+                    paired = [r["to_last_result"] / a["to_last_result"] for r, a in zip(runs, anchor, strict=False)]
+                    print(
+                        f"{broker_kind:<14}{SYSTEMS[system]} / {label}, per round: "
+                        f"median {statistics.median(paired):.2f} ({', '.join(f'{x:.2f}' for x in paired)})"
+                    )
 
 
 def load_average() -> str:

@@ -2,8 +2,11 @@
 
 Variants (the same job, the same input, each run writing outputs of its own):
 
-- ``exactly-once``: 2PC through the coordinator to a topic, a SQLite table and a PostgreSQL table;
-- ``exactly-once-kafka``: 2PC to a topic only (the baseline's single output: the guarantee's cost);
+- ``exactly-once``: 2PC through the coordinator to a topic, a SQLite table and a PostgreSQL table, the
+  driver staging each batch's rows (``stage_on = "driver"``: an aggregate's results are small);
+- ``exactly-once-kafka``: the same, 2PC to a topic only (the baseline's single output: the guarantee's cost);
+- ``exactly-once-tasks``: as ``exactly-once``, the write tasks staging the rows (``stage_on = "tasks"``,
+  the default: any output size);
 - ``at-least-once``: the baseline, ``foreachBatch`` and a plain producer to a topic, no 2PC.
 
 Measures of a run:
@@ -34,7 +37,7 @@ from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner import start_query
 from onceflow.testing.broker.clients import create_topic
 
-VARIANTS = ("exactly-once", "exactly-once-kafka", "at-least-once")
+VARIANTS = ("exactly-once", "exactly-once-kafka", "exactly-once-tasks", "at-least-once")
 #: A Python worker starting on a loaded machine may take longer than Spark's 15 s to connect back.
 BENCH_SPARK_CONF = {"spark.python.authenticate.socketTimeout": "180s"}
 _BEFORE_TASKS = ("latestOffset", "getBatch", "queryPlanning", "walCommit")
@@ -102,12 +105,17 @@ PYTHON_WORKERS_REAPED_AFTER_S = 50.0
 
 
 def warm_up(spark: Any, base: dict[str, Any], name: str, **kwargs: Any) -> None:
-    """One untimed exactly-once run before the timed ones: the Spark JVM's JIT and its Python workers
-    warm, as in a streaming job that has been running for a while (again after the session idled
-    :data:`PYTHON_WORKERS_REAPED_AFTER_S`). Its outcome is printed, not counted."""
-    started = time.monotonic()
-    outcome = run_variant(spark, base, "exactly-once", name, **kwargs)
-    print(f"{name}: warm-up, not counted: {time.monotonic() - started:.1f}s, first batch {outcome['first_batch_s']}s")
+    """Untimed exactly-once runs before the timed ones, one per staging (the tasks', whose Python
+    writer a driver-staged run never starts, and the driver's): the Spark JVM's JIT and its Python
+    workers warm, as in a streaming job that has been running for a while (again after the session
+    idled :data:`PYTHON_WORKERS_REAPED_AFTER_S`). Their outcomes are printed, not counted."""
+    for variant in ("exactly-once-tasks", "exactly-once"):
+        started = time.monotonic()
+        outcome = run_variant(spark, base, variant, f"{name}-{variant}", **kwargs)
+        print(
+            f"{name}-{variant}: warm-up, not counted: {time.monotonic() - started:.1f}s,"
+            f" first batch {outcome['first_batch_s']}s"
+        )
 
 
 def run_variant(
@@ -139,6 +147,7 @@ def run_variant(
         overrides["participants"] = services.participants
     else:
         guarantee = "exactly-once"
+        overrides["stage_on"] = "tasks" if variant == "exactly-once-tasks" else "driver"
         sinks = ["kafka"] if variant == "exactly-once-kafka" else [p["sink"] for p in services.participants]
         overrides["participants"] = [p for p in services.participants if p["sink"] in sinks]
         bindings: list[dict[str, Any]] = [{"sink": "kafka", "topic": table}]

@@ -28,7 +28,7 @@ cores, so the numbers are the whole pipeline's on this machine, not Spark's alon
 Usage:
     .venv/bin/python bench/spark_job.py [--events 2000000] [--batch 500000] [--repeats 3]
         [--latency-seconds 60] [--latency-rate 20000] [--sinks kafka,sqlite,postgres]
-        [--broker embedded|apache-kafka] [--variants exactly-once,exactly-once-kafka,at-least-once]
+        [--broker embedded|apache-kafka] [--variants exactly-once,exactly-once-kafka,exactly-once-tasks,at-least-once]
         [--event-log]
 """
 

@@ -2,9 +2,9 @@
 
 The example jobs run side by side on the same source topic:
 
-- ``ipcount`` (append): counts per (5 s window, ip) upserted into SQLite and PostgreSQL and produced
-  as Avro records to Kafka; its undecodable records are the ``dead_letters`` output, appended to a
-  SQLite table in the same transactions;
+- ``ipcount`` (append, the driver staging its rows): counts per (5 s window, ip) upserted into SQLite
+  and PostgreSQL and produced as Avro records to Kafka; its undecodable records are the
+  ``dead_letters`` output, appended to a SQLite table in the same transactions;
 - ``traffic`` (update): requests and bytes per (1-minute window, path, status class), upserted into
   PostgreSQL and SQLite;
 - ``errors`` (append, no natural key): every 5xx request appended to Kafka (JSON), SQLite and
@@ -30,13 +30,21 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pyarrow as pa
 import pytest
+from pyspark.sql import SparkSession
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.ipcount.traffic.model import TrafficModel, event
+from onceflow.spark.runner import start_query
+from onceflow.spark.sink import foreach_batch
+from onceflow.spark.sink.messages import StagedFileMessage
+from onceflow.spark.sink.options import SinkOptions
+from onceflow.spark.sink.transaction import stage_driver_output
 from onceflow.testing.broker.clients import create_topic, read_topic
 from onceflow.testing.spark.input import encoded_events, produce_events
 
+from .conftest import TEST_SPARK, job_settings
 from .driver_process import DriverProcess
 from .system import SinkSystem, end_input, recent_model, truth, wait_until
 
@@ -57,6 +65,7 @@ def _bindings_config(system: SinkSystem) -> dict[str, dict[str, Any]]:
         "ipcount": {
             "entrypoint": "onceflow.ipcount.job:job",
             "output_mode": "append",
+            "stage_on": "driver",  # through kill -9s, with its dead letters in the same transactions
             "outputs": {
                 "results": [
                     {"sink": "sqlite", "table": "ip_counts", "mode": "upsert", "keys": ["window_start", "ip"]},
@@ -377,3 +386,68 @@ def test_a_job_whose_table_does_not_fit_is_refused_at_start(
     with psycopg.connect(system.postgres_dsn) as conn:
         assert conn.execute("SELECT count(*) FROM server_errors").fetchone() == (0,)
     assert _rows(system, "sqlite", "SELECT count(*) FROM server_errors") in ([], [(0,)])
+
+
+def test_the_driver_stages_every_output_of_a_batch_in_one_transaction(
+    spark: SparkSession,
+    broker: EmbeddedBroker,
+    system: SinkSystem,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``stage_on = "driver"`` with derived outputs: the errors job collects ``results`` and
+    ``bot_errors`` on the driver, stages them there, and commits both in each batch's transaction.
+
+    Steps:
+    1. 3,000 events in rounds of 1,000 a batch, and the end of the input.
+    2. The errors job runs in this process with the driver staging its rows.
+    3. Every sink holds exactly the 5xx requests and the crawlers' among them, and the driver staged
+       the rows of both outputs.
+    """
+    # Step 1
+    model = recent_model(17)
+    total = 3_000
+    events = _events(model, total)
+    create_topic(broker.bootstrap_servers, "server_errors", partitions=1)
+    produce_events(broker.bootstrap_servers, encoded_events(model, 0, total))
+    end_input(broker.bootstrap_servers)
+    expected = errors_truth(events)
+    expected_bots = Counter[Row]()
+    for (t, ip, _m, path, status, _b, _k, bot), n in expected.items():
+        if bot:
+            expected_bots[(t, ip, path, status)] += n
+    assert expected_bots, "the generator's crawlers met no server error: bot_errors checks nothing"
+    # Step 2
+    staged_rows: Counter[str] = Counter()
+
+    def recording(options: SinkOptions, batch: int, rows: pa.Table) -> StagedFileMessage:
+        staged_rows[options.output] += rows.num_rows
+        return stage_driver_output(options, batch, rows)
+
+    monkeypatch.setattr(foreach_batch, "stage_driver_output", recording)
+    own = _bindings_config(system)["errors"]
+    settings = job_settings(
+        broker.bootstrap_servers,
+        tmp_path,
+        system,
+        job="errors",
+        entrypoint=own["entrypoint"],
+        outputs=own["outputs"],
+        stage_on="driver",
+        source={"max_offsets_per_trigger": 1_000},
+        spark={**TEST_SPARK, "query_name": "errors-driver-staged"},
+    )
+    query = start_query(spark, settings)
+
+    # Step 3
+    def exact() -> None:
+        for where in ("sqlite", "postgres"):
+            assert errors_tables(system, where) == expected, f"errors in {where}"
+            assert bot_errors_tables(system, where) == expected_bots, f"bot_errors in {where}"
+        assert errors_topic(system) == expected, "errors in kafka"
+
+    try:
+        wait_until(exact, timeout=180)
+    finally:
+        query.stop()
+    assert staged_rows == {"results": expected.total(), "bot_errors": expected_bots.total()}

@@ -91,7 +91,8 @@ def start_query(spark: SparkSession, settings: SparkJobSettings) -> StreamingQue
     Steps:
         1. Build the job's outputs from its entry point and check their schemas.
         2. Exactly-once: register the driver and the bindings (:func:`register_driver`), then write
-           through the ``onceflow-2pc`` sink (``foreachBatch`` in update mode or with derived outputs).
+           through the ``onceflow-2pc`` sink (``foreachBatch`` in update mode, with derived outputs,
+           or when the driver stages the rows: ``stage_on = "driver"``).
         3. Start the query with the trigger interval and the checkpoint.
     """
     activate(spark)
@@ -120,10 +121,11 @@ def start_query(spark: SparkSession, settings: SparkJobSettings) -> StreamingQue
             # The token of the commits (the coordinator refuses them without it, off loopback).
             "tls.token_file": coordinator.tls.token_file,
         }
-        if settings.output_mode == "append" and not outputs.derived:
+        if settings.output_mode == "append" and not outputs.derived and settings.stage_on == "tasks":
             writer = counts.writeStream.format("onceflow-2pc").options(**options)
-        else:  # Python streaming sinks take append only; derived outputs are written per micro-batch
-            writer = counts.writeStream.foreachBatch(two_phase_commit_batches(options, outputs.derived))
+        else:  # Python streaming sinks take append only; derived outputs and the driver's staging go per micro-batch
+            batches = two_phase_commit_batches(options, outputs.derived, stage_on=settings.stage_on)
+            writer = counts.writeStream.foreachBatch(batches)
     else:
         writer = counts.writeStream.foreachBatch(at_least_once_writer(settings))
     # Step 3

@@ -1,51 +1,82 @@
 """Writing each micro-batch through ``foreachBatch``: update mode (PySpark's Python streaming sinks
-accept append mode only), and jobs with derived outputs (several outputs of one micro-batch).
+accept append mode only), jobs with derived outputs (several outputs of one micro-batch), and jobs
+whose driver stages the rows (``stage_on = "driver"``).
 
-Each micro-batch's frame is written with the ``onceflow-2pc`` *batch* writer under the micro-batch's
-id, so the transaction is still ``<job>:<batch>`` and a replayed batch is answered COMMITTED.
+Each micro-batch's rows are staged and committed under the micro-batch's id, so the transaction is
+still ``<job>:<batch>`` and a replayed batch is answered COMMITTED.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Literal
 
 from pyspark.sql import DataFrame
 
+from onceflow.spark.sink.datasource import output_arrow_schema
+from onceflow.spark.sink.messages import StagedFileMessage
+from onceflow.spark.sink.options import SinkOptions, parse_sink_options
+from onceflow.spark.sink.transaction import commit_batch, stage_driver_output
+from onceflow.spark.sink.writer import process_faults
+
 #: A derived output: a function of the micro-batch's rows (a batch DataFrame) to the output's rows.
 Derive = Callable[[DataFrame], DataFrame]
+#: Who stages a batch's rows: its write tasks, or the driver (``SparkJobSettings.stage_on``).
+StageOn = Literal["tasks", "driver"]
 
 
 def two_phase_commit_batches(
-    options: Mapping[str, str], derived: Mapping[str, Derive] | None = None
+    options: Mapping[str, str], derived: Mapping[str, Derive] | None = None, *, stage_on: StageOn = "tasks"
 ) -> Callable[[DataFrame, int], None]:
     """The ``foreachBatch`` function writing each micro-batch through 2PC with ``options``.
 
     Steps, per micro-batch:
-        1. With derived outputs: cache the micro-batch (each output reads it once more), and stage
-           every derived output (``stageOnly``: tasks stage, the driver lists the files in a
-           manifest; nothing commits yet).
-        2. Write the micro-batch itself: its commit takes the derived outputs' manifests, so every
+        1. With derived outputs: cache the micro-batch (each output reads it once more).
+        2. Stage every derived output. ``tasks``: the ``onceflow-2pc`` batch writer with
+           ``stageOnly`` (tasks stage, the driver lists the files in a manifest; nothing commits
+           yet). ``driver``: the driver collects the output's rows as Arrow and stages them.
+        3. Write the micro-batch itself. ``tasks``: the batch writer, whose commit takes the derived
+           outputs' manifests. ``driver``: collected and staged like the derived outputs, then
+           committed with every file the driver staged (:func:`commit_batch`). Either way every
            output of the batch commits in one transaction, or none does.
     """
     fixed = dict(options)
     derived = dict(derived or {})
-    if derived:
+    if stage_on == "tasks" and derived:
         fixed["derivedOutputs"] = ",".join(derived)
+    parsed = parse_sink_options(fixed)
 
     def write_batch(frame: DataFrame, batch_id: int) -> None:
-        batch = {**fixed, "batchId": str(batch_id)}
+        # Step 1
         if derived:
             frame = frame.persist()
         try:
-            # Step 1
-            for output, derive in derived.items():
-                derive(frame).write.format("onceflow-2pc").options(**batch).option("output", output).option(
-                    "stageOnly", "true"
-                ).mode("append").save()
+            if stage_on == "driver":
+                # Steps 2 and 3
+                batch = replace(parsed, batch_id=batch_id)
+                messages = [
+                    _collect_and_stage(batch, batch_id, output, derive(frame)) for output, derive in derived.items()
+                ]
+                messages.append(_collect_and_stage(batch, batch_id, batch.output, frame))
+                schema = output_arrow_schema(batch.output, frame.schema)
+                commit_batch(batch, messages, batch_id, schema, faults=process_faults())
+                return
             # Step 2
-            frame.write.format("onceflow-2pc").options(**batch).mode("append").save()
+            for output, derive in derived.items():
+                derive(frame).write.format("onceflow-2pc").options(**fixed).options(
+                    batchId=str(batch_id), output=output, stageOnly="true"
+                ).mode("append").save()
+            # Step 3
+            frame.write.format("onceflow-2pc").options(**fixed).option("batchId", str(batch_id)).mode("append").save()
         finally:
             if derived:
                 frame.unpersist()
 
     return write_batch
+
+
+def _collect_and_stage(options: SinkOptions, batch_id: int, output: str, frame: DataFrame) -> StagedFileMessage:
+    """The driver's staging of one output of a batch: its rows collected as Arrow, staged as one file."""
+    output_arrow_schema(output, frame.schema)  # an unsupported column type fails here, naming the column
+    return stage_driver_output(replace(options, output=output), batch_id, frame.toArrow())

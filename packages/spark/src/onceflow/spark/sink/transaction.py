@@ -31,6 +31,8 @@ T = TypeVar("T")
 #: The reason an empty batch's AbortTransaction gives (the coordinator logs it only if it aborts an
 #: earlier driver's undecided attempt of the batch).
 NOTHING_STAGED = "the micro-batch staged no row"
+#: The partition and task attempt of the message of a file the driver staged (no task staged it).
+DRIVER_PARTITION = -1
 
 
 def staged_files(messages: Sequence[WriterCommitMessage | None]) -> list[StagedFile]:
@@ -53,6 +55,22 @@ def stage_task_output(options: SinkOptions, batch: int, batches: Iterator[pa.Rec
         writer = StagingWriter(options.staging_root, options.job, batch)
         staged = writer.write_batches(name, rows[0].schema, rows, output=options.output)
     return StagedFileMessage(file=staged, partition=context.partitionId(), task_attempt=context.taskAttemptId())
+
+
+def stage_driver_output(options: SinkOptions, batch: int, rows: pa.Table) -> StagedFileMessage:
+    """Stage the rows of output ``options.output`` that the driver collected for ``batch`` (``stage_on =
+    "driver"``) as one Arrow IPC file; nothing for a batch without rows.
+
+    The name is ``driver-<output>-epoch-<epoch>``: a driver runs a batch once per epoch (a failed batch
+    fails the query, and the restarted driver registers a new epoch), so it never replaces a file that
+    an earlier driver handed to the coordinator.
+    """
+    staged: StagedFile | None = None
+    if rows.num_rows:
+        writer = StagingWriter(options.staging_root, options.job, batch)
+        name = f"driver-{options.output}-epoch-{options.writer_epoch}"
+        staged = writer.write_batches(name, rows.schema, rows.to_batches(), output=options.output)
+    return StagedFileMessage(file=staged, partition=DRIVER_PARTITION, task_attempt=DRIVER_PARTITION)
 
 
 def manifest_name(output: str, epoch: int) -> str:
