@@ -169,7 +169,8 @@ def run_flink(
 def summary(results: dict[str, dict[str, list[dict[str, Any]]]], events: int) -> None:
     brokers = list(results)
     print("\nmedian events/s to the last result committed (from submission in brackets), CPU µs per event")
-    print(f"{'system':<28}" + "".join(f"{b:>34}" for b in brokers))
+    width = max(len(label) for label in SYSTEMS.values()) + 2
+    print(f"{'system':<{width}}" + "".join(f"{b:>34}" for b in brokers))
     for system, label in SYSTEMS.items():
         cells = []
         for broker_kind in brokers:
@@ -181,12 +182,12 @@ def summary(results: dict[str, dict[str, list[dict[str, Any]]]], events: int) ->
             submitted = statistics.median(r["from_submission"] for r in runs)
             cpu = statistics.median(sum(r["cpu"].values()) for r in runs) / events * 1e6
             cells.append(f"{last:>12,.0f} ({submitted:>9,.0f}) {cpu:>6.1f} µs")
-        print(f"{label:<28}" + "".join(cells))
+        print(f"{label:<{width}}" + "".join(cells))
     for broker_kind in brokers:
         for system, runs in results[broker_kind].items():
             if runs:
                 cpu = {k: statistics.median(r["cpu"].get(k, 0.0) for r in runs) for k in runs[0]["cpu"]}
-                print(f"{broker_kind:<14}{SYSTEMS[system]:<28}{format_cpu(cpu, events)}")
+                print(f"{broker_kind:<14}{SYSTEMS[system]:<{width}}{format_cpu(cpu, events)}")
         for against, label in (("flink-jvm", "Flink JVM decoder"), ("onceflow-alo", "onceflow ALO")):
             anchor = results[broker_kind].get(against, [])
             for system in ("onceflow-eos-3", "onceflow-eos-kafka", "onceflow-eos-3-tasks", "onceflow-alo"):

@@ -18,6 +18,8 @@ from onceflow.core.topics import DEAD_LETTER_TOPIC, SINK_TOPIC, SOURCE_TOPIC
 
 JobName = Annotated[str, Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")]
 Guarantee = Literal["exactly-once", "at-least-once"]
+#: Who stages an exactly-once batch's rows: its write tasks, or the driver (``SparkJobSettings.stage_on``).
+StageOn = Literal["tasks", "driver"]
 
 
 class SourceSettings(Section):
@@ -138,7 +140,7 @@ class SparkJobSettings(MeteredSettings):
     #: the batch's rows as Arrow and stages them itself, as ``foreachBatch``: no Python step in the
     #: tasks, about 0.1 s less a batch; for outputs of up to some MB a batch, such as windowed
     #: aggregates: ``spark.driver.maxResultSize`` bounds what a batch may collect).
-    stage_on: Literal["tasks", "driver"] = "tasks"
+    stage_on: StageOn = "tasks"
     #: How to reach the S3 API store (``[staging.s3]``; empty fields: the standard AWS variables).
     staging: StagingStoreSettings = StagingStoreSettings()
     #: A local ``checkpoint_location`` / ``staging_root`` is on a filesystem every node mounts at the

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Literal
 
 from pyspark.sql import DataFrame
 
+from onceflow.spark.job.settings import StageOn
 from onceflow.spark.sink.datasource import output_arrow_schema
 from onceflow.spark.sink.messages import StagedFileMessage
 from onceflow.spark.sink.options import SinkOptions, parse_sink_options
@@ -22,8 +22,6 @@ from onceflow.spark.sink.writer import process_faults
 
 #: A derived output: a function of the micro-batch's rows (a batch DataFrame) to the output's rows.
 Derive = Callable[[DataFrame], DataFrame]
-#: Who stages a batch's rows: its write tasks, or the driver (``SparkJobSettings.stage_on``).
-StageOn = Literal["tasks", "driver"]
 
 
 def two_phase_commit_batches(
@@ -56,10 +54,11 @@ def two_phase_commit_batches(
                 # Steps 2 and 3
                 batch = replace(parsed, batch_id=batch_id)
                 messages = [
-                    _collect_and_stage(batch, batch_id, output, derive(frame)) for output, derive in derived.items()
+                    _collect_and_stage(replace(batch, output=o), batch_id, derive(frame))
+                    for o, derive in derived.items()
                 ]
-                messages.append(_collect_and_stage(batch, batch_id, batch.output, frame))
-                schema = output_arrow_schema(batch.output, frame.schema)
+                schema = output_arrow_schema(batch.output, frame.schema)  # an unsupported column fails, named
+                messages.append(stage_driver_output(batch, batch_id, frame.toArrow()))
                 commit_batch(batch, messages, batch_id, schema, faults=process_faults())
                 return
             # Step 2
@@ -76,7 +75,8 @@ def two_phase_commit_batches(
     return write_batch
 
 
-def _collect_and_stage(options: SinkOptions, batch_id: int, output: str, frame: DataFrame) -> StagedFileMessage:
-    """The driver's staging of one output of a batch: its rows collected as Arrow, staged as one file."""
-    output_arrow_schema(output, frame.schema)  # an unsupported column type fails here, naming the column
-    return stage_driver_output(replace(options, output=output), batch_id, frame.toArrow())
+def _collect_and_stage(options: SinkOptions, batch_id: int, frame: DataFrame) -> StagedFileMessage:
+    """The driver's staging of output ``options.output`` of micro-batch ``batch_id``: its rows collected
+    as Arrow, staged as one file. An unsupported column type fails first, naming the column."""
+    output_arrow_schema(options.output, frame.schema)
+    return stage_driver_output(options, batch_id, frame.toArrow())
