@@ -139,6 +139,16 @@ def errors_truth(events: list[Any]) -> Counter[Row]:
     )
 
 
+def bot_errors_truth(errors: Counter[Row]) -> Counter[Row]:
+    """The ``bot_errors`` rows of the server errors ``errors`` (those a crawler met); some, or it checks nothing."""
+    bots = Counter[Row]()
+    for (t, ip, _m, path, status, _b, _k, bot), n in errors.items():
+        if bot:
+            bots[(t, ip, path, status)] += n
+    assert bots, "the generator's crawlers met no server error: bot_errors checks nothing"
+    return bots
+
+
 # --- reading the sinks back ------------------------------------------------------------------------
 
 
@@ -304,11 +314,7 @@ def test_three_jobs_through_one_coordinator_and_participant_stay_exact_across_ki
     expected_ipcount = truth(model, total)
     expected_traffic = traffic_truth(events)
     expected_errors = errors_truth(events)
-    expected_bot_errors = Counter[Row]()
-    for (t, ip, _m, path, status, _b, _k, bot), n in expected_errors.items():
-        if bot:
-            expected_bot_errors[(t, ip, path, status)] += n
-    assert expected_bot_errors, "the generator's crawlers met no server error: bot_errors checks nothing"
+    expected_bot_errors = bot_errors_truth(expected_errors)
 
     def all_exact() -> None:
         for where in ("sqlite", "postgres"):
@@ -412,11 +418,7 @@ def test_the_driver_stages_every_output_of_a_batch_in_one_transaction(
     produce_events(broker.bootstrap_servers, encoded_events(model, 0, total))
     end_input(broker.bootstrap_servers)
     expected = errors_truth(events)
-    expected_bots = Counter[Row]()
-    for (t, ip, _m, path, status, _b, _k, bot), n in expected.items():
-        if bot:
-            expected_bots[(t, ip, path, status)] += n
-    assert expected_bots, "the generator's crawlers met no server error: bot_errors checks nothing"
+    expected_bots = bot_errors_truth(expected)
     # Step 2
     staged_rows: Counter[str] = Counter()
 
