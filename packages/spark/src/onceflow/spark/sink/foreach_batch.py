@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from onceflow.spark.job.settings import StageOn
@@ -54,11 +55,11 @@ def two_phase_commit_batches(
                 # Steps 2 and 3
                 batch = replace(parsed, batch_id=batch_id)
                 messages = [
-                    _collect_and_stage(replace(batch, output=o), batch_id, derive(frame))
+                    _collect_and_stage(replace(batch, output=o), batch_id, derive(frame))[0]
                     for o, derive in derived.items()
                 ]
-                schema = output_arrow_schema(batch.output, frame.schema)  # an unsupported column fails, named
-                messages.append(stage_driver_output(batch, batch_id, frame.toArrow()))
+                message, schema = _collect_and_stage(batch, batch_id, frame)
+                messages.append(message)
                 commit_batch(batch, messages, batch_id, schema, faults=process_faults())
                 return
             # Step 2
@@ -75,8 +76,9 @@ def two_phase_commit_batches(
     return write_batch
 
 
-def _collect_and_stage(options: SinkOptions, batch_id: int, frame: DataFrame) -> StagedFileMessage:
+def _collect_and_stage(options: SinkOptions, batch_id: int, frame: DataFrame) -> tuple[StagedFileMessage, pa.Schema]:
     """The driver's staging of output ``options.output`` of micro-batch ``batch_id``: its rows collected
-    as Arrow, staged as one file. An unsupported column type fails first, naming the column."""
-    output_arrow_schema(options.output, frame.schema)
-    return stage_driver_output(options, batch_id, frame.toArrow())
+    as Arrow, staged as one file; with the output's Arrow schema. An unsupported column type fails
+    first, naming the column."""
+    schema = output_arrow_schema(options.output, frame.schema)
+    return stage_driver_output(options, batch_id, frame.toArrow()), schema
