@@ -224,7 +224,7 @@ def spark_batches(log: Path) -> list[tuple[float, float, int]]:
     for line in log.read_text(errors="replace").splitlines():
         match = _PROGRESS.match(line)
         if match:
-            end = datetime.fromisoformat(match[1].replace("Z", "+00:00")).timestamp()
+            end = datetime.fromisoformat(match[1]).timestamp()
             found.append((end - int(match[4]) / 1000, end, int(match[3])))
     return found
 
@@ -234,18 +234,18 @@ def spark_waits(batches: list[tuple[float, float, int]], first: float, last: flo
     input (the generator alone, the trigger's next tick), between batches (a batch shorter than the
     trigger waits for its next tick), and after the last batch (the consumer's tail)."""
     inside = [(start, end, rows) for start, end, rows in batches if end > first and start < last]
-    data = [b for b in inside if b[2] > 0]
-    if not data:
+    first_data = next((b for b in inside if b[2] > 0), None)
+    if first_data is None:
         return "Spark: no batch with input inside the span"
-    before = max(0.0, data[0][0] - first)
-    between = sum(max(0.0, b[0] - a[1]) for a, b in itertools.pairwise(inside) if a[1] >= data[0][1])
-    closing = max(0.0, inside[-1][0] - inside[-2][1]) if len(inside) > 1 and inside[-1][2] == 0 else 0.0
+    before = max(0.0, first_data[0] - first)
+    between = sum(max(0.0, b[0] - a[1]) for a, b in itertools.pairwise(inside) if a[1] >= first_data[1])
+    emitting = max(0.0, inside[-1][0] - inside[-2][1]) if len(inside) > 1 and inside[-1][2] == 0 else 0.0
     after = max(0.0, last - inside[-1][1])
     running = sum(min(end, last) - max(start, first) for start, end, _ in inside)
     return (
         f"Spark over the span ({last - first:.1f}s): batches running {running:.1f}s; waiting for the trigger "
         f"{before + between:.1f}s (before the first batch with input {before:.1f}s, between batches "
-        f"{between - closing:.1f}s, before the no-data batch that emits the last windows {closing:.1f}s); "
+        f"{between - emitting:.1f}s, before the no-data batch that emits the last windows {emitting:.1f}s); "
         f"after its last batch {after:.1f}s (the consumer's tail)"
     )
 
