@@ -121,3 +121,22 @@ def test_an_unreachable_store_names_the_setting_and_not_the_password() -> None:
     message = str(refused.value)
     assert message.startswith("invalid setting 'store.dsn' (host=127.0.0.1 port=") and "dbname=results" in message
     assert "cannot open the results store" in message and "hunter2" not in message
+
+
+def test_preload_makes_pyarrows_first_conversion_before_the_first_batch() -> None:
+    """pyarrow imports pandas on its first conversion of a Python list; the consumer starts that
+    import on a thread at start (the first batch paid about a second). Run in a fresh interpreter:
+    this one converted long ago."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("pandas")  # without pandas pyarrow has nothing to import, and nothing to preload
+    script = (
+        "import sys\n"
+        "from onceflow.consumer.store.sql import preload_conversions\n"
+        "assert 'pandas' not in sys.modules, 'imported before the preload'\n"
+        "preload_conversions().join(timeout=60)\n"
+        "assert 'pandas' in sys.modules, 'the preload converted nothing'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -12,6 +12,7 @@ from onceflow.consumer.feed import ResultsFeed
 from onceflow.consumer.loop import ConsumerMetrics, ResultsConsumer
 from onceflow.consumer.settings import ConsumerSettings
 from onceflow.consumer.store import ResultsStore, open_store
+from onceflow.consumer.store.sql import preload_conversions
 from onceflow.consumer.tables import StoredTables
 from onceflow.core.faults import NO_FAULTS, FaultInjector
 from onceflow.core.logging import get_logger
@@ -62,6 +63,9 @@ class ConsumerService(GrpcService):
                table that does not fit them is a configuration error naming the column). Build the
                extensions' services over the API (two serving one name: a configuration error).
             2. Start the consumer loop; it joins the group and seeks to the stored offsets on assignment.
+               Meanwhile a thread loads what pyarrow's first conversion of rows needs
+               (:func:`~onceflow.consumer.store.sql.preload_conversions`), so the first batch does
+               not wait for it.
             3. Serve (:class:`~onceflow.core.service.endpoints.ServingEndpoints`): the gRPC server
                (TLS, authorization, stream limits, health, reflection) with the Results servicer and
                every extension's services, and ``/metrics`` when ``metrics.port`` is set.
@@ -76,6 +80,7 @@ class ConsumerService(GrpcService):
         api = ResultsApi(settings, self._api_store, TableQuery(self.tables, self._api_store), self.feed, self._faults)
         self.services = extension_services(self.extensions, api, reserved=[SERVICE_NAME])
         # Step 2
+        preload_conversions()
         self.consumer = ResultsConsumer(
             settings.kafka, settings.consumer, self._loop_store, tables=self.tables, feed=self.feed,
             metrics=self.metrics,
