@@ -24,6 +24,7 @@ CANDIDATES: list[Any] = [
     dt.datetime(2026, 1, 1, 12, 30, 15, 123456), dt.datetime(2026, 1, 1, tzinfo=UTC),
     dt.datetime(2026, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=-7))),
     dt.datetime(1, 1, 1), dt.datetime(9999, 12, 31),
+    dt.datetime.fromisoformat("0001-01-01T00:00:00+23:59"), dt.datetime.fromisoformat("9999-12-31T23:59:59-23:59"),
     dt.date(2026, 1, 1), dt.date(1, 1, 1),
     b"", b"\x00\xff", bytearray(b"x"),
     decimal.Decimal("1.25"), decimal.Decimal("123456789.123"), decimal.Decimal("NaN"),
