@@ -4,6 +4,8 @@ compare-and-set offsets, last-write-wins upserts, and the queries."""
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -127,9 +129,6 @@ def test_preload_makes_pyarrows_first_conversion_before_the_first_batch() -> Non
     """pyarrow imports pandas on its first conversion of a Python list; the consumer starts that
     import on a thread at start (the first batch paid about a second). Run in a fresh interpreter:
     this one converted long ago."""
-    import subprocess
-    import sys
-
     pytest.importorskip("pandas")  # without pandas pyarrow has nothing to import, and nothing to preload
     script = (
         "import sys\n"

@@ -111,11 +111,14 @@ class RowFit:
 
     def __init__(self, schema: pa.Schema) -> None:
         self._schema = schema
-        self._checks = [(field.name, _surely_fits(field.type)) for field in schema]
+        checks = [(field.name, _surely_fits(field.type)) for field in schema]
+        self._checks = [(name, check) for name, check in checks if check is not None]
+        #: Every column has a Python check (else every row goes to Arrow).
+        self._checked = len(self._checks) == len(checks)
 
     def reason(self, row: dict[str, Any]) -> str | None:
         """None when ``row`` fits, else Arrow's reason."""
-        if all(check is not None and (row[name] is None or check(row[name])) for name, check in self._checks):
+        if self._checked and all(row[name] is None or check(row[name]) for name, check in self._checks):
             return None
         try:
             pa.RecordBatch.from_pylist([row], schema=self._schema)
