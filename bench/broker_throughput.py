@@ -16,63 +16,14 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
-import uuid
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from kafka_load import drain, produce_idempotent
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.testing.broker.clients import create_topic
 
 PARTITIONS = 3
-
-
-def produce(bootstrap: str, topic: str, messages: int, value: bytes) -> float:
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "enable.idempotence": True,
-            "linger.ms": 5,
-            "queue.buffering.max.messages": 500_000,
-        }
-    )
-    start = time.perf_counter()
-    for _ in range(messages):
-        try:
-            producer.produce(topic, value)
-        except BufferError:
-            producer.poll(0.01)
-            producer.produce(topic, value)
-    remaining = producer.flush(120)
-    elapsed = time.perf_counter() - start
-    if remaining:
-        raise RuntimeError(f"{remaining} messages not delivered")
-    return messages / elapsed
-
-
-def fetch(bootstrap: str, topic: str, messages: int) -> float:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"bench-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "fetch.max.bytes": 52_428_800,
-            "max.partition.fetch.bytes": 10_485_760,
-            # librdkafka's prefetch queue (default 100k messages / 64 MiB) otherwise caps one consumer.
-            "queued.min.messages": 1_000_000,
-            "queued.max.messages.kbytes": 1_000_000,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    seen = 0
-    start = time.perf_counter()
-    while seen < messages:
-        batch = consumer.consume(50_000, timeout=1.0)
-        seen += sum(1 for m in batch if m.error() is None)
-    elapsed = time.perf_counter() - start
-    consumer.close()
-    return messages / elapsed
 
 
 def main() -> int:
@@ -87,8 +38,8 @@ def main() -> int:
         for run in range(args.runs):
             topic = f"bench-{run}"
             create_topic(broker.bootstrap_servers, topic, partitions=PARTITIONS)
-            produce_rates.append(produce(broker.bootstrap_servers, topic, args.messages, value))
-            fetch_rates.append(fetch(broker.bootstrap_servers, topic, args.messages))
+            produce_rates.append(produce_idempotent(broker.bootstrap_servers, topic, args.messages, value))
+            fetch_rates.append(drain(broker.bootstrap_servers, topic, PARTITIONS, args.messages))
             rates = f"produce {produce_rates[-1]:,.0f} msgs/s, fetch {fetch_rates[-1]:,.0f} msgs/s"
             print(f"run {run + 1}/{args.runs}: {rates}", flush=True)
     print(f"produce median: {statistics.median(produce_rates):,.0f} msgs/s (target >= 200,000)")

@@ -27,116 +27,16 @@ import argparse
 import statistics
 import sys
 import tempfile
-import time
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from kafka_load import commit_latencies, drain, produce_idempotent, produce_transactional
+from samples import percentile
 
 from onceflow.broker.embedded import EmbeddedBroker
 from onceflow.testing.broker.clients import create_topic
 
 PARTITIONS = 3
 VALUE = b"x" * 100
-
-
-def _producer(bootstrap: str, transactional_id: str | None) -> Producer:
-    config: dict[str, object] = {
-        "bootstrap.servers": bootstrap,
-        "enable.idempotence": True,
-        "linger.ms": 5,
-        "queue.buffering.max.messages": 500_000,
-    }
-    if transactional_id is not None:
-        config["transactional.id"] = transactional_id
-    producer = Producer(config)
-    if transactional_id is not None:
-        producer.init_transactions(30)
-    return producer
-
-
-def _send(producer: Producer, topic: str) -> None:
-    try:
-        producer.produce(topic, VALUE)
-    except BufferError:
-        producer.poll(0.01)
-        producer.produce(topic, VALUE)
-
-
-def produce_idempotent(bootstrap: str, topic: str, messages: int) -> float:
-    producer = _producer(bootstrap, None)
-    producer.produce(topic, VALUE)  # warm-up: connect and get a producer id, as init_transactions does
-    if producer.flush(30):
-        raise RuntimeError("warm-up message not delivered")
-    start = time.perf_counter()
-    for _ in range(messages):
-        _send(producer, topic)
-    if producer.flush(120):
-        raise RuntimeError("messages not delivered")
-    return messages / (time.perf_counter() - start)
-
-
-def produce_transactional(
-    bootstrap: str, topic: str, messages: int, should_commit: Callable[[int, float], bool]
-) -> float:
-    """Produce ``messages`` in transactions; ``should_commit(records_in_txn, txn_age_s)`` ends one."""
-    producer = _producer(bootstrap, f"bench-{uuid.uuid4()}")
-    start = time.perf_counter()
-    producer.begin_transaction()
-    in_txn, txn_start = 0, start
-    for _ in range(messages):
-        _send(producer, topic)
-        in_txn += 1
-        if should_commit(in_txn, time.perf_counter() - txn_start):
-            producer.commit_transaction(60)
-            producer.begin_transaction()
-            in_txn, txn_start = 0, time.perf_counter()
-    producer.commit_transaction(60)
-    return messages / (time.perf_counter() - start)
-
-
-def end_txn_latencies(bootstrap: str, topic: str, txns: int) -> list[float]:
-    """Seconds taken by each commit_transaction() of a 3-partition transaction."""
-    producer = _producer(bootstrap, f"bench-latency-{uuid.uuid4()}")
-    latencies = []
-    for _ in range(txns):
-        producer.begin_transaction()
-        for partition in range(PARTITIONS):
-            producer.produce(topic, VALUE, partition=partition)
-        start = time.perf_counter()
-        producer.commit_transaction(60)
-        latencies.append(time.perf_counter() - start)
-    return latencies
-
-
-def fetch(bootstrap: str, topic: str, messages: int, isolation_level: str) -> float:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"bench-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "isolation.level": isolation_level,
-            "fetch.max.bytes": 52_428_800,
-            "max.partition.fetch.bytes": 10_485_760,
-            "queued.min.messages": 1_000_000,
-            "queued.max.messages.kbytes": 1_000_000,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    seen = 0
-    start = time.perf_counter()
-    while seen < messages:
-        batch = consumer.consume(50_000, timeout=1.0)
-        seen += sum(1 for m in batch if m.error() is None)
-    elapsed = time.perf_counter() - start
-    consumer.close()
-    return messages / elapsed
-
-
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
 def main() -> int:
@@ -156,18 +56,18 @@ def main() -> int:
             topics = {name: f"{name.replace('/', '-')}-{run}" for name in ("idempotent", "txn/100ms", "txn/10k", "lat")}
             for topic in topics.values():
                 create_topic(bootstrap, topic, partitions=PARTITIONS)
-            rates["idempotent"].append(produce_idempotent(bootstrap, topics["idempotent"], args.messages))
+            rates["idempotent"].append(produce_idempotent(bootstrap, topics["idempotent"], args.messages, VALUE))
             rates["txn/100ms"].append(
-                produce_transactional(bootstrap, topics["txn/100ms"], args.messages, lambda _n, age: age >= 0.1)
+                produce_transactional(bootstrap, topics["txn/100ms"], args.messages, VALUE, lambda _n, age: age >= 0.1)
             )
             rates["txn/10k"].append(
-                produce_transactional(bootstrap, topics["txn/10k"], args.messages, lambda n, _age: n >= 10_000)
+                produce_transactional(bootstrap, topics["txn/10k"], args.messages, VALUE, lambda n, _age: n >= 10_000)
             )
-            latencies = end_txn_latencies(bootstrap, topics["lat"], args.txns)
-            p50s.append(_percentile(latencies, 0.50))
-            p99s.append(_percentile(latencies, 0.99))
-            rates["read_committed"].append(fetch(bootstrap, topics["txn/10k"], args.messages, "read_committed"))
-            rates["read_uncommitted"].append(fetch(bootstrap, topics["txn/10k"], args.messages, "read_uncommitted"))
+            latencies = commit_latencies(bootstrap, topics["lat"], args.txns, PARTITIONS, VALUE)
+            p50s.append(percentile(latencies, 0.50))
+            p99s.append(percentile(latencies, 0.99))
+            for isolation in ("read_committed", "read_uncommitted"):
+                rates[isolation].append(drain(bootstrap, topics["txn/10k"], PARTITIONS, args.messages, isolation))
             line = ", ".join(f"{name} {values[-1]:,.0f}" for name, values in rates.items())
             print(f"run {run + 1}/{args.runs} (msgs/s): {line}; EndTxn p50 {p50s[-1] * 1000:.2f} ms", flush=True)
     median = {name: statistics.median(values) for name, values in rates.items()}

@@ -32,6 +32,8 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
+from samples import percentile
+
 from onceflow.contract import ParticipantRef, TransactionState
 from onceflow.coordinator.engine import EngineConfig, TwoPhaseCommitEngine
 from onceflow.coordinator.log import MemoryTransactionLog, TransactionLog
@@ -42,11 +44,6 @@ from onceflow.testing.coordinator import FakeParticipants, FakeParticipantServer
 
 JOB = "bench"
 SINK_NAMES = ["kafka", "sqlite", "postgres", "sink3", "sink4", "sink5"]
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def run(

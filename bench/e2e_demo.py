@@ -61,6 +61,7 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 from cpu_meter import CpuMeter, children, format_cpu, own_threads_cpu
+from samples import percentile
 
 from onceflow.core import defaults
 from onceflow.core.logging import configure_logging
@@ -248,11 +249,6 @@ def spark_waits(batches: list[tuple[float, float, int]], first: float, last: flo
         f"{between - emitting:.1f}s, before the no-data batch that emits the last windows {emitting:.1f}s); "
         f"after its last batch {after:.1f}s (the consumer's tail)"
     )
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from kafka_load import commit_latencies, drain, produce_idempotent, produce_transactional
+from samples import percentile
 
 from onceflow.broker.embedded import BrokerProcess, EmbeddedBroker
 from onceflow.testing.broker.apache_kafka import ApacheKafka, kafka_version
@@ -48,97 +49,6 @@ BROKERS: dict[str, Callable[[Path], BrokerProcess]] = {
     # Full JIT (C2) and G1 like a deployment, not the tests' fast-start options.
     "apache-kafka": lambda path: ApacheKafka(path, jvm_options=()),
 }
-
-
-def _producer(bootstrap: str, transactional_id: str | None = None) -> Producer:
-    config: dict[str, object] = {
-        "bootstrap.servers": bootstrap,
-        "enable.idempotence": True,
-        "linger.ms": 5,
-        "queue.buffering.max.messages": 500_000,
-    }
-    if transactional_id is not None:
-        config["transactional.id"] = transactional_id
-    producer = Producer(config)
-    if transactional_id is not None:
-        producer.init_transactions(30)
-    return producer
-
-
-def _send(producer: Producer, topic: str, partition: int | None = None) -> None:
-    while True:
-        try:
-            if partition is None:
-                producer.produce(topic, VALUE)
-            else:
-                producer.produce(topic, VALUE, partition=partition)
-            return
-        except BufferError:
-            producer.poll(0.01)
-
-
-def produce_idempotent(bootstrap: str, topic: str, messages: int) -> float:
-    producer = _producer(bootstrap)
-    _send(producer, topic)  # warm-up: connect and get a producer id outside the timing
-    if producer.flush(60):
-        raise RuntimeError("warm-up message not delivered")
-    start = time.perf_counter()
-    for _ in range(messages):
-        _send(producer, topic)
-    if producer.flush(120):
-        raise RuntimeError("messages not delivered")
-    return messages / (time.perf_counter() - start)
-
-
-def produce_transactional(bootstrap: str, topic: str, messages: int, commit_every_s: float = 0.1) -> float:
-    producer = _producer(bootstrap, f"bench-{uuid.uuid4()}")
-    start = txn_start = time.perf_counter()
-    producer.begin_transaction()
-    for _ in range(messages):
-        _send(producer, topic)
-        if time.perf_counter() - txn_start >= commit_every_s:
-            producer.commit_transaction(60)
-            producer.begin_transaction()
-            txn_start = time.perf_counter()
-    producer.commit_transaction(60)
-    return messages / (time.perf_counter() - start)
-
-
-def commit_latencies(bootstrap: str, topic: str, txns: int) -> list[float]:
-    producer = _producer(bootstrap, f"bench-latency-{uuid.uuid4()}")
-    latencies = []
-    for _ in range(txns):
-        producer.begin_transaction()
-        for partition in range(PARTITIONS):
-            _send(producer, topic, partition)
-        start = time.perf_counter()
-        producer.commit_transaction(60)
-        latencies.append(time.perf_counter() - start)
-    return latencies
-
-
-def fetch_read_committed(bootstrap: str, topic: str, messages: int) -> float:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"bench-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "fetch.max.bytes": 52_428_800,
-            "max.partition.fetch.bytes": 10_485_760,
-            "queued.min.messages": 1_000_000,
-            "queued.max.messages.kbytes": 1_000_000,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    seen = 0
-    start = time.perf_counter()
-    while seen < messages:
-        batch = consumer.consume(min(50_000, messages - seen), timeout=1.0)
-        seen += sum(1 for m in batch if m.error() is None)
-    elapsed = time.perf_counter() - start
-    consumer.close()
-    return messages / elapsed
 
 
 def producer_perf_test(bootstrap: str, topic: str, messages: int, *, transactional: bool) -> float:
@@ -155,11 +65,6 @@ def producer_perf_test(bootstrap: str, topic: str, messages: int, *, transaction
     return float(summary[-1].split(" records sent, ")[1].split(" records/sec")[0])
 
 
-def _percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
 def measure(kind: str, data_dir: Path, messages: int, txns: int) -> dict[str, float]:
     """One run of every variant on a fresh broker of ``kind``."""
     broker = BROKERS[kind](data_dir)
@@ -169,18 +74,18 @@ def measure(kind: str, data_dir: Path, messages: int, txns: int) -> dict[str, fl
         bootstrap = broker.bootstrap_servers
         for topic in ("idempotent", "txn", "latency", "perf", "perf-txn"):
             create_topic(bootstrap, topic, partitions=PARTITIONS)
-        produced = produce_idempotent(bootstrap, "idempotent", messages)
-        transactional = produce_transactional(bootstrap, "txn", messages)
-        latencies = commit_latencies(bootstrap, "latency", txns)
-        fetched = fetch_read_committed(bootstrap, "txn", messages)
+        produced = produce_idempotent(bootstrap, "idempotent", messages, VALUE)
+        transactional = produce_transactional(bootstrap, "txn", messages, VALUE, lambda _n, age: age >= 0.1)
+        latencies = commit_latencies(bootstrap, "latency", txns, PARTITIONS, VALUE)
+        fetched = drain(bootstrap, "txn", PARTITIONS, messages, "read_committed")
         perf = producer_perf_test(bootstrap, "perf", messages, transactional=False)
         perf_txn = producer_perf_test(bootstrap, "perf-txn", messages, transactional=True)
     return {
         "start s": started_s,
         "idempotent msgs/s": produced,
         "txn/100ms msgs/s": transactional,
-        "commit p50 ms": _percentile(latencies, 0.5) * 1000,
-        "commit p99 ms": _percentile(latencies, 0.99) * 1000,
+        "commit p50 ms": percentile(latencies, 0.5) * 1000,
+        "commit p99 ms": percentile(latencies, 0.99) * 1000,
         "read_committed msgs/s": fetched,
         "perf-test msgs/s": perf,
         "perf-test txn msgs/s": perf_txn,

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import psycopg
 from psycopg import sql
+from samples import percentile
 
 from onceflow.contract import SinkBinding, SinkMode, TransactionId
 from onceflow.contract.staging import StagedFile, StagingWriter
@@ -67,11 +68,6 @@ class Timings:
 
     def rows_per_s(self) -> float:
         return self.rows / ((sum(self.prepare_ms) + sum(self.commit_ms)) / 1000)
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def batch_rows(batch: int, rows: int, update_share: float) -> list[IpCount]:

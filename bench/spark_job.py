@@ -52,6 +52,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from cpu_meter import CpuMeter, format_cpu, own_threads_cpu, reaped_children_cpu
 from ip_count_rig import LATENESS_MS, WINDOW_MS, broker, preload, sink_services
 from onceflow_runs import VARIANTS, base_settings, in_turn, job_settings, run_variant, spark_jvm_pid, warm_up
+from samples import percentile
 from spark_events import batch_breakdown, event_log_conf
 
 from onceflow.core.avro import IP_COUNT_SERDE
@@ -61,11 +62,6 @@ from onceflow.ipcount.traffic.model import TrafficModel
 from onceflow.spark.job.settings import SparkJobSettings
 from onceflow.spark.runner import build_session, start_query
 from onceflow.testing.broker.clients import create_topic
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def produce_wall_clock(bootstrap: str, topic: str, rate: int, seconds: float) -> None:

@@ -48,6 +48,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from samples import percentile
+
 from onceflow.contract import SinkBinding, SinkMode, TransactionState
 from onceflow.contract.staging import StagedFile
 from onceflow.core.avro import IpCount
@@ -78,11 +80,6 @@ class RunResult:
     @property
     def p99(self) -> float:
         return percentile(self.latencies_ms, 0.99)
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def batch_rows(batch: int, rows: int) -> list[IpCount]:
