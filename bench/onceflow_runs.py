@@ -38,6 +38,9 @@ from onceflow.spark.runner import start_query
 from onceflow.testing.broker.clients import create_topic
 
 VARIANTS = ("exactly-once", "exactly-once-kafka", "exactly-once-tasks", "at-least-once")
+#: The A/A control, asked for by name (``--variants ...,at-least-once-control``): the at-least-once run
+#: again, so the paired ratios of two identical runs show how far this machine alone moves a pair.
+CONTROL = "at-least-once-control"
 #: A Python worker starting on a loaded machine may take longer than Spark's 15 s to connect back.
 BENCH_SPARK_CONF = {"spark.python.authenticate.socketTimeout": "180s"}
 _BEFORE_TASKS = ("latestOffset", "getBatch", "queryPlanning", "walCommit")
@@ -141,7 +144,7 @@ def run_variant(
         "source": {"topic": data.topic, "max_offsets_per_trigger": batch},
     }
     outputs = RunOutputs(topic=table)
-    if variant == "at-least-once":
+    if variant in ("at-least-once", CONTROL):
         guarantee = "at-least-once"
         overrides["sink_topic"] = table
         overrides["participants"] = services.participants

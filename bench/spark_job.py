@@ -29,6 +29,7 @@ Usage:
     .venv/bin/python bench/spark_job.py [--events 2000000] [--batch 500000] [--repeats 3]
         [--latency-seconds 60] [--latency-rate 20000] [--sinks kafka,sqlite,postgres]
         [--broker embedded|apache-kafka] [--variants exactly-once,exactly-once-kafka,exactly-once-tasks,at-least-once]
+        (add at-least-once-control for an A/A control: the at-least-once run again, paired like the others)
         [--event-log]
 """
 
