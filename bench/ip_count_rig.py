@@ -272,17 +272,13 @@ class ResultWatcher:
         finally:
             consumer.close()
 
-    def _table_sum(self, kind: str, connections: dict[str, Any]) -> int:
-        """The sum of the counts in ``kind``'s table, over a connection kept for the whole run.
+    @staticmethod
+    def _table_sum(kind: str, location: Path | str, table: str, connections: dict[str, Any]) -> int:
+        """The sum of the counts in ``table``, over a connection kept for the whole run.
 
         A connection a poll would cost PostgreSQL a backend start each time (10 a second), CPU the
         exactly-once runs with a PostgreSQL sink would pay and the others not; one connection each, in
         autocommit (every poll its own snapshot), costs a query a poll. A failed poll drops it."""
-        target = self.outputs.sqlite if kind == "sqlite" else self.outputs.postgres
-        if target is None:
-            return 0
-        location, table = target
-        query = f'SELECT COALESCE(SUM("count"), 0) FROM "{table}"'
         try:
             if kind not in connections:
                 connections[kind] = (
@@ -290,7 +286,7 @@ class ResultWatcher:
                     if kind == "sqlite"
                     else psycopg.connect(str(location), autocommit=True)
                 )
-            found = connections[kind].execute(query).fetchone()
+            found = connections[kind].execute(f'SELECT COALESCE(SUM("count"), 0) FROM "{table}"').fetchone()
         except (sqlite3.Error, psycopg.Error):  # no table yet, or the server restarts: a new connection next time
             stale = connections.pop(kind, None)
             if stale is not None:
@@ -299,12 +295,12 @@ class ResultWatcher:
         return int(found[0]) if found else 0
 
     def _watch_tables(self) -> None:
-        kinds = [k for k in ("sqlite", "postgres") if getattr(self.outputs, k) is not None]
+        tables = {kind: t for kind in ("sqlite", "postgres") if (t := getattr(self.outputs, kind)) is not None}
         connections: dict[str, Any] = {}
         try:
-            while not self._stop.is_set() and len(self.done_at) < len(self._threads) + len(kinds):
-                for kind in kinds:
-                    if kind not in self.done_at and self._table_sum(kind, connections) >= self.events:
+            while not self._stop.is_set() and len(self.done_at) < len(self._threads) + len(tables):
+                for kind, (location, table) in tables.items():
+                    if kind not in self.done_at and self._table_sum(kind, location, table, connections) >= self.events:
                         self.done_at[kind] = time.time()
                 time.sleep(0.1)
         finally:

@@ -1,8 +1,9 @@
-"""The Kafka client load of the broker benchmarks: one producer setup, one send, one timed drain.
+"""The Kafka client load of the broker benchmarks: one producer setup, the timed produce loops, one timed drain.
 
 ``broker_throughput.py``, ``broker_transactions.py`` and ``kafka_vs_embedded.py`` measure the same
 client work against different brokers and settings; they share it from here, so their figures
-stay comparable: an idempotent producer with ``linger.ms`` 5, a consumer with librdkafka's prefetch
+stay comparable: an idempotent producer with ``linger.ms`` 5 (through onceflow's own
+``produce``, which waits while librdkafka's queue is full), a consumer with librdkafka's prefetch
 queue opened up (its default, 100k messages / 64 MiB, otherwise caps one consumer).
 """
 
@@ -14,48 +15,31 @@ from collections.abc import Callable
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-#: ``should_commit(records in the transaction, its age in seconds)``: end the open transaction now.
+from onceflow.core.kafka import idempotent_producer_config, produce, transactional_producer_config
+
+#: ``commit_when(records in the transaction, its age in seconds)``: end the open transaction now.
 CommitWhen = Callable[[int, float], bool]
 
 
 def bench_producer(bootstrap: str, transactional_id: str | None = None) -> Producer:
     """An idempotent producer (transactional, its transactions initialised, when given an id)."""
-    config: dict[str, object] = {
-        "bootstrap.servers": bootstrap,
-        "enable.idempotence": True,
-        "linger.ms": 5,
-        "queue.buffering.max.messages": 500_000,
-    }
-    if transactional_id is not None:
-        config["transactional.id"] = transactional_id
-    producer = Producer(config)
-    if transactional_id is not None:
-        producer.init_transactions(30)
+    base = {"bootstrap.servers": bootstrap, "linger.ms": 5, "queue.buffering.max.messages": 500_000}
+    if transactional_id is None:
+        return Producer(idempotent_producer_config(base))
+    producer = Producer(transactional_producer_config(base, transactional_id))
+    producer.init_transactions(30)
     return producer
-
-
-def send(producer: Producer, topic: str, value: bytes, partition: int | None = None) -> None:
-    """``produce``, serving delivery reports while librdkafka's queue is full."""
-    while True:
-        try:
-            if partition is None:
-                producer.produce(topic, value)
-            else:
-                producer.produce(topic, value, partition=partition)
-            return
-        except BufferError:
-            producer.poll(0.01)
 
 
 def produce_idempotent(bootstrap: str, topic: str, messages: int, value: bytes) -> float:
     """Messages/s of an idempotent producer, its connection and producer id made before the clock starts."""
     producer = bench_producer(bootstrap)
-    send(producer, topic, value)
+    produce(producer, topic, value=value)
     if producer.flush(60):
         raise RuntimeError("warm-up message not delivered")
     start = time.perf_counter()
     for _ in range(messages):
-        send(producer, topic, value)
+        produce(producer, topic, value=value)
     if producer.flush(120):
         raise RuntimeError("messages not delivered")
     return messages / (time.perf_counter() - start)
@@ -68,7 +52,7 @@ def produce_transactional(bootstrap: str, topic: str, messages: int, value: byte
     producer.begin_transaction()
     in_txn = 0
     for _ in range(messages):
-        send(producer, topic, value)
+        produce(producer, topic, value=value)
         in_txn += 1
         if commit_when(in_txn, time.perf_counter() - txn_start):
             producer.commit_transaction(60)
@@ -85,7 +69,7 @@ def commit_latencies(bootstrap: str, topic: str, txns: int, partitions: int, val
     for _ in range(txns):
         producer.begin_transaction()
         for partition in range(partitions):
-            send(producer, topic, value, partition)
+            produce(producer, topic, value=value, partition=partition)
         start = time.perf_counter()
         producer.commit_transaction(60)
         latencies.append(time.perf_counter() - start)
