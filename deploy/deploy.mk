@@ -29,9 +29,11 @@ images: docker wheelhouse kafka s3proxy hadoop-aws ## build every image of the d
 	@bash deploy/images/build.sh
 
 # The go builds: `go install`/`go build` from the Go module proxy into .cache, with a stamp of what was
-# built so an unchanged version does nothing. Each compiles with a build cache of its own, removed once
-# the tool is built (over a gigabyte for compose; nothing reuses it), and fetches into the user's
-# module cache (GOMODCACHE, like ~/.m2 for Maven).
+# built so an unchanged version does nothing. They fetch into the user's module cache (GOMODCACHE, like
+# ~/.m2 for Maven) and compile with Go's own build cache (GOCACHE, ~/.cache/go-build, which Go trims
+# itself): the three share the standard library and many modules, so on a fresh machine the second and
+# third build reuse what the first compiled (helm + kubecheck + compose: 174 s against 262 s with a cache
+# of their own each).
 define go-tool
 	@if [ -x "$(1)" ] && [ "$$(cat $(1).stamp 2>/dev/null)" = "$(2)" ]; then \
 	  echo "setup: $(3) ok ($(1))"; exit 0; fi; \
@@ -40,8 +42,7 @@ define go-tool
 	  echo "setup: https://go.dev/dl); then run this again."; exit 1; }; \
 	echo "setup: building $(3) with $$($(GO) version | cut -d' ' -f3) (Go module proxy; a few minutes once)"; \
 	mkdir -p $(dir $(1)); \
-	export GOCACHE=$(CURDIR)/.cache/go-build/$(notdir $(1)); \
-	( $(4) ); built=$$?; rm -rf "$$GOCACHE"; [ $$built -eq 0 ] || { \
+	( $(4) ); built=$$?; [ $$built -eq 0 ] || { \
 	  echo "setup: could not build $(3) (see the errors above); it needs the Go module proxy."; exit 1; }; \
 	echo "$(2)" > $(1).stamp; echo "setup: $(3) ok ($(1))"
 endef
