@@ -21,11 +21,9 @@ if TYPE_CHECKING:
 
 #: Trigger interval of the tests' queries (the default is 5 s).
 TEST_TRIGGER_MS = 1000
-#: Spark settings of the tests: a driver JVM that starts fast on a small, busy machine (C1 JIT only).
-TEST_SPARK = {
-    "master": "local[2]",
-    "conf": {"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"},
-}
+#: Spark settings of the tests (the driver's JVM options are the suite's spark-defaults.conf,
+#: onceflow.testing.spark.defaults).
+TEST_SPARK: dict[str, Any] = {"master": "local[2]"}
 
 
 def ip_count_outputs(participants: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

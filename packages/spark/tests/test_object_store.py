@@ -87,8 +87,6 @@ def test_staging_and_checkpoint_on_s3_survive_a_driver_kill(
                 "attempts = 0",
                 "[spark]",
                 f'master = "{TEST_SPARK["master"]}"',
-                "[spark.conf]",
-                *(f'"{key}" = "{value}"' for key, value in TEST_SPARK["conf"].items()),  # type: ignore[attr-defined]
                 "[staging.s3]",
                 *(f'{key} = "{value}"' for key, value in s3proxy.s3_settings().items()),
                 *(f'[[participants]]\nsink = "{p["sink"]}"\ntarget = "{p["target"]}"' for p in system.participants),

@@ -43,7 +43,15 @@ from onceflow.broker.embedded import BrokerProcess
 from onceflow.broker.protocol.shapes import build_entity
 from onceflow.core.process import free_port
 from onceflow.core.service import Readiness
-from onceflow.testing.jars import JarsMissing, fetched_libs, java_command, pom_property, repo_root, tool_archive
+from onceflow.testing.jars import (
+    FAST_START_JVM_OPTIONS,
+    JarsMissing,
+    fetched_libs,
+    java_command,
+    pom_property,
+    repo_root,
+    tool_archive,
+)
 
 __all__ = [
     "BROKER_USER",
@@ -94,9 +102,6 @@ DEFAULT_SETTINGS: Mapping[str, object] = {
 
 #: The class archive of Kafka's jars that the brokers and the Kafka tools map (:func:`write_class_archive`).
 CLASS_ARCHIVE = "kafka"
-FAST_START_JVM_OPTIONS = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
-"""The default JVM options: start in about half the time and use less CPU on a small machine, at the
-cost of peak throughput (C1 compiler only); pass ``jvm_options=()`` to measure Kafka at full speed."""
 
 LOG4J2 = """status = warn
 appender.file.type = File

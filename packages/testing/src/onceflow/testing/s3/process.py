@@ -31,7 +31,7 @@ from typing import Final
 
 from onceflow.core.process import ServiceProcess, free_port
 from onceflow.core.service import Readiness
-from onceflow.testing.jars import JarsMissing, fetched_libs, java_command
+from onceflow.testing.jars import FAST_START_JVM_OPTIONS, JarsMissing, fetched_libs, java_command
 
 POM: Final = Path("tools/s3proxy/pom.xml")
 S3PROXY_HOME_ENV: Final = "ONCEFLOW_S3PROXY_HOME"
@@ -43,7 +43,6 @@ CLIENT_CHECKSUM_ENV: Final[Mapping[str, str]] = {
     "AWS_REQUEST_CHECKSUM_CALCULATION": "when_required",
     "AWS_RESPONSE_CHECKSUM_VALIDATION": "when_required",
 }
-FAST_START_JVM_OPTIONS: Final = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto")
 
 
 class S3ProxyJarsMissing(JarsMissing):
@@ -166,6 +165,7 @@ class S3ProxyProcess(ServiceProcess):
             heap=self._heap,
             options=(
                 *FAST_START_JVM_OPTIONS,
+                "-Xshare:auto",
                 # slf4j-simple to stdout (the log file): S3Proxy routes System.err into its own logger.
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
                 "-Dorg.slf4j.simpleLogger.logFile=System.out",

@@ -36,11 +36,12 @@ from typing import Any, Self
 
 from onceflow.core.process import ServiceProcess, session_members
 from onceflow.core.service import Readiness
+from onceflow.testing.jars import FAST_START_JVM_OPTIONS
 
 #: The main class of an executor JVM (what ``ps`` shows for an executor).
 EXECUTOR_MAIN = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 #: JVM options of the daemons and the executors: a fast start and little CPU on a small machine.
-FAST_START_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+FAST_START_JAVA_OPTS = " ".join(FAST_START_JVM_OPTIONS)
 _MASTER_URL = re.compile(r"Starting Spark master at spark://[^:\s]+:(\d+)")
 _WEB_UI = re.compile(r"Bound (?:Master|Worker)WebUI to [^,]+, and started at http://[^:\s]+:(\d+)")
 _WORKER_ADDRESS = re.compile(r"Starting Spark worker [^:\s]+:(\d+)")
@@ -86,7 +87,7 @@ class _SparkDaemon(ServiceProcess):
                 "SPARK_CONF_DIR": str(conf_dir),
                 "SPARK_LOCAL_IP": host,
                 "SPARK_DAEMON_MEMORY": heap,
-                "SPARK_DAEMON_JAVA_OPTS": FAST_START_JVM_OPTIONS,
+                "SPARK_DAEMON_JAVA_OPTS": FAST_START_JAVA_OPTS,
             }
         )
 
@@ -272,7 +273,7 @@ class SparkStandaloneCluster:
             "spark.authenticate.secret": self.secret,
             "spark.executor.cores": "1",
             "spark.executor.memory": self.executor_memory,
-            "spark.executor.extraJavaOptions": FAST_START_JVM_OPTIONS,
+            "spark.executor.extraJavaOptions": FAST_START_JAVA_OPTS,
             "spark.driver.memory": "512m",
         }
 
