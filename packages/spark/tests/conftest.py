@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 #: Trigger interval of the tests' queries (the default is 5 s).
 TEST_TRIGGER_MS = 1000
-#: Spark settings of the tests (the driver's JVM options are the suite's spark-defaults.conf,
-#: onceflow.testing.spark.defaults).
+#: Spark settings of the tests (the driver's JVM options are the suite's, set by the onceflow_spark
+#: plugin: onceflow.testing.spark.defaults).
 TEST_SPARK: dict[str, Any] = {"master": "local[2]"}
 
 
