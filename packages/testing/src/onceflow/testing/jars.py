@@ -22,7 +22,7 @@ T = TypeVar("T")
 STAMP: Final = ".complete"
 #: JVM options of the JVMs the tests start (Kafka, S3Proxy, Spark): they start in about half the time
 #: and use less CPU on a small machine, at the cost of peak throughput (C1 compiler only). The benches
-#: measure with a JVM's own defaults instead.
+#: measure with a JVM's own defaults instead (``ApacheKafka(..., jvm_options=())`` runs Kafka so).
 FAST_START_JVM_OPTIONS: Final = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 
