@@ -149,6 +149,7 @@ test: lint typecheck suite ## setup, then lint, types and every test
 
 # make test's pytest, and beside it (the same make, two jobs at a time) what deploy.mk adds to BESIDE_PYTEST:
 # the deploy's image builds, niced, which the suite's last minutes leave a core for (docs/architecture.md).
+# When one of the two fails, make says so once the other has ended.
 BESIDE_PYTEST :=
 suite: setup
 	@$(MAKE) --no-print-directory -j2 pytest $(BESIDE_PYTEST)
