@@ -88,7 +88,9 @@ endif
 # mirror, the wheels, the layers), and the suite's last minutes leave part of a core idle. Its output goes
 # to a log; a failure prints the log's end and fails make test once pytest has ended. The deploy test
 # after it finds the images in the engine's layer cache. The engine starts first and not niced: the
-# containers of the deploy test are its children and inherit its priority.
+# containers of the deploy test are its children and inherit its priority. Its prerequisites are
+# pytest's too, so make has finished them (Maven's fetches, the Go builds of helm and kubecheck) before
+# either recipe starts: the build never runs Maven or the Go compiler at the same time as them.
 PREBUILD_LOG := .cache/images/beside-pytest.log
 deploy-prebuild: setup helm kubecheck docker
 	@mkdir -p $(dir $(PREBUILD_LOG)); start=$$(date +%s); \
