@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 # any of them can run side by side (end-to-end runs and Spark tests included).
 PYTEST_WORKERS ?= 3
 
-.PHONY: help setup setup-env class-archive maven kafka s3proxy hadoop-aws check-python check-java postgres uv sync test suite lint fmt typecheck pytest proto demo clean flink-env flink-anchor spark-bench
+.PHONY: help setup setup-env class-archive maven kafka s3proxy hadoop-aws check-python check-java postgres uv sync test lint fmt typecheck pytest proto demo clean flink-env flink-anchor spark-bench
 
 help: ## show the targets
 	@grep -hE '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -145,14 +145,7 @@ typecheck: setup-env ## mypy --strict, one package at a time (tests share module
 pytest: setup ## the test suite (slow end-to-end and chaos tests included)
 	$(VENV)/pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 $(PYTEST_ARGS)
 
-test: lint typecheck suite ## setup, then lint, types and every test
-
-# make test's pytest, and beside it (the same make, two jobs at a time) what deploy.mk adds to BESIDE_PYTEST:
-# the deploy's image builds, niced, which the suite's last minutes leave a core for (docs/architecture.md).
-# When one of the two fails, make says so once the other has ended.
-BESIDE_PYTEST :=
-suite: setup
-	@$(MAKE) --no-print-directory -j2 pytest $(BESIDE_PYTEST)
+test: lint typecheck pytest ## setup, then lint, types and every test
 
 proto: setup-env ## regenerate the gRPC stubs from proto/onceflow/v1
 	$(VENV)/python proto/generate.py

@@ -7,7 +7,7 @@
 #   make helm          helm from the Go module proxy into .cache/helm
 #   make helm-check    helm lint --strict + helm template + strict decoding into the Kubernetes types
 
-.PHONY: docker wheelhouse images compose helm kubecheck helm-check deploy-test deploy-down deploy-prebuild
+.PHONY: docker wheelhouse images compose helm kubecheck helm-check deploy-test deploy-down
 
 HELM_VERSION := v3.22.0
 HELM := .cache/helm/$(HELM_VERSION)/helm
@@ -80,24 +80,4 @@ test:
 	@echo "deploy-test: NOT RUN (DEPLOY_TEST=0): the compose deploy was not started"
 else
 test: deploy-test
-BESIDE_PYTEST += deploy-prebuild
 endif
-
-# make test builds the deploy test's images and Compose while pytest runs (the Makefile's `suite`), niced so
-# the tests keep the cores they use: much of a fresh build waits on the network and the disk (Debian's
-# mirror, the wheels, the layers), and the suite's last minutes leave part of a core idle. Its output goes
-# to a log; a failure prints the log's end and fails make test once pytest has ended. The deploy test
-# after it finds the images in the engine's layer cache. The engine starts first and not niced: the
-# containers of the deploy test are its children and inherit its priority. Its prerequisites are
-# pytest's too, so make has finished them (Maven's fetches, the Go builds of helm and kubecheck) before
-# either recipe starts: the build never runs Maven or the Go compiler at the same time as them.
-PREBUILD_LOG := .cache/images/beside-pytest.log
-deploy-prebuild: setup helm kubecheck docker
-	@mkdir -p $(dir $(PREBUILD_LOG)); start=$$(date +%s); \
-	echo "deploy-test: building the images and Compose beside pytest, niced (log: $(PREBUILD_LOG))"; \
-	if nice -n 10 $(MAKE) --no-print-directory images compose >$(PREBUILD_LOG) 2>&1; then \
-	  echo "deploy-test: the images and Compose were built beside pytest in $$(( $$(date +%s) - start ))s"; \
-	else \
-	  echo "deploy-test: building the images or Compose beside pytest failed; the end of $(PREBUILD_LOG):"; \
-	  tail -n 40 $(PREBUILD_LOG) | sed 's/^/  /'; exit 1; \
-	fi
