@@ -10,4 +10,9 @@ Sub-packages, one concept each:
 :mod:`onceflow.spark.submit` is the spark-submit application file.
 """
 
+from onceflow.core.grpc_fork import disable_grpc_fork_handlers
+
+# Before any of this package's modules imports grpc: PySpark forks its JVM gateway (onceflow.core.grpc_fork).
+disable_grpc_fork_handlers()
+
 __all__: list[str] = []

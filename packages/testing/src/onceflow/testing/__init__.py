@@ -11,3 +11,9 @@ One sub-package per service it drives:
 - :mod:`onceflow.testing.logproducer`: a corpus of real-format lines and hypothesis strategies;
 - :mod:`onceflow.testing.plugins`: entry points installed for a test (a distribution on ``sys.path``).
 """
+
+from onceflow.core.grpc_fork import disable_grpc_fork_handlers
+
+# Before the pytest plugins (onceflow.testing.*) import grpc: a test process forks after its gRPC
+# calls (PySpark's JVM gateway of the session-scoped ``spark`` fixture; onceflow.core.grpc_fork).
+disable_grpc_fork_handlers()
