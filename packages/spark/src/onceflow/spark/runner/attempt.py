@@ -18,6 +18,7 @@ from onceflow.spark.api.shipping import ship_job_file
 from onceflow.spark.exceptions import JobDefinitionError
 from onceflow.spark.job.baseline import at_least_once_writer
 from onceflow.spark.job.settings import SparkJobSettings
+from onceflow.spark.runner.checkpoint_leftovers import remove_unfinished_first_write
 from onceflow.spark.runner.session import activate
 from onceflow.spark.sink.coordinator import coordinator_errors
 from onceflow.spark.sink.foreach_batch import two_phase_commit_batches
@@ -93,7 +94,9 @@ def start_query(spark: SparkSession, settings: SparkJobSettings) -> StreamingQue
         2. Exactly-once: register the driver and the bindings (:func:`register_driver`), then write
            through the ``onceflow-2pc`` sink (``foreachBatch`` in update mode, with derived outputs,
            or when the driver stages the rows: ``stage_on = "driver"``).
-        3. Start the query with the trigger interval and the checkpoint.
+        3. Remove what a driver killed during the query's first offset-log write left in the
+           checkpoint (:func:`remove_unfinished_first_write`: Spark refuses to start otherwise), then
+           start the query with the trigger interval and the checkpoint.
     """
     activate(spark)
     # Step 1
@@ -129,6 +132,7 @@ def start_query(spark: SparkSession, settings: SparkJobSettings) -> StreamingQue
     else:
         writer = counts.writeStream.foreachBatch(at_least_once_writer(settings))
     # Step 3
+    remove_unfinished_first_write(spark, settings.checkpoint_location, job=settings.job)
     query = (
         writer.outputMode(settings.output_mode)
         .trigger(processingTime=f"{settings.trigger_interval_ms} milliseconds")
