@@ -14,6 +14,10 @@ Steps:
     2. Otherwise delete the temporary files of Spark's atomic writes (``.<name>.<uuid>.tmp`` and
        their ``.crc``) in ``offsets/`` and ``commits/``, and log each. Nothing else is deleted: any
        other file keeps Spark's refusal, which then names a checkpoint that is not the job's.
+
+It reads through Hadoop, not the replay's ``CheckpointLog`` (the staging store): Spark's check lists
+through Hadoop (which hides and deletes a file's ``.crc`` with it), and Hadoop reaches every
+checkpoint Spark writes (``hdfs://`` too), where the staging store knows local paths and S3 only.
 """
 
 from __future__ import annotations
@@ -38,21 +42,20 @@ def is_unfinished_write(name: str) -> bool:
 
 def remove_unfinished_first_write(spark: SparkSession, checkpoint_location: str, *, job: str) -> list[str]:
     """Delete what a first offset-log write cut short left in ``checkpoint_location``; the paths deleted."""
-    jvm: Any = spark._jvm
-    conf = spark._jsparkSession.sessionState().newHadoopConf()
-    root = jvm.org.apache.hadoop.fs.Path(checkpoint_location)
-    fs = root.getFileSystem(conf)
+    path_of: Any = spark._jvm.org.apache.hadoop.fs.Path  # type: ignore[union-attr]
+    root = path_of(checkpoint_location)
+    fs = root.getFileSystem(spark._jsparkSession.sessionState().newHadoopConf())
     # Step 1
-    offsets = _names(fs, jvm.org.apache.hadoop.fs.Path(root, "offsets"))
+    offsets = _names(fs, path_of(root, "offsets"))
     if not offsets or any(name.isdigit() for name in offsets):
         return []
     # Step 2
     removed: list[str] = []
     for directory in LOG_DIRECTORIES:
-        path = jvm.org.apache.hadoop.fs.Path(root, directory)
+        path = path_of(root, directory)
         for name in _names(fs, path):
             if is_unfinished_write(name):
-                leftover = jvm.org.apache.hadoop.fs.Path(path, name)
+                leftover = path_of(path, name)
                 fs.delete(leftover, False)
                 removed.append(str(leftover))
                 _log.warning("checkpoint.unfinished_write_removed", job=job, path=str(leftover))
