@@ -1,5 +1,6 @@
-"""A driver that imports onceflow.spark launches PySpark's JVM gateway (a fork with a ``preexec_fn``)
-with gRPC's fork handlers off (onceflow.core.grpc_fork), even when it used gRPC first."""
+"""A driver that imports onceflow.spark before grpc launches PySpark's JVM gateway (a fork with a
+``preexec_fn``) with gRPC's fork handlers off (onceflow.core.grpc_fork), even when it makes gRPC calls
+before it builds its session."""
 
 from __future__ import annotations
 
